@@ -1,0 +1,58 @@
+/**
+ * The injected clock. Production code takes time from a `Clock`; pure code
+ * takes it as an argument; simulation swaps in a `VirtualClock`.
+ */
+
+export interface Clock {
+  /** Milliseconds on a monotonic-enough timeline (only differences matter). */
+  now(): number;
+  /** Calls `fn` after `ms`; returns a cancel function. */
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(ms, fn) {
+    const t = setTimeout(fn, ms);
+    return () => clearTimeout(t);
+  },
+};
+
+/** A clock that moves only when told to; timers fire in time order. */
+export class VirtualClock implements Clock {
+  private t = 0;
+  private seq = 0;
+  private timers: { at: number; seq: number; fn: () => void }[] = [];
+
+  constructor(start = 0) {
+    this.t = start;
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimer(ms: number, fn: () => void): () => void {
+    const timer = { at: this.t + Math.max(0, ms), seq: this.seq++, fn };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((x) => x !== timer);
+    };
+  }
+
+  /** Advances time by `ms`, firing every timer that falls due, in order. */
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      let next: { at: number; seq: number; fn: () => void } | undefined;
+      for (const x of this.timers) {
+        if (x.at <= end && (!next || x.at < next.at || (x.at === next.at && x.seq < next.seq))) next = x;
+      }
+      if (!next) break;
+      this.timers = this.timers.filter((x) => x !== next);
+      this.t = Math.max(this.t, next.at);
+      next.fn();
+    }
+    this.t = end;
+  }
+}

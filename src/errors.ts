@@ -1,0 +1,52 @@
+/**
+ * The one error type splitfleet throws. Every failure carries a string `code`
+ * from the documented union (docs/errors.md), whether retrying can help, and
+ * the underlying cause. Messages name the field, key or option and the rule.
+ */
+
+export type SplitfleetErrorCode =
+  /** Input to the assignment (members, splits, weights, caps) breaks a rule. */
+  | 'INVALID_INPUT'
+  /** A configuration knob is missing, malformed or an impossible combination. */
+  | 'INVALID_CONFIG'
+  /** A record on the store cannot be read by this build (schema, JSON, id). */
+  | 'INVALID_RECORD'
+  /** A record belongs to a job with a different fingerprint. */
+  | 'FINGERPRINT_MISMATCH'
+  /** A record or request would exceed the store's size or operation limits. */
+  | 'RECORD_TOO_LARGE'
+  /** Another live process already runs under this instance id. */
+  | 'DUPLICATE_INSTANCE'
+  /** The store could not be reached or answered with an error. */
+  | 'STORE_UNAVAILABLE'
+  /** An operation took longer than `op_timeout`. */
+  | 'TIMEOUT'
+  /** This process's etcd lease expired or was revoked. */
+  | 'LEASE_LOST'
+  /** The WASM engine or its thread pool failed. */
+  | 'ENGINE_FAILURE'
+  /** The user's planner threw or returned something invalid. */
+  | 'PLANNER_FAILURE'
+  /** The coordinator or pool was used after it was closed. */
+  | 'CLOSED';
+
+export class SplitfleetError extends Error {
+  readonly code: SplitfleetErrorCode;
+  readonly retryable: boolean;
+
+  constructor(
+    code: SplitfleetErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SplitfleetError';
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** True when `e` is a SplitfleetError, optionally with the given code. */
+export function isSplitfleetError(e: unknown, code?: SplitfleetErrorCode): e is SplitfleetError {
+  return e instanceof SplitfleetError && (code === undefined || e.code === code);
+}
