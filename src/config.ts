@@ -1,0 +1,232 @@
+/**
+ * The knobs of substrate.md, their defaults, and the one function that turns
+ * a user's partial options into a validated `Config`.
+ *
+ * Invariants of a resolved Config (each refused with the rule spelled out):
+ * - every duration is a safe integer in milliseconds, never negative, and at
+ *   most MAX_TIMER_MS (Node clamps longer timers to 1 ms, which would turn a
+ *   long delay into none at all);
+ * - leaseDurationMs is a whole number of seconds ≥ 1 s (etcd TTLs are seconds);
+ * - 0 < opTimeoutMs < leaseDurationMs, and drainDeadlineMs ≥ opTimeoutMs;
+ * - maxInFlight ≥ 1, maxAttempts ≥ 1, rebalanceDelayMs ≥ 0 (0 = reassign at once);
+ * - unknown option names are refused, so a typo never silently means "default".
+ *
+ * Pure: no I/O, no clock. Every failure is SplitfleetError('INVALID_CONFIG').
+ */
+
+import { SplitfleetError } from './errors.js';
+
+/** What a user passes. Durations are milliseconds. */
+export interface ConfigOptions {
+  /** The job's name: `[A-Za-z0-9._-]{1,128}`. Required. */
+  job: string;
+  /** This process's stable, unique id (a pod name): `[A-Za-z0-9._-]{1,128}`. Required. */
+  instance: string;
+  /** Key prefix shared by every job: '/'-separated segments of `[A-Za-z0-9._-]`. Default 'splitfleet'. */
+  root?: string;
+  /**
+   * The job's identity: change it whenever the meaning of split ids changes
+   * (source location, planner settings). Default: derived from root and job
+   * (see {@link defaultFingerprint}).
+   */
+  fingerprint?: string;
+  /** A dead worker's splits become claimable one lease after its last renewal. Default 30 000. */
+  leaseDurationMs?: number;
+  /** One store round trip's deadline. Default 10 000. */
+  opTimeoutMs?: number;
+  /** This instance's lane budget, advertised on its presence key. Default 8. */
+  maxInFlight?: number;
+  /** Delivery attempts before quarantine. Default 4. */
+  maxAttempts?: number;
+  /** How long a departed instance's splits are withheld; 0 = reassign at once. Default 20 000. */
+  rebalanceDelayMs?: number;
+  /** How long a cooperative drain may run before the release is forced. Default 10 000. */
+  drainDeadlineMs?: number;
+  /** Open plans only: how often the planner runs again. Default 60 000. */
+  replanIntervalMs?: number;
+  /** The listing backstop behind the watches. Default 30 000. */
+  reconcileIntervalMs?: number;
+}
+
+/** A validated configuration: every option present. */
+export type Config = Readonly<Required<ConfigOptions>>;
+
+/** The defaults of substrate.md's knob table, in milliseconds. */
+export const CONFIG_DEFAULTS = Object.freeze({
+  root: 'splitfleet',
+  leaseDurationMs: 30_000,
+  opTimeoutMs: 10_000,
+  maxInFlight: 8,
+  maxAttempts: 4,
+  rebalanceDelayMs: 20_000,
+  drainDeadlineMs: 10_000,
+  replanIntervalMs: 60_000,
+  reconcileIntervalMs: 30_000,
+});
+
+/** Longest duration a Node timer honours (2^31 − 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
+  'job', 'instance', 'root', 'fingerprint',
+  'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
+  'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs',
+];
+
+const NAME = /^[A-Za-z0-9._-]{1,128}$/;
+const ROOT = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
+const MAX_ROOT_LENGTH = 256;
+const MAX_FINGERPRINT_LENGTH = 1024;
+// \p{Cc}: C0 controls, DEL and C1 controls.
+const CONTROL = /\p{Cc}/u;
+
+/**
+ * The fingerprint used when none is given: the job's place in the store.
+ * Versioned so that a future change of derivation is a visible mismatch, not
+ * a silent collision.
+ */
+export function defaultFingerprint(root: string, job: string): string {
+  return `splitfleet-v1:${root}/${job}`;
+}
+
+function show(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) {
+    return String(v);
+  }
+  return typeof v;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = row[j]!;
+      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return row[b.length]!;
+}
+
+function suggestion(name: string): string {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const known of KNOWN_OPTIONS) {
+    const d = editDistance(name.toLowerCase(), known.toLowerCase());
+    if (d < bestD) { bestD = d; best = known; }
+  }
+  return best !== undefined && bestD <= 3 ? ` (did you mean ${best}?)` : '';
+}
+
+/**
+ * Validates `options`, fills in defaults, and returns a frozen Config.
+ * An option given as `undefined` counts as absent.
+ *
+ * @throws SplitfleetError('INVALID_CONFIG') listing every broken rule, each
+ *   as `option: must … (got …)`.
+ */
+export function resolveConfig(options: ConfigOptions): Config {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${show(options)})`);
+  }
+  const given = options as unknown as Record<string, unknown>;
+  const problems: string[] = [];
+
+  for (const name of Object.keys(given)) {
+    if (!(KNOWN_OPTIONS as readonly string[]).includes(name)) {
+      problems.push(`${name}: unknown option${suggestion(name)}; known options are ${KNOWN_OPTIONS.join(', ')}`);
+    }
+  }
+
+  const name = (key: 'job' | 'instance'): string | undefined => {
+    const v = given[key];
+    if (v === undefined) { problems.push(`${key}: is required`); return undefined; }
+    if (typeof v !== 'string' || !NAME.test(v)) {
+      problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${show(v)})`);
+      return undefined;
+    }
+    return v;
+  };
+  const job = name('job');
+  const instance = name('instance');
+
+  let root: string = CONFIG_DEFAULTS.root;
+  if (given.root !== undefined) {
+    const v = given.root;
+    if (typeof v !== 'string' || v.length > MAX_ROOT_LENGTH || !ROOT.test(v)) {
+      problems.push(`root: must be '/'-separated segments of [A-Za-z0-9._-], at most ${MAX_ROOT_LENGTH} characters, `
+        + `with no leading or trailing '/' (got ${show(v)})`);
+    } else root = v;
+  }
+
+  let fingerprint: string | undefined;
+  if (given.fingerprint !== undefined) {
+    const v = given.fingerprint;
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FINGERPRINT_LENGTH || CONTROL.test(v)) {
+      problems.push(`fingerprint: must be a non-empty string of at most ${MAX_FINGERPRINT_LENGTH} characters `
+        + `with no control characters (got ${show(v)})`);
+    } else fingerprint = v;
+  }
+
+  /** An integer option in [min, max]; undefined (and a recorded problem) when broken. */
+  const int = (key: keyof typeof CONFIG_DEFAULTS, min: number, max: number, rule?: string): number | undefined => {
+    const v = given[key] === undefined ? CONFIG_DEFAULTS[key] : given[key];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+      problems.push(`${key}: must be an integer ≥ ${min} (got ${show(v)})`);
+      return undefined;
+    }
+    if (v > max) {
+      problems.push(`${key}: must be at most ${max}${rule === undefined ? '' : `, because ${rule}`} (got ${v})`);
+      return undefined;
+    }
+    return v;
+  };
+  const timerRule = 'Node fires longer timers at once';
+  let leaseDurationMs = int('leaseDurationMs', 1000, MAX_TIMER_MS, timerRule);
+  if (leaseDurationMs !== undefined && leaseDurationMs % 1000 !== 0) {
+    problems.push(`leaseDurationMs: must be a whole number of seconds, because etcd lease TTLs are seconds (got ${leaseDurationMs})`);
+    leaseDurationMs = undefined;
+  }
+  const opTimeoutMs = int('opTimeoutMs', 1, MAX_TIMER_MS, timerRule);
+  const maxInFlight = int('maxInFlight', 1, Number.MAX_SAFE_INTEGER);
+  const maxAttempts = int('maxAttempts', 1, Number.MAX_SAFE_INTEGER);
+  const rebalanceDelayMs = int('rebalanceDelayMs', 0, MAX_TIMER_MS, timerRule);
+  const drainDeadlineMs = int('drainDeadlineMs', 0, MAX_TIMER_MS, timerRule);
+  // Zero would spin the replan and backstop loops without pause.
+  const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, timerRule);
+  const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, timerRule);
+
+  // Combinations, checked only between options that are individually valid.
+  if (opTimeoutMs !== undefined && leaseDurationMs !== undefined && opTimeoutMs >= leaseDurationMs) {
+    problems.push(`opTimeoutMs: must be below leaseDurationMs (${leaseDurationMs}), or one slow round trip `
+      + `outlasts the lease it is renewing (got ${opTimeoutMs})`);
+  }
+  if (drainDeadlineMs !== undefined && opTimeoutMs !== undefined && drainDeadlineMs < opTimeoutMs) {
+    problems.push(`drainDeadlineMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a deadline below one store round trip `
+      + `would force every revocation before its final commit could land (got ${drainDeadlineMs})`);
+  }
+
+  if (problems.length > 0) {
+    throw new SplitfleetError('INVALID_CONFIG', problems.length === 1
+      ? problems[0]!
+      : `${problems.length} invalid options: ${problems.join('; ')}`);
+  }
+
+  return Object.freeze({
+    job: job!,
+    instance: instance!,
+    root,
+    fingerprint: fingerprint ?? defaultFingerprint(root, job!),
+    leaseDurationMs: leaseDurationMs!,
+    opTimeoutMs: opTimeoutMs!,
+    maxInFlight: maxInFlight!,
+    maxAttempts: maxAttempts!,
+    rebalanceDelayMs: rebalanceDelayMs!,
+    drainDeadlineMs: drainDeadlineMs!,
+    replanIntervalMs: replanIntervalMs!,
+    reconcileIntervalMs: reconcileIntervalMs!,
+  });
+}

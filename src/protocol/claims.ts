@@ -1,0 +1,200 @@
+/**
+ * Claims: whether a split can be claimed and what the claim costs
+ * (substrate.md's table), which assigned splits to try now, and the split
+ * record's transitions as pure functions.
+ *
+ * Invariants:
+ * - Claimable means runnable, spec observed, and no live lease of another
+ *   owner. An assignment is permission to try, not a promise the split is
+ *   free: the previous owner's lease key must be gone first.
+ * - Reclaims and expired takeovers consume a delivery attempt; creates and
+ *   claims after a release do not. The attempt that would reach maxAttempts
+ *   quarantines the split instead of claiming it.
+ * - `epoch` counts tenancies: it is bumped by every claim (the only
+ *   transition that installs an owner); release, failure, completion and
+ *   quarantine clear the owner without starting a tenancy.
+ * - An owner is present only on a runnable record with epoch ≥ 1.
+ * - claimCandidates never opens more lanes than maxInFlight, counting held
+ *   and draining lanes; quarantines open no lane.
+ *
+ * Pure: no I/O. Transitions throw SplitfleetError('INVALID_RECORD') when
+ * applied to a record in the wrong state: that is a caller's bug, since the
+ * owner derives every write from the record it last wrote itself.
+ */
+
+import { SplitfleetError } from '../errors.js';
+import type { Json, SplitRecord } from './records.js';
+import { SCHEMA_VERSION } from './records.js';
+
+/** How a split became claimable (substrate.md, "Split lifecycle"). */
+export type ClaimKind = 'create' | 'released' | 'reclaim' | 'expired';
+
+/** Why a split cannot be claimed. 'leased': another instance holds a live lease on it. */
+export type UnclaimableReason = 'leased' | 'completed' | 'quarantined';
+
+/** A claimable split: how, and at what cost. */
+export interface Claimable {
+  kind: ClaimKind;
+  /** True for 'reclaim' and 'expired': the previous delivery ended badly. */
+  consumesAttempt: boolean;
+  /** True when this is the attempt that reaches maxAttempts: quarantine instead of claiming. */
+  quarantine: boolean;
+}
+
+export type ClaimClass = Claimable | { kind: 'unclaimable'; reason: UnclaimableReason };
+
+/**
+ * Classifies a claim of one split by `me`.
+ *
+ * @param record the split's progress record; undefined when none exists yet (a create).
+ * @param leaseOwner the instance named by the live `lease.{id}` key, if any.
+ * @param me this worker's stable instance id.
+ * @param maxAttempts the delivery-attempt cap (config.maxAttempts).
+ */
+export function classifyClaim(
+  record: SplitRecord | undefined, leaseOwner: string | undefined, me: string, maxAttempts: number,
+): ClaimClass {
+  if (record?.status === 'completed') return { kind: 'unclaimable', reason: 'completed' };
+  if (record?.status === 'quarantined') return { kind: 'unclaimable', reason: 'quarantined' };
+  if (leaseOwner !== undefined && leaseOwner !== '' && leaseOwner !== me) {
+    return { kind: 'unclaimable', reason: 'leased' };
+  }
+  let kind: ClaimKind;
+  if (leaseOwner === me) kind = 'reclaim'; // our own earlier run's lease is still live
+  else if (record === undefined || (record.epoch === 0 && record.owner === '')) kind = 'create';
+  else if (record.owner === '') kind = 'released';
+  else kind = 'expired'; // an owner without a lease: it died (or it was us, before a restart)
+  const consumesAttempt = kind === 'reclaim' || kind === 'expired';
+  const attempts = record?.attempts ?? 0;
+  return { kind, consumesAttempt, quarantine: consumesAttempt && attempts + 1 >= maxAttempts };
+}
+
+/** What a worker has observed of one split. A split missing from the map has not been observed. */
+export interface ObservedSplit {
+  /** `split.{id}`; undefined when no record exists yet. */
+  readonly record: SplitRecord | undefined;
+  /** The instance named by the live `lease.{id}` key; undefined when the key is absent. */
+  readonly leaseOwner: string | undefined;
+  /** Whether `spec.{id}` has been observed: without it the split cannot be started. */
+  readonly specObserved: boolean;
+}
+
+export interface ClaimCandidatesInput {
+  readonly me: string;
+  /** Split ids this worker's assignment names. */
+  readonly assigned: Iterable<string>;
+  readonly splits: ReadonlyMap<string, ObservedSplit>;
+  /** Splits with an open lane, draining or not. */
+  readonly held: Iterable<string>;
+  /** Splits being drained (counted as lanes even if absent from `held`). */
+  readonly draining?: Iterable<string>;
+  readonly maxInFlight: number;
+  readonly maxAttempts: number;
+}
+
+/** A split to try now; `quarantine` means write the quarantine instead of claiming. */
+export interface ClaimCandidate {
+  readonly id: string;
+  readonly claim: ClaimKind;
+  readonly consumesAttempt: boolean;
+  readonly quarantine: boolean;
+  /** The record's attempts before this claim (0 when no record exists). */
+  readonly attempts: number;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Which assigned splits to try claiming now: assigned, not held or draining,
+ * runnable, spec observed, and no live lease of another owner. Sorted by id
+ * (JS string order) so the choice is deterministic; claims stop when the lane
+ * budget (maxInFlight − lanes in use) is spent. Quarantines take no lane and
+ * are always included.
+ */
+export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
+  const lanes = new Set(input.held);
+  for (const id of input.draining ?? []) lanes.add(id);
+  let free = Math.max(0, input.maxInFlight - lanes.size);
+  const out: ClaimCandidate[] = [];
+  for (const id of [...new Set(input.assigned)].sort(byString)) {
+    if (lanes.has(id)) continue;
+    const seen = input.splits.get(id);
+    if (seen === undefined || !seen.specObserved) continue;
+    const c = classifyClaim(seen.record, seen.leaseOwner, input.me, input.maxAttempts);
+    if (c.kind === 'unclaimable') continue;
+    const candidate = { id, claim: c.kind, consumesAttempt: c.consumesAttempt, quarantine: c.quarantine,
+      attempts: seen.record?.attempts ?? 0 };
+    if (c.quarantine) { out.push(candidate); continue; }
+    if (free === 0) continue; // keep scanning: a later split may still need quarantining
+    free--;
+    out.push(candidate);
+  }
+  return out;
+}
+
+// ---- record transitions ----------------------------------------------------
+
+function refuse(record: SplitRecord, what: string, why: string): never {
+  throw new SplitfleetError('INVALID_RECORD', `cannot ${what} split ${JSON.stringify(record.id)}: ${why}`);
+}
+
+function mustOwn(record: SplitRecord, me: string, what: string): void {
+  if (record.status !== 'runnable') refuse(record, what, `it is ${record.status}`);
+  if (record.owner !== me) {
+    refuse(record, what, `it is owned by ${JSON.stringify(record.owner)}, not ${JSON.stringify(me)}`);
+  }
+}
+
+/** The record a create claim starts from: epoch 0, runnable, no owner, no attempts, no progress. */
+export function initialSplitRecord(id: string, fp: string): SplitRecord {
+  return { v: SCHEMA_VERSION, fp, id, epoch: 0, status: 'runnable', owner: '', attempts: 0, progress: null };
+}
+
+/**
+ * `me` takes the split: epoch + 1, owner = me, one attempt consumed when the
+ * claim kind says so. Refused for a quarantining claim (use quarantinedRecord).
+ */
+export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): SplitRecord {
+  if (prev.status !== 'runnable') refuse(prev, 'claim', `it is ${prev.status}`);
+  if (claim.quarantine) refuse(prev, 'claim', 'this claim reaches max_attempts; quarantine it instead');
+  return { ...prev, epoch: prev.epoch + 1, owner: me,
+    attempts: prev.attempts + (claim.consumesAttempt ? 1 : 0) };
+}
+
+/** A progress commit by the owner: only `progress` changes. */
+export function committedRecord(prev: SplitRecord, me: string, progress: Json): SplitRecord {
+  mustOwn(prev, me, 'commit');
+  return { ...prev, progress };
+}
+
+/** A graceful release (after a drain, or at shutdown): the final progress, owner cleared, no attempt consumed. */
+export function releasedRecord(prev: SplitRecord, me: string, progress: Json = prev.progress): SplitRecord {
+  mustOwn(prev, me, 'release');
+  return { ...prev, owner: '', progress };
+}
+
+/** The terminal commit: status completed, owner cleared (the lease key goes in the same transaction). */
+export function completedRecord(prev: SplitRecord, me: string, progress: Json = prev.progress): SplitRecord {
+  mustOwn(prev, me, 'complete');
+  return { ...prev, status: 'completed', owner: '', progress };
+}
+
+/**
+ * The source reported that it cannot process the split: one attempt consumed,
+ * owner cleared, and quarantined when that attempt reaches `maxAttempts`.
+ */
+export function failedRecord(prev: SplitRecord, me: string, reason: string, maxAttempts: number): SplitRecord {
+  mustOwn(prev, me, 'fail');
+  const attempts = prev.attempts + 1;
+  return { ...prev, owner: '', attempts, reason,
+    status: attempts >= maxAttempts ? 'quarantined' : 'runnable' };
+}
+
+/**
+ * A claim that would consume the attempt reaching max_attempts parks the split
+ * instead: status quarantined, owner cleared, that attempt recorded.
+ */
+export function quarantinedRecord(prev: SplitRecord, reason: string): SplitRecord {
+  if (prev.status !== 'runnable') refuse(prev, 'quarantine', `it is ${prev.status}`);
+  return { ...prev, status: 'quarantined', owner: '', attempts: prev.attempts + 1, reason };
+}

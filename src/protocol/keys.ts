@@ -1,0 +1,185 @@
+/**
+ * The key layout of one job: every key lives under `<root>/<job>/`, and this
+ * module is the only place that spells a key out (the table below and
+ * `docs/keys.md` are the same table).
+ *
+ * Invariants:
+ * - Every key is `<jobPrefix><kind>` (singletons) or `<jobPrefix><kind>.<id>`.
+ *   Kinds contain no '.', so the first '.' after the prefix always ends the kind
+ *   and an id may itself contain dots.
+ * - Ids never contain '/', so no key of one job is mistaken for a key of a
+ *   nested prefix (`<root>/<job>/x/...` parses as `unknown`).
+ * - `parseKey` is total: anything that is not exactly a key of this layout,
+ *   with a valid id, is `{ kind: 'unknown' }`, never an exception.
+ *
+ * Pure: no I/O. Builders throw SplitfleetError('INVALID_INPUT') on a bad id,
+ * because a bad id is a caller's bug, never a store condition.
+ */
+
+import { SplitfleetError } from '../errors.js';
+
+/** Every kind of key in a job's prefix. */
+export type KeyKind = 'plan' | 'leader' | 'worker' | 'spec' | 'split' | 'lease' | 'assign';
+
+/** Which kind of id, if any, follows the kind in a key. */
+export type KeyIdKind = 'none' | 'instance' | 'split';
+
+export interface KeyLayoutRow {
+  readonly kind: KeyKind;
+  /** The key under the job prefix, with `{instance}` / `{id}` placeholders. */
+  readonly pattern: string;
+  readonly idKind: KeyIdKind;
+  /** 'durable' records outlive every process; 'ephemeral' ones are attached to an etcd lease. */
+  readonly lifetime: 'durable' | 'ephemeral';
+  readonly writtenBy: string;
+  readonly holds: string;
+}
+
+/** The key table (mirrored in docs/keys.md; substrate.md is normative). */
+export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
+  { kind: 'plan', pattern: 'plan', idKind: 'none', lifetime: 'durable', writtenBy: 'leader (CAS)',
+    holds: 'schema, fingerprint, leader generation, finality, planned count, planner cursor' },
+  { kind: 'leader', pattern: 'leader', idKind: 'none', lifetime: 'ephemeral', writtenBy: 'candidates (create-if-absent)',
+    holds: 'instance, generation' },
+  { kind: 'worker', pattern: 'worker.{instance}', idKind: 'instance', lifetime: 'ephemeral', writtenBy: 'the worker',
+    holds: 'lane budget, schema, per-run nonce' },
+  { kind: 'spec', pattern: 'spec.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'leader (create-if-absent)',
+    holds: 'weight, descriptor, plan generation' },
+  { kind: 'split', pattern: 'split.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'claims, commits, releases (CAS)',
+    holds: 'epoch, status, owner, attempts, committed progress' },
+  { kind: 'lease', pattern: 'lease.{id}', idKind: 'split', lifetime: 'ephemeral', writtenBy: 'the owner',
+    holds: 'owner, nonce, epoch' },
+  { kind: 'assign', pattern: 'assign.{instance}', idKind: 'instance', lifetime: 'durable', writtenBy: 'leader (guarded by leadership)',
+    holds: 'the splits that instance should hold, the generation that wrote it' },
+];
+
+const ID_KIND: ReadonlyMap<string, KeyIdKind> = new Map(KEY_LAYOUT.map((r) => [r.kind, r.idKind]));
+
+/** Largest id, in UTF-8 bytes. Keeps keys far below etcd's request limit. */
+export const MAX_ID_BYTES = 512;
+
+/** UTF-8 length of a well-formed string, without allocating. */
+export function utf8ByteLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) { n += 4; i++; } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
+// \p{Cc}: C0 controls, DEL and C1 controls.
+const CONTROL = /\p{Cc}/u;
+// A lone surrogate has no UTF-8 encoding: etcd would receive U+FFFD, and two
+// different ids could then name the same key.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The rule an id breaks, or undefined when it is valid. Split ids and instance
+ * ids share one rule: non-empty, at most {@link MAX_ID_BYTES} UTF-8 bytes, no
+ * control characters, no '/', and well-formed Unicode (no lone surrogates).
+ */
+export function idProblem(id: unknown): string | undefined {
+  if (typeof id !== 'string') return `must be a string (got ${typeof id})`;
+  if (id.length === 0) return 'must not be empty';
+  const bytes = utf8ByteLength(id);
+  if (bytes > MAX_ID_BYTES) return `must be at most ${MAX_ID_BYTES} UTF-8 bytes (got ${bytes})`;
+  if (CONTROL.test(id)) return 'must not contain control characters';
+  if (id.includes('/')) return "must not contain '/'";
+  if (LONE_SURROGATE.test(id)) return 'must be well-formed Unicode (no lone surrogates)';
+  return undefined;
+}
+
+/** True when `id` is a valid split id / instance id (see {@link idProblem}). */
+export function isValidId(id: unknown): id is string {
+  return idProblem(id) === undefined;
+}
+
+function checkId(what: 'split id' | 'instance id', id: string): string {
+  const problem = idProblem(id);
+  if (problem !== undefined) {
+    throw new SplitfleetError('INVALID_INPUT', `${what} ${JSON.stringify(id)}: ${problem}`);
+  }
+  return id;
+}
+
+/**
+ * The prefix every key of a job lives under: `<root>/<job>/`. `root` and `job`
+ * are validated by resolveConfig; this only joins them.
+ */
+export function jobPrefix(root: string, job: string): string {
+  return `${root}/${job}/`;
+}
+
+/** `<prefix>plan`: the durable plan record. */
+export function planKey(prefix: string): string {
+  return `${prefix}plan`;
+}
+
+/** `<prefix>leader`: the leadership key. */
+export function leaderKey(prefix: string): string {
+  return `${prefix}leader`;
+}
+
+/** `<prefix>worker.{instance}`: a worker's presence key. */
+export function workerKey(prefix: string, instance: string): string {
+  return `${prefix}worker.${checkId('instance id', instance)}`;
+}
+
+/** `<prefix>spec.{id}`: a split's immutable spec. */
+export function specKey(prefix: string, id: string): string {
+  return `${prefix}spec.${checkId('split id', id)}`;
+}
+
+/** `<prefix>split.{id}`: a split's durable progress record (the fence). */
+export function splitKey(prefix: string, id: string): string {
+  return `${prefix}split.${checkId('split id', id)}`;
+}
+
+/** `<prefix>lease.{id}`: a split's ephemeral ownership key. */
+export function leaseKey(prefix: string, id: string): string {
+  return `${prefix}lease.${checkId('split id', id)}`;
+}
+
+/** `<prefix>assign.{instance}`: an instance's published assignment. */
+export function assignKey(prefix: string, instance: string): string {
+  return `${prefix}assign.${checkId('instance id', instance)}`;
+}
+
+/** The prefix under which every key of one kind lives, for ranged reads and watches. */
+export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader'>): string {
+  return `${prefix}${kind}.`;
+}
+
+export type ParsedKey =
+  | { kind: 'plan' }
+  | { kind: 'leader' }
+  | { kind: 'worker' | 'assign'; id: string }
+  | { kind: 'spec' | 'split' | 'lease'; id: string }
+  | { kind: 'unknown' };
+
+/**
+ * What a key under `prefix` names. Total: anything else (another prefix, an
+ * unknown kind, a singleton with a suffix, a keyed kind with an invalid id) is
+ * `{ kind: 'unknown' }`; the caller decides whether that is worth a warning.
+ */
+export function parseKey(prefix: string, key: string): ParsedKey {
+  if (!key.startsWith(prefix)) return { kind: 'unknown' };
+  const rest = key.slice(prefix.length);
+  const dot = rest.indexOf('.');
+  const kind = dot < 0 ? rest : rest.slice(0, dot);
+  const idKind = ID_KIND.get(kind);
+  if (idKind === undefined) return { kind: 'unknown' };
+  if (idKind === 'none') {
+    return dot < 0 ? { kind: kind as 'plan' | 'leader' } : { kind: 'unknown' };
+  }
+  if (dot < 0) return { kind: 'unknown' };
+  const id = rest.slice(dot + 1);
+  if (!isValidId(id)) return { kind: 'unknown' };
+  return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'lease', id };
+}

@@ -1,0 +1,295 @@
+/**
+ * The codecs of every record a job keeps on the store (see keys.ts for where
+ * each lives, and docs/keys.md for the fields).
+ *
+ * Invariants:
+ * - Every record is one JSON object carrying `v` (the schema version, 1) and
+ *   `fp` (fingerprintHash of the job's fingerprint). A record this build cannot
+ *   read is a thrown, clearly worded error, never a silent skip.
+ * - Decoding is strict: unknown fields, wrong types, another schema version,
+ *   an id that disagrees with its key → INVALID_RECORD naming the key; another
+ *   job's fingerprint → FINGERPRINT_MISMATCH with both values.
+ * - Encoding is canonical: fixed field order and sorted assignment ids, so
+ *   equal records encode to equal bytes and a leader can skip a write whose
+ *   bytes are unchanged. What we encode always decodes (same schema both ways).
+ *
+ * Pure: no I/O, no clock.
+ */
+
+import { z } from 'zod';
+import { SplitfleetError } from '../errors.js';
+import { contentKey } from '../hash.js';
+import { idProblem, utf8ByteLength, type KeyKind } from './keys.js';
+
+/** The schema version this build writes and the only one it reads. */
+export const SCHEMA_VERSION = 1;
+
+/** Any JSON value: what descriptors, progress and planner cursors may hold. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export type SplitStatus = 'runnable' | 'completed' | 'quarantined';
+
+interface Stamp { v: 1; fp: string }
+export interface PlanRecord extends Stamp { generation: number; final: boolean; planned: number; cursor?: Json }
+export interface LeaderRecord extends Stamp { instance: string; generation: number }
+export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
+export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
+/** `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts. */
+export interface SplitRecord extends Stamp {
+  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; progress: Json; reason?: string;
+}
+export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
+/** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
+export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
+
+/** Each key kind's record type. */
+export interface RecordTypes {
+  plan: PlanRecord; leader: LeaderRecord; worker: WorkerRecord; spec: SpecRecord;
+  split: SplitRecord; lease: LeaseRecord; assign: AssignRecord;
+}
+export type RecordKind = keyof RecordTypes & KeyKind;
+
+/**
+ * The short, stable hash of a fingerprint that every record carries:
+ * 16 lowercase hex characters (64 bits of the seeded content hash).
+ */
+export function fingerprintHash(fingerprint: string): string {
+  const [lo, hi] = contentKey('splitfleet.fingerprint', fingerprint);
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}
+
+// ---- schemas ---------------------------------------------------------------
+
+function show(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  return Array.isArray(v) ? 'an array' : typeof v;
+}
+
+/** Iterative, so a deeply nested value cannot overflow the stack. */
+function isJson(value: unknown): value is Json {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') { if (!Number.isFinite(v)) return false; continue; }
+    if (Array.isArray(v)) { for (const x of v) stack.push(x); continue; }
+    if (typeof v !== 'object') return false;
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return false;
+    for (const x of Object.values(v)) stack.push(x);
+  }
+  return true;
+}
+
+const int = (min: number) => z.int({
+  error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${show(iss.input)})`,
+}).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${show(iss.input)})` });
+const str = () => z.string({ error: (iss) => `must be a string (got ${show(iss.input)})` });
+const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
+  error: (iss) => `${idProblem(iss.input)} (got ${show(iss.input)})`,
+}));
+const json = () => z.custom<Json>(isJson, {
+  error: 'must be JSON (null, a boolean, a finite number, a string, an array or a plain object)',
+});
+const FP_SHAPE = /^[0-9a-f]{16}$/;
+const stamp = {
+  v: z.literal(SCHEMA_VERSION),
+  fp: str().regex(FP_SHAPE, { error: 'must be 16 lowercase hex characters' }),
+};
+
+const SCHEMAS = {
+  plan: z.strictObject({
+    ...stamp, generation: int(0),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
+    planned: int(0), cursor: json().optional(),
+  }),
+  leader: z.strictObject({ ...stamp, instance: idStr(), generation: int(0) }),
+  worker: z.strictObject({
+    ...stamp, instance: idStr(), maxInFlight: int(1),
+    nonce: str().min(1, { error: 'must not be empty' }),
+  }),
+  spec: z.strictObject({ ...stamp, id: idStr(), weight: int(0), descriptor: json(), generation: int(0) }),
+  split: z.strictObject({
+    ...stamp, id: idStr(), epoch: int(0),
+    status: z.enum(['runnable', 'completed', 'quarantined'], {
+      error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${show(iss.input)})`,
+    }),
+    owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
+      error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
+    })),
+    attempts: int(0), progress: json(), reason: str().optional(),
+  }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
+    // An owner is a tenancy in progress: only a runnable split has one, and
+    // only after a claim (which bumps the epoch from 0).
+    error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
+  })),
+  lease: z.strictObject({
+    ...stamp, id: idStr(), owner: idStr(),
+    nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
+  }),
+  assign: z.strictObject({
+    ...stamp, instance: idStr(), generation: int(0), splits: z.array(idStr(), {
+      error: (iss) => `must be an array of split ids (got ${show(iss.input)})`,
+    }),
+  }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
+    error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
+  })),
+} satisfies { [K in RecordKind]: z.ZodType };
+
+/** Which field of a record must equal the id in its key. */
+const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
+  plan: undefined, leader: undefined, worker: 'instance', spec: 'id', split: 'id', lease: 'id', assign: 'instance',
+};
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues.map((iss) => {
+    if (iss.code === 'unrecognized_keys') return `unknown field ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+    const path = iss.path.length > 0 ? iss.path.join('.') : 'record';
+    return `${path}: ${iss.message}`;
+  }).join('; ');
+}
+
+/** The kind and id a key names, by its last segment (ids contain no '/'). */
+function keyTail(key: string): { kind: string; id: string | undefined } {
+  const tail = key.slice(key.lastIndexOf('/') + 1);
+  const dot = tail.indexOf('.');
+  return dot < 0 ? { kind: tail, id: undefined } : { kind: tail.slice(0, dot), id: tail.slice(dot + 1) };
+}
+
+// ---- encoding --------------------------------------------------------------
+
+/** Field order of each record: the canonical encoding writes exactly these, in this order. */
+const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
+  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor'],
+  leader: ['v', 'fp', 'instance', 'generation'],
+  worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
+  spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
+  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'progress', 'reason'],
+  lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
+  assign: ['v', 'fp', 'instance', 'generation', 'splits'],
+};
+
+function describeRecord(kind: RecordKind, record: object): string {
+  const r = record as { id?: unknown; instance?: unknown };
+  const field = KEY_ID_FIELD[kind];
+  if (field === 'instance') return `${kind} record of instance ${show(r.instance)}`;
+  if (field === 'id') return `${kind} record of split ${show(r.id)}`;
+  return `${kind} record`;
+}
+
+function canonicalText<K extends RecordKind>(kind: K, record: RecordTypes[K]): string {
+  const source = (kind === 'assign'
+    ? { ...record, splits: [...(record as AssignRecord).splits].sort() }
+    : record) as Record<string, unknown>;
+  const parsed = SCHEMAS[kind].safeParse(source);
+  if (!parsed.success) {
+    throw new SplitfleetError('INVALID_RECORD',
+      `refusing to write ${describeRecord(kind, record)}: ${describeIssues(parsed.error)}`);
+  }
+  const ordered: Record<string, unknown> = {};
+  for (const f of FIELD_ORDER[kind] as readonly string[]) {
+    if (source[f] !== undefined) ordered[f] = source[f];
+  }
+  return JSON.stringify(ordered);
+}
+
+export interface EncodeOptions {
+  /** Refuse (RECORD_TOO_LARGE) when the encoding exceeds this many UTF-8 bytes. */
+  maxBytes?: number;
+}
+
+/**
+ * Encodes a record canonically (fixed field order; assignment ids sorted).
+ * @throws SplitfleetError('INVALID_RECORD') when the record breaks its schema
+ *   (assignment ids duplicated, a weight out of range, …);
+ *   SplitfleetError('RECORD_TOO_LARGE') when it exceeds `options.maxBytes`.
+ */
+export function encodeRecord<K extends RecordKind>(kind: K, record: RecordTypes[K], options: EncodeOptions = {}): string {
+  const text = canonicalText(kind, record);
+  if (options.maxBytes !== undefined) {
+    const bytes = utf8ByteLength(text);
+    if (bytes > options.maxBytes) {
+      const hint = kind === 'assign'
+        ? `; an assignment names at most the instance's max_in_flight split ids, so lower max_in_flight or shorten split ids`
+        : '';
+      throw new SplitfleetError('RECORD_TOO_LARGE',
+        `${describeRecord(kind, record)} encodes to ${bytes} bytes, over the limit of ${options.maxBytes}: `
+        + `every record must fit in one store request${hint}`);
+    }
+  }
+  return text;
+}
+
+/** The exact size, in UTF-8 bytes, of an assignment record's canonical encoding. */
+export function assignmentRecordBytes(record: AssignRecord): number {
+  return utf8ByteLength(canonicalText('assign', record));
+}
+
+// ---- decoding --------------------------------------------------------------
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+function invalid(key: string, kind: RecordKind, problem: string): SplitfleetError {
+  return new SplitfleetError('INVALID_RECORD', `${kind} record at ${key}: ${problem}`);
+}
+
+/**
+ * Decodes and strictly validates the record stored at `key`.
+ *
+ * @param kind what the caller expects the key to hold; a key of another kind is refused.
+ * @param key the full key (named in every error; its id must match the record's).
+ * @param raw the stored value, as text or as the store's bytes (must be UTF-8).
+ * @param expectedFp fingerprintHash of this job's fingerprint.
+ * @throws SplitfleetError('INVALID_RECORD') for bad UTF-8 or JSON, another schema
+ *   version, a broken field, or an id that disagrees with the key;
+ *   SplitfleetError('FINGERPRINT_MISMATCH') naming both hashes.
+ */
+export function decodeRecord<K extends RecordKind>(
+  kind: K, key: string, raw: string | Uint8Array, expectedFp: string,
+): RecordTypes[K] {
+  const tail = keyTail(key);
+  if (tail.kind !== kind || (KEY_ID_FIELD[kind] === undefined) !== (tail.id === undefined)) {
+    throw invalid(key, kind, `the key is not a ${kind} key`);
+  }
+  let text: string;
+  try {
+    text = typeof raw === 'string' ? raw : UTF8.decode(raw);
+  } catch (cause) {
+    throw new SplitfleetError('INVALID_RECORD', `${kind} record at ${key}: not valid UTF-8`, { cause });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new SplitfleetError('INVALID_RECORD',
+      `${kind} record at ${key}: not valid JSON (${(cause as Error).message})`, { cause });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(key, kind, `must be a JSON object (got ${show(value)})`);
+  }
+  const obj = value as Record<string, unknown>;
+  if (obj.v !== SCHEMA_VERSION) {
+    throw invalid(key, kind, obj.v === undefined
+      ? `has no schema version field v; this build reads version ${SCHEMA_VERSION}`
+      : `schema version ${show(obj.v)}; this build reads version ${SCHEMA_VERSION} only`);
+  }
+  // Checked before the shape: a record of another job is best reported as such.
+  if (typeof obj.fp === 'string' && FP_SHAPE.test(obj.fp) && obj.fp !== expectedFp) {
+    throw new SplitfleetError('FINGERPRINT_MISMATCH',
+      `${kind} record at ${key} carries fingerprint hash ${obj.fp}, but this job's is ${expectedFp}: `
+      + 'it was written by a job with different identity-bearing settings under the same prefix');
+  }
+  const parsed = SCHEMAS[kind].safeParse(obj);
+  if (!parsed.success) throw invalid(key, kind, describeIssues(parsed.error));
+  const record = parsed.data as unknown as RecordTypes[K];
+  const idField = KEY_ID_FIELD[kind];
+  if (idField !== undefined) {
+    const inRecord = (record as unknown as Record<string, string>)[idField];
+    if (inRecord !== tail.id) {
+      throw invalid(key, kind, `${idField} ${show(inRecord)} does not match the key's ${show(tail.id)}`);
+    }
+  }
+  return record;
+}
