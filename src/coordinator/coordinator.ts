@@ -1,0 +1,233 @@
+/**
+ * Coordinator: one process's membership of a job. It composes the view (one
+ * prefix watch), the session (one lease, presence), the worker (reconcile,
+ * lanes, revocations) and the leader candidacy (plan, publish), and reports
+ * the job's verdict.
+ *
+ * Lifecycle:
+ * - start: validate config, snapshot the job (a record of another fingerprint
+ *   or schema refuses the start), open the session, begin reconciling and
+ *   campaigning.
+ * - lease lost: every lane is dropped without writing (it is fenced anyway),
+ *   leadership ends, and a fresh session rejoins the fleet.
+ * - a final plan whose splits are all terminal: `done` resolves with
+ *   'complete' or 'stalled' on every instance, which then stops.
+ * - stop(): graceful (drain and release every lane, resign, revoke the
+ *   lease); what SIGTERM should call.
+ */
+import { desiredAssignment } from '../assignment/engine.js';
+import { systemClock, type Clock } from '../clock.js';
+import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
+import { SplitfleetError, isSplitfleetError } from '../errors.js';
+import { assignKey, jobPrefix, leaseKey, splitKey } from '../protocol/keys.js';
+import { fingerprintHash } from '../protocol/records.js';
+import type { Store } from '../store/store.js';
+import { Leader } from './leader.js';
+import { defaultLogger, type Logger } from './log.js';
+import { Metrics } from './metrics.js';
+import type { Assigner } from './publish.js';
+import { Session } from './session.js';
+import type { JobVerdict, Planner, SplitHandler } from './types.js';
+import { JobView } from './view.js';
+import { Worker } from './worker.js';
+
+export interface CoordinatorOptions extends ConfigOptions {
+  /** The store: `EtcdStore` in production, `MemoryStore` for the demo and simulation. */
+  store: Store;
+  /** Enumerates the job's splits; runs only while this instance leads. */
+  planner: Planner;
+  /** Processes one split in one lane. */
+  handler: SplitHandler;
+  /** Defaults to the system clock. */
+  clock?: Clock;
+  /** Defaults to pino on stderr at SPLITFLEET_LOG_LEVEL (default 'warn'). */
+  logger?: Logger;
+  /** Metrics to record into; defaults to a fresh registry (see `metrics.registry`). */
+  metrics?: Metrics;
+  /** How the leader computes the desired assignment; defaults to the WASM engine in-thread. */
+  assigner?: Assigner;
+}
+
+const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'clock', 'logger', 'metrics', 'assigner']);
+
+/** Starts a coordinator; resolves once the job is observed and the session is open. */
+export async function startCoordinator(options: CoordinatorOptions): Promise<Coordinator> {
+  const configOptions = Object.fromEntries(Object.entries(options).filter(([k]) => !CONFIG_KEYS.has(k))) as unknown as ConfigOptions;
+  const config = resolveConfig(configOptions);
+  if (typeof options.handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void>');
+  if (typeof options.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (context) => { splits, final }');
+  const c = new Coordinator(options, config);
+  await c.start();
+  return c;
+}
+
+export class Coordinator {
+  readonly config: Config;
+  readonly metrics: Metrics;
+  readonly view: JobView;
+  readonly done: Promise<JobVerdict>;
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly assigner: Assigner;
+  private session: Session | undefined;
+  private worker: Worker | undefined;
+  private leader: Leader | undefined;
+  private resolveDone!: (v: JobVerdict) => void;
+  private rejectDone!: (e: unknown) => void;
+  private fatal: SplitfleetError | undefined;
+  private stopping = false;
+  private cancelBackstop: (() => void) | undefined;
+  private verdict: JobVerdict | undefined;
+
+  constructor(private readonly options: CoordinatorOptions, config: Config) {
+    this.config = config;
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
+    this.metrics = options.metrics ?? new Metrics();
+    this.assigner = options.assigner ?? (async (input) => desiredAssignment(input));
+    this.view = new JobView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), (e) => this.fail(e));
+    this.done = new Promise<JobVerdict>((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    this.done.catch(() => undefined);
+  }
+
+  get instance(): string {
+    return this.config.instance;
+  }
+
+  /** True while this instance leads the job. */
+  get isLeader(): boolean {
+    return this.leader?.leading ?? false;
+  }
+
+  /** Split ids with an open lane here. */
+  get held(): string[] {
+    return [...(this.worker?.lanes.keys() ?? [])].sort();
+  }
+
+  /** Leader counters (decisions made, records written) for tests and inspection. */
+  get leaderStats(): { decisions: number; recordsWritten: number; terms: number } | undefined {
+    return this.leader?.stats;
+  }
+
+  async start(): Promise<void> {
+    this.view.onChange((change) => {
+      this.leader?.onViewChange(change);
+      this.worker?.schedule();
+      this.checkCompletion();
+      if (change.kinds.has('worker') && change.ids.has(this.config.instance) && this.session?.alive) {
+        this.checkPresence();
+      }
+    });
+    await this.view.start();
+    if (this.fatal) throw this.fatal;
+    await this.openSession();
+    this.armBackstop();
+    this.checkCompletion();
+  }
+
+  private async openSession(): Promise<void> {
+    if (this.stopping || this.fatal) return;
+    const session = await Session.open(this.store, this.config, this.clock, this.view.prefix);
+    this.session = session;
+    this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.options.handler, this.metrics, this.log);
+    this.leader = new Leader(
+      this.store, this.config, this.clock, this.view, session, this.options.planner, this.assigner, this.metrics, this.log,
+      (e) => this.fail(e),
+    );
+    session.onEnd((end) => {
+      if (end.kind !== 'lost') return;
+      this.log.warn({ reason: end.reason }, 'session lease lost; dropping lanes and rejoining');
+      this.worker?.loseAll(end.reason);
+      void this.leader?.stop();
+      if (!this.stopping && !this.fatal) {
+        this.openSession().catch((e) => this.fail(isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e })));
+      }
+    });
+    this.leader.onViewChange({ kinds: new Set(), ids: new Set(), all: true, relevant: true });
+    this.worker.schedule();
+  }
+
+  /** Our presence key changed: another run under our instance id, or deleted by hand. */
+  private checkPresence(): void {
+    const seen = this.view.workers.get(this.config.instance);
+    const session = this.session;
+    if (!session) return;
+    if (!seen) {
+      void session.ensurePresence().catch(() => undefined);
+      return;
+    }
+    if (seen.rec.nonce !== session.nonce) {
+      this.fail(new SplitfleetError('DUPLICATE_INSTANCE', `instance "${this.config.instance}" is running twice: another process wrote ${session.presenceKey}; instance ids must be unique`));
+    }
+  }
+
+  /** The listing backstop: re-read what this instance depends on, treating anything missing as deleted. */
+  private armBackstop(): void {
+    this.cancelBackstop = this.clock.setTimer(this.config.reconcileIntervalMs, () => {
+      void this.backstop().finally(() => {
+        if (!this.stopping && !this.fatal) this.armBackstop();
+      });
+    });
+  }
+
+  private async backstop(): Promise<void> {
+    try {
+      if (this.isLeader) {
+        await this.view.resync();
+        return;
+      }
+      const ids = new Set([...(this.view.assigns.get(this.config.instance)?.rec.splits ?? []), ...this.held]);
+      const keys = [assignKey(this.view.prefix, this.config.instance)];
+      for (const id of ids) keys.push(splitKey(this.view.prefix, id), leaseKey(this.view.prefix, id));
+      await this.view.refresh(keys);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'reconcile backstop failed; will retry');
+    }
+  }
+
+  private checkCompletion(): void {
+    if (this.verdict) return;
+    const plan = this.view.plan?.rec;
+    if (!plan?.final) return;
+    const counts = this.view.statusCounts;
+    if (this.view.splits.size < plan.planned || counts.runnable > 0) return;
+    this.verdict = counts.quarantined > 0 ? 'stalled' : 'complete';
+    this.log.info({ verdict: this.verdict, planned: plan.planned, quarantined: counts.quarantined }, 'job finished');
+    const verdict = this.verdict;
+    void this.stop().then(() => this.resolveDone(verdict));
+  }
+
+  private fail(e: SplitfleetError): void {
+    if (this.fatal) return;
+    this.fatal = e;
+    this.log.error({ code: e.code, err: e.message }, 'fatal');
+    this.rejectDone(e);
+    void this.close();
+  }
+
+  /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.cancelBackstop?.();
+    await this.worker?.stop();
+    await this.leader?.stop();
+    await this.session?.close();
+    await this.view.close();
+  }
+
+  /** Abrupt close: lanes are dropped without release (they replay elsewhere after the lease expires). */
+  async close(): Promise<void> {
+    this.stopping = true;
+    this.cancelBackstop?.();
+    this.worker?.abortAll();
+    await this.leader?.stop().catch(() => undefined);
+    await this.session?.close();
+    await this.view.close();
+  }
+}

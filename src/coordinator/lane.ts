@@ -1,0 +1,178 @@
+/**
+ * Lane: one held split inside a worker, and the fenced writes its handle
+ * makes. Every write is one transaction guarded by the split record's
+ * revision (the one this lane last wrote) and by `lease.{id}` still being on
+ * this process's etcd lease; losing it writes nothing and ends the lane.
+ *
+ * Writes of one lane are serialised, so each guard uses the revision of the
+ * previous write. After the lane ends (released, completed, failed, lost) no
+ * write of its handle lands.
+ */
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { SplitfleetError } from '../errors.js';
+import {
+  committedRecord, completedRecord, failedRecord, releasedRecord,
+} from '../protocol/claims.js';
+import { leaseKey, splitKey } from '../protocol/keys.js';
+import { encodeRecord, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { cmp, op, type Op, type Store } from '../store/store.js';
+import { withTimeout } from './timeout.js';
+import type { SplitHandle } from './types.js';
+
+export type LaneEnd = 'released' | 'completed' | 'failed' | 'lost' | 'forced';
+export type LaneState = 'running' | 'draining' | 'ended';
+
+export interface LaneContext {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  prefix: string;
+  leaseId: string;
+  /** Called once when the lane ends, however it ends. */
+  onEnd: (lane: Lane, end: LaneEnd) => void;
+}
+
+export class Lane {
+  state: LaneState = 'running';
+  /** When the drain began (clock ms); undefined while running. */
+  drainStartedAt: number | undefined;
+  /** The handler refused to drain, or its drain threw: force at once. */
+  drainHandlerState: 'draining' | 'declined' | 'failed' = 'draining';
+  readonly claimedAt: number;
+  private readonly abort = new AbortController();
+  private readonly drain = new AbortController();
+  private chain: Promise<unknown> = Promise.resolve();
+  private endedAs: LaneEnd | undefined;
+  readonly handle: SplitHandle;
+
+  constructor(
+    private readonly ctx: LaneContext,
+    readonly id: string,
+    readonly spec: SpecRecord,
+    private rec: SplitRecord,
+    private rev: number,
+  ) {
+    this.claimedAt = ctx.clock.now();
+    const lane = this;
+    const resumeFrom = rec.progress;
+    this.handle = {
+      id,
+      weight: spec.weight,
+      descriptor: spec.descriptor,
+      progress: resumeFrom,
+      epoch: rec.epoch,
+      attempts: rec.attempts,
+      signal: this.abort.signal,
+      drainSignal: this.drain.signal,
+      commit: (progress) => lane.write('commit', (r) => committedRecord(r, ctx.config.instance, progress), false),
+      complete: (progress) =>
+        lane.write('complete', (r) => completedRecord(r, ctx.config.instance, progress ?? r.progress), true, 'completed'),
+      fail: (reason) =>
+        lane.write('fail', (r) => failedRecord(r, ctx.config.instance, String(reason), ctx.config.maxAttempts), true, 'failed'),
+      release: (progress) =>
+        lane.write('release', (r) => releasedRecord(r, ctx.config.instance, progress ?? r.progress), true, 'released'),
+      decline: () => {
+        if (lane.state === 'draining') lane.drainHandlerState = 'declined';
+      },
+    };
+  }
+
+  get ended(): LaneEnd | undefined {
+    return this.endedAs;
+  }
+
+  get record(): SplitRecord {
+    return this.rec;
+  }
+
+  /** Asks the handler to drain (cooperative revocation). Idempotent. */
+  beginDrain(): void {
+    if (this.state !== 'running') return;
+    this.state = 'draining';
+    this.drainStartedAt = this.ctx.clock.now();
+    this.drain.abort();
+  }
+
+  /** The handler returned normally: release with the last committed progress. */
+  async finishNormally(): Promise<void> {
+    if (this.endedAs) return;
+    await this.handle.release().catch(() => undefined);
+  }
+
+  /** The handler threw: a failure report (one attempt), unless already ended. */
+  async finishWithError(error: unknown): Promise<void> {
+    if (this.endedAs) return;
+    const reason = error instanceof Error ? error.message : String(error);
+    await this.handle.fail(reason).catch(() => undefined);
+  }
+
+  /** Forced release: the last committed progress, owner cleared; the handler is aborted. */
+  async force(): Promise<void> {
+    if (this.endedAs) return;
+    this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
+    await this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), true, 'forced', true).catch(
+      () => undefined,
+    );
+  }
+
+  /** The lane is gone without a write (our lease expired or was fenced). */
+  lose(reason: string): void {
+    if (this.endedAs) return;
+    this.end('lost', reason);
+  }
+
+  private write(
+    what: string,
+    next: (r: SplitRecord) => SplitRecord,
+    terminal: boolean,
+    endAs?: LaneEnd,
+    internal = false,
+  ): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.endedAs || (this.abort.signal.aborted && !internal)) {
+        throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
+      }
+      const record = next(this.rec);
+      const { store, prefix, leaseId, config } = this.ctx;
+      const sk = splitKey(prefix, this.id);
+      const lk = leaseKey(prefix, this.id);
+      const success: Op[] = [op.put(sk, encodeRecord('split', record))];
+      if (terminal) success.push(op.delete(lk));
+      let res;
+      try {
+        res = await withTimeout(
+          store.txn({ compares: [cmp.modRevision(sk, this.rev), cmp.lease(lk, leaseId)], success }),
+          config.opTimeoutMs,
+          `${what} of split ${this.id}`,
+        );
+      } catch (e) {
+        // Unknown outcome: the next write's guard decides. A terminal write
+        // that timed out is retried by whoever sees the split next.
+        throw e;
+      }
+      if (!res.won) {
+        this.end('lost', `${what} lost the fenced swap`);
+        throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
+      }
+      this.rec = record;
+      this.rev = res.revision;
+      if (terminal) this.end(endAs!, what);
+    };
+    const p = this.chain.then(run, run);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  private end(as: LaneEnd, _reason: string): void {
+    if (this.endedAs) return;
+    this.endedAs = as;
+    this.state = 'ended';
+    if (!this.abort.signal.aborted) {
+      this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: lane ended (${as})`));
+    }
+    this.ctx.onEnd(this, as);
+  }
+}
+
+export type { Json };

@@ -1,0 +1,172 @@
+/**
+ * Session: this process's one etcd lease and its presence key.
+ *
+ * Invariants:
+ * - The lease is renewed every leaseDuration / 3 by this process's own timer
+ *   (not etcd3's keep-alive), so a wedged event loop stops renewing and the
+ *   fleet sees the process as gone.
+ * - Loss is declared within one renewal interval: at once when a renewal
+ *   says the lease is gone, and, when the store cannot be reached, as soon as
+ *   the time since the last confirmed renewal plus one interval reaches the
+ *   lease duration (past that point the lease may have expired unseen).
+ *   Declared loss is final for this session; the coordinator opens another.
+ * - `worker.{instance}` is created under the lease. An existing presence key
+ *   of another run is waited out for one lease duration (a restart after a
+ *   crash); one still renewed after that belongs to a live duplicate, which
+ *   is fatal (DUPLICATE_INSTANCE).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { workerKey } from '../protocol/keys.js';
+import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
+import type { Store } from '../store/store.js';
+import { withTimeout } from './timeout.js';
+
+export type SessionEnd = { kind: 'lost'; reason: string } | { kind: 'closed' };
+
+export class Session {
+  readonly nonce = randomUUID();
+  private lastRenewedAt: number;
+  private cancelTimer: (() => void) | undefined;
+  private ended: SessionEnd | undefined;
+  private readonly endListeners: ((end: SessionEnd) => void)[] = [];
+
+  private constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly clock: Clock,
+    readonly leaseId: string,
+    readonly prefix: string,
+  ) {
+    this.lastRenewedAt = clock.now();
+  }
+
+  /**
+   * Grants the lease and creates the presence key, waiting out a previous
+   * run's key for at most one lease duration.
+   */
+  static async open(store: Store, config: Config, clock: Clock, prefix: string): Promise<Session> {
+    const ttl = Math.round(config.leaseDurationMs / 1000);
+    const leaseId = await withTimeout(store.grantLease(ttl), config.opTimeoutMs, 'granting the session lease');
+    const session = new Session(store, config, clock, leaseId, prefix);
+    try {
+      await session.createPresence();
+    } catch (e) {
+      await store.revokeLease(leaseId).catch(() => undefined);
+      throw e;
+    }
+    session.schedule();
+    return session;
+  }
+
+  get presenceKey(): string {
+    return workerKey(this.prefix, this.config.instance);
+  }
+
+  /** The presence record's encoding (used to recreate it if deleted by hand). */
+  presenceValue(): string {
+    return encodeRecord('worker', {
+      v: SCHEMA_VERSION,
+      fp: fingerprintHash(this.config.fingerprint),
+      instance: this.config.instance,
+      maxInFlight: this.config.maxInFlight,
+      nonce: this.nonce,
+    });
+  }
+
+  private async createPresence(): Promise<void> {
+    const key = this.presenceKey;
+    const deadline = this.clock.now() + this.config.leaseDurationMs + this.config.opTimeoutMs;
+    let firstSeenLease: string | undefined;
+    for (;;) {
+      const res = await withTimeout(
+        this.store.createIfAbsent(key, this.presenceValue(), this.leaseId),
+        this.config.opTimeoutMs,
+        `creating ${key}`,
+      );
+      if (res.won) return;
+      const existing = res.reads[0];
+      firstSeenLease ??= existing?.lease;
+      if (this.clock.now() >= deadline) {
+        throw new SplitfleetError(
+          'DUPLICATE_INSTANCE',
+          `instance "${this.config.instance}" is already running: ${key} has been kept alive for longer than ` +
+            `leaseDurationMs (${this.config.leaseDurationMs} ms) by another process; instance ids must be unique`,
+        );
+      }
+      await sleep(this.clock, Math.min(500, this.config.leaseDurationMs / 6));
+    }
+  }
+
+  /** Recreates the presence key if it vanished while the lease lives (deleted by hand). */
+  async ensurePresence(): Promise<void> {
+    if (this.ended) return;
+    await this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId);
+  }
+
+  /** Called when the end (loss or close) happens; at most once. */
+  onEnd(listener: (end: SessionEnd) => void): void {
+    if (this.ended) listener(this.ended);
+    else this.endListeners.push(listener);
+  }
+
+  get alive(): boolean {
+    return this.ended === undefined;
+  }
+
+  /** Ends the session: deletes presence (by revoking the lease, which drops every key on it). */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.end({ kind: 'closed' });
+    await withTimeout(this.store.revokeLease(this.leaseId), this.config.opTimeoutMs, 'revoking the session lease').catch(
+      () => undefined,
+    );
+  }
+
+  /** Declares the lease lost (e.g. a fenced write found our lease key gone). */
+  lose(reason: string): void {
+    this.end({ kind: 'lost', reason });
+  }
+
+  private get interval(): number {
+    return Math.max(1, Math.floor(this.config.leaseDurationMs / 3));
+  }
+
+  private schedule(): void {
+    if (this.ended) return;
+    this.cancelTimer = this.clock.setTimer(this.interval, () => void this.renew());
+  }
+
+  private async renew(): Promise<void> {
+    if (this.ended) return;
+    const started = this.clock.now();
+    try {
+      await withTimeout(this.store.keepAliveOnce(this.leaseId), Math.min(this.config.opTimeoutMs, this.interval), 'renewing the session lease');
+      // Count from when the renewal was sent: the server's clock started then at the latest.
+      this.lastRenewedAt = started;
+    } catch (e) {
+      if (isSplitfleetError(e, 'LEASE_LOST')) {
+        this.end({ kind: 'lost', reason: `lease ${this.leaseId} no longer exists` });
+        return;
+      }
+    }
+    if (this.clock.now() - this.lastRenewedAt + this.interval >= this.config.leaseDurationMs) {
+      this.end({ kind: 'lost', reason: `no confirmed renewal for ${Math.round(this.clock.now() - this.lastRenewedAt)} ms` });
+      return;
+    }
+    this.schedule();
+  }
+
+  private end(end: SessionEnd): void {
+    if (this.ended) return;
+    this.ended = end;
+    this.cancelTimer?.();
+    for (const l of this.endListeners.splice(0)) l(end);
+  }
+}
+
+function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimer(ms, resolve));
+}

@@ -1,0 +1,85 @@
+/**
+ * The user-facing shapes of a coordinated job: the planner the leader runs
+ * and the split handler every worker runs in each lane.
+ */
+import type { Json } from '../protocol/records.js';
+
+export type { Json };
+
+/** One split as the planner reports it. */
+export interface PlannedSplit {
+  /** Deterministic id: re-planning the same work yields the same id. */
+  id: string;
+  /** Integer cost estimate (bytes, rows), 0 ≤ weight ≤ Number.MAX_SAFE_INTEGER. */
+  weight: number;
+  /** Everything a worker needs to start the split (JSON). */
+  descriptor?: Json;
+}
+
+export interface PlanResult {
+  splits: PlannedSplit[];
+  /** True for a bounded job: no split will ever be added. */
+  final: boolean;
+  /** Opaque planner state, handed back on the next plan (open plans). */
+  cursor?: Json;
+}
+
+export interface PlannerContext {
+  /** The cursor the previous plan returned (stored on the plan record). */
+  cursor: Json | undefined;
+  /** The leader generation planning now. */
+  generation: number;
+  /** Aborted when this process stops leading. */
+  signal: AbortSignal;
+}
+
+/**
+ * User code that enumerates splits. Runs only on the leader, and again every
+ * `replanIntervalMs` while the plan is open; must be idempotent (same ids for
+ * the same work): existing splits are never re-created.
+ */
+export type Planner = (context: PlannerContext) => Promise<PlanResult> | PlanResult;
+
+/** A held split, as the handler sees it. */
+export interface SplitHandle {
+  readonly id: string;
+  readonly weight: number;
+  readonly descriptor: Json;
+  /** The last committed progress (null for a fresh split): resume from here. */
+  readonly progress: Json;
+  /** Tenancy number of this claim. */
+  readonly epoch: number;
+  /** Delivery attempts consumed before this claim. */
+  readonly attempts: number;
+  /**
+   * Aborted when the lane must stop at once: the split was lost (a fenced
+   * commit failed), its revocation was forced, or the process is stopping
+   * without a drain. Nothing the handler writes afterwards lands.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Aborted when the split is being revoked cooperatively: stop intake at a
+   * safe boundary, make a final `commit`, then return from the handler.
+   */
+  readonly drainSignal: AbortSignal;
+  /** Fenced progress commit. Throws SplitfleetError('LEASE_LOST') when the split is no longer ours (nothing written). */
+  commit(progress: Json): Promise<void>;
+  /** Terminal commit: the split is done. */
+  complete(progress?: Json): Promise<void>;
+  /** The split cannot be processed: consumes one attempt; quarantined at the cap. */
+  fail(reason: string): Promise<void>;
+  /** Gives the split up now (its final progress optional). */
+  release(progress?: Json): Promise<void>;
+  /** Declines a requested drain: the release is forced at once and the uncommitted tail replays elsewhere. */
+  decline(): void;
+}
+
+/**
+ * Processes one split in one lane. Returning without `complete`/`fail`/
+ * `release` releases the split with its last committed progress (the normal
+ * end of a cooperative drain). Throwing counts as `fail(error.message)`.
+ */
+export type SplitHandler = (split: SplitHandle) => Promise<void>;
+
+/** How a job ended, for a final plan. */
+export type JobVerdict = 'complete' | 'stalled';
