@@ -1,0 +1,394 @@
+/**
+ * The store contract: the small key-value surface the coordinator needs from
+ * etcd (or anything that behaves like it), plus the helpers every backend
+ * shares. Backends extend `BaseStore` and implement its abstract core.
+ *
+ * Invariants every backend keeps (the contract suite in test/contract checks
+ * them): one global revision counter that moves once per write request; a
+ * transaction is atomic and losing its compares is a value, never an error;
+ * watches deliver every change in revision order exactly once, resuming after
+ * a break from the last revision seen; requests over `limits` are refused
+ * before they are sent. This file must not import etcd3 or any backend.
+ */
+
+import { SplitfleetError } from '../errors.js';
+
+/** One key as stored. Revisions are numbers (etcd's fit in 2^53); lease ids are strings (they do not). */
+export interface KeyValue {
+  key: string;
+  value: string;
+  /** Revision of the write that created this incarnation of the key. */
+  createRevision: number;
+  /** Revision of the last write to the key. */
+  modRevision: number;
+  /** The lease the key is attached to, if any. */
+  lease?: string;
+}
+
+/** Options for one page of a prefix listing. */
+export interface ListOptions {
+  /** Most keys to return; unlimited when absent. */
+  limit?: number;
+  /** Return only keys strictly after this one (the last key of the previous page). */
+  startAfter?: string;
+  /** Read at this past revision (fails with a `CompactedError` if it was compacted). */
+  revision?: number;
+}
+
+/** One page of a listing, in key order (UTF-8 byte order). */
+export interface ListPage {
+  kvs: KeyValue[];
+  /** True when more keys under the prefix follow this page. */
+  more: boolean;
+  /** The store revision the page was read at. */
+  revision: number;
+}
+
+/** A transaction guard. A missing key compares as createRevision 0, modRevision 0, no lease, and never equal on value. */
+export type Compare =
+  | { target: 'absent'; key: string }
+  | { target: 'modRevision'; key: string; equals: number }
+  | { target: 'value'; key: string; equals: string }
+  | { target: 'lease'; key: string; equals: string };
+
+/** One operation of a transaction branch; at most one write per key per branch. */
+export type Op =
+  | { op: 'put'; key: string; value: string; lease?: string }
+  | { op: 'delete'; key: string }
+  | { op: 'get'; key: string };
+
+/** An all-or-nothing request: if every compare holds, run `success`, else `failure`. */
+export interface Txn {
+  compares: readonly Compare[];
+  success: readonly Op[];
+  failure?: readonly Op[];
+}
+
+/**
+ * The outcome of a transaction. `won` says which branch ran; `revision` is the
+ * store revision after it; `reads` holds the results of that branch's `get`
+ * ops, in order (undefined for a missing key).
+ */
+export type TxnResult =
+  | { won: true; revision: number; reads: (KeyValue | undefined)[] }
+  | { won: false; revision: number; reads: (KeyValue | undefined)[] };
+
+/** What the store refuses before sending: etcd's defaults (`--max-txn-ops`, `--max-request-bytes`). */
+export interface StoreLimits {
+  /** Most compares, and most ops per branch, in one transaction. */
+  maxOpsPerTxn: number;
+  /** Largest encoded request, in bytes. */
+  maxRequestBytes: number;
+}
+
+/** etcd's default limits; both backends enforce them. */
+export const DEFAULT_LIMITS: StoreLimits = Object.freeze({
+  maxOpsPerTxn: 128,
+  maxRequestBytes: 1.5 * 1024 * 1024,
+});
+
+/** One change seen by a watch. A delete caused by lease expiry is a delete like any other. */
+export interface WatchEvent {
+  type: 'put' | 'delete';
+  key: string;
+  /** The new value (puts only). */
+  value?: string;
+  /** The revision of the change (for a delete, the deletion's revision). */
+  modRevision: number;
+  /** Puts only. */
+  createRevision?: number;
+  /** Puts only: the lease the new value is attached to. */
+  lease?: string;
+  /** The value before the change, when the key existed (and, on etcd, was not compacted). */
+  prevValue?: string;
+}
+
+/** Callbacks and start point of a watch. Handlers must not throw. */
+export interface WatchOptions {
+  /** First revision to deliver; absent means "changes after now". */
+  fromRevision?: number;
+  /** Called once per change, in revision order, never twice for one change. */
+  onEvent: (event: WatchEvent) => void;
+  /**
+   * Called once when the watch has stopped for good (it then delivers nothing
+   * more). Transient breaks are not reported: they are resumed internally. A
+   * `CompactedError` (see `isCompactedError`) means the resume point is gone:
+   * re-snapshot with `snapshotAndWatch`.
+   */
+  onError?: (error: SplitfleetError) => void;
+}
+
+/** Callbacks of `snapshotAndWatch`: the listing first, then every later change. */
+export interface SnapshotHandler {
+  onSnapshot: (kvs: KeyValue[], revision: number) => void;
+  onEvent: (event: WatchEvent) => void;
+  onError?: (error: SplitfleetError) => void;
+}
+
+/** A running watch. */
+export interface WatchHandle {
+  /** Resolves once the watch is established (and, for a snapshot, the snapshot delivered); rejects if it failed first. */
+  ready: Promise<void>;
+  /** Stops delivery; no callback runs after it resolves. */
+  close(): Promise<void>;
+}
+
+/** The contract. See docs/store.md; `MemoryStore` is the reference implementation. */
+export interface Store {
+  readonly limits: StoreLimits;
+  get(key: string): Promise<KeyValue | undefined>;
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  listAll(prefix: string, pageSize?: number): Promise<{ kvs: KeyValue[]; revision: number }>;
+  txn(txn: Txn): Promise<TxnResult>;
+  put(key: string, value: string, options?: { lease?: string }): Promise<number>;
+  delete(key: string): Promise<number>;
+  createIfAbsent(key: string, value: string, lease?: string): Promise<TxnResult>;
+  compareAndSwap(key: string, modRevision: number, value: string, lease?: string): Promise<TxnResult>;
+  deleteIf(key: string, modRevision: number): Promise<TxnResult>;
+  grantLease(ttlSeconds: number): Promise<string>;
+  keepAliveOnce(id: string): Promise<{ ttl: number }>;
+  revokeLease(id: string): Promise<void>;
+  watch(prefix: string, options: WatchOptions): WatchHandle;
+  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options?: { pageSize?: number }): WatchHandle;
+  compact(revision: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Compare builders: `cmp.absent(k)`, `cmp.modRevision(k, r)`, `cmp.value(k, v)`, `cmp.lease(k, id)`. */
+export const cmp = {
+  /** The key does not exist (createRevision == 0). */
+  absent: (key: string): Compare => ({ target: 'absent', key }),
+  /** The key was last written at `revision` (0 also matches a missing key). */
+  modRevision: (key: string, revision: number): Compare => ({ target: 'modRevision', key, equals: revision }),
+  /** The key exists and holds exactly `value`. */
+  value: (key: string, value: string): Compare => ({ target: 'value', key, equals: value }),
+  /** The key is attached to lease `id`. */
+  lease: (key: string, id: string): Compare => ({ target: 'lease', key, equals: id }),
+};
+
+/** Op builders: `op.put(k, v, lease?)`, `op.delete(k)`, `op.get(k)`. */
+export const op = {
+  /** Write `value`, attached to `lease` when given (a put without lease detaches). */
+  put: (key: string, value: string, lease?: string): Op =>
+    lease === undefined ? { op: 'put', key, value } : { op: 'put', key, value, lease },
+  /** Delete the key (a no-op when missing). */
+  delete: (key: string): Op => ({ op: 'delete', key }),
+  /** Read the key as the branch sees it at this point. */
+  get: (key: string): Op => ({ op: 'get', key }),
+};
+
+/** A watch or read asked for a revision the store has compacted away; re-snapshot. */
+export class CompactedError extends SplitfleetError {
+  readonly revision: number;
+
+  constructor(revision: number, cause?: unknown) {
+    super(
+      'STORE_UNAVAILABLE',
+      `store revision ${revision} has been compacted; re-snapshot (snapshotAndWatch) instead of resuming`,
+      { retryable: true, cause },
+    );
+    this.name = 'CompactedError';
+    this.revision = revision;
+  }
+}
+
+/** True when `e` says the requested revision was compacted (the caller should re-snapshot). */
+export function isCompactedError(e: unknown): e is CompactedError {
+  return e instanceof CompactedError;
+}
+
+const OVERHEAD_PER_ITEM = 32;
+const OVERHEAD_PER_REQUEST = 64;
+
+/**
+ * Refuses a transaction the store would refuse, before it is sent: empty keys,
+ * two writes to one key in a branch (INVALID_INPUT), more than
+ * `maxOpsPerTxn` compares or ops per branch, or an encoded size (estimated
+ * conservatively) over `maxRequestBytes` (RECORD_TOO_LARGE, naming the key).
+ */
+export function checkTxn(txn: Txn, limits: StoreLimits): void {
+  const parts: [string, readonly unknown[]][] = [
+    ['compares', txn.compares],
+    ['success', txn.success],
+    ['failure', txn.failure ?? []],
+  ];
+  for (const [name, items] of parts) {
+    if (items.length > limits.maxOpsPerTxn) {
+      throw new SplitfleetError(
+        'RECORD_TOO_LARGE',
+        `transaction has ${items.length} ${name} entries; the store allows at most maxOpsPerTxn=${limits.maxOpsPerTxn}`,
+      );
+    }
+  }
+  let bytes = OVERHEAD_PER_REQUEST;
+  let largest = { key: '', bytes: 0 };
+  const count = (key: string, extra: number) => {
+    if (key === '') throw new SplitfleetError('INVALID_INPUT', 'transaction names an empty key; keys must be non-empty');
+    const n = Buffer.byteLength(key) + extra + OVERHEAD_PER_ITEM;
+    bytes += n;
+    if (n > largest.bytes) largest = { key, bytes: n };
+  };
+  for (const c of txn.compares) count(c.key, c.target === 'value' ? Buffer.byteLength(c.equals) : 0);
+  for (const branch of [txn.success, txn.failure ?? []]) {
+    const written = new Set<string>();
+    for (const o of branch) {
+      count(o.key, o.op === 'put' ? Buffer.byteLength(o.value) : 0);
+      if (o.op === 'get') continue;
+      if (written.has(o.key)) {
+        throw new SplitfleetError('INVALID_INPUT', `transaction writes key '${o.key}' twice in one branch; the store allows one write per key`);
+      }
+      written.add(o.key);
+    }
+  }
+  if (bytes > limits.maxRequestBytes) {
+    throw new SplitfleetError(
+      'RECORD_TOO_LARGE',
+      `transaction of about ${bytes} bytes exceeds maxRequestBytes=${limits.maxRequestBytes}; largest entry is key '${largest.key}' at about ${largest.bytes} bytes`,
+    );
+  }
+}
+
+/**
+ * The shared half of every backend: validation and the helpers built on the
+ * core (`txn`, `list`, `watch`). A backend implements the abstract members
+ * with etcd's semantics; `MemoryStore` is the reference.
+ */
+export abstract class BaseStore implements Store {
+  readonly limits: StoreLimits = DEFAULT_LIMITS;
+
+  /** Reads one key; undefined when missing. */
+  abstract get(key: string): Promise<KeyValue | undefined>;
+  /** Reads one page of keys under `prefix`, in key order. */
+  abstract list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  /** Grants a lease that expires `ttlSeconds` after its last renewal; returns its id. */
+  abstract grantLease(ttlSeconds: number): Promise<string>;
+  /** Renews a lease once; returns its TTL. Throws LEASE_LOST if it no longer exists. */
+  abstract keepAliveOnce(id: string): Promise<{ ttl: number }>;
+  /** Revokes a lease, deleting its keys; a missing lease is not an error. */
+  abstract revokeLease(id: string): Promise<void>;
+  /** Watches every key under `prefix`; see `WatchOptions`. */
+  abstract watch(prefix: string, options: WatchOptions): WatchHandle;
+  /** Discards history before `revision` (watches and reads before it then fail with `CompactedError`). */
+  abstract compact(revision: number): Promise<void>;
+  /** Releases connections, timers and watches. */
+  abstract close(): Promise<void>;
+  /** Runs an already validated transaction. */
+  protected abstract applyTxn(txn: Txn): Promise<TxnResult>;
+
+  /** Runs a transaction atomically; refuses one over `limits` before sending it. */
+  txn(txn: Txn): Promise<TxnResult> {
+    try {
+      checkTxn(txn, this.limits);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.applyTxn(txn);
+  }
+
+  /**
+   * Lists every key under `prefix`, page by page, all pages read at the
+   * revision of the first (so the result is one consistent view).
+   */
+  async listAll(prefix: string, pageSize = 1000): Promise<{ kvs: KeyValue[]; revision: number }> {
+    if (!Number.isInteger(pageSize) || pageSize < 1) {
+      throw new SplitfleetError('INVALID_INPUT', `listAll pageSize must be a positive integer, got ${pageSize}`);
+    }
+    const first = await this.list(prefix, { limit: pageSize });
+    const kvs = [...first.kvs];
+    let more = first.more;
+    while (more) {
+      const page = await this.list(prefix, { limit: pageSize, startAfter: kvs[kvs.length - 1]!.key, revision: first.revision });
+      kvs.push(...page.kvs);
+      more = page.more && page.kvs.length > 0;
+    }
+    return { kvs, revision: first.revision };
+  }
+
+  /** Writes `value` unconditionally; returns the new revision. */
+  async put(key: string, value: string, options: { lease?: string } = {}): Promise<number> {
+    return (await this.txn({ compares: [], success: [op.put(key, value, options.lease)] })).revision;
+  }
+
+  /** Deletes `key` unconditionally; returns the store revision after. */
+  async delete(key: string): Promise<number> {
+    return (await this.txn({ compares: [], success: [op.delete(key)] })).revision;
+  }
+
+  /** Creates `key` only if it does not exist; losing is `{ won: false }` with the current record in `reads[0]`. */
+  createIfAbsent(key: string, value: string, lease?: string): Promise<TxnResult> {
+    return this.txn({ compares: [cmp.absent(key)], success: [op.put(key, value, lease)], failure: [op.get(key)] });
+  }
+
+  /** Replaces `key` only if it was last written at `modRevision`; a stale revision loses and writes nothing. */
+  compareAndSwap(key: string, modRevision: number, value: string, lease?: string): Promise<TxnResult> {
+    if (modRevision <= 0) {
+      return Promise.reject(new SplitfleetError('INVALID_INPUT', `compareAndSwap on '${key}' needs a modRevision > 0 (use createIfAbsent to create), got ${modRevision}`));
+    }
+    return this.txn({ compares: [cmp.modRevision(key, modRevision)], success: [op.put(key, value, lease)], failure: [op.get(key)] });
+  }
+
+  /** Deletes `key` only if it was last written at `modRevision`. */
+  deleteIf(key: string, modRevision: number): Promise<TxnResult> {
+    if (modRevision <= 0) {
+      return Promise.reject(new SplitfleetError('INVALID_INPUT', `deleteIf on '${key}' needs a modRevision > 0, got ${modRevision}`));
+    }
+    return this.txn({ compares: [cmp.modRevision(key, modRevision)], success: [op.delete(key)], failure: [op.get(key)] });
+  }
+
+  /**
+   * Lists `prefix` (paginated, one revision R), hands the listing to
+   * `onSnapshot`, then watches from R + 1: nothing between is lost or doubled.
+   * A failed listing is reported through `onError` and rejects `ready`.
+   */
+  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options: { pageSize?: number } = {}): WatchHandle {
+    let closed = false;
+    let inner: WatchHandle | undefined;
+    const ready = (async () => {
+      let snap: { kvs: KeyValue[]; revision: number };
+      try {
+        snap = await this.listAll(prefix, options.pageSize);
+      } catch (e) {
+        const err = e instanceof SplitfleetError ? e : new SplitfleetError('STORE_UNAVAILABLE', `listing '${prefix}' failed`, { cause: e, retryable: true });
+        if (!closed) handler.onError?.(err);
+        throw err;
+      }
+      if (closed) return;
+      handler.onSnapshot(snap.kvs, snap.revision);
+      const watchOptions: WatchOptions = { fromRevision: snap.revision + 1, onEvent: handler.onEvent };
+      if (handler.onError) watchOptions.onError = handler.onError;
+      inner = this.watch(prefix, watchOptions);
+      await inner.ready;
+    })();
+    ready.catch(() => undefined);
+    return {
+      ready,
+      close: async () => {
+        closed = true;
+        await inner?.close();
+      },
+    };
+  }
+}
+
+/** Validates a lease TTL the same way on every backend (etcd refuses TTLs under 1 s). */
+export function checkTtl(ttlSeconds: number): void {
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1) {
+    throw new SplitfleetError('INVALID_INPUT', `lease TTL must be a whole number of seconds >= 1, got ${ttlSeconds}`);
+  }
+}
+
+/** Compares keys in UTF-8 byte order (etcd's order), which is code point order, not UTF-16 order. */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    // A surrogate starts a code point above U+FFFF, which sorts after every other BMP unit.
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}

@@ -1,0 +1,326 @@
+/**
+ * THE behavioural suite of the store contract, run on every backend
+ * (memory.test.ts, etcd.test.ts). A new backend passes this suite or it is
+ * not a store. Each test works under its own key prefix and asserts things a
+ * wrong backend would get wrong: races, stale revisions, atomicity, expiry,
+ * ordering, pagination, limits. Time is abstracted by the fixture (a virtual
+ * clock in memory, real sleeps on etcd), so the same assertions hold on both.
+ */
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isSplitfleetError } from '../../src/errors.js';
+import { cmp, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
+
+/** What a backend provides to the suite. */
+export interface ContractFixture {
+  store: Store;
+  /** Another client of the same backend (etcd: a second connection; memory: the same store). */
+  connect(): Promise<Store>;
+  /** Lets `seconds` of lease time pass (virtual clock advance, or a real sleep). */
+  passTime(seconds: number): Promise<void>;
+  /** Releases everything the fixture made. */
+  close(): Promise<void>;
+}
+
+let prefixCounter = 0;
+const MiB = 1024 * 1024;
+
+/** Polls `check` until it returns true, or fails after `ms`. */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 8_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function expectCode(p: Promise<unknown>, code: string, mentions?: string): Promise<Error> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isSplitfleetError(err), `expected a SplitfleetError ${code}, got ${String(err)}`).toBe(true);
+  expect((err as { code: string }).code).toBe(code);
+  if (mentions !== undefined) expect((err as Error).message).toContain(mentions);
+  return err as Error;
+}
+
+/** Runs the contract against the store made by `setup`, fresh for each test. */
+export function storeContract(name: string, setup: () => Promise<ContractFixture>): void {
+  describe(`store contract: ${name}`, () => {
+    let f: ContractFixture;
+    let store: Store;
+    let p: string;
+
+    beforeEach(async () => {
+      f = await setup();
+      store = f.store;
+      p = `contract/${name}/${++prefixCounter}-${Math.random().toString(36).slice(2, 8)}/`;
+    });
+    afterEach(async () => {
+      await f.close();
+    });
+
+    it('tracks create and mod revisions; a losing txn writes nothing and keeps the revision', async () => {
+      const r1 = await store.put(`${p}a`, 'v1');
+      const r2 = await store.put(`${p}a`, 'v2');
+      expect(r2).toBe(r1 + 1);
+      expect(await store.get(`${p}a`)).toEqual({ key: `${p}a`, value: 'v2', createRevision: r1, modRevision: r2 });
+      const lost = await store.txn({ compares: [cmp.absent(`${p}a`)], success: [op.put(`${p}b`, 'x')] });
+      expect(lost).toEqual({ won: false, revision: r2, reads: [] });
+      expect(await store.get(`${p}b`)).toBeUndefined();
+      const r3 = await store.delete(`${p}a`);
+      expect(r3).toBe(r2 + 1);
+      expect(await store.delete(`${p}a`)).toBe(r3); // deleting a missing key changes nothing
+      const r4 = await store.put(`${p}a`, 'v3');
+      expect((await store.get(`${p}a`))?.createRevision).toBe(r4);
+    });
+
+    it('create-if-absent: exactly one of many concurrent creates wins', async () => {
+      const other = await f.connect();
+      const attempts = Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).createIfAbsent(`${p}leader`, `cand-${i}`));
+      const results = await Promise.all(attempts);
+      const winners = results.flatMap((r, i) => (r.won ? [i] : []));
+      expect(winners).toHaveLength(1);
+      const winner = `cand-${winners[0]}`;
+      expect((await store.get(`${p}leader`))?.value).toBe(winner);
+      for (const r of results) if (!r.won) expect(r.reads[0]?.value).toBe(winner);
+    });
+
+    it('compare-and-swap on a stale revision loses and writes nothing', async () => {
+      const r1 = await store.put(`${p}rec`, 'v1');
+      const swapped = await store.compareAndSwap(`${p}rec`, r1, 'v2');
+      expect(swapped.won).toBe(true);
+      const stale = await store.compareAndSwap(`${p}rec`, r1, 'zombie');
+      expect(stale.won).toBe(false);
+      expect(stale.revision).toBe(swapped.revision);
+      expect(stale.reads[0]).toMatchObject({ value: 'v2', modRevision: swapped.revision });
+      expect(await store.get(`${p}rec`)).toMatchObject({ value: 'v2', modRevision: swapped.revision, createRevision: r1 });
+      expect((await store.compareAndSwap(`${p}missing`, r1, 'x')).won).toBe(false);
+      expect(await store.get(`${p}missing`)).toBeUndefined();
+    });
+
+    it('guarded delete removes the key only at the expected revision', async () => {
+      const r1 = await store.put(`${p}k`, 'v1');
+      const r2 = await store.put(`${p}k`, 'v2');
+      expect((await store.deleteIf(`${p}k`, r1)).won).toBe(false);
+      expect((await store.get(`${p}k`))?.value).toBe('v2');
+      const del = await store.deleteIf(`${p}k`, r2);
+      expect(del).toMatchObject({ won: true, revision: r2 + 1 });
+      expect(await store.get(`${p}k`)).toBeUndefined();
+      expect((await store.deleteIf(`${p}k`, r2)).won).toBe(false);
+    });
+
+    it('a multi-key transaction is atomic: all writes at one revision, or none', async () => {
+      const rA = await store.put(`${p}a`, 'a1');
+      await store.put(`${p}c`, 'c1');
+      const guards = [cmp.modRevision(`${p}a`, rA), cmp.absent(`${p}b`), cmp.value(`${p}c`, 'c1')];
+      const writes = [op.put(`${p}a`, 'a2'), op.put(`${p}b`, 'b1'), op.delete(`${p}c`), op.get(`${p}a`)];
+      const won = await store.txn({ compares: guards, success: writes, failure: [op.get(`${p}a`)] });
+      expect(won.won).toBe(true);
+      expect(won.reads).toEqual([{ key: `${p}a`, value: 'a2', createRevision: rA, modRevision: won.revision }]);
+      expect((await store.get(`${p}a`))?.modRevision).toBe(won.revision);
+      expect((await store.get(`${p}b`))?.modRevision).toBe(won.revision);
+      expect(await store.get(`${p}c`)).toBeUndefined();
+      // Same guards again: a is stale, b exists, c is gone. Nothing of the success branch lands.
+      const lost = await store.txn({ compares: guards, success: [op.put(`${p}d`, 'd'), op.delete(`${p}a`)], failure: [op.get(`${p}b`), op.get(`${p}c`)] });
+      expect(lost.won).toBe(false);
+      expect(lost.revision).toBe(won.revision);
+      expect(lost.reads.map((kv) => kv?.value)).toEqual(['b1', undefined]);
+      expect(await store.get(`${p}d`)).toBeUndefined();
+      expect((await store.get(`${p}a`))?.value).toBe('a2');
+      // A failing compare on a missing key's value fails the whole txn.
+      expect((await store.txn({ compares: [cmp.value(`${p}nope`, '')], success: [op.put(`${p}d`, 'd')] })).won).toBe(false);
+    });
+
+    it('refuses over-limit and malformed transactions before sending, naming the key and sizes', async () => {
+      expect(store.limits).toEqual({ maxOpsPerTxn: 128, maxRequestBytes: 1.5 * MiB });
+      const many = Array.from({ length: 129 }, (_, i) => op.put(`${p}many/${i}`, 'x'));
+      await expectCode(store.txn({ compares: [], success: many }), 'RECORD_TOO_LARGE', '129');
+      await expectCode(store.put(`${p}huge`, 'x'.repeat(1.6 * MiB)), 'RECORD_TOO_LARGE', `${p}huge`);
+      await expectCode(store.createIfAbsent(`${p}huge`, 'é'.repeat(0.8 * MiB)), 'RECORD_TOO_LARGE', String(1.5 * MiB));
+      await expectCode(store.txn({ compares: [], success: [op.put(`${p}d`, '1'), op.delete(`${p}d`)] }), 'INVALID_INPUT', `${p}d`);
+      expect((await store.list(p)).kvs).toEqual([]);
+      // Just under the limits is accepted by the backend itself.
+      const ok = Array.from({ length: 128 }, (_, i) => op.put(`${p}many/${String(i).padStart(3, '0')}`, 'x'));
+      expect((await store.txn({ compares: [], success: ok })).won).toBe(true);
+      const big = Math.floor(1.4 * MiB);
+      await store.put(`${p}big`, 'y'.repeat(big));
+      expect((await store.get(`${p}big`))?.value.length).toBe(big);
+    });
+
+    it('leases: keys carry the lease id, revoke deletes them and emits deletes, a gone lease is LEASE_LOST', async () => {
+      const lease = await store.grantLease(30);
+      expect(typeof lease).toBe('string');
+      expect(BigInt(lease) > 0n).toBe(true);
+      const events: WatchEvent[] = [];
+      const w = store.watch(p, { onEvent: (e) => events.push(e) });
+      await w.ready;
+      await store.put(`${p}eph1`, 'one', { lease });
+      await store.createIfAbsent(`${p}eph2`, 'two', lease);
+      expect((await store.get(`${p}eph1`))?.lease).toBe(lease);
+      expect((await store.txn({ compares: [cmp.lease(`${p}eph2`, lease)], success: [] })).won).toBe(true);
+      expect((await store.keepAliveOnce(lease)).ttl).toBeGreaterThanOrEqual(29);
+      await store.revokeLease(lease);
+      expect(await store.get(`${p}eph1`)).toBeUndefined();
+      expect(await store.get(`${p}eph2`)).toBeUndefined();
+      await waitFor('two delete events', () => events.filter((e) => e.type === 'delete').length === 2);
+      const deletes = events.filter((e) => e.type === 'delete');
+      expect(deletes.map((e) => e.prevValue).sort()).toEqual(['one', 'two']);
+      expect(deletes[0]!.modRevision).toBe(deletes[1]!.modRevision);
+      await expectCode(store.keepAliveOnce(lease), 'LEASE_LOST');
+      await store.revokeLease(lease); // idempotent
+      await expectCode(store.put(`${p}eph3`, 'three', { lease }), 'LEASE_LOST');
+      expect(await store.get(`${p}eph3`)).toBeUndefined();
+      await w.close();
+    });
+
+    it('lease expiry deletes attached keys, a watch sees the delete, and keepAliveOnce then throws LEASE_LOST', async () => {
+      const lease = await store.grantLease(2);
+      const events: WatchEvent[] = [];
+      const w = store.watch(p, { onEvent: (e) => events.push(e) });
+      await w.ready;
+      await store.put(`${p}worker`, 'alive', { lease });
+      await store.put(`${p}durable`, 'stays');
+      await f.passTime(1);
+      expect((await store.get(`${p}worker`))?.value).toBe('alive');
+      await f.passTime(1.5);
+      await waitFor('the leased key to expire', async () => (await store.get(`${p}worker`)) === undefined);
+      await waitFor('the expiry delete event', () => events.some((e) => e.type === 'delete'));
+      const del = events.find((e) => e.type === 'delete')!;
+      expect(del).toMatchObject({ type: 'delete', key: `${p}worker`, prevValue: 'alive' });
+      expect(del.modRevision).toBeGreaterThan(events[1]!.modRevision);
+      expect((await store.get(`${p}durable`))?.value).toBe('stays');
+      await expectCode(store.keepAliveOnce(lease), 'LEASE_LOST');
+      await w.close();
+    });
+
+    it('keepAliveOnce extends a lease past its original TTL', async () => {
+      // 1 s margins either side: without the renewal the key is gone by t = 3.5 s at the latest.
+      const lease = await store.grantLease(3);
+      await store.put(`${p}kept`, 'v', { lease });
+      await f.passTime(2);
+      expect((await store.keepAliveOnce(lease)).ttl).toBeGreaterThanOrEqual(3);
+      await f.passTime(2);
+      expect((await store.get(`${p}kept`))?.value).toBe('v');
+      await store.revokeLease(lease);
+    });
+
+    it('snapshot then watch: existing keys first, then every live change in order', async () => {
+      await store.put(`${p}s/1`, 'a');
+      await store.put(`${p}s/2`, 'b');
+      const last = await store.put(`${p}s/3`, 'c');
+      await store.put(`${p}t`, 'outside');
+      const log: string[] = [];
+      const events: WatchEvent[] = [];
+      let snapshot: { kvs: KeyValue[]; revision: number } | undefined;
+      const w = store.snapshotAndWatch(
+        `${p}s/`,
+        {
+          onSnapshot: (kvs, revision) => {
+            snapshot = { kvs, revision };
+            log.push('snapshot');
+          },
+          onEvent: (e) => {
+            events.push(e);
+            log.push(`${e.type} ${e.key.slice(p.length)}`);
+          },
+        },
+        { pageSize: 2 },
+      );
+      await w.ready;
+      expect(snapshot!.kvs.map((kv) => kv.value)).toEqual(['a', 'b', 'c']);
+      expect(snapshot!.revision).toBeGreaterThanOrEqual(last);
+      const r1 = await store.put(`${p}s/2`, 'b2');
+      await store.delete(`${p}s/1`);
+      await store.txn({ compares: [], success: [op.put(`${p}s/4`, 'd'), op.put(`${p}s/5`, 'e')] });
+      await store.put(`${p}u`, 'outside');
+      await waitFor('four events', () => events.length >= 4);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(log).toEqual(['snapshot', 'put s/2', 'delete s/1', 'put s/4', 'put s/5']);
+      expect(events[0]).toMatchObject({ value: 'b2', prevValue: 'b', modRevision: r1 });
+      expect(events[1]).toMatchObject({ prevValue: 'a', modRevision: r1 + 1 });
+      expect(events[2]!.modRevision).toBe(r1 + 2);
+      expect(events[3]!.modRevision).toBe(r1 + 2);
+      expect(events[2]!.createRevision).toBe(r1 + 2);
+      await w.close();
+      await store.put(`${p}s/6`, 'after close');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(events).toHaveLength(4);
+    });
+
+    it('a watch resumes from a past revision: replay then live, no gaps, no duplicates', async () => {
+      const revs: number[] = [];
+      for (let i = 0; i < 5; i++) revs.push(await store.put(`${p}k${i}`, `v${i}`));
+      const seen: WatchEvent[] = [];
+      const w = store.watch(p, { fromRevision: revs[2]!, onEvent: (e) => seen.push(e) });
+      await w.ready;
+      const live = await store.put(`${p}k0`, 'again');
+      await waitFor('replayed and live events', () => seen.length >= 4);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen.map((e) => [e.key.slice(p.length), e.modRevision])).toEqual([
+        ['k2', revs[2]],
+        ['k3', revs[3]],
+        ['k4', revs[4]],
+        ['k0', live],
+      ]);
+      expect(seen[3]).toMatchObject({ type: 'put', value: 'again', prevValue: 'v0', createRevision: revs[0] });
+      await w.close();
+    });
+
+    it('paginates in UTF-8 key order and listAll reads every page at one revision', async () => {
+      const keys = Array.from({ length: 25 }, (_, i) => `${p}items/${String(i).padStart(2, '0')}`);
+      for (const k of keys) await store.put(k, k.slice(-2));
+      await store.put(`${p}items0`, 'sibling, not under items/');
+      const first = await store.list(`${p}items/`, { limit: 10 });
+      expect(first.more).toBe(true);
+      expect(first.kvs.map((kv) => kv.key)).toEqual(keys.slice(0, 10));
+      // Writes after the first page are invisible to later pages read at its revision.
+      await store.delete(keys[15]!);
+      await store.put(`${p}items/15a`, 'new');
+      const second = await store.list(`${p}items/`, { limit: 10, startAfter: keys[9]!, revision: first.revision });
+      expect(second.kvs.map((kv) => kv.key)).toEqual(keys.slice(10, 20));
+      expect(second.revision).toBe(first.revision);
+      const now = await store.list(`${p}items/`, { startAfter: keys[19]! });
+      expect(now.more).toBe(false);
+      expect(now.kvs.map((kv) => kv.key)).toEqual(keys.slice(20));
+      const all = await store.listAll(`${p}items/`, 7);
+      expect(all.kvs.map((kv) => kv.key)).toEqual([...keys.slice(0, 15), `${p}items/15a`, ...keys.slice(16)]);
+      // Byte order, not UTF-16 order: U+FF5E sorts before U+1F600 in UTF-8.
+      await store.put(`${p}u/\u{1F600}`, 'emoji');
+      await store.put(`${p}u/\uFF5E`, 'tilde');
+      await store.put(`${p}u/z`, 'z');
+      expect((await store.listAll(`${p}u/`, 1)).kvs.map((kv) => kv.value)).toEqual(['z', 'tilde', 'emoji']);
+      // The empty prefix is the whole keyspace.
+      const everything = await store.list('', { limit: 1 });
+      expect(everything.kvs).toHaveLength(1);
+      expect(everything.more).toBe(true);
+    });
+
+    it('compaction: resuming a watch or reading below it fails with a CompactedError', async () => {
+      const old = await store.put(`${p}x`, '1');
+      const current = await store.put(`${p}x`, '2');
+      await store.compact(current);
+      const errors: unknown[] = [];
+      const events: WatchEvent[] = [];
+      const w = store.watch(p, { fromRevision: old, onEvent: (e) => events.push(e), onError: (e) => errors.push(e) });
+      await waitFor('the compaction error', () => errors.length === 1);
+      expect(isCompactedError(errors[0])).toBe(true);
+      expect(events).toEqual([]);
+      await w.close();
+      const err = await store.list(p, { revision: old }).catch((e: unknown) => e);
+      expect(isCompactedError(err)).toBe(true);
+      expect((await store.list(p, { revision: current })).kvs.map((kv) => kv.value)).toEqual(['2']);
+    });
+
+    it('fails with CLOSED after close(), and close is idempotent', async () => {
+      await store.put(`${p}x`, '1');
+      await store.close();
+      await store.close();
+      await expectCode(store.get(`${p}x`), 'CLOSED');
+      await expectCode(store.put(`${p}x`, '2'), 'CLOSED');
+      await expect(store.watch(p, { onEvent: () => undefined }).ready).rejects.toMatchObject({ code: 'CLOSED' });
+    });
+  });
+}
