@@ -1,0 +1,125 @@
+/**
+ * The demo's synthetic job: an object-store-like planner (objects of skewed
+ * sizes packed into splits by a target size) and a paced handler that
+ * processes a split's units, commits progress every `commitEvery` units, and
+ * reports every processed unit to a sink (the ledger). Deterministic for a
+ * seed; used by `splitfleet demo`, by the fleet process, and by tests.
+ */
+import type { Planner, SplitHandle, SplitHandler } from '../coordinator/types.js';
+
+export interface SyntheticJob {
+  /** Number of splits. */
+  splits: number;
+  /** PRNG seed for sizes. */
+  seed: number;
+  /** Units (e.g. MiB) of the smallest split; larger ones have more. */
+  minUnits?: number;
+  /** Units of the largest split. */
+  maxUnits?: number;
+}
+
+export interface SyntheticSplit {
+  id: string;
+  weight: number;
+  units: number;
+}
+
+/** mulberry32: a tiny deterministic PRNG. */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The splits of a synthetic job: skewed (Pareto-like) unit counts, weight = units × 1 MiB. */
+export function syntheticSplits(job: SyntheticJob): SyntheticSplit[] {
+  const rnd = prng(job.seed);
+  const min = job.minUnits ?? 4;
+  const max = job.maxUnits ?? 60;
+  const width = String(job.splits - 1).length;
+  return Array.from({ length: job.splits }, (_, i) => {
+    const u = rnd();
+    const units = Math.min(max, Math.max(min, Math.round(min / Math.pow(1 - u * 0.97, 0.8))));
+    return { id: `obj-${String(i).padStart(width, '0')}`, weight: units * 1048576, units };
+  });
+}
+
+export function syntheticPlanner(job: SyntheticJob): Planner {
+  const splits = syntheticSplits(job);
+  return () => ({
+    final: true,
+    splits: splits.map((s) => ({ id: s.id, weight: s.weight, descriptor: { units: s.units } })),
+  });
+}
+
+export type DrainBehaviour = 'cooperate' | 'decline' | 'slow' | 'ignore';
+
+export interface PacedHandlerOptions {
+  /** Milliseconds per unit. */
+  unitMs: number;
+  /** Commit every this many units. */
+  commitEvery: number;
+  /** How the handler answers a drain request. */
+  drain?: DrainBehaviour;
+  /** With drain 'slow': extra milliseconds before the final commit. */
+  slowDrainMs?: number;
+  /** Called once per processed unit (the ledger). */
+  onUnit: (id: string, unit: number, epoch: number) => void;
+  /** Called on lane events, for live views and tests. */
+  onEvent?: (event: { ev: string; id: string; [k: string]: unknown }) => void;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+
+/** A handler that processes `descriptor.units` units at a pace, resuming from committed progress. */
+export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
+  return async (split: SplitHandle) => {
+    const units = (split.descriptor as { units: number }).units;
+    let done = typeof split.progress === 'number' ? split.progress : 0;
+    let committed = done;
+    options.onEvent?.({ ev: 'claimed', id: split.id, epoch: split.epoch, progress: done });
+    while (done < units) {
+      if (split.signal.aborted) return;
+      if (split.drainSignal.aborted) {
+        const behaviour = options.drain ?? 'cooperate';
+        if (behaviour === 'decline') {
+          options.onEvent?.({ ev: 'declined', id: split.id, progress: committed });
+          split.decline();
+          return;
+        }
+        if (behaviour === 'ignore') {
+          // Keep working as if nothing was asked: the deadline forces the release.
+        } else {
+          if (behaviour === 'slow') await sleep(options.slowDrainMs ?? 0, split.signal);
+          if (split.signal.aborted) return;
+          if (done > committed) await split.commit(done);
+          options.onEvent?.({ ev: 'drained', id: split.id, progress: done });
+          return; // returning releases the split with the final commit
+        }
+      }
+      await sleep(options.unitMs, split.signal);
+      if (split.signal.aborted) return;
+      done++;
+      options.onUnit(split.id, done, split.epoch);
+      if (done - committed >= options.commitEvery && done < units) {
+        await split.commit(done);
+        committed = done;
+      }
+    }
+    await split.complete(done);
+    options.onEvent?.({ ev: 'completed', id: split.id, units: done });
+  };
+}
