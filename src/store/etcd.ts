@@ -87,7 +87,9 @@ function watchBackoff(max: number): FaultHandling['watchBackoff'] {
 
 /** The store over etcd. See the file header for its invariants. */
 export class EtcdStore extends BaseStore {
-  private readonly client: Etcd3;
+  // Non-enumerable (set in the constructor): the client holds the password and private key, which must not
+  // show up when a store is logged, inspected or serialised.
+  private declare readonly client: Etcd3;
   private readonly opTimeoutMs: number;
   private readonly watchClosers = new Set<() => Promise<void>>();
   private closed = false;
@@ -108,7 +110,14 @@ export class EtcdStore extends BaseStore {
     };
     if (options.credentials) etcdOptions.credentials = options.credentials;
     if (options.auth) etcdOptions.auth = { username: options.auth.username, password: options.auth.password };
-    this.client = new Etcd3(etcdOptions);
+    let client: Etcd3;
+    try {
+      client = new Etcd3(etcdOptions);
+    } catch (e) {
+      // Node's TLS refused the key or certificate (unparseable PEM, key/certificate mismatch); its message never quotes them.
+      throw new SplitfleetError('INVALID_CONFIG', `credentials: the TLS key or certificates are unusable (${e instanceof Error ? e.message : String(e)})`, { cause: e });
+    }
+    Object.defineProperty(this, 'client', { value: client, enumerable: false });
   }
 
   /** Reads one key; undefined when missing. */
@@ -305,8 +314,9 @@ export class EtcdStore extends BaseStore {
 
 /**
  * THE conversion from an etcd/etcd3/gRPC failure to a SplitfleetError. Store
- * outages, deadlines and unknown etcd errors are retryable; credentials,
- * limits and bad input are not.
+ * outages, deadlines and unknown etcd errors are retryable; credentials
+ * (refused login, denied permission, failed TLS handshake), limits and bad
+ * input are not. Messages quote etcd's message, never the credentials.
  */
 export function toStoreError(err: unknown, what: string, revision?: number): SplitfleetError {
   if (err instanceof SplitfleetError) return err;
@@ -321,16 +331,24 @@ export function toStoreError(err: unknown, what: string, revision?: number): Spl
   }
   if (e instanceof EtcdLeaseInvalidError || msg.includes('lease not found')) return fail('LEASE_LOST', 'the lease no longer exists');
   if (e instanceof GRPCDeadlineExceededError) return fail('TIMEOUT', 'etcd did not answer before the deadline', true);
+  if (e instanceof EtcdPermissionDeniedError) {
+    return fail('STORE_UNAVAILABLE', "etcd denied permission: this user's roles do not grant that access to the key");
+  }
   if (
     e instanceof EtcdAuthenticationFailedError ||
-    e instanceof EtcdPermissionDeniedError ||
     e instanceof EtcdInvalidAuthTokenError ||
-    e instanceof GRPCUnauthenticatedError
+    e instanceof GRPCUnauthenticatedError ||
+    msg.includes('user name is empty') ||
+    msg.includes('authentication is not enabled')
   ) {
-    return fail('STORE_UNAVAILABLE', 'etcd refused the credentials or permissions; check auth and TLS settings');
+    return fail('STORE_UNAVAILABLE', 'etcd refused to authenticate this client; check the auth username and password, and that etcd has auth enabled');
   }
   if (e instanceof GRPCInvalidArgumentError || msg.includes('future revision') || msg.includes('duplicate key')) {
     return fail('INVALID_INPUT', 'etcd refused the request as invalid');
+  }
+  // Certificate problems only: other TLS errors (a reset or EOF mid-handshake) happen when etcd restarts, and are retried.
+  if (/certificate|alert unknown ca/i.test(msg)) {
+    return fail('STORE_UNAVAILABLE', 'the TLS handshake with etcd failed; check credentials (rootCertificate, and privateKey and certChain if etcd requires client certificates)');
   }
   return fail('STORE_UNAVAILABLE', 'etcd is unreachable or failed the request', true);
 }
