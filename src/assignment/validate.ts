@@ -8,8 +8,18 @@ import type { AssignmentInput } from './types.js';
 
 const STATUSES = new Set(['runnable', 'completed', 'quarantined']);
 
+/** How a rejected value is shown: numbers as JS prints them (NaN, Infinity), never throwing (BigInt). */
+function show(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'bigint') return typeof v === 'bigint' ? `${v}n` : String(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return typeof v;
+  }
+}
+
 function fail(field: string, rule: string, got?: unknown): never {
-  const shown = got === undefined ? '' : ` (got ${JSON.stringify(got) ?? String(got)})`;
+  const shown = got === undefined ? '' : ` (got ${show(got)})`;
   throw new SplitfleetError('INVALID_INPUT', `${field}: ${rule}${shown}`);
 }
 

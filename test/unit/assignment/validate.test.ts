@@ -117,6 +117,21 @@ describe('validateAssignmentInput', () => {
     expect(() => validateAssignmentInput({ seed: '', members: [], splits: [] })).not.toThrow();
   });
 
+  test('shows non-finite and BigInt values as they are, and stays a SplitfleetError', () => {
+    expect(() => validateAssignmentInput({ seed: '', members: [], splits: [{ id: 'a', weight: Infinity }] })).toThrow(
+      /splits\[0\]\.weight: .*\(got Infinity\)/,
+    );
+    expect(() => validateAssignmentInput({ seed: '', members: [], splits: [{ id: 'a', weight: NaN }] })).toThrow(/\(got NaN\)/);
+    let caught: unknown;
+    try {
+      validateAssignmentInput({ seed: '', members: [{ id: 'm', cap: 3n as unknown as number }], splits: [] });
+    } catch (e) {
+      caught = e;
+    }
+    expect(isSplitfleetError(caught, 'INVALID_INPUT')).toBe(true);
+    expect((caught as Error).message).toBe('members[0].cap: must be an integer ≥ 1 (got 3n)');
+  });
+
   test('isValidWeight is exactly the integers 0 … Number.MAX_SAFE_INTEGER', () => {
     for (const w of [0, 1, 2 ** 52, MAX]) expect(isValidWeight(w)).toBe(true);
     for (const w of [-1, -0.5, 0.5, MAX + 1, NaN, Infinity, -Infinity, '1', null, undefined, 1n]) {
