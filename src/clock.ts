@@ -40,6 +40,35 @@ export class VirtualClock implements Clock {
     };
   }
 
+  /** When the earliest pending timer falls due; undefined when none is pending. */
+  nextTimerAt(): number | undefined {
+    let at: number | undefined;
+    for (const x of this.timers) if (at === undefined || x.at < at) at = x.at;
+    return at;
+  }
+
+  /**
+   * Fires only the earliest timer due at or before `until` (time moves to its
+   * due time) and returns true; with none due, moves time to `until` (never
+   * backwards) and returns false. A simulation calls this in a loop and
+   * settles promise chains between calls, as Node runs microtasks between
+   * timer callbacks.
+   */
+  step(until: number): boolean {
+    let next: { at: number; seq: number; fn: () => void } | undefined;
+    for (const x of this.timers) {
+      if (x.at <= until && (!next || x.at < next.at || (x.at === next.at && x.seq < next.seq))) next = x;
+    }
+    if (!next) {
+      this.t = Math.max(this.t, until);
+      return false;
+    }
+    this.timers = this.timers.filter((x) => x !== next);
+    this.t = Math.max(this.t, next.at);
+    next.fn();
+    return true;
+  }
+
   /** Advances time by `ms`, firing every timer that falls due, in order. */
   advance(ms: number): void {
     const end = this.t + ms;

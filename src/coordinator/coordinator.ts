@@ -27,6 +27,7 @@ import { defaultLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
 import { Session } from './session.js';
+import { withTimeout } from './timeout.js';
 import type { JobVerdict, Planner, SplitHandler } from './types.js';
 import { JobView } from './view.js';
 import { Worker } from './worker.js';
@@ -87,7 +88,7 @@ export class Coordinator {
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
     this.assigner = options.assigner ?? (async (input) => desiredAssignment(input));
-    this.view = new JobView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), (e) => this.fail(e));
+    this.view = new JobView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), (e) => this.fail(e), this.clock);
     this.done = new Promise<JobVerdict>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -126,13 +127,19 @@ export class Coordinator {
     await this.view.start();
     if (this.fatal) throw this.fatal;
     await this.openSession();
-    this.armBackstop();
+    if (!this.stopping && !this.fatal) this.armBackstop();
     this.checkCompletion();
   }
 
   private async openSession(): Promise<void> {
     if (this.stopping || this.fatal) return;
     const session = await Session.open(this.store, this.config, this.clock, this.view.prefix);
+    if (this.stopping || this.fatal) {
+      // stop() (the job finished, say) or a fatal error came while the session was opening:
+      // end it at once, or its presence key would stay renewed by a coordinator that is gone.
+      await session.close();
+      return;
+    }
     this.session = session;
     this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.options.handler, this.metrics, this.log);
     this.leader = new Leader(
@@ -144,12 +151,42 @@ export class Coordinator {
       this.log.warn({ reason: end.reason }, 'session lease lost; dropping lanes and rejoining');
       this.worker?.loseAll(end.reason);
       void this.leader?.stop();
-      if (!this.stopping && !this.fatal) {
-        this.openSession().catch((e) => this.fail(isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e })));
-      }
+      if (!this.stopping && !this.fatal) this.rejoin(session.leaseId);
     });
     this.leader.onViewChange({ kinds: new Set(), ids: new Set(), all: true, relevant: true });
     this.worker.schedule();
+  }
+
+  /**
+   * Opens a new session after a loss. First the lost session's lease is
+   * revoked: loss is declared when renewals go unconfirmed, so it may still
+   * live on etcd (an etcd restart even extends it), and its presence key would
+   * otherwise look like a live duplicate of this instance; its lanes are
+   * already dropped, so revoking only frees their splits sooner. A store
+   * outage is what usually ends a session, so a retryable failure is retried
+   * (every leaseDuration / 6, at most 1 s) rather than ending the process;
+   * LEASE_LOST here means the new lease lapsed before its presence key was
+   * written, and a fresh grant fixes it. Anything else is fatal.
+   */
+  private rejoin(lostLease: string | undefined): void {
+    void (async () => {
+      if (lostLease !== undefined) {
+        await withTimeout(this.store.revokeLease(lostLease), this.config.opTimeoutMs, 'revoking the lost session lease', this.clock);
+        lostLease = undefined;
+      }
+      await this.openSession();
+    })().catch((e) => {
+      // Stopping (or already failed): there is nothing left to rejoin, and a graceful stop must
+      // not turn into a fatal error because the store was slow meanwhile.
+      if (this.stopping || this.fatal) return;
+      const err = isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e });
+      if (err.retryable || err.code === 'LEASE_LOST') {
+        this.log.warn({ err: err.message }, 'rejoining the fleet failed; retrying');
+        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => this.rejoin(lostLease));
+        return;
+      }
+      this.fail(err);
+    });
   }
 
   /** Our presence key changed: another run under our instance id, or deleted by hand. */
@@ -161,7 +198,9 @@ export class Coordinator {
       void session.ensurePresence().catch(() => undefined);
       return;
     }
-    if (seen.rec.nonce !== session.nonce) {
+    // Only a key written after ours is another process: an older one is our own previous
+    // session's, still in a lagging view (its deletion event follows).
+    if (seen.rec.nonce !== session.nonce && seen.modRevision > session.presenceRevision) {
       this.fail(new SplitfleetError('DUPLICATE_INSTANCE', `instance "${this.config.instance}" is running twice: another process wrote ${session.presenceKey}; instance ids must be unique`));
     }
   }

@@ -20,6 +20,9 @@ import { cmp, op, type Op, type Store } from '../store/store.js';
 import { withTimeout } from './timeout.js';
 import type { SplitHandle } from './types.js';
 
+/** How often a lane's ending write (release, failure report, forced release) is retried while the store fails. */
+const TERMINAL_RETRY_MS = 250;
+
 export type LaneEnd = 'released' | 'completed' | 'failed' | 'lost' | 'forced';
 export type LaneState = 'running' | 'draining' | 'ended';
 
@@ -31,6 +34,8 @@ export interface LaneContext {
   leaseId: string;
   /** Called once when the lane ends, however it ends. */
   onEnd: (lane: Lane, end: LaneEnd) => void;
+  /** Called when the handler declines a drain: the release is forced at once. */
+  onDecline?: (lane: Lane) => void;
 }
 
 export class Lane {
@@ -73,7 +78,9 @@ export class Lane {
       release: (progress) =>
         lane.write('release', (r) => releasedRecord(r, ctx.config.instance, progress ?? r.progress), true, 'released'),
       decline: () => {
-        if (lane.state === 'draining') lane.drainHandlerState = 'declined';
+        if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
+        lane.drainHandlerState = 'declined';
+        ctx.onDecline?.(lane);
       },
     };
   }
@@ -96,24 +103,40 @@ export class Lane {
 
   /** The handler returned normally: release with the last committed progress. */
   async finishNormally(): Promise<void> {
-    if (this.endedAs) return;
-    await this.handle.release().catch(() => undefined);
+    await this.untilWritten(() => this.handle.release());
   }
 
   /** The handler threw: a failure report (one attempt), unless already ended. */
   async finishWithError(error: unknown): Promise<void> {
-    if (this.endedAs) return;
     const reason = error instanceof Error ? error.message : String(error);
-    await this.handle.fail(reason).catch(() => undefined);
+    await this.untilWritten(() => this.handle.fail(reason));
   }
 
   /** Forced release: the last committed progress, owner cleared; the handler is aborted. */
   async force(): Promise<void> {
     if (this.endedAs) return;
     this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
-    await this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), true, 'forced', true).catch(
-      () => undefined,
-    );
+    await this.untilWritten(() => this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), true, 'forced', true));
+  }
+
+  /**
+   * Runs a lane's ending write until it lands or the lane ends some other way
+   * (fenced, or dropped with the session). A store outage must not leave a
+   * lane open with no handler behind it: its split would stay held, and
+   * unprocessed, for as long as the session lives. A retryable failure is
+   * retried every TERMINAL_RETRY_MS; a first attempt that landed unseen makes
+   * the retry's guard stale, so it is fenced and the lane ends as lost.
+   */
+  private async untilWritten(write: () => Promise<void>): Promise<void> {
+    while (!this.endedAs) {
+      try {
+        await write();
+        return;
+      } catch (e) {
+        if (this.endedAs || !(e instanceof SplitfleetError) || !e.retryable) return;
+        await new Promise<void>((resolve) => this.ctx.clock.setTimer(TERMINAL_RETRY_MS, resolve));
+      }
+    }
   }
 
   /** The lane is gone without a write (our lease expired or was fenced). */
@@ -145,6 +168,7 @@ export class Lane {
           store.txn({ compares: [cmp.modRevision(sk, this.rev), cmp.lease(lk, leaseId)], success }),
           config.opTimeoutMs,
           `${what} of split ${this.id}`,
+          this.ctx.clock,
         );
       } catch (e) {
         // Unknown outcome: the next write's guard decides. A terminal write

@@ -46,6 +46,8 @@ export class Leader {
   private cancelWindowTimer: (() => void) | undefined;
   private cancelReplan: (() => void) | undefined;
   private window: ReservedWindowState | undefined;
+  /** Revision of our last assignment write: the next decision waits until the view has seen it. */
+  private publishedRevision = 0;
   private stopped = false;
   /** Counters for tests and inspection. */
   readonly stats = { decisions: 0, recordsWritten: 0, terms: 0 };
@@ -79,7 +81,12 @@ export class Leader {
   onViewChange(change: ViewChange): void {
     if (this.stopped) return;
     const leader = this.view.leader;
-    if (this.term && (!leader || leader.modRevision !== this.term.revision)) {
+    // Judge the term only once the view has caught up with the write that won it: a watch
+    // lags its own process's writes, and a batch delivered in between (our presence key,
+    // say) would otherwise depose a leader that still holds the key, leaving the key live
+    // under our lease and nobody leading.
+    const caughtUp = this.term !== undefined && this.view.revision >= this.term.revision;
+    if (this.term && caughtUp && (!leader || leader.modRevision !== this.term.revision)) {
       this.depose('the leader key no longer names this term');
     }
     if (!leader && !this.campaigning && this.session.alive) void this.campaign();
@@ -93,7 +100,7 @@ export class Leader {
       const fp = fingerprintHash(this.config.fingerprint);
       const key = leaderKey(this.view.prefix);
       const value = encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance: this.config.instance, generation });
-      const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning');
+      const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning', this.clock);
       if (!won.won || this.stopped) return;
       const abort = new AbortController();
       this.term = { generation, revision: won.revision, abort };
@@ -118,7 +125,10 @@ export class Leader {
       void this.planLoop(abort.signal);
       this.schedulePublish();
     } catch (e) {
-      if (isSplitfleetError(e) && !e.retryable) this.onFatal(e);
+      // Our session lease is gone (it expired under us): that is a lost session, which the
+      // coordinator answers by rejoining with a fresh one, never a fatal error.
+      if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`campaigning found the session lease gone: ${e.message}`);
+      else if (isSplitfleetError(e) && !e.retryable) this.onFatal(e);
       else this.log.warn({ err: (e as Error).message }, 'campaign failed; will retry on the next change');
     } finally {
       this.campaigning = false;
@@ -205,8 +215,10 @@ export class Leader {
       if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
-    // The plan record: finality, the planned count, the cursor.
-    const plan = this.view.plan;
+    // The plan record: finality, the planned count, the cursor. Its revision is read from the
+    // store, not the view: the view may not have seen our own generation bump yet, and a CAS at
+    // a stale revision would lose and postpone the plan by a whole replanIntervalMs.
+    const plan = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
     const planned = new Set([...this.view.specs.keys(), ...seen]).size;
     const next: PlanRecord = { v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
     const res = await this.store.txn({
@@ -219,7 +231,7 @@ export class Leader {
 
   private async seedBatch(batch: Op[]): Promise<void> {
     const compares: Compare[] = [this.guard, ...batch.map((o) => cmp.absent(o.key))];
-    const res = await withTimeout(this.store.txn({ compares, success: batch }), this.config.opTimeoutMs, 'seeding splits');
+    const res = await withTimeout(this.store.txn({ compares, success: batch }), this.config.opTimeoutMs, 'seeding splits', this.clock);
     if (res.won) return;
     // Some record exists already (a previous leader seeded it) or we lost leadership:
     // fall back to one split at a time, never overwriting an existing record.
@@ -248,6 +260,9 @@ export class Leader {
   private async publish(): Promise<void> {
     const term = this.term;
     if (!term || this.publishing) return;
+    // Our last write is not in the view yet: a decision now would read our own previous
+    // decision as absent and undo part of it. Its watch event schedules the next step.
+    if (this.view.revision < this.publishedRevision) return;
     this.publishing = true;
     this.publishAgain = false;
     try {
@@ -267,6 +282,7 @@ export class Leader {
       });
       if (this.term !== term) return;
       this.window = res.window;
+      this.publishedRevision = Math.max(this.publishedRevision, res.revision);
       this.stats.decisions++;
       this.stats.recordsWritten += res.written + res.deleted;
       if (!res.complete) this.publishAgain = true;

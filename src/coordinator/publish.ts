@@ -11,8 +11,8 @@
  * - Only records whose split list changed are written (a steady fleet writes
  *   nothing; a new leader with the same decision writes nothing), each write
  *   guarded by leadership, batched under the store's limits.
- * - A departed instance's record is deleted once none of its splits is still
- *   withheld for it, so no split is ever named in two records and records of
+ * - A departed instance's record keeps only its splits still withheld for it
+ *   and is deleted once there are none, so no split is ever named in two records and records of
  *   pods that never return do not accumulate.
  * - A record that would exceed the request limit is refused (metric + error
  *   log), never truncated; the others are still published.
@@ -57,6 +57,8 @@ export interface PublishResult {
   nextChangeAt: number | undefined;
   /** False when a guarded write lost (leadership gone or a record moved): retry next step. */
   complete: boolean;
+  /** Store revision of the last write that landed (0 when none): decide again only once the view has seen it. */
+  revision: number;
   stats: AssignmentResult['stats'];
 }
 
@@ -78,7 +80,12 @@ export function assignmentInputFromView(
     const leaseOwner = view.leases.get(id)?.rec.owner ?? null;
     const recordOwner = seen.rec.owner === '' ? null : seen.rec.owner;
     const prev = previous.get(id) ?? null;
-    splits.push({ id, weight: spec.weight, status: seen.rec.status, leaseOwner, recordOwner, previous: prev });
+    // In transit: a live member's published record names the split while another live member
+    // still holds its lease (draining it toward them). The published decision is the current
+    // ownership; offering the draining holder as sticky lease owner would undo the move mid-drain
+    // and make successive decisions flip splits back and forth.
+    const inTransit = prev !== null && live.has(prev) && leaseOwner !== null && leaseOwner !== prev;
+    splits.push({ id, weight: spec.weight, status: seen.rec.status, leaseOwner: inTransit ? null : leaseOwner, recordOwner, previous: prev });
     if (seen.rec.status === 'runnable') ownership.push({ id, leaseOwner, recordOwner, previous: prev });
   }
   const r = reservedSplits({ previous: window, now, live, splits: ownership, rebalanceDelayMs });
@@ -120,13 +127,22 @@ export async function publishAssignments(ctx: PublishContext): Promise<PublishRe
   }
   for (const [instance, seen] of view.assigns) {
     if (instance in result.assignment) continue;
-    if (seen.rec.splits.some((id) => reserved.has(id))) continue;
-    writes.push([op.delete(assignKey(view.prefix, instance))]);
-    deleted++;
+    // A departed instance's record keeps only the splits still withheld for it: the others
+    // (a live member held them, or the window has closed) are now assigned elsewhere, and
+    // leaving them in would name them in two records.
+    const kept = seen.rec.splits.filter((id) => reserved.has(id));
+    if (kept.length === 0) {
+      writes.push([op.delete(assignKey(view.prefix, instance))]);
+      deleted++;
+    } else if (kept.length < seen.rec.splits.length) {
+      const value = encodeRecord('assign', { v: SCHEMA_VERSION, fp, instance, generation: ctx.generation, splits: kept }, { maxBytes });
+      writes.push([op.put(assignKey(view.prefix, instance), value)]);
+    }
   }
 
   let written = 0;
   let complete = true;
+  let revision = 0;
   for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - 1, maxBytes)) {
     try {
       const res = await ctx.store.txn({ compares: [ctx.guard], success: batch });
@@ -135,6 +151,7 @@ export async function publishAssignments(ctx: PublishContext): Promise<PublishRe
         break;
       }
       written += batch.filter((o) => o.op === 'put').length;
+      revision = res.revision;
     } catch (e) {
       complete = false;
       ctx.log.warn({ err: (e as Error).message }, 'publishing assignments failed; will retry');
@@ -142,7 +159,7 @@ export async function publishAssignments(ctx: PublishContext): Promise<PublishRe
     }
   }
   ctx.metrics.recordsPublished.inc(written);
-  return { written, deleted, refused, window, nextChangeAt, complete, stats: result.stats };
+  return { written, deleted, refused, window, nextChangeAt, complete, revision, stats: result.stats };
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

@@ -28,6 +28,8 @@ export type SessionEnd = { kind: 'lost'; reason: string } | { kind: 'closed' };
 
 export class Session {
   readonly nonce = randomUUID();
+  /** Revision at which this session last created its presence key (0 before). */
+  presenceRevision = 0;
   private lastRenewedAt: number;
   private cancelTimer: (() => void) | undefined;
   private ended: SessionEnd | undefined;
@@ -49,7 +51,7 @@ export class Session {
    */
   static async open(store: Store, config: Config, clock: Clock, prefix: string): Promise<Session> {
     const ttl = Math.round(config.leaseDurationMs / 1000);
-    const leaseId = await withTimeout(store.grantLease(ttl), config.opTimeoutMs, 'granting the session lease');
+    const leaseId = await withTimeout(store.grantLease(ttl), config.opTimeoutMs, 'granting the session lease', clock);
     const session = new Session(store, config, clock, leaseId, prefix);
     try {
       await session.createPresence();
@@ -85,8 +87,12 @@ export class Session {
         this.store.createIfAbsent(key, this.presenceValue(), this.leaseId),
         this.config.opTimeoutMs,
         `creating ${key}`,
+        this.clock,
       );
-      if (res.won) return;
+      if (res.won) {
+        this.presenceRevision = res.revision;
+        return;
+      }
       const existing = res.reads[0];
       firstSeenLease ??= existing?.lease;
       if (this.clock.now() >= deadline) {
@@ -97,13 +103,19 @@ export class Session {
         );
       }
       await sleep(this.clock, Math.min(500, this.config.leaseDurationMs / 6));
+      // Waiting out the old key can take a whole lease duration: keep our own new lease alive
+      // meanwhile, or it expires just as the old key does and the restart fails.
+      const renewing = this.clock.now();
+      await withTimeout(this.store.keepAliveOnce(this.leaseId), this.config.opTimeoutMs, 'renewing the session lease', this.clock);
+      this.lastRenewedAt = renewing;
     }
   }
 
   /** Recreates the presence key if it vanished while the lease lives (deleted by hand). */
   async ensurePresence(): Promise<void> {
     if (this.ended) return;
-    await this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId);
+    const res = await this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId);
+    if (res.won) this.presenceRevision = res.revision;
   }
 
   /** Called when the end (loss or close) happens; at most once. */
@@ -120,7 +132,7 @@ export class Session {
   async close(): Promise<void> {
     if (this.ended) return;
     this.end({ kind: 'closed' });
-    await withTimeout(this.store.revokeLease(this.leaseId), this.config.opTimeoutMs, 'revoking the session lease').catch(
+    await withTimeout(this.store.revokeLease(this.leaseId), this.config.opTimeoutMs, 'revoking the session lease', this.clock).catch(
       () => undefined,
     );
   }
@@ -143,7 +155,7 @@ export class Session {
     if (this.ended) return;
     const started = this.clock.now();
     try {
-      await withTimeout(this.store.keepAliveOnce(this.leaseId), Math.min(this.config.opTimeoutMs, this.interval), 'renewing the session lease');
+      await withTimeout(this.store.keepAliveOnce(this.leaseId), Math.min(this.config.opTimeoutMs, this.interval), 'renewing the session lease', this.clock);
       // Count from when the renewal was sent: the server's clock started then at the latest.
       this.lastRenewedAt = started;
     } catch (e) {

@@ -77,7 +77,10 @@ export interface SplitHandle {
 /**
  * Processes one split in one lane. Returning without `complete`/`fail`/
  * `release` releases the split with its last committed progress (the normal
- * end of a cooperative drain). Throwing counts as `fail(error.message)`.
+ * end of a cooperative drain). Throwing counts as `fail(error.message)`,
+ * except rethrowing a retryable SplitfleetError (a store failure one of the
+ * handle's own writes raised): that releases the split without consuming a
+ * delivery attempt, since a store outage says nothing about the split.
  */
 export type SplitHandler = (split: SplitHandle) => Promise<void>;
 

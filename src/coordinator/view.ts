@@ -14,6 +14,7 @@
  *
  * I/O: the watch. No decisions are made here.
  */
+import { systemClock, type Clock } from '../clock.js';
 import type { SplitfleetError } from '../errors.js';
 import { isSplitfleetError, SplitfleetError as Err } from '../errors.js';
 import { parseKey, type KeyKind } from '../protocol/keys.js';
@@ -61,12 +62,15 @@ export class JobView {
   private listeners: ((change: ViewChange) => void)[] = [];
   private pending: ViewChange | undefined;
   private failed = false;
+  private closed = false;
+  private cancelRetry: (() => void) | undefined;
 
   constructor(
     private readonly store: Store,
     readonly prefix: string,
     readonly fp: string,
     private readonly onFatal: (error: SplitfleetError) => void,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Subscribes to batched changes (delivered on a microtask after events). */
@@ -79,13 +83,32 @@ export class JobView {
     await this.open();
   }
 
-  /** Re-lists the whole prefix and replaces the view (the reconcile backstop). */
+  /**
+   * Re-lists the whole prefix and replaces the view (the reconcile backstop).
+   * A retryable failure (the store unreachable) rejects, and the view keeps
+   * trying on its own every RESYNC_RETRY_MS until a listing succeeds: it is
+   * never left without a watch. Any other failure is fatal.
+   */
   async resync(): Promise<void> {
-    if (this.failed) return;
+    if (this.failed || this.closed) return;
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
     const old = this.handle;
     this.handle = undefined;
     await old?.close();
-    await this.open();
+    try {
+      await this.open();
+    } catch (e) {
+      const err = asError(e);
+      if (!err.retryable) this.fail(err);
+      else if (!this.failed && !this.closed && this.handle === undefined && !this.cancelRetry) {
+        this.cancelRetry = this.clock.setTimer(RESYNC_RETRY_MS, () => {
+          this.cancelRetry = undefined;
+          if (this.handle === undefined) void this.resync().catch(() => undefined);
+        });
+      }
+      throw err;
+    }
   }
 
   /**
@@ -126,6 +149,8 @@ export class JobView {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.cancelRetry?.();
     const h = this.handle;
     this.handle = undefined;
     this.listeners = [];
@@ -133,17 +158,28 @@ export class JobView {
   }
 
   private async open(): Promise<void> {
+    let established = false;
     const handle = this.store.snapshotAndWatch(this.prefix, {
       onSnapshot: (kvs, revision) => this.applySnapshot(kvs, revision),
       onEvent: (e) => this.applyEvent(e),
       onError: (e) => {
-        // A compacted resume point: take a fresh snapshot instead.
-        if (!this.failed && this.handle === handle) void this.resync().catch((err) => this.fail(asError(err)));
-        else if (!this.failed && this.handle === undefined) this.fail(e);
+        // A failed listing rejects `ready`, and whoever awaits it decides (start fails; resync retries).
+        // Once established, the watch has stopped for good (e.g. a compacted resume point): take a
+        // fresh snapshot instead; resync retries by itself while the store is unreachable.
+        if (!established || this.failed || this.handle !== handle) return;
+        if (!e.retryable) this.fail(e);
+        else void this.resync().catch(() => undefined);
       },
     });
     this.handle = handle;
-    await handle.ready;
+    try {
+      await handle.ready;
+    } catch (e) {
+      // No watch came of it: the view has none until a resync succeeds.
+      if (this.handle === handle) this.handle = undefined;
+      throw e;
+    }
+    established = true;
   }
 
   private applySnapshot(kvs: KeyValue[], revision: number): void {
@@ -277,6 +313,9 @@ export class JobView {
     this.onFatal(error);
   }
 }
+
+/** How often a failed resync is tried again while the store is unreachable. */
+const RESYNC_RETRY_MS = 500;
 
 function asError(e: unknown): SplitfleetError {
   return isSplitfleetError(e) ? e : new Err('STORE_UNAVAILABLE', String((e as Error)?.message ?? e), { cause: e });

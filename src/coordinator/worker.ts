@@ -39,6 +39,14 @@ export class Worker {
   /** When each split first appeared in our assignment (for the named → claimed latency). */
   private namedAt = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
+  /**
+   * Claims that lost, by split: the split and lease-key revisions they were
+   * based on. A claim loses because one of them moved since the view saw it;
+   * retrying on the same observation loses again at once, so while the watch
+   * lags that would be a hot loop of doomed transactions. The watch event that
+   * shows the move changes the basis and wakes reconciliation.
+   */
+  private readonly lostClaims = new Map<string, string>();
 
   constructor(
     private readonly store: Store,
@@ -127,6 +135,9 @@ export class Worker {
     const leaseOwner = this.view.leases.get(id)?.rec.owner;
     const c = classifyClaim(seen.rec, leaseOwner, this.me, this.config.maxAttempts);
     if (c.kind === 'unclaimable') return;
+    const basis = `${seen.modRevision}:${this.view.leases.get(id)?.modRevision ?? 0}`;
+    if (this.lostClaims.get(id) === basis) return;
+    this.lostClaims.delete(id);
     this.claiming.add(id);
     const sk = splitKey(this.view.prefix, id);
     const lk = leaseKey(this.view.prefix, id);
@@ -159,9 +170,10 @@ export class Worker {
           ),
         );
       }
-      const res = await withTimeout(this.store.txn({ compares, success }), this.config.opTimeoutMs, `claim of ${id}`);
+      const res = await withTimeout(this.store.txn({ compares, success }), this.config.opTimeoutMs, `claim of ${id}`, this.clock);
       if (!res.won) {
         this.metrics.claims.inc({ kind: c.kind, outcome: 'lost' });
+        this.lostClaims.set(id, basis);
         return;
       }
       if (next.status === 'quarantined') {
@@ -180,7 +192,10 @@ export class Worker {
       }
       this.openLane(id, spec, next, res.revision, true);
     } catch (e) {
-      if (!isSplitfleetError(e) || !e.retryable) this.log.error({ split: id, err: e }, 'claim failed');
+      // The claim wrote its lease key under our session lease and the store says that lease is
+      // gone: the session is lost (the coordinator rejoins). Retrying would spin on the same error.
+      if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`claim of ${id} found the session lease gone: ${e.message}`);
+      else if (!isSplitfleetError(e) || !e.retryable) this.log.error({ split: id, err: e }, 'claim failed');
     } finally {
       this.claiming.delete(id);
       this.schedule();
@@ -196,6 +211,7 @@ export class Worker {
         prefix: this.view.prefix,
         leaseId: this.session.leaseId,
         onEnd: (l, end) => this.laneEnded(l, end),
+        onDecline: () => this.serviceRevocations(),
       },
       id,
       spec,
@@ -214,6 +230,16 @@ export class Worker {
           if (lane.state === 'draining') {
             lane.drainHandlerState = 'failed';
             this.serviceRevocations();
+            return;
+          }
+          if (isSplitfleetError(e) && e.retryable) {
+            // The handler died of a store failure the library raised (a commit that could not
+            // reach etcd), not of anything wrong with the split. substrate.md's failure report is
+            // "the source says the split cannot be processed"; counting store outages as that
+            // would quarantine healthy splits after a few etcd elections. Release it instead (no
+            // attempt consumed; the uncommitted tail replays, as after a forced release).
+            this.log.warn({ split: id, err: e }, 'split handler stopped on a store failure; releasing the split');
+            await lane.finishNormally();
             return;
           }
           this.log.warn({ split: id, err: e }, 'split handler failed');

@@ -25,6 +25,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCInvalidArgumentError,
   GRPCUnauthenticatedError,
+  isRecoverableError,
   type ICompare,
   type IEvent,
   type IKeyValue,
@@ -76,6 +77,44 @@ const RUN_ONCE = {
   onFailure: () => ({ dispose: () => undefined }),
 } as unknown as FaultHandling['global'];
 
+/** How long a host that failed three calls in a row is skipped, when there are others to try. */
+const HOST_COOLDOWN_MS = 1000;
+
+/**
+ * etcd3's per-host policy. Its default circuit breaker refuses every call to a
+ * host for 5 s after three failures in a row: with one endpoint that turns a
+ * sub-second etcd restart into 5 s of refusals (every session with a shorter
+ * lease is lost), and in a cluster an election that fails calls on every
+ * member blacks them all out. So: one endpoint, no breaker (skipping the only
+ * host never helps); several, a host is skipped for HOST_COOLDOWN_MS after
+ * three connection-level failures in a row, so calls go to members that answer.
+ */
+function hostPolicy(endpoints: number): FaultHandling['host'] {
+  if (endpoints === 1) return () => RUN_ONCE;
+  return () => {
+    let failures = 0;
+    let skipUntil = 0;
+    return {
+      execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => {
+        if (Date.now() < skipUntil) throw new Error(`host skipped for ${HOST_COOLDOWN_MS} ms after repeated failures`);
+        try {
+          const result = await fn({ signal: new AbortController().signal });
+          failures = 0;
+          return result;
+        } catch (e) {
+          if (e instanceof Error && isRecoverableError(e) && ++failures >= 3) {
+            failures = 0;
+            skipUntil = Date.now() + HOST_COOLDOWN_MS;
+          }
+          throw e;
+        }
+      },
+      onSuccess: () => ({ dispose: () => undefined }),
+      onFailure: () => ({ dispose: () => undefined }),
+    } as unknown as ReturnType<FaultHandling['host']>;
+  };
+}
+
 /** Doubling reconnection delay for watches, from 100 ms up to `max`. */
 function watchBackoff(max: number): FaultHandling['watchBackoff'] {
   const step = (duration: number): FaultHandling['watchBackoff'] => ({
@@ -106,7 +145,7 @@ export class EtcdStore extends BaseStore {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.opTimeoutMs }),
       // A listing page of large records may exceed gRPC's 4 MiB default.
       grpcOptions: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 },
-      faultHandling: { global: RUN_ONCE, watchBackoff: watchBackoff(options.watchRetryMaxMs ?? 2_000) },
+      faultHandling: { global: RUN_ONCE, host: hostPolicy(endpoints.length), watchBackoff: watchBackoff(options.watchRetryMaxMs ?? 2_000) },
     };
     if (options.credentials) etcdOptions.credentials = options.credentials;
     if (options.auth) etcdOptions.auth = { username: options.auth.username, password: options.auth.password };
@@ -274,6 +313,9 @@ export class EtcdStore extends BaseStore {
     const close = async (): Promise<void> => {
       if (stopped) return;
       stopped = true;
+      // Closed before etcd confirmed it: settle `ready` (as snapshotAndWatch does when closed while
+      // listing), or whoever awaits it waits forever, and a process with nothing else pending exits.
+      resolveReady();
       this.watchClosers.delete(close);
       await withTimeout(watcher.cancel().catch(() => undefined), this.opTimeoutMs);
     };

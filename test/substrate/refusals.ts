@@ -1,0 +1,166 @@
+/**
+ * What the substrate refuses, run on every backend, each refusal typed and
+ * worded so an operator can act on it: unreadable records under the job
+ * prefix (at start-up and while running), a duplicate instance id (while a
+ * restart of a crashed instance is waited in, not refused), impossible
+ * configuration, and a planner whose output breaks the rules.
+ */
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { startCoordinator } from '../../src/coordinator/coordinator.js';
+import type { SplitHandle } from '../../src/coordinator/types.js';
+import { planKey, specKey, splitKey, workerKey } from '../../src/protocol/keys.js';
+import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
+import { partitionable } from '../support/partition.js';
+import { waitUntil } from '../support/wait.js';
+import { expectCode, FAST, finalPlan, JobContext, type SubstrateFixture } from './fixture.js';
+
+const hold = async (s: SplitHandle) => {
+  await new Promise((r) => s.signal.addEventListener('abort', r));
+};
+const openPlan = () => ({ final: false, splits: [{ id: 's-1', weight: 1 }] });
+
+export function refusalSuite(backend: string, fixture: () => SubstrateFixture): void {
+  const contexts: JobContext[] = [];
+  const job = (label: string) => {
+    const ctx = new JobContext(fixture(), backend, label);
+    contexts.push(ctx);
+    return ctx;
+  };
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((c) => c.close()));
+  });
+
+  describe(`unreadable records (${backend})`, () => {
+    const planV2 = (ctx: JobContext) => JSON.stringify({ v: 2, fp: ctx.fp, generation: 1, final: true, planned: 0 });
+    const cases: { name: string; key: (c: JobContext) => string; value: (c: JobContext) => string; code: string; says: string }[] = [
+      { name: 'malformed JSON', key: (c) => splitKey(c.prefix, 'x'), value: () => '{"v":1,"fp":', code: 'INVALID_RECORD', says: 'not valid JSON' },
+      { name: 'another schema version', key: (c) => planKey(c.prefix), value: planV2, code: 'INVALID_RECORD', says: 'schema version 2' },
+      { name: 'a broken field', key: (c) => splitKey(c.prefix, 'x'), value: (c) => JSON.stringify({ v: 1, fp: c.fp, id: 'x', epoch: -1, status: 'runnable', owner: '', attempts: 0, progress: null }), code: 'INVALID_RECORD', says: 'epoch' },
+      {
+        name: 'another job\'s fingerprint',
+        key: (c) => specKey(c.prefix, 'x'),
+        value: () => encodeRecord('spec', { v: SCHEMA_VERSION, fp: fingerprintHash('some other job'), id: 'x', weight: 1, descriptor: null, generation: 1 }),
+        code: 'FINGERPRINT_MISMATCH',
+        says: fingerprintHash('some other job'),
+      },
+    ];
+
+    for (const c of cases) {
+      it(`${c.name} under the job prefix: startCoordinator rejects with ${c.code}, naming the key and the problem`, async () => {
+        const ctx = job('bad-start');
+        const key = c.key(ctx);
+        await ctx.store.put(key, c.value(ctx));
+        const err = await expectCode(ctx.start('w-0', openPlan, hold), c.code, key, c.says);
+        if (c.code === 'FINGERPRINT_MISMATCH') expect(err.message).toContain(ctx.fp);
+        // Refused before joining: no presence key was written.
+        expect(await ctx.store.get(workerKey(ctx.prefix, 'w-0'))).toBeUndefined();
+        });
+
+      it(`${c.name} arriving while running: done fails with ${c.code}, naming the key`, async () => {
+        const ctx = job('bad-live');
+        const a = await ctx.start('w-0', openPlan, hold);
+        const b = await ctx.start('w-1', openPlan, hold);
+        await ctx.waitSplit('claimed', 's-1', (r) => r.owner !== '');
+        const key = c.key(ctx);
+        await ctx.store.put(key, c.value(ctx));
+        await expectCode(a.done, c.code, key, c.says);
+        await expectCode(b.done, c.code, key, c.says);
+        });
+    }
+
+    it('a key of no known kind beside the job is ignored, not refused', async () => {
+      const ctx = job('notes');
+      await ctx.store.put(`${ctx.prefix}operator-note`, 'not a record');
+      const c = await ctx.start('w-0', finalPlan(['one']), async (s) => void (await s.complete(1)));
+      expect(await c.done).toBe('complete');
+      expect(c.view.unknownKeys).toBeGreaterThanOrEqual(1);
+    });
+  });
+
+  describe(`instance identity (${backend})`, () => {
+    it('a second live process under one instance id is refused with DUPLICATE_INSTANCE; the first keeps running', async () => {
+      const ctx = job('dup');
+      let firstFailed: unknown;
+      const first = await ctx.start('dup', openPlan, hold);
+      first.done.catch((e: unknown) => (firstFailed = e));
+      const presence = (await ctx.store.get(workerKey(ctx.prefix, 'dup')))!;
+      await expectCode(ctx.start('dup', openPlan, hold), 'DUPLICATE_INSTANCE', '"dup"', 'instance ids must be unique');
+      expect(firstFailed).toBeUndefined();
+      const now = (await ctx.store.get(workerKey(ctx.prefix, 'dup')))!;
+      expect(now.value).toBe(presence.value); // the first run's presence (its nonce), untouched
+      expect(first.isLeader).toBe(true);
+    });
+
+    it('a restart of a crashed instance (same id) waits out the old presence key and is not refused', async () => {
+      const ctx = job('restart');
+      const link = partitionable(await ctx.f.connect());
+      await ctx.start('pod-0', openPlan, hold, { store: link.store });
+      await ctx.waitSplit('claimed by pod-0', 's-1', (r) => r.owner === 'pod-0');
+      const old = (await ctx.store.get(workerKey(ctx.prefix, 'pod-0')))!;
+      link.cut(); // the process is gone as far as the store is concerned; its lease is never renewed again
+      const restarted = await ctx.start('pod-0', openPlan, hold);
+      const now = (await ctx.store.get(workerKey(ctx.prefix, 'pod-0')))!;
+      expect(now.lease).not.toBe(old.lease);
+      expect(now.createRevision).toBeGreaterThan(old.modRevision);
+      // It takes its own split back: the old tenancy expired, so the claim consumes an attempt.
+      const rec = await ctx.waitSplit('reclaimed by the restarted pod-0', 's-1', (r) => r.owner === 'pod-0' && r.epoch === 2);
+      expect(rec.attempts).toBe(1);
+      await waitUntil('the restarted pod-0 to hold s-1', () => restarted.held.includes('s-1'));
+    });
+  });
+
+  describe(`configuration and planner refusals (${backend})`, () => {
+    const bad: { name: string; knobs: Record<string, unknown>; says: string[] }[] = [
+      { name: 'drainDeadlineMs below opTimeoutMs', knobs: { opTimeoutMs: 1000, drainDeadlineMs: 500 }, says: ['drainDeadlineMs', 'must be ≥ opTimeoutMs (1000)', 'got 500'] },
+      { name: 'a zero lease', knobs: { leaseDurationMs: 0 }, says: ['leaseDurationMs', 'must be an integer ≥ 1000', 'got 0'] },
+      { name: 'a lease that is not whole seconds', knobs: { leaseDurationMs: 2500 }, says: ['leaseDurationMs', 'whole number of seconds'] },
+      { name: 'opTimeoutMs not below the lease', knobs: { leaseDurationMs: 2000, opTimeoutMs: 2000 }, says: ['opTimeoutMs', 'must be below leaseDurationMs (2000)'] },
+      { name: 'a negative rebalanceDelayMs', knobs: { rebalanceDelayMs: -1 }, says: ['rebalanceDelayMs', 'must be an integer ≥ 0', 'got -1'] },
+      { name: 'a negative maxInFlight', knobs: { maxInFlight: -2 }, says: ['maxInFlight', 'must be an integer ≥ 1'] },
+      { name: 'an unknown option', knobs: { leaseDuration: 3000 }, says: ['leaseDuration: unknown option', 'did you mean leaseDurationMs'] },
+    ];
+    for (const c of bad) {
+      it(`startCoordinator refuses ${c.name} with INVALID_CONFIG naming the option and the rule; nothing is written`, async () => {
+        const ctx = job('config');
+        await expectCode(ctx.start('w-0', openPlan, hold, c.knobs as never), 'INVALID_CONFIG', ...c.says);
+        expect((await ctx.store.list(ctx.prefix)).kvs).toEqual([]);
+        });
+    }
+
+    it('a handler that is not a function is refused with INVALID_CONFIG', async () => {
+      const ctx = job('handler');
+      const store = await ctx.f.connect();
+      await expectCode(
+        startCoordinator({ store, job: ctx.job, instance: 'w-0', ...FAST, planner: openPlan, handler: 'nope' as never }),
+        'INVALID_CONFIG', 'handler',
+      );
+      expect((await ctx.store.list(ctx.prefix)).kvs).toEqual([]);
+      if (store !== ctx.store) await store.close();
+    });
+
+    const planners: { name: string; splits: () => { id: string; weight: number; descriptor?: unknown }[]; code: string; says: string[] }[] = [
+      { name: 'duplicate ids', splits: () => [{ id: 'a', weight: 1 }, { id: 'b', weight: 1 }, { id: 'a', weight: 2 }], code: 'PLANNER_FAILURE', says: ['[2].id', '"a" appears twice'] },
+      { name: 'a fractional weight', splits: () => [{ id: 'a', weight: 1.5 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got 1.5'] },
+      { name: 'a negative weight', splits: () => [{ id: 'a', weight: -1 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got -1'] },
+      { name: 'an id with a slash', splits: () => [{ id: 'a/b', weight: 1 }], code: 'PLANNER_FAILURE', says: ['[0].id', "must not contain '/'"] },
+      { name: 'a descriptor over 1.5 MiB', splits: () => [{ id: 'ok', weight: 1 }, { id: 'huge', weight: 1, descriptor: { blob: 'x'.repeat(1.6 * 1024 * 1024) } }], code: 'RECORD_TOO_LARGE', says: ['spec record of split "huge"', 'over the limit'] },
+    ];
+    for (const c of planners) {
+      it(`a planner returning ${c.name}: done fails with ${c.code}, and no split is seeded`, async () => {
+        const ctx = job('planner');
+        const w = await ctx.start('w-0', () => ({ final: true, splits: c.splits() as never }), hold);
+        await expectCode(w.done, c.code, ...c.says);
+        expect((await ctx.store.list(`${ctx.prefix}spec.`)).kvs).toEqual([]);
+        });
+    }
+
+    it('a planner that throws: done fails with PLANNER_FAILURE carrying its message', async () => {
+      const ctx = job('planner-throws');
+      const w = await ctx.start('w-0', () => {
+        throw new Error('bucket listing denied');
+      }, hold);
+      await expectCode(w.done, 'PLANNER_FAILURE', 'bucket listing denied');
+    });
+  });
+}
