@@ -5,17 +5,18 @@
  */
 import { referenceAssignment } from './reference.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
+import { wasmAssignment } from './wasm.js';
 
 export type EngineName = 'reference' | 'wasm';
 
 export interface DesiredAssignmentOptions {
-  /** Default 'reference' until the WASM engine lands. */
+  /** Default 'wasm'; 'reference' is the readable oracle. */
   engine?: EngineName;
 }
 
 /** Computes the desired assignment (instance → split ids) for `input`. */
 export function desiredAssignment(input: AssignmentInput, options: DesiredAssignmentOptions = {}): AssignmentResult {
-  const engine = options.engine ?? 'reference';
+  const engine = options.engine ?? 'wasm';
   const started = performance.now();
   let result: AssignmentResult;
   switch (engine) {
@@ -23,7 +24,8 @@ export function desiredAssignment(input: AssignmentInput, options: DesiredAssign
       result = referenceAssignment(input);
       break;
     case 'wasm':
-      throw new Error('the wasm engine is not built yet');
+      result = wasmAssignment(input);
+      break;
   }
   result.stats.computeMs = performance.now() - started;
   return result;

@@ -6,7 +6,7 @@
 import { desiredAssignment, type EngineName } from '../../../src/assignment/engine.js';
 import type { AssignmentInput, AssignmentResult } from '../../../src/assignment/types.js';
 
-export const ENGINES: readonly EngineName[] = ['reference'];
+export const ENGINES: readonly EngineName[] = ['reference', 'wasm'];
 
 /** One decision by `engine`: the single call site, should an engine need setup. */
 export function decide(engine: EngineName, input: AssignmentInput): AssignmentResult {

@@ -1,0 +1,211 @@
+/**
+ * Ordering the pool: weight descending, then content key ascending (hi,
+ * then lo), by LSD radix sorts; and duplicate-key detection.
+ *
+ * Invariants: every sort here is exact for its key; ties it cannot break
+ * (equal weight and equal 64-bit key) are counted and left adjacent for the
+ * JS side to order by id. Pure: no imports beyond the layout.
+ */
+import {
+  FLAG_LIVE, H_COLLISIONS, H_DUPLICATES, H_FLAGS, H_KEY, H_ORDER, H_ORDER_LEN, H_ROWS, H_WEIGHT,
+  STATUS_NO_MEMORY,
+} from './layout';
+import { commit, scratchReset, setWord, take, word } from './memory';
+
+const DIGIT_BITS: u64 = 11;
+const DIGIT_MASK: u64 = 0x7ff;
+export const BUCKETS: usize = 2048;
+export const DIGITS: i32 = 6;
+
+/** The effective weight (0 counts as 1), as in units.ts. */
+@inline export function effective(w: f64): f64 {
+  return w == 0 ? 1 : w;
+}
+
+@inline function keyOf(keyP: usize, row: u32): u64 {
+  return load<u64>(keyP + (<usize>row << 3));
+}
+
+/**
+ * LSD radix sort of (u64 key, u32 value) pairs ascending by key, 11-bit
+ * digits, skipping digits that are constant over the input. Stable. Sorts
+ * [kA, vA) using [kB, vB) as the other buffer; returns true when the result
+ * ended up in B.
+ */
+export function radix(kA: usize, vA: usize, kB: usize, vB: usize, n: i32, hist: usize): bool {
+  if (n < 2) return false;
+  let or: u64 = 0;
+  let and: u64 = ~(<u64>0);
+  for (let i = 0; i < n; i++) {
+    const k = load<u64>(kA + (<usize>i << 3));
+    or |= k;
+    and &= k;
+  }
+  const diff = or ^ and;
+  let active = 0;
+  for (let d = 0; d < DIGITS; d++) {
+    if (((diff >> (<u64>d * DIGIT_BITS)) & DIGIT_MASK) != 0) active |= 1 << d;
+  }
+  if (active == 0) return false;
+  memory.fill(hist, 0, BUCKETS * 4 * <usize>DIGITS);
+  for (let i = 0; i < n; i++) {
+    const k = load<u64>(kA + (<usize>i << 3));
+    for (let d = 0; d < DIGITS; d++) {
+      if ((active & (1 << d)) == 0) continue;
+      const b = <usize>((k >> (<u64>d * DIGIT_BITS)) & DIGIT_MASK);
+      const h = hist + ((<usize>d * BUCKETS + b) << 2);
+      store<u32>(h, load<u32>(h) + 1);
+    }
+  }
+  let sK = kA, sV = vA, dK = kB, dV = vB;
+  let inB = false;
+  for (let d = 0; d < DIGITS; d++) {
+    if ((active & (1 << d)) == 0) continue;
+    const h0 = hist + ((<usize>d * BUCKETS) << 2);
+    let sum: u32 = 0;
+    for (let b: usize = 0; b < BUCKETS; b++) {
+      const c = load<u32>(h0 + (b << 2));
+      store<u32>(h0 + (b << 2), sum);
+      sum += c;
+    }
+    const shift = <u64>d * DIGIT_BITS;
+    for (let i = 0; i < n; i++) {
+      const k = load<u64>(sK + (<usize>i << 3));
+      const h = h0 + (<usize>((k >> shift) & DIGIT_MASK) << 2);
+      const p = load<u32>(h);
+      store<u32>(h, p + 1);
+      store<u64>(dK + (<usize>p << 3), k);
+      store<u32>(dV + (<usize>p << 2), load<u32>(sV + (<usize>i << 2)));
+    }
+    const tK = sK; sK = dK; dK = tK;
+    const tV = sV; sV = dV; dV = tV;
+    inB = !inB;
+  }
+  return inB;
+}
+
+/** Insertion sort of rows [p, p + n) by content key. */
+function insertionByKey(keyP: usize, p: usize, n: i32): void {
+  for (let i = 1; i < n; i++) {
+    const x = load<u32>(p + (<usize>i << 2));
+    const kx = keyOf(keyP, x);
+    let j = i - 1;
+    while (j >= 0) {
+      const y = load<u32>(p + (<usize>j << 2));
+      if (keyOf(keyP, y) <= kx) break;
+      store<u32>(p + (<usize>(j + 1) << 2), y);
+      j--;
+    }
+    store<u32>(p + (<usize>(j + 1) << 2), x);
+  }
+}
+
+/**
+ * Sorts the rows whose flags intersect `mask` into ORDER: weight descending,
+ * then key ascending. Returns the number of adjacent pairs with equal weight
+ * and equal key (the JS side orders those by id), or a negative status.
+ */
+export function sortOrder(mask: i32): i32 {
+  const R = <i32>word(H_ROWS);
+  const weightP = <usize>word(H_WEIGHT);
+  const keyP = <usize>word(H_KEY);
+  const flagsP = <usize>word(H_FLAGS);
+  const orderP = <usize>word(H_ORDER);
+  scratchReset();
+  const aK = take(<usize>R << 3), aV = take(<usize>R << 2);
+  const bK = take(<usize>R << 3), bV = take(<usize>R << 2);
+  const cK = take(<usize>R << 3), cV = take(<usize>R << 2);
+  const hist = take(BUCKETS * 4 * <usize>DIGITS);
+  if (!commit()) return STATUS_NO_MEMORY;
+
+  let L = 0;
+  for (let r = 0; r < R; r++) {
+    if ((<i32>load<u8>(flagsP + <usize>r) & mask) == 0) continue;
+    // Weights are integers ≤ 2^53, so the u64 value orders them; ~ makes it descending.
+    const w = effective(load<f64>(weightP + (<usize>r << 3)));
+    store<u64>(aK + (<usize>L << 3), ~(<u64>w));
+    store<u32>(aV + (<usize>L << 2), <u32>r);
+    L++;
+  }
+  const inB = radix(aK, aV, bK, bV, L, hist);
+  const sK = inB ? bK : aK, sV = inB ? bV : aV;
+  const tK = inB ? aK : bK, tV = inB ? aV : bV;
+
+  // Runs of equal weight: order by key.
+  let i = 0;
+  while (i < L) {
+    const wi = load<u64>(sK + (<usize>i << 3));
+    let j = i + 1;
+    while (j < L && load<u64>(sK + (<usize>j << 3)) == wi) j++;
+    const len = j - i;
+    const runV = sV + (<usize>i << 2);
+    if (len > 24) {
+      for (let t = 0; t < len; t++) {
+        const row = load<u32>(runV + (<usize>t << 2));
+        store<u64>(tK + (<usize>t << 3), keyOf(keyP, row));
+        store<u32>(tV + (<usize>t << 2), row);
+      }
+      const r2 = radix(tK, tV, cK, cV, len, hist);
+      memory.copy(runV, r2 ? cV : tV, <usize>len << 2);
+    } else if (len > 1) {
+      insertionByKey(keyP, runV, len);
+    }
+    i = j;
+  }
+
+  let collisions = 0;
+  for (let k = 0; k < L; k++) {
+    const row = load<u32>(sV + (<usize>k << 2));
+    store<u32>(orderP + (<usize>k << 2), row);
+    if (k > 0 && load<u64>(sK + (<usize>k << 3)) == load<u64>(sK + (<usize>(k - 1) << 3))) {
+      if (keyOf(keyP, row) == keyOf(keyP, load<u32>(sV + (<usize>(k - 1) << 2)))) collisions++;
+    }
+  }
+  setWord(H_ORDER_LEN, <u32>L);
+  setWord(H_COLLISIONS, <u32>collisions);
+  return collisions;
+}
+
+/**
+ * Counts rows flagged LIVE whose content key equals an earlier live row's
+ * (open addressing over the keys). Equal ids give equal keys, so zero means
+ * the ids are unique; a positive count sends the JS side to the exact check.
+ */
+export function countDuplicateKeys(): i32 {
+  const R = <i32>word(H_ROWS);
+  const keyP = <usize>word(H_KEY);
+  const flagsP = <usize>word(H_FLAGS);
+  let size: usize = 16;
+  while (size < (<usize>R << 1)) size <<= 1;
+  const mask = size - 1;
+  scratchReset();
+  const table = take(size << 3);
+  if (!commit()) return STATUS_NO_MEMORY;
+  memory.fill(table, 0, size << 3);
+  let dups = 0;
+  let zeros = 0;
+  for (let r = 0; r < R; r++) {
+    if ((<i32>load<u8>(flagsP + <usize>r) & FLAG_LIVE) == 0) continue;
+    const k = keyOf(keyP, <u32>r);
+    if (k == 0) {
+      zeros++;
+      continue;
+    }
+    let s = <usize>(k ^ (k >> 32)) & mask;
+    for (;;) {
+      const t = load<u64>(table + (s << 3));
+      if (t == 0) {
+        store<u64>(table + (s << 3), k);
+        break;
+      }
+      if (t == k) {
+        dups++;
+        break;
+      }
+      s = (s + 1) & mask;
+    }
+  }
+  if (zeros > 1) dups += zeros - 1;
+  setWord(H_DUPLICATES, <u32>dups);
+  return dups;
+}

@@ -1,0 +1,237 @@
+/**
+ * The WASM engine's bridge: the only file that touches `WebAssembly`. It
+ * instantiates build/engine.wasm once per thread (loaded from the package,
+ * never compiled at run time), marshals through codec.ts, calls the phases
+ * (assembly/index.ts) and returns exactly what reference.ts returns.
+ *
+ * Errors: bad input is refused with validate.ts's own INVALID_INPUT error;
+ * anything the engine cannot do (module missing, memory exhausted, a trap)
+ * becomes SplitfleetError('ENGINE_FAILURE'). Nothing is half-returned.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SplitfleetError } from '../errors.js';
+import {
+  ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats,
+  type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
+} from './codec.js';
+import type { AssignmentInput, AssignmentResult } from './types.js';
+import { validateAssignmentInput } from './validate.js';
+
+/** The slice of the WebAssembly JS API used here (this project's lib has no DOM types). */
+interface WasmGlobal {
+  value: unknown;
+}
+declare const WebAssembly: {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, unknown>) => { exports: Record<string, unknown> };
+  Global: new (descriptor: never, value?: unknown) => WasmGlobal;
+};
+
+interface EngineExports {
+  memory: { buffer: ArrayBuffer };
+  header(): number;
+  reserve(rows: number, members: number, handles: number, chars: number): number;
+  reserveChars(chars: number): number;
+  countDuplicateKeys(): number;
+  rankRows(): number;
+  sortOutputByRank(): number;
+  sortOrder(mask: number): number;
+  decide(): number;
+  sortOutput(): number;
+}
+
+/** The module's memory as codec.ts sees it: views re-created whenever it has grown. */
+class WasmMemory implements EngineMemory {
+  private cached: EngineViews | null = null;
+  private readonly headerPtr: number;
+
+  constructor(private readonly x: EngineExports) {
+    this.headerPtr = x.header();
+  }
+
+  views(): EngineViews {
+    const buffer = this.x.memory.buffer;
+    if (this.cached === null || this.cached.buffer !== buffer) this.cached = new EngineViews(buffer, this.headerPtr);
+    return this.cached;
+  }
+
+  reserve(rows: number, members: number, handles: number, chars: number): EngineViews {
+    check(this.x.reserve(rows, members, handles, chars), 'reserve');
+    return this.views();
+  }
+
+  reserveChars(chars: number): EngineViews {
+    check(this.x.reserveChars(chars), 'reserveChars');
+    return this.views();
+  }
+}
+
+interface Engine {
+  x: EngineExports;
+  mem: WasmMemory;
+  /** The last valid object-form input, for the next call to reuse (codec.ts InputMemo). */
+  memo: InputMemo | null;
+}
+
+let engine: Engine | null = null;
+
+/** build/engine.wasm, from dist/src/assignment/wasm.js or from src/assignment/wasm.ts. */
+function modulePath(): string {
+  const tried = ['../../../build/engine.wasm', '../../build/engine.wasm'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+  const found = tried.find((p) => existsSync(p));
+  if (found === undefined) {
+    throw new SplitfleetError('ENGINE_FAILURE', `engine.wasm not found (looked at ${tried.join(', ')}); run "npm run build:wasm"`);
+  }
+  return found;
+}
+
+function load(): Engine {
+  if (engine !== null) return engine;
+  try {
+    const module = new WebAssembly.Module(readFileSync(modulePath()));
+    const x = new WebAssembly.Instance(module, {}).exports as unknown as EngineExports;
+    const version = (x as unknown as Record<string, WasmGlobal | undefined>).LAYOUT_VERSION?.value;
+    if (version !== LAYOUT.LAYOUT_VERSION) {
+      throw new Error(`engine.wasm has layout version ${String(version)}, codec expects ${LAYOUT.LAYOUT_VERSION}; rebuild it`);
+    }
+    engine = { x, mem: new WasmMemory(x), memo: null };
+    return engine;
+  } catch (e) {
+    throw asEngineFailure(e, 'loading engine.wasm');
+  }
+}
+
+function check(status: number, phase: string): number {
+  if (status === LAYOUT.STATUS_NO_MEMORY) throw new SplitfleetError('ENGINE_FAILURE', `${phase}: the engine could not grow its memory`);
+  if (status === LAYOUT.STATUS_BAD_SIZE) throw new SplitfleetError('ENGINE_FAILURE', `${phase}: input too large for the engine (rows, members or id characters)`);
+  if (status < 0) throw new SplitfleetError('ENGINE_FAILURE', `${phase}: engine status ${status}`);
+  return status;
+}
+
+function asEngineFailure(e: unknown, what: string): SplitfleetError {
+  if (e instanceof SplitfleetError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new SplitfleetError('ENGINE_FAILURE', `${what}: ${message}`, { cause: e });
+}
+
+/** Runs `f`, converting anything but a SplitfleetError into ENGINE_FAILURE. */
+function guarded<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw asEngineFailure(e, what);
+  }
+}
+
+/**
+ * The desired assignment computed by the WASM engine: same input rules,
+ * same output (key order included) and same stats as `referenceAssignment`;
+ * `computeMs` is left at 0 for the caller.
+ *
+ * A leader calls this every tick with mostly the same splits, so the engine
+ * keeps what the last valid input determined (its ids; once they repeat,
+ * content keys, id code units, pool order and id order: codec.ts InputMemo)
+ * and reuses each part only where the new input is equal row for row.
+ */
+export function wasmAssignment(input: AssignmentInput): AssignmentResult {
+  const e = load();
+  const { x, mem } = e;
+  const memo = e.memo;
+  e.memo = null;
+  const marshalled = marshalInput(input, mem, memo);
+  if (!marshalled.sameIds) {
+    // Equal keys: two splits may share an id (the validator says so) or a hash.
+    if (guarded('countDuplicateKeys', () => check(x.countDuplicateKeys(), 'countDuplicateKeys')) > 0) {
+      validateAssignmentInput(input);
+    }
+  }
+  const next = marshalled.memo;
+  const result = guarded('wasmAssignment', () => {
+    if (marshalled.sameOrder && next.order !== null) {
+      const v = mem.views();
+      v.u32(LAYOUT.H_ORDER, next.order.length).set(next.order);
+      v.setWord(LAYOUT.H_ORDER_LEN, next.order.length);
+    } else {
+      if (check(x.sortOrder(LAYOUT.FLAG_POOL), 'sortOrder') > 0) orderCollisions(mem.views(), marshalled.idOf);
+      const v = mem.views();
+      if (next.rows !== null) next.order = v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)).slice();
+    }
+    check(x.decide(), 'decide');
+    if (marshalled.sameIds && next.rows !== null) {
+      // The ids are the last call's: rank them once, then every output is one counting pass.
+      if (next.byRank === null) {
+        check(x.rankRows(), 'rankRows');
+        next.byRank = mem.views().u32(LAYOUT.H_BY_RANK, input.splits.length).slice();
+      } else {
+        mem.views().u32(LAYOUT.H_BY_RANK, next.byRank.length).set(next.byRank);
+      }
+      check(x.sortOutputByRank(), 'sortOutputByRank');
+    } else {
+      check(x.sortOutput(), 'sortOutput');
+    }
+    // Only ids seen before come back (a one-off input keeps nothing).
+    const kept = marshalled.sameIds ? { ids: marshalled.ids, previous: next.out } : null;
+    const read = readAssignmentKept(mem.views(), marshalled.members, marshalled.idOf, kept);
+    next.out = read.memo;
+    return read.result;
+  });
+  e.memo = next;
+  return result;
+}
+
+/** @internal Drops what the engine keeps between object-form calls (tests that swap the hash). */
+export function forgetWasmMemo(): void {
+  if (engine !== null) engine.memo = null;
+}
+
+function decideColumnar(pool: ColumnarPool, withIds: boolean): { members: MemberTable; views: EngineViews } {
+  const { x, mem } = load();
+  return guarded('columnarAssignment', () => {
+    const written = pool.write(mem, withIds);
+    if (!written.sorted) {
+      if (check(x.sortOrder(LAYOUT.FLAG_LIVE), 'sortOrder') > 0) orderCollisions(mem.views(), (r) => pool.idAt(r)!);
+      const v = mem.views();
+      pool.keepOrder(v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)));
+    }
+    check(x.decide(), 'decide');
+    return { members: written.members, views: mem.views() };
+  });
+}
+
+/**
+ * The desired assignment of a `ColumnarPool`, per row: the leader's path
+ * between ticks. Equal to `wasmAssignment(pool.toInput())`, row for split.
+ */
+export function columnarAssignment(pool: ColumnarPool): ColumnarDecision {
+  const { members, views } = decideColumnar(pool, false);
+  return {
+    members: members.ids,
+    assignee: views.i32(LAYOUT.H_ASSIGNEE, pool.rowCount).slice(),
+    stats: readStats(views, members.ids.length),
+  };
+}
+
+/** The desired assignment of a `ColumnarPool` in the object form (`AssignmentResult`). */
+export function columnarAssignmentResult(pool: ColumnarPool): AssignmentResult {
+  const { members } = decideColumnar(pool, true);
+  const { x, mem } = load();
+  return guarded('columnarAssignmentResult', () => {
+    check(x.sortOutput(), 'sortOutput');
+    return readAssignment(mem.views(), members, (r) => pool.idAt(r)!);
+  });
+}
+
+/** @internal The module's exported layout constants (the layout test compares them with codec.ts). */
+export function engineLayout(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(load().x)) {
+    if (value instanceof WebAssembly.Global) out[name] = value.value as number;
+  }
+  return out;
+}
+
+/** @internal A header word as the last engine call left it (tests read H_COLLISIONS). */
+export function engineWord(slot: number): number {
+  return load().mem.views().word(slot);
+}

@@ -1,0 +1,366 @@
+/**
+ * The WASM engine against the reference, output for output: the assignment
+ * (keys and lists in the same order) and every stat but computeMs, on
+ * fast-check inputs, seeded large inputs, the columnar path (including after
+ * incremental updates), invalid inputs, and forced content-key collisions.
+ * Also checks that codec.ts and assembly/layout.ts agree.
+ *
+ * Needs build/engine.wasm: built here when missing or older than assembly/.
+ * A failing property prints its seed; replay with { seed, path } in fc.assert.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { ColumnarPool, LAYOUT } from '../../../src/assignment/codec.js';
+import { desiredAssignment } from '../../../src/assignment/engine.js';
+import { referenceAssignment } from '../../../src/assignment/reference.js';
+import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
+import {
+  columnarAssignment, columnarAssignmentResult, engineLayout, engineWord, forgetWasmMemo, wasmAssignment,
+} from '../../../src/assignment/wasm.js';
+import { isSplitfleetError } from '../../../src/errors.js';
+import { assignmentInput, mulberry32, settle, shuffleInput } from './generators.js';
+
+// The seam for forced collisions: ids listed here hash to the given key.
+const forcedKeys = vi.hoisted(() => new Map<string, [lo: number, hi: number]>());
+vi.mock('../../../src/hash.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../../src/hash.js')>();
+  return {
+    ...real,
+    hashInto(state: number, id: string, into: Uint32Array, at: number): void {
+      const k = forcedKeys.get(id);
+      if (k === undefined) real.hashInto(state, id, into, at);
+      else [into[at], into[at + 1]] = k;
+    },
+  };
+});
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+beforeAll(() => {
+  const wasm = `${root}build/engine.wasm`;
+  const newest = Math.max(...readdirSync(`${root}assembly`).map((f) => statSync(`${root}assembly/${f}`).mtimeMs));
+  if (!existsSync(wasm) || statSync(wasm).mtimeMs < newest) {
+    execFileSync(process.execPath, [`${root}scripts/build-wasm.mjs`], { stdio: 'inherit' });
+  }
+}, 120_000);
+
+type Outcome = { ok: true; result: AssignmentResult } | { ok: false; code: string; message: string };
+
+function outcome(f: () => AssignmentResult): Outcome {
+  try {
+    return { ok: true, result: f() };
+  } catch (e) {
+    if (!isSplitfleetError(e)) throw e;
+    return { ok: false, code: e.code, message: e.message };
+  }
+}
+
+/** Deep equality including the order of keys at every level. */
+function expectIdentical(got: AssignmentResult, want: AssignmentResult): void {
+  expect(Object.keys(got.assignment)).toEqual(Object.keys(want.assignment));
+  for (const id of Object.keys(want.assignment)) expect(got.assignment[id]).toEqual(want.assignment[id]);
+  expect(Object.keys(got.stats)).toEqual(Object.keys(want.stats));
+  expect({ ...got.stats, computeMs: 0 }).toEqual({ ...want.stats, computeMs: 0 });
+}
+
+function expectSameAsReference(input: AssignmentInput): AssignmentResult | null {
+  const want = outcome(() => referenceAssignment(input));
+  const got = outcome(() => wasmAssignment(input));
+  if (!want.ok) {
+    expect(got).toEqual(want);
+    return null;
+  }
+  expect(got.ok).toBe(true);
+  if (got.ok) expectIdentical(got.result, want.result);
+  return want.result;
+}
+
+/** A pool holding `input`, built through the incremental API. */
+function poolOf(input: AssignmentInput): ColumnarPool {
+  const pool = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
+  pool.setMembers(input.members);
+  for (const s of input.splits) {
+    pool.upsertSplit(s.id, s.weight, s.status ?? 'runnable');
+    pool.setLeaseOwner(s.id, s.leaseOwner ?? null);
+    pool.setRecordOwner(s.id, s.recordOwner ?? null);
+    pool.setPrevious(s.id, s.previous ?? null);
+  }
+  pool.setReserved(input.reserved ?? []);
+  return pool;
+}
+
+/** Both columnar outputs equal the reference on the pool's object form. */
+function expectColumnarSame(pool: ColumnarPool): void {
+  const want = referenceAssignment(pool.toInput());
+  const decision = columnarAssignment(pool);
+  expect({ ...decision.stats, computeMs: 0 }).toEqual({ ...want.stats, computeMs: 0 });
+  const byMember = new Map<string, string[]>();
+  for (let r = 0; r < pool.rowCount; r++) {
+    const j = decision.assignee[r]!;
+    if (j < 0) continue;
+    const id = pool.idAt(r)!;
+    const list = byMember.get(decision.members[j]!) ?? [];
+    list.push(id);
+    byMember.set(decision.members[j]!, list);
+  }
+  for (const [member, ids] of Object.entries(want.assignment)) {
+    expect((byMember.get(member) ?? []).sort()).toEqual(ids);
+  }
+  expectIdentical(columnarAssignmentResult(pool), want);
+}
+
+describe('layout', () => {
+  it('codec.ts mirrors assembly/layout.ts name for name', () => {
+    const exported = engineLayout();
+    expect(exported).toEqual({ ...LAYOUT });
+  });
+});
+
+describe('wasm engine equals the reference', () => {
+  it('on generated inputs (1,000 cases)', () => {
+    fc.assert(fc.property(assignmentInput(), (input) => void expectSameAsReference(input)), { numRuns: 1000 });
+  });
+
+  it('on the settled, shuffled and re-settled versions of generated inputs', () => {
+    fc.assert(
+      fc.property(assignmentInput(), fc.nat(), (input, seed) => {
+        const first = expectSameAsReference(input);
+        if (first === null) return;
+        const settled = settle(input, first.assignment);
+        expectSameAsReference(settled);
+        expectSameAsReference(shuffleInput(settled, seed));
+        // A member leaves and a new one joins.
+        expectSameAsReference({ ...settled, members: [...settled.members.slice(1), { id: 'joiner', cap: 3 }] });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('when consecutive calls share ids, weights or nothing (what the engine keeps between calls)', () => {
+    fc.assert(
+      fc.property(assignmentInput(), fc.nat(), (input, seed) => {
+        const first = expectSameAsReference(input);
+        if (first === null) return;
+        const rand = mulberry32(seed);
+        const settled = settle(input, first.assignment);
+        const variants: AssignmentInput[] = [
+          input, // the same input again: keys, order and id order reused
+          settled, // same ids and weights, new owners
+          { ...settled, splits: settled.splits.map((s) => (rand() < 0.2 ? { ...s, weight: Math.floor(rand() * 100) } : s)) },
+          { ...settled, reserved: settled.splits.filter(() => rand() < 0.2).map((s) => s.id) },
+          { ...settled, splits: settled.splits.map((s) => (rand() < 0.2 ? { ...s, status: 'completed' as const } : s)) },
+          { ...settled, splits: settled.splits.map((s, i) => (i === settled.splits.length >> 1 ? { ...s, id: `${s.id}-renamed` } : s)) },
+          // An id repeated where the memo had another: the duplicate must still be refused.
+          { ...settled, splits: settled.splits.map((s, i, all) => (i === all.length - 1 && i > 0 ? { ...s, id: all[0]!.id } : s)) },
+          // Same member ids, other caps or default cap; then the members in another order.
+          { ...settled, members: settled.members.map((mm, i) => (i % 2 === 0 ? { id: mm.id, cap: 1 + (mm.cap ?? 2) } : mm)) },
+          { ...settled, defaultCap: (settled.defaultCap ?? 8) + 1 },
+          { ...settled, members: [...settled.members].reverse() },
+          settled,
+          // A member leaves while some splits are withheld, then they return.
+          { ...settled, members: settled.members.slice(1), reserved: settled.splits.filter((_, i) => i % 3 === 0).map((s) => s.id) },
+          { ...settled, members: settled.members.slice(1) },
+          input,
+          input,
+        ];
+        for (const v of variants) {
+          expectSameAsReference(v);
+          // What the caller does with a result must not reach the next one.
+          const again = outcome(() => wasmAssignment(v));
+          if (again.ok) for (const list of Object.values(again.result.assignment)) list.splice(0, list.length, 'junk');
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('is the default engine of desiredAssignment', () => {
+    const input: AssignmentInput = { seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: 3 }] };
+    const result = desiredAssignment(input);
+    expect(result.assignment).toEqual({ a: ['x'] });
+    expect(result.stats.computeMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('refuses bad input with the reference validator errors', () => {
+    const ok = (): AssignmentInput => ({
+      seed: 's', members: [{ id: 'a', cap: 2 }, { id: 'b' }],
+      splits: [{ id: 'x', weight: 1 }, { id: 'y', weight: 2, status: 'completed' }], reserved: ['x'],
+    });
+    const bad: unknown[] = [
+      null, [], 'x', {}, { seed: 1, members: [], splits: [] }, { ...ok(), defaultCap: 0 },
+      { ...ok(), members: 'a' }, { ...ok(), splits: {} }, { ...ok(), members: [{ id: 'a' }, { id: 'a' }] },
+      { ...ok(), members: [null] }, { ...ok(), members: [{ id: '' }] }, { ...ok(), members: [{ id: 'a', cap: 1.5 }] },
+      { ...ok(), splits: [{ id: 'x', weight: 1 }, { id: 'x', weight: 2 }] },
+      { ...ok(), splits: [{ id: 'x', weight: 1, status: 'done' }, { id: 'x', weight: 2 }] },
+      { ...ok(), splits: [{ id: 'z', weight: 1, status: 'completed' }, { id: 'x', weight: 2 }, { id: 'z', weight: 3 }] },
+      { ...ok(), splits: [{ id: 'x', weight: -1 }] }, { ...ok(), splits: [{ id: 'x', weight: 2 ** 53 }] },
+      { ...ok(), splits: [{ id: 'x', weight: 1.5 }] }, { ...ok(), splits: [{ id: 'x', weight: '1' }] },
+      { ...ok(), splits: [{ id: 'x', weight: 1, status: null }] }, { ...ok(), splits: [{ id: 'x', weight: 1, leaseOwner: 3 }] },
+      { ...ok(), splits: [{ id: 'x', weight: 1, previous: {} }] }, { ...ok(), splits: [{ id: 'x', weight: 1, recordOwner: false }] },
+      { ...ok(), splits: [7] }, { ...ok(), splits: [{ weight: 1 }] }, { ...ok(), reserved: 'x' }, { ...ok(), reserved: [1] },
+      { ...ok(), splits: [{ id: 'x', weight: NaN }] }, { ...ok(), splits: [{ id: 'x', weight: Infinity }] },
+      { ...ok(), splits: [{ id: 'x', weight: 10n }] }, { ...ok(), members: [{ id: 'a', cap: 2n }] }, { ...ok(), defaultCap: NaN },
+    ];
+    for (const input of bad) {
+      const want = outcome(() => referenceAssignment(input as AssignmentInput));
+      expect(want.ok).toBe(false);
+      expect(outcome(() => wasmAssignment(input as AssignmentInput))).toEqual(want);
+    }
+  });
+});
+
+/** Large seeded inputs: skewed weights, giants past 2^53 in total, mixed caps, departed owners. */
+function largeInput(seed: number, splitCount: number, memberCount: number, departedShare: number, allMax = false): AssignmentInput {
+  const rand = mulberry32(seed);
+  const members = Array.from({ length: memberCount }, (_, i) => {
+    const x = rand();
+    return x < 0.1 ? { id: `m-${i}` } : { id: `m-${i}`, cap: x < 0.2 ? 1 : x < 0.6 ? 50 + Math.floor(rand() * 100) : 1000 };
+  });
+  const splits: SplitInput[] = Array.from({ length: splitCount }, (_, i) => {
+    const x = rand();
+    const weight = allMax ? Number.MAX_SAFE_INTEGER - Math.floor(rand() * 2 ** 40)
+      : x < 0.001 ? Number.MAX_SAFE_INTEGER - Math.floor(rand() * 100)
+      : x < 0.02 ? Math.floor(rand() * 16 * 2 ** 30)
+      : x < 0.1 ? 0
+      : Math.round(Math.exp(10 + 4 * rand() * rand()));
+    const s: SplitInput = { id: `split/${(i * 7919) % splitCount}`, weight };
+    const y = rand();
+    if (y < departedShare) s.leaseOwner = `gone-${Math.floor(rand() * 50)}`;
+    else if (y < departedShare + 0.3) s.leaseOwner = `m-${Math.floor(rand() * memberCount)}`;
+    if (rand() < 0.2) s.previous = `m-${Math.floor(rand() * memberCount)}`;
+    if (rand() < 0.1) s.recordOwner = rand() < 0.5 ? `gone-${Math.floor(rand() * 50)}` : `m-${Math.floor(rand() * memberCount)}`;
+    if (rand() < 0.01) s.status = 'completed';
+    return s;
+  });
+  return { seed: `job-${seed}`, defaultCap: 100, members, splits, reserved: splits.filter(() => rand() < 0.01).map((s) => s.id) };
+}
+
+describe('ids that order only past their first characters', () => {
+  it.each([
+    ['narrow', ['a', 'b', 'c'], () => ''],
+    // Units that differ only in their high byte, past the shared part.
+    ['wide', ['é', 'ü', '😀'], (r: () => number) => String.fromCharCode(0x41 + 0x100 * Math.floor(1 + r() * 200))],
+  ])('%s ids with long shared middles, prefixes of each other and NULs', (_, groups, unit) => {
+    const rand = mulberry32(groups.length);
+    // Inserted against their order, so input order never happens to be id order.
+    const ids = new Set<string>(groups[0] === 'a' ? ['xy', 'x\u0000\u0000a'] : ['x\ud800', 'x\uffff', 'xy', 'x\u0000\u0000a']);
+    for (let k = 24; k >= 0; k--) ids.add(`x${'\u0000'.repeat(k)}`).add(`p${'\u0000'.repeat(k)}`);
+    while (ids.size < 3_000) {
+      ids.add(`${groups[Math.floor(rand() * groups.length)]}/shared-middle/${unit(rand)}${Math.floor(rand() * 1e6)}`);
+    }
+    const members = Array.from({ length: 7 }, (_, i) => ({ id: `m${i}`, cap: 200 + i }));
+    const input: AssignmentInput = { seed: 'ids', members, splits: [...ids].map((id) => ({ id, weight: Math.floor(rand() * 50) })) };
+    forgetWasmMemo();
+    const first = expectSameAsReference(input)!;
+    expectSameAsReference(input); // ids kept: the id order comes from rankRows
+    expectSameAsReference(settle(input, first.assignment));
+    expectColumnarSame(poolOf(input));
+  });
+});
+
+describe('large seeded inputs', () => {
+  it.each([
+    [1, 200_000, 2_000, 0.5, false],
+    [2, 50_000, 300, 0.5, false],
+    [3, 20_000, 2_000, 0.1, false],
+    // Loads near 2^53 with > 1,024 members: the fill's f64 heap slots, not packed keys.
+    [4, 20_000, 2_000, 0.3, true],
+  ])('seed %i: %i splits × %i members, departed share %f, all near MAX_SAFE_INTEGER %s; then settled', (seed, n, m, departed, allMax) => {
+    const input = largeInput(seed, n, m, departed, allMax);
+    const first = expectSameAsReference(input)!;
+    expect(first.stats.assigned).toBeGreaterThan(0);
+    expectSameAsReference(settle(input, first.assignment));
+  });
+});
+
+describe('columnar path', () => {
+  it('equals the object path on generated inputs', () => {
+    fc.assert(fc.property(assignmentInput(), (input) => {
+      if (!outcome(() => referenceAssignment(input)).ok) return;
+      expectColumnarSame(poolOf(input));
+    }), { numRuns: 300 });
+  });
+
+  it('equals the object path after incremental updates', () => {
+    fc.assert(fc.property(assignmentInput(), fc.integer({ min: 0, max: 0xffffffff }), (input, seed) => {
+      if (!outcome(() => referenceAssignment(input)).ok) return;
+      const rand = mulberry32(seed);
+      const pool = poolOf(input);
+      const ids = input.splits.map((s) => s.id);
+      let members = input.members.map((mm) => ({ ...mm }));
+      const someMember = (): string | null => (members.length > 0 && rand() < 0.8 ? members[Math.floor(rand() * members.length)]!.id : rand() < 0.5 ? 'gone' : null);
+      for (let round = 0; round < 4; round++) {
+        const decision = columnarAssignment(pool);
+        expectColumnarSame(pool);
+        // The fleet follows the decision, then things change.
+        for (const id of ids) {
+          if (pool.rowOf(id) < 0) continue;
+          const to = pool.assigneeOf(decision, id);
+          pool.setLeaseOwner(id, to);
+          pool.setPrevious(id, to);
+          if (rand() < 0.5) pool.setRecordOwner(id, to);
+        }
+        for (let k = 0; k < 1 + Math.floor(rand() * 6); k++) {
+          const id = ids.length > 0 ? ids[Math.floor(rand() * ids.length)]! : 'none';
+          const x = rand();
+          if (x < 0.15) pool.setLeaseOwner(id, someMember());
+          else if (x < 0.25) pool.upsertSplit(`new-${round}-${k}`, Math.floor(rand() * 1000), 'runnable') ;
+          else if (x < 0.35) pool.removeSplit(id);
+          else if (x < 0.45 && pool.rowOf(id) >= 0) pool.upsertSplit(id, rand() < 0.5 ? 0 : Math.floor(rand() * 2 ** 40), 'runnable');
+          else if (x < 0.55 && pool.rowOf(id) >= 0) pool.upsertSplit(id, pool.toInput().splits.find((s) => s.id === id)!.weight, rand() < 0.5 ? 'completed' : 'runnable');
+          else if (x < 0.65) members = [...members, { id: `joiner-${round}-${k}`, cap: 1 + Math.floor(rand() * 10) }];
+          else if (x < 0.75) members = members.filter((_, i) => i !== Math.floor(rand() * members.length));
+          else if (x < 0.85) pool.setReserved(ids.filter(() => rand() < 0.1));
+          else pool.setPrevious(id, someMember());
+        }
+        pool.setMembers(members);
+        if (rand() < 0.3) pool.upsertSplit(`late-${round}`, 5, 'runnable');
+      }
+      expectColumnarSame(pool);
+    }), { numRuns: 150 });
+  });
+
+  it('keeps the sorted order across owner changes and re-sorts on weight changes', () => {
+    const input = largeInput(9, 5_000, 40, 0.3);
+    const pool = poolOf(input);
+    expectColumnarSame(pool);
+    pool.setLeaseOwner(input.splits[0]!.id, 'm-3');
+    pool.setMembers(input.members.slice(3));
+    expectColumnarSame(pool);
+    pool.upsertSplit(input.splits[1]!.id, 123456789);
+    expectColumnarSame(pool);
+  });
+});
+
+describe('content-key collisions', () => {
+  it('orders splits with equal weight and equal key by id, as the reference does', () => {
+    const ids = ['d', 'b', 'e', 'a', 'c'];
+    for (const id of ids) forcedKeys.set(id, [7, 9]);
+    forcedKeys.set('m-z', [1, 1]);
+    forcedKeys.set('m-y', [1, 1]);
+    forgetWasmMemo();
+    try {
+      const input: AssignmentInput = {
+        seed: 'collide',
+        members: [{ id: 'm-z', cap: 2 }, { id: 'm-y', cap: 1 }],
+        splits: [...ids.map((id) => ({ id, weight: 10 })), { id: 'f', weight: 10 }, { id: 'g', weight: 0 }, { id: 'h', weight: 1 }],
+      };
+      const want = referenceAssignment(input);
+      expectSameAsReference(input);
+      expect(engineWord(LAYOUT.H_COLLISIONS)).toBe(ids.length - 1);
+      expectColumnarSame(poolOf(input));
+      expect(engineWord(LAYOUT.H_COLLISIONS)).toBe(ids.length - 1);
+      // Only the first three in id order fit: the collision decides who queues.
+      expect(Object.values(want.assignment).flat().sort()).toEqual(['a', 'b', 'c']);
+      // Equal keys of distinct ids are not duplicates; equal ids still are.
+      const dup = outcome(() => wasmAssignment({ ...input, splits: [...input.splits, { id: 'a', weight: 1 }] }));
+      expect(dup).toEqual(outcome(() => referenceAssignment({ ...input, splits: [...input.splits, { id: 'a', weight: 1 }] })));
+      expect(dup.ok).toBe(false);
+    } finally {
+      forcedKeys.clear();
+      forgetWasmMemo();
+    }
+  });
+});
