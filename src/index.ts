@@ -4,6 +4,63 @@
  * in the section they belong to.
  */
 
+// The coordinator: one process's membership of a job.
+export { Coordinator, startCoordinator } from './coordinator/coordinator.js';
+export type { CoordinatorOptions } from './coordinator/coordinator.js';
+export type {
+  JobVerdict,
+  Json,
+  PlannedSplit,
+  Planner,
+  PlannerContext,
+  PlanResult,
+  SplitHandle,
+  SplitHandler,
+} from './coordinator/types.js';
+export type { Assigner } from './coordinator/publish.js';
+export { Metrics } from './coordinator/metrics.js';
+export { defaultLogger, silentLogger } from './coordinator/log.js';
+export type { Logger } from './coordinator/log.js';
+
+// Configuration.
+export { CONFIG_DEFAULTS, defaultFingerprint, MAX_TIMER_MS, resolveConfig } from './config.js';
+export type { Config, ConfigOptions } from './config.js';
+
+// Time.
+export { systemClock, VirtualClock } from './clock.js';
+export type { Clock } from './clock.js';
+
+// Stores.
+export { EtcdStore } from './store/etcd.js';
+export type { EtcdStoreOptions } from './store/etcd.js';
+export { MemoryStore } from './store/memory.js';
+export type { MemoryStoreOptions } from './store/memory.js';
+export { BaseStore, cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
+export type {
+  Compare,
+  KeyValue,
+  ListOptions,
+  ListPage,
+  Op,
+  SnapshotHandler,
+  Store,
+  StoreLimits,
+  Txn,
+  TxnResult,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+} from './store/store.js';
+
+// Keys (where a job lives on the store).
+export { jobPrefix } from './protocol/keys.js';
+
+// Inspection: a job's state from its records.
+export { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, readJobRecords, splitState } from './inspect/report.js';
+export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
+export { renderReport } from './inspect/render.js';
+export type { RenderOptions } from './inspect/render.js';
+
 // The desired assignment.
 export { desiredAssignment } from './assignment/engine.js';
 export type { DesiredAssignmentOptions, EngineName } from './assignment/engine.js';
@@ -20,6 +77,10 @@ export type {
 // Quality figures: balance and churn.
 export { churn, loadFigures, lowerBound } from './assignment/quality.js';
 export type { Churn, LoadFigures } from './assignment/quality.js';
+
+// The demo's synthetic job (a skewed object-store-like planner, a paced handler).
+export { pacedHandler, syntheticPlanner, syntheticSplits } from './demo/synthetic.js';
+export type { DrainBehaviour, PacedHandlerOptions, SyntheticJob, SyntheticSplit } from './demo/synthetic.js';
 
 // Errors.
 export { isSplitfleetError, SplitfleetError } from './errors.js';

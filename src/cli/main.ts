@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `splitfleet` command: a thin dispatcher. Each subcommand lives in its
- * own module and registers itself here (`plan` now; `demo`, `inspect` later).
+ * own module and registers itself here: `plan`, `demo`, `inspect`.
  *
  * Exit codes, for every subcommand: 0 success; 2 refused (input that breaks a
  * rule, unknown options or commands); 1 any other failure. A refusal or
@@ -11,6 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { isSplitfleetError } from '../index.js';
+import { registerDemo } from './demo.js';
+import { registerInspect } from './inspect.js';
 import { registerPlan } from './plan.js';
 
 const EXIT_FAILURE = 1;
@@ -45,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
     .configureOutput(errorOutput('splitfleet'));
 
   registerPlan(program);
+  registerDemo(program);
+  registerInspect(program);
 
   let running = 'splitfleet';
   for (const command of program.commands) command.configureOutput(errorOutput(`splitfleet ${command.name()}`));
@@ -54,7 +58,8 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     await program.parseAsync(argv);
-    return 0;
+    // An action may set its own exit code (demo: 1 when units were lost or the job stalled).
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) {
       // Already printed by errorOutput; help and --version exit 0.
@@ -65,6 +70,16 @@ async function main(argv: string[]): Promise<number> {
     return isSplitfleetError(e, 'INVALID_INPUT') ? EXIT_REFUSED : EXIT_FAILURE;
   }
 }
+
+// etcd3's gRPC client names an IP endpoint as the TLS server name, which Node deprecates (DEP0123) with a
+// two-line warning on stderr: not the user's concern, and it would break the one-line error promise.
+const emitWarning = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+process.emitWarning = ((warning: unknown, ...rest: unknown[]) => {
+  const options = rest[0];
+  const code = typeof options === 'object' && options !== null ? (options as { code?: unknown }).code : rest[1];
+  if (code === 'DEP0123') return;
+  emitWarning(warning, ...rest);
+}) as typeof process.emitWarning;
 
 // A reader that stops early (`splitfleet plan | head`) is not a failure of ours.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

@@ -5,14 +5,19 @@
  * SPLITFLEET_FLEET JSON environment variable; writes one JSON object per line
  * on stdout for every lane event and processed unit (the ledger), and the
  * verdict at the end. SIGTERM stops gracefully (drain, release, resign).
+ *
+ * Backward compatible: every field added after the first version is
+ * optional and changes nothing when absent (`root`, `poison`, `stats`).
  */
 import { startCoordinator } from '../coordinator/coordinator.js';
-import { silentLogger } from '../coordinator/log.js';
+import { defaultLogger, silentLogger } from '../coordinator/log.js';
 import { EtcdStore } from '../store/etcd.js';
 import { pacedHandler, syntheticPlanner, type DrainBehaviour } from './synthetic.js';
 
 interface FleetProcessConfig {
   endpoint: string;
+  /** Several client URLs (an etcd cluster); used instead of `endpoint` when given. */
+  endpoints?: string[];
   job: string;
   instance: string;
   splits: number;
@@ -25,18 +30,31 @@ interface FleetProcessConfig {
   minUnits?: number;
   maxUnits?: number;
   config?: Record<string, number>;
+  /** Key prefix root (default the library's, 'splitfleet'). */
+  root?: string;
+  /** Split ids that fail every attempt (they end quarantined). */
+  poison?: string[];
+  /**
+   * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`
+   * (this member's revocation and leadership counters) whenever they change
+   * and once at the end.
+   */
+  stats?: boolean;
 }
 
 const emit = (o: object) => process.stdout.write(`${JSON.stringify({ t: Date.now(), ...o })}\n`);
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.SPLITFLEET_FLEET ?? '{}') as FleetProcessConfig;
-  const store = new EtcdStore({ endpoints: [cfg.endpoint] });
+  // The store's own per-call deadline follows the coordinator's opTimeoutMs when one is configured.
+  const opTimeoutMs = cfg.config?.opTimeoutMs;
+  const store = new EtcdStore({ endpoints: cfg.endpoints ?? [cfg.endpoint], ...(opTimeoutMs !== undefined ? { opTimeoutMs } : {}) });
   const coordinator = await startCoordinator({
     store,
     job: cfg.job,
     instance: cfg.instance,
     maxInFlight: cfg.maxInFlight,
+    ...(cfg.root !== undefined ? { root: cfg.root } : {}),
     ...(cfg.config ?? {}),
     planner: syntheticPlanner({ splits: cfg.splits, seed: cfg.seed, minUnits: cfg.minUnits, maxUnits: cfg.maxUnits }),
     handler: pacedHandler({
@@ -44,27 +62,46 @@ async function main(): Promise<void> {
       commitEvery: cfg.commitEvery,
       drain: cfg.drain,
       slowDrainMs: cfg.slowDrainMs,
+      ...(cfg.poison !== undefined ? { poison: cfg.poison } : {}),
       onUnit: (id, unit, epoch) => emit({ ev: 'unit', id, unit, epoch }),
       onEvent: (e) => emit(e),
     }),
-    logger: silentLogger,
+    // Silent unless SPLITFLEET_LOG_LEVEL asks for the coordinator's log (on stderr).
+    logger: process.env.SPLITFLEET_LOG_LEVEL ? defaultLogger({ job: cfg.job, instance: cfg.instance }) : silentLogger,
   });
   emit({ ev: 'started', instance: cfg.instance });
   let leading = false;
+  let lastStats = '';
+  const reportStats = async (): Promise<void> => {
+    if (!cfg.stats) return;
+    const revocations = await coordinator.metrics.revocations.get();
+    const count = (outcome: string) => revocations.values.filter((v) => v.labels.outcome === outcome).reduce((s, v) => s + v.value, 0);
+    const leaderChanges = (await coordinator.metrics.leaderChanges.get()).values.reduce((s, v) => s + v.value, 0);
+    const stats = { cooperative: count('cooperative'), forced: count('forced'), declined: count('declined'), leaderChanges };
+    const text = JSON.stringify(stats);
+    if (text !== lastStats) {
+      lastStats = text;
+      emit({ ev: 'stats', ...stats });
+    }
+  };
+  let ticks = 0;
   const poll = setInterval(() => {
     if (coordinator.isLeader !== leading) {
       leading = coordinator.isLeader;
       emit({ ev: leading ? 'leading' : 'not-leading' });
     }
+    if (++ticks % 4 === 0) void reportStats().catch(() => undefined);
   }, 50);
   process.on('SIGTERM', () => {
-    void coordinator.stop().then(() => {
+    void coordinator.stop().then(async () => {
+      await reportStats().catch(() => undefined);
       emit({ ev: 'stopped' });
       process.exit(0);
     });
   });
   try {
     const verdict = await coordinator.done;
+    await reportStats().catch(() => undefined);
     emit({ ev: 'verdict', verdict });
   } catch (e) {
     emit({ ev: 'fatal', code: (e as { code?: string }).code, message: (e as Error).message });

@@ -4,7 +4,12 @@
  * processes a split's units, commits progress every `commitEvery` units, and
  * reports every processed unit to a sink (the ledger). Deterministic for a
  * seed; used by `splitfleet demo`, by the fleet process, and by tests.
+ *
+ * Options added later are optional and change nothing when absent: `clock`
+ * (pace on an injected clock, so pausing it pauses the handler) and `poison`
+ * (splits that fail every attempt, to show quarantine).
  */
+import type { Clock } from '../clock.js';
 import type { Planner, SplitHandle, SplitHandler } from '../coordinator/types.js';
 
 export interface SyntheticJob {
@@ -72,25 +77,47 @@ export interface PacedHandlerOptions {
   onUnit: (id: string, unit: number, epoch: number) => void;
   /** Called on lane events, for live views and tests. */
   onEvent?: (event: { ev: string; id: string; [k: string]: unknown }) => void;
+  /** Paces the units on this clock (default: Node's timers). A pausable clock pauses the handler with it. */
+  clock?: Clock;
+  /** Split ids that fail every attempt (`fail()`), so they end quarantined and the job stalls. */
+  poison?: readonly string[];
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
+const sleep = (ms: number, signal: AbortSignal, clock?: Clock) =>
   new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(t);
+    const onAbort = () => {
+      cancel();
       resolve();
-    }, { once: true });
+    };
+    // The listener goes when the sleep ends either way: one per unit would pile up on a long split's signal.
+    const done = () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    let cancel: () => void;
+    if (clock) {
+      cancel = clock.setTimer(ms, done);
+    } else {
+      const t = setTimeout(done, ms);
+      cancel = () => clearTimeout(t);
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 /** A handler that processes `descriptor.units` units at a pace, resuming from committed progress. */
 export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
+  const poison = new Set(options.poison ?? []);
   return async (split: SplitHandle) => {
     const units = (split.descriptor as { units: number }).units;
     let done = typeof split.progress === 'number' ? split.progress : 0;
     let committed = done;
     options.onEvent?.({ ev: 'claimed', id: split.id, epoch: split.epoch, progress: done });
+    if (poison.has(split.id)) {
+      options.onEvent?.({ ev: 'failed', id: split.id, attempts: split.attempts + 1 });
+      await split.fail('poisoned: this split fails every attempt (demo --poison)');
+      return;
+    }
     while (done < units) {
       if (split.signal.aborted) return;
       if (split.drainSignal.aborted) {
@@ -103,14 +130,14 @@ export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
         if (behaviour === 'ignore') {
           // Keep working as if nothing was asked: the deadline forces the release.
         } else {
-          if (behaviour === 'slow') await sleep(options.slowDrainMs ?? 0, split.signal);
+          if (behaviour === 'slow') await sleep(options.slowDrainMs ?? 0, split.signal, options.clock);
           if (split.signal.aborted) return;
           if (done > committed) await split.commit(done);
           options.onEvent?.({ ev: 'drained', id: split.id, progress: done });
           return; // returning releases the split with the final commit
         }
       }
-      await sleep(options.unitMs, split.signal);
+      await sleep(options.unitMs, split.signal, options.clock);
       if (split.signal.aborted) return;
       done++;
       options.onUnit(split.id, done, split.epoch);

@@ -1,0 +1,365 @@
+/**
+ * The demo's fleet: W members running the synthetic job, started, killed and
+ * stalled on command. Two kinds behind one interface:
+ *
+ * - `MemoryFleet`: in-process coordinators on one embedded MemoryStore (no
+ *   etcd needed); a kill is a crash (no release, no revoke: see local.ts), a
+ *   stall is a pause of the member's clock and store connection.
+ * - `ProcessFleet`: one OS process per member (fleet-process.js) on etcd; a
+ *   kill is SIGKILL, a stall is SIGSTOP then SIGCONT.
+ *
+ * Both report every processed unit and lane event to the sink (the ledger and
+ * the live view). Neither decides anything about the job: the coordinators do.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import {
+  EtcdStore, MemoryStore, Metrics, pacedHandler, silentLogger, startCoordinator, syntheticPlanner, type Coordinator,
+  type Store,
+} from '../index.js';
+import { MemberClock, MemberStore } from './local.js';
+
+/** Everything that defines the demo's job and how its members run it. */
+export interface DemoJobSettings {
+  job: string;
+  root: string;
+  splits: number;
+  seed: number;
+  /** Lane budget (maxInFlight) of every member. */
+  lanes: number;
+  /** Milliseconds per unit (1000 / rate). */
+  unitMs: number;
+  /** Commit progress every this many units. */
+  commitEvery: number;
+  /** Coordinator knobs (the demo's short timings). */
+  config: {
+    leaseDurationMs: number;
+    opTimeoutMs: number;
+    rebalanceDelayMs: number;
+    drainDeadlineMs: number;
+    reconcileIntervalMs: number;
+  };
+  /** Split ids that fail every attempt. */
+  poison: string[];
+}
+
+export type LaneEvent = { ev: string; id: string; [k: string]: unknown };
+
+export interface FleetSink {
+  /** One processed unit (the ledger). */
+  unit(id: string, unit: number, epoch: number, instance: string): void;
+  /** A lane event of the paced handler: claimed, drained, declined, completed, failed. */
+  lane(instance: string, event: LaneEvent): void;
+  /** Something worth a line in the log (a member exiting, a fatal error). */
+  note(text: string): void;
+}
+
+export type MemberState = 'running' | 'stalled' | 'killed' | 'finished' | 'failed';
+
+export interface Fleet {
+  readonly kind: 'memory' | 'etcd';
+  /** The store the observer watches (the shared MemoryStore, or a connection of the demo's own). */
+  readonly store: Store;
+  members(): { instance: string; state: MemberState }[];
+  /** Starts one member; resolves once it runs. */
+  start(instance: string): Promise<void>;
+  /** SIGKILL, or a crash in process. */
+  kill(instance: string): void;
+  /** SIGSTOP then SIGCONT after `ms`, or a pause in process. */
+  stall(instance: string, ms: number): void;
+  /**
+   * Revocations by outcome from the coordinators' counters, summed over every member that ever ran
+   * (declined counts as forced). The cooperative figure also counts lanes drained by a final stop().
+   */
+  revocations(): Promise<{ cooperative: number; forced: number }>;
+  /** Waits up to `ms` for every live member to finish by itself, then stops the rest. */
+  finish(ms: number): Promise<void>;
+  /** Releases everything (the store, any process left). */
+  close(): Promise<void>;
+}
+
+/** Resolves when `p` settles or after `ms`, whichever is first, leaving no timer behind. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
+// ---- in process, on the MemoryStore ----------------------------------------------------
+
+interface LocalMember {
+  instance: string;
+  state: MemberState;
+  clock: MemberClock;
+  store: MemberStore;
+  metrics: Metrics;
+  coordinator: Coordinator;
+  settled: Promise<void>;
+}
+
+export class MemoryFleet implements Fleet {
+  readonly kind = 'memory' as const;
+  readonly store = new MemoryStore();
+  private readonly all = new Map<string, LocalMember>();
+
+  constructor(private readonly settings: DemoJobSettings, private readonly sink: FleetSink) {}
+
+  members(): { instance: string; state: MemberState }[] {
+    return [...this.all.values()].map((m) => ({ instance: m.instance, state: m.state }));
+  }
+
+  async start(instance: string): Promise<void> {
+    const s = this.settings;
+    const clock = new MemberClock();
+    const store = new MemberStore(this.store);
+    const metrics = new Metrics();
+    const coordinator = await startCoordinator({
+      store,
+      clock,
+      metrics,
+      logger: silentLogger,
+      job: s.job,
+      root: s.root,
+      instance,
+      maxInFlight: s.lanes,
+      ...s.config,
+      planner: syntheticPlanner({ splits: s.splits, seed: s.seed }),
+      handler: pacedHandler({
+        unitMs: s.unitMs,
+        commitEvery: s.commitEvery,
+        clock,
+        poison: s.poison,
+        onUnit: (id, unit, epoch) => this.sink.unit(id, unit, epoch, instance),
+        onEvent: (e) => this.sink.lane(instance, e),
+      }),
+    });
+    const member: LocalMember = { instance, state: 'running', clock, store, metrics, coordinator, settled: Promise.resolve() };
+    member.settled = coordinator.done.then(
+      () => {
+        if (member.state !== 'killed') member.state = 'finished';
+      },
+      (e: unknown) => {
+        if (member.state === 'killed') return;
+        member.state = 'failed';
+        this.sink.note(`${instance} stopped on an error: ${(e as Error).message}`);
+      },
+    );
+    this.all.set(instance, member);
+  }
+
+  kill(instance: string): void {
+    const m = this.all.get(instance);
+    if (!m || m.state === 'killed') return;
+    m.state = 'killed';
+    m.clock.crash();
+    m.store.crash();
+  }
+
+  stall(instance: string, ms: number): void {
+    const m = this.all.get(instance);
+    if (!m || m.state !== 'running') return;
+    m.state = 'stalled';
+    m.clock.pause();
+    m.store.pause();
+    setTimeout(() => {
+      if (m.state !== 'stalled') return;
+      m.state = 'running';
+      m.store.resume();
+      m.clock.resume();
+    }, ms);
+  }
+
+  async revocations(): Promise<{ cooperative: number; forced: number }> {
+    let cooperative = 0;
+    let forced = 0;
+    for (const m of this.all.values()) {
+      for (const v of (await m.metrics.revocations.get()).values) {
+        if (v.labels.outcome === 'cooperative') cooperative += v.value;
+        else forced += v.value;
+      }
+    }
+    return { cooperative, forced };
+  }
+
+  async finish(ms: number): Promise<void> {
+    const live = [...this.all.values()].filter((m) => m.state === 'running' || m.state === 'stalled');
+    await within(Promise.all(live.map((m) => m.settled)), ms);
+    for (const m of live) {
+      if (m.state === 'running' || m.state === 'stalled') {
+        if (m.state === 'stalled') {
+          m.store.resume();
+          m.clock.resume();
+        }
+        await m.coordinator.close().catch(() => undefined);
+        m.state = 'finished';
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const m of this.all.values()) if (m.state === 'running' || m.state === 'stalled') await m.coordinator.close().catch(() => undefined);
+    await this.store.close();
+  }
+}
+
+// ---- one OS process per member, on etcd --------------------------------------------------
+
+interface ChildMember {
+  instance: string;
+  state: MemberState;
+  child: ChildProcess;
+  closed: Promise<void>;
+  stats: { cooperative: number; forced: number; declined: number };
+}
+
+/** The compiled fleet member, next to this module. */
+export function fleetProcessPath(): string {
+  return fileURLToPath(new URL('./fleet-process.js', import.meta.url));
+}
+
+export class ProcessFleet implements Fleet {
+  readonly kind = 'etcd' as const;
+  readonly store: EtcdStore;
+  private readonly all = new Map<string, ChildMember>();
+
+  constructor(private readonly endpoints: string[], private readonly settings: DemoJobSettings, private readonly sink: FleetSink) {
+    this.store = new EtcdStore({ endpoints, opTimeoutMs: 3000 });
+  }
+
+  members(): { instance: string; state: MemberState }[] {
+    return [...this.all.values()].map((m) => ({ instance: m.instance, state: m.state }));
+  }
+
+  start(instance: string): Promise<void> {
+    const s = this.settings;
+    const config = {
+      endpoint: this.endpoints[0]!,
+      endpoints: this.endpoints,
+      job: s.job,
+      root: s.root,
+      instance,
+      splits: s.splits,
+      seed: s.seed,
+      maxInFlight: s.lanes,
+      unitMs: s.unitMs,
+      commitEvery: s.commitEvery,
+      config: s.config,
+      poison: s.poison,
+      stats: true,
+    };
+    const child = spawn(process.execPath, [fleetProcessPath()], {
+      env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    const member: ChildMember = {
+      instance, state: 'running', child, closed: Promise.resolve(), stats: { cooperative: 0, forced: 0, declined: 0 },
+    };
+    this.all.set(instance, member);
+    return new Promise<void>((resolve, reject) => {
+      let started = false;
+      let partial = '';
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (chunk: string) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          if (line === '') continue;
+          let e: { ev?: string; id?: string; [k: string]: unknown };
+          try {
+            e = JSON.parse(line) as typeof e;
+          } catch {
+            continue;
+          }
+          switch (e.ev) {
+            case 'unit':
+              this.sink.unit(String(e.id), Number(e.unit), Number(e.epoch), instance);
+              break;
+            case 'started':
+              started = true;
+              resolve();
+              break;
+            case 'stats':
+              member.stats = { cooperative: Number(e.cooperative), forced: Number(e.forced), declined: Number(e.declined) };
+              break;
+            case 'fatal':
+              this.sink.note(`${instance} stopped on an error: ${String(e.code ?? '')} ${String(e.message ?? '')}`.trim());
+              if (!started) reject(new Error(`${instance} could not start: ${String(e.message ?? 'unknown error')}`));
+              break;
+            case 'claimed': case 'drained': case 'declined': case 'completed': case 'failed':
+              this.sink.lane(instance, e as LaneEvent);
+              break;
+            default:
+              break;
+          }
+        }
+      });
+      child.stderr!.setEncoding('utf8');
+      child.stderr!.on('data', (chunk: string) => {
+        stderr = (stderr + chunk).slice(-2000);
+      });
+      member.closed = new Promise<void>((done) => {
+        child.once('close', (code, signal) => {
+          if (member.state === 'running' || member.state === 'stalled') {
+            member.state = code === 0 ? 'finished' : 'failed';
+            if (code !== 0) this.sink.note(`${instance} exited (${signal ?? `code ${code}`})${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`);
+          }
+          if (!started) reject(new Error(`${instance} exited before starting (${signal ?? `code ${code}`}): ${stderr.trim() || 'no output'}`));
+          done();
+        });
+      });
+    });
+  }
+
+  kill(instance: string): void {
+    const m = this.all.get(instance);
+    if (!m || m.state === 'killed' || m.state === 'finished') return;
+    if (m.state === 'stalled') m.child.kill('SIGCONT');
+    m.state = 'killed';
+    m.child.kill('SIGKILL');
+  }
+
+  stall(instance: string, ms: number): void {
+    const m = this.all.get(instance);
+    if (!m || m.state !== 'running') return;
+    m.state = 'stalled';
+    m.child.kill('SIGSTOP');
+    setTimeout(() => {
+      if (m.state !== 'stalled') return;
+      m.state = 'running';
+      m.child.kill('SIGCONT');
+    }, ms);
+  }
+
+  async revocations(): Promise<{ cooperative: number; forced: number }> {
+    let cooperative = 0;
+    let forced = 0;
+    for (const m of this.all.values()) {
+      cooperative += m.stats.cooperative;
+      forced += m.stats.forced + m.stats.declined;
+    }
+    return { cooperative, forced };
+  }
+
+  async finish(ms: number): Promise<void> {
+    const live = [...this.all.values()].filter((m) => m.state === 'running' || m.state === 'stalled');
+    await within(Promise.all(live.map((m) => m.closed)), ms);
+    const left = live.filter((m) => m.child.exitCode === null && m.child.signalCode === null);
+    for (const m of left) {
+      if (m.state === 'stalled') m.child.kill('SIGCONT');
+      m.child.kill('SIGTERM');
+    }
+    await within(Promise.all(left.map((m) => m.closed)), 5000);
+    for (const m of left) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+    await Promise.all(left.map((m) => m.closed));
+    // Every stdout line is in: the ledger is complete.
+    await Promise.all([...this.all.values()].map((m) => m.closed));
+  }
+
+  async close(): Promise<void> {
+    for (const m of this.all.values()) {
+      if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+    }
+    await this.store.close();
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Renders a JobReport as text for a terminal or a log: a header (leader,
+ * plan, progress, splits by status), a members table (lanes, held and
+ * assigned load by weight), each instance's assignment against what it holds,
+ * revocations in flight, quarantined splits and problems.
+ *
+ * Pure: report in, string out. Colour only when asked (ANSI SGR codes).
+ */
+import type { JobReport, MemberReport } from './report.js';
+
+export interface RenderOptions {
+  /** Use ANSI colours. Default false. */
+  color?: boolean;
+  /** How many split ids to list per line before "+N more". Default 8. */
+  maxIds?: number;
+  /** Width of the progress bar, in cells. Default 30. */
+  barWidth?: number;
+}
+
+const SGR = { bold: '1', dim: '2', red: '31', green: '32', yellow: '33', cyan: '36' } as const;
+
+/** Integer with thousands separators (`12 345 678`); weights are integers. */
+export function formatWeight(n: number): string {
+  const s = String(Math.round(n));
+  return s.replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+}
+
+/** A bar of `width` cells, `fraction` of them full. */
+export function bar(fraction: number, width: number): string {
+  const f = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+  const full = Math.round(f * width);
+  return '█'.repeat(full) + '░'.repeat(width - full);
+}
+
+function pad(s: string, n: number): string {
+  return s.length >= n ? s : s + ' '.repeat(n - s.length);
+}
+
+function padLeft(s: string, n: number): string {
+  return s.length >= n ? s : ' '.repeat(n - s.length) + s;
+}
+
+/** Lists ids, at most `max` of them, then "+N more". */
+export function idList(ids: readonly string[], max: number): string {
+  if (ids.length === 0) return '—';
+  const shown = ids.slice(0, max).join(' ');
+  return ids.length > max ? `${shown} +${ids.length - max} more` : shown;
+}
+
+/** The report as text, ending with a newline. */
+export function renderReport(report: JobReport, options: RenderOptions = {}): string {
+  const color = options.color ?? false;
+  const maxIds = options.maxIds ?? 8;
+  const c = (code: keyof typeof SGR, s: string) => (color ? `\x1b[${SGR[code]}m${s}\x1b[0m` : s);
+  const out: string[] = [];
+
+  out.push(`${c('bold', `job ${report.job}`)} under ${report.root}/ (prefix ${report.prefix}, revision ${report.revision})`);
+  if (!report.exists) {
+    out.push('nothing is stored under this prefix: no such job (check --root and --job)');
+    return `${out.join('\n')}\n`;
+  }
+
+  const leader = report.leader;
+  out.push(`leader     ${leader
+    ? `${leader.instance}, generation ${leader.generation}${leader.live ? '' : c('yellow', ' (no presence key: departing)')}`
+    : c('yellow', 'none (an election is due; held work continues)')}`);
+  const plan = report.plan;
+  out.push(`plan       ${plan
+    ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}`
+    : c('yellow', 'none yet (no leader has planned)')}`);
+  const p = report.progress;
+  const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';
+  out.push(`progress   ${bar(p.fraction, options.barWidth ?? 30)} ${(p.fraction * 100).toFixed(1)}% by weight, `
+    + `${p.completed}/${p.planned} splits completed${verdict}`);
+  const s = report.splits;
+  out.push(`splits     queued ${s.queued}  running ${s.running}  draining ${s.draining}  completed ${s.completed}  `
+    + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
+
+  out.push('');
+  const live = report.members.filter((m) => m.live).length;
+  out.push(c('bold', `members (${live} live${report.members.length > live ? `, ${report.members.length - live} departed` : ''})`));
+  const rows: string[][] = [['instance', 'lanes', 'held', 'load held', 'assigned', 'load assigned', '']];
+  for (const m of report.members) rows.push(memberRow(m));
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  rows.forEach((r, i) => {
+    const line = r.map((cell, j) => (j === 0 || j === r.length - 1 ? pad(cell, widths[j]!) : padLeft(cell, widths[j]!))).join('  ').trimEnd();
+    out.push(`  ${i === 0 ? c('dim', line) : line}`);
+  });
+
+  out.push('');
+  out.push(c('bold', 'assignment vs holdings'));
+  for (const m of report.members) {
+    out.push(`  ${m.instance}${m.assigned === null ? '  (no assignment record: holds what it has, claims nothing)' : `  (record of generation ${m.assignmentGeneration})`}`);
+    if (m.assigned !== null) out.push(`    assigned  ${idList(m.assigned, maxIds)}`);
+    out.push(`    held      ${idList(m.held, maxIds)}`);
+    if (m.claiming.length > 0 && m.live) out.push(`    claiming  ${idList(m.claiming, maxIds)}`);
+    if (m.claiming.length > 0 && !m.live) out.push(`    ${c('yellow', 'withheld')}  ${idList(m.claiming, maxIds)}  (departed: kept for it during the rebalance delay)`);
+    if (m.revoking.length > 0) out.push(`    ${c('yellow', 'revoking')}  ${idList(m.revoking, maxIds)}`);
+  }
+
+  out.push('');
+  if (report.revocations.length === 0) {
+    out.push(`${c('bold', 'revocations in flight')}  none`);
+  } else {
+    out.push(c('bold', `revocations in flight (${report.revocations.length}: held, no longer assigned)`));
+    for (const r of report.revocations) {
+      out.push(`  ${r.id}  held by ${r.holder}, ${r.assignedTo === null ? 'assigned to nobody yet' : `now assigned to ${r.assignedTo}`}  (weight ${formatWeight(r.weight)})`);
+    }
+  }
+  if (report.quarantined.length > 0) {
+    out.push('');
+    out.push(c('red', `quarantined (${report.quarantined.length}: parked, never offered again)`));
+    for (const q of report.quarantined.slice(0, 20)) {
+      out.push(`  ${q.id}  after ${q.attempts} attempts${q.reason === null ? '' : `: ${q.reason}`}`);
+    }
+    if (report.quarantined.length > 20) out.push(`  +${report.quarantined.length - 20} more`);
+  }
+  if (report.problems.length > 0) {
+    out.push('');
+    out.push(c('red', `problems (${report.problems.length} records this build cannot read)`));
+    for (const line of report.problems.slice(0, 20)) out.push(`  ${line}`);
+    if (report.problems.length > 20) out.push(`  +${report.problems.length - 20} more`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+function memberRow(m: MemberReport): string[] {
+  const name = `${m.instance}${m.leader ? ' *' : ''}`;
+  const lanes = m.maxInFlight === null ? '—' : `${m.held.length}/${m.maxInFlight}`;
+  const note = m.live ? (m.leader ? 'leader' : '') : 'departed (presence expired)';
+  return [name, lanes, String(m.held.length), formatWeight(m.load), m.assigned === null ? '—' : String(m.assigned.length), formatWeight(m.assignedLoad), note];
+}

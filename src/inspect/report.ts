@@ -1,0 +1,312 @@
+/**
+ * The state of one job, as an operator wants to read it: who leads, who is a
+ * member with what lane budget and load, what each instance is assigned
+ * against what it holds, splits by status, revocations in flight, plan
+ * finality and progress. Built from the job's records as listed from the
+ * store; used by `splitfleet inspect` and by the demo's live view.
+ *
+ * Invariants:
+ * - Pure: records in, a report out. No I/O, no clock.
+ * - Never throws on what it reads: a record this build cannot decode (another
+ *   schema, another job's fingerprint, broken JSON) becomes a line in
+ *   `problems` naming the key, and the rest of the job is still reported.
+ * - Reports only what the records say; it does not guess intentions. A split
+ *   "draining" is held (a live lease key) by an instance whose assignment
+ *   record exists and no longer names it: a revocation in flight.
+ * - Carries no credentials: it never sees store options.
+ */
+import { parseKey } from '../protocol/keys.js';
+import {
+  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
+  type SpecRecord, type SplitRecord, type WorkerRecord,
+} from '../protocol/records.js';
+import type { KeyValue } from '../store/store.js';
+
+/** Every decoded record of one job, by kind. */
+export interface JobRecords {
+  plan: PlanRecord | undefined;
+  leader: LeaderRecord | undefined;
+  workers: Map<string, WorkerRecord>;
+  specs: Map<string, SpecRecord>;
+  splits: Map<string, SplitRecord>;
+  leases: Map<string, LeaseRecord>;
+  assigns: Map<string, AssignRecord>;
+}
+
+/** An empty set of records. */
+export function emptyJobRecords(): JobRecords {
+  return {
+    plan: undefined, leader: undefined, workers: new Map(), specs: new Map(), splits: new Map(), leases: new Map(), assigns: new Map(),
+  };
+}
+
+/**
+ * The fingerprint hash a job's records carry: the plan record's `fp` field,
+ * else the first record under the prefix that has one. Undefined when nothing
+ * under the prefix carries one (no job there).
+ */
+export function detectFingerprintHash(prefix: string, kvs: readonly KeyValue[]): string | undefined {
+  const fpOf = (kv: KeyValue): string | undefined => {
+    try {
+      const v = JSON.parse(kv.value) as { fp?: unknown };
+      return typeof v?.fp === 'string' ? v.fp : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const plan = kvs.find((kv) => parseKey(prefix, kv.key).kind === 'plan');
+  const fromPlan = plan && fpOf(plan);
+  if (fromPlan !== undefined) return fromPlan;
+  for (const kv of kvs) {
+    if (parseKey(prefix, kv.key).kind === 'unknown') continue;
+    const fp = fpOf(kv);
+    if (fp !== undefined) return fp;
+  }
+  return undefined;
+}
+
+/**
+ * Applies one key's current value (or its deletion, with `value` undefined)
+ * to `records`. Returns a problem line when the record cannot be decoded (the
+ * key is then treated as absent), undefined otherwise. Keys of no known kind
+ * are ignored.
+ */
+export function applyRecord(records: JobRecords, prefix: string, fp: string, key: string, value: string | undefined): string | undefined {
+  const parsed = parseKey(prefix, key);
+  if (parsed.kind === 'unknown') return undefined;
+  const id = 'id' in parsed ? parsed.id : '';
+  const drop = () => {
+    switch (parsed.kind) {
+      case 'plan': records.plan = undefined; break;
+      case 'leader': records.leader = undefined; break;
+      case 'worker': records.workers.delete(id); break;
+      case 'spec': records.specs.delete(id); break;
+      case 'split': records.splits.delete(id); break;
+      case 'lease': records.leases.delete(id); break;
+      case 'assign': records.assigns.delete(id); break;
+    }
+  };
+  if (value === undefined) {
+    drop();
+    return undefined;
+  }
+  try {
+    const decode = <K extends RecordKind>(kind: K) => decodeRecord(kind, key, value, fp);
+    switch (parsed.kind) {
+      case 'plan': records.plan = decode('plan'); break;
+      case 'leader': records.leader = decode('leader'); break;
+      case 'worker': records.workers.set(id, decode('worker')); break;
+      case 'spec': records.specs.set(id, decode('spec')); break;
+      case 'split': records.splits.set(id, decode('split')); break;
+      case 'lease': records.leases.set(id, decode('lease')); break;
+      case 'assign': records.assigns.set(id, decode('assign')); break;
+    }
+    return undefined;
+  } catch (e) {
+    drop();
+    const code = (e as { code?: string }).code;
+    return `${key}: ${code !== undefined ? `${code}: ` : ''}${(e as Error).message}`;
+  }
+}
+
+/** Decodes a listing of a job's prefix. `fp` defaults to {@link detectFingerprintHash}. */
+export function readJobRecords(
+  prefix: string, kvs: readonly KeyValue[], fp?: string,
+): { records: JobRecords; fp: string | undefined; problems: string[] } {
+  const records = emptyJobRecords();
+  const hash = fp ?? detectFingerprintHash(prefix, kvs);
+  const problems: string[] = [];
+  if (hash === undefined) return { records, fp: undefined, problems };
+  for (const kv of kvs) {
+    const problem = applyRecord(records, prefix, hash, kv.key, kv.value);
+    if (problem !== undefined) problems.push(problem);
+  }
+  return { records, fp: hash, problems };
+}
+
+/** Where a split stands. */
+export type SplitState = 'queued' | 'running' | 'draining' | 'completed' | 'quarantined';
+
+export interface MemberReport {
+  instance: string;
+  /** A presence key exists (the process is alive, as far as its lease says). */
+  live: boolean;
+  leader: boolean;
+  /** Lane budget advertised on the presence key; null when not live. */
+  maxInFlight: number | null;
+  /** Split ids in its assignment record, sorted; null when it has no record. */
+  assigned: string[] | null;
+  /** Generation of the leader that wrote its assignment record. */
+  assignmentGeneration: number | null;
+  /** Split ids whose live lease key it owns (what it holds), sorted. */
+  held: string[];
+  /**
+   * Assigned, not held: claims it should make (waiting, perhaps, for the previous owner to let go).
+   * For a departed instance: splits withheld for it while the rebalance delay runs.
+   */
+  claiming: string[];
+  /** Held, no longer assigned: revocations in flight (it is draining them). */
+  revoking: string[];
+  /** Sum of the weights of the splits it holds. */
+  load: number;
+  /** Sum of the weights of the splits it is assigned. */
+  assignedLoad: number;
+}
+
+export interface RevocationReport {
+  id: string;
+  weight: number;
+  /** The instance holding it (and draining it). */
+  holder: string;
+  /** The instance whose assignment names it now, if any. */
+  assignedTo: string | null;
+}
+
+export interface JobReport {
+  root: string;
+  job: string;
+  prefix: string;
+  /** The store revision the records were read at. */
+  revision: number;
+  /** The fingerprint hash the records were decoded against; null when nothing is stored. */
+  fingerprintHash: string | null;
+  /** Anything is stored under the prefix. */
+  exists: boolean;
+  leader: { instance: string; generation: number; live: boolean } | null;
+  plan: { generation: number; final: boolean; planned: number; seeded: number } | null;
+  /** Live members and departed instances that still have an assignment record or hold a lease. */
+  members: MemberReport[];
+  splits: Record<SplitState, number> & { total: number };
+  progress: {
+    completed: number;
+    /** The plan's count when there is a plan, else the splits seen. */
+    planned: number;
+    completedWeight: number;
+    totalWeight: number;
+    /** Completed weight over total weight (1 when there is none). */
+    fraction: number;
+    /** A final plan whose every split is terminal: 'complete', or 'stalled' if any is quarantined. */
+    verdict: 'complete' | 'stalled' | null;
+  };
+  revocations: RevocationReport[];
+  quarantined: { id: string; attempts: number; reason: string | null }[];
+  /** Records that could not be decoded, one line each, naming the key. */
+  problems: string[];
+}
+
+export interface ReportInfo {
+  root: string;
+  job: string;
+  prefix: string;
+  revision: number;
+  fingerprintHash: string | undefined;
+  problems?: readonly string[];
+}
+
+/** The state of one split in `records`. */
+export function splitState(records: JobRecords, id: string): SplitState {
+  const rec = records.splits.get(id);
+  if (rec?.status === 'completed') return 'completed';
+  if (rec?.status === 'quarantined') return 'quarantined';
+  const lease = records.leases.get(id);
+  if (!lease) return 'queued';
+  const assigned = records.assigns.get(lease.owner)?.splits;
+  return assigned !== undefined && !assigned.includes(id) ? 'draining' : 'running';
+}
+
+/** Builds the report. Pure and total. */
+export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
+  const weightOf = (id: string) => records.specs.get(id)?.weight ?? 0;
+  const assignedTo = new Map<string, string>();
+  for (const [instance, rec] of records.assigns) for (const id of rec.splits) assignedTo.set(id, instance);
+
+  const heldBy = new Map<string, string[]>();
+  for (const [id, lease] of records.leases) {
+    const list = heldBy.get(lease.owner) ?? [];
+    list.push(id);
+    heldBy.set(lease.owner, list);
+  }
+
+  const instances = new Set<string>([...records.workers.keys(), ...records.assigns.keys(), ...heldBy.keys()]);
+  const members: MemberReport[] = [...instances].sort().map((instance) => {
+    const worker = records.workers.get(instance);
+    const assign = records.assigns.get(instance);
+    const held = (heldBy.get(instance) ?? []).sort();
+    const heldSet = new Set(held);
+    const assigned = assign ? [...assign.splits] : null;
+    const assignedSet = new Set(assigned ?? []);
+    const runnable = (id: string) => records.splits.get(id)?.status !== 'completed' && records.splits.get(id)?.status !== 'quarantined';
+    return {
+      instance,
+      live: worker !== undefined,
+      leader: records.leader?.instance === instance,
+      maxInFlight: worker?.maxInFlight ?? null,
+      assigned,
+      assignmentGeneration: assign?.generation ?? null,
+      held,
+      claiming: (assigned ?? []).filter((id) => !heldSet.has(id) && runnable(id)),
+      revoking: assigned === null ? [] : held.filter((id) => !assignedSet.has(id)),
+      load: held.reduce((s, id) => s + weightOf(id), 0),
+      assignedLoad: (assigned ?? []).reduce((s, id) => s + weightOf(id), 0),
+    };
+  });
+
+  const counts: Record<SplitState, number> & { total: number } = {
+    queued: 0, running: 0, draining: 0, completed: 0, quarantined: 0, total: 0,
+  };
+  let completedWeight = 0;
+  let totalWeight = 0;
+  const revocations: RevocationReport[] = [];
+  const quarantined: JobReport['quarantined'] = [];
+  const ids = [...new Set([...records.splits.keys(), ...records.specs.keys()])].sort();
+  for (const id of ids) {
+    const state = splitState(records, id);
+    counts[state]++;
+    counts.total++;
+    const w = weightOf(id);
+    totalWeight += w;
+    if (state === 'completed') completedWeight += w;
+    if (state === 'draining') {
+      revocations.push({ id, weight: w, holder: records.leases.get(id)!.owner, assignedTo: assignedTo.get(id) ?? null });
+    }
+    if (state === 'quarantined') {
+      const rec = records.splits.get(id)!;
+      quarantined.push({ id, attempts: rec.attempts, reason: rec.reason ?? null });
+    }
+  }
+
+  const plan = records.plan;
+  const planned = plan ? plan.planned : counts.total;
+  const terminal = counts.completed + counts.quarantined;
+  const verdict = plan?.final && counts.total >= plan.planned && terminal === counts.total
+    ? (counts.quarantined > 0 ? 'stalled' : 'complete')
+    : null;
+  const exists = plan !== undefined || records.leader !== undefined || instances.size > 0 || ids.length > 0
+    || (info.problems?.length ?? 0) > 0;
+
+  return {
+    root: info.root,
+    job: info.job,
+    prefix: info.prefix,
+    revision: info.revision,
+    fingerprintHash: info.fingerprintHash ?? null,
+    exists,
+    leader: records.leader
+      ? { instance: records.leader.instance, generation: records.leader.generation, live: records.workers.has(records.leader.instance) }
+      : null,
+    plan: plan ? { generation: plan.generation, final: plan.final, planned: plan.planned, seeded: records.specs.size } : null,
+    members,
+    splits: counts,
+    progress: {
+      completed: counts.completed,
+      planned,
+      completedWeight,
+      totalWeight,
+      fraction: totalWeight > 0 ? completedWeight / totalWeight : (counts.total > 0 && terminal === counts.total ? 1 : 0),
+      verdict,
+    },
+    revocations,
+    quarantined,
+    problems: [...(info.problems ?? [])],
+  };
+}
