@@ -28,7 +28,9 @@ export type SplitfleetErrorCode =
   /** The user's planner threw or returned something invalid. */
   | 'PLANNER_FAILURE'
   /** The coordinator or pool was used after it was closed. */
-  | 'CLOSED';
+  | 'CLOSED'
+  /** A queued assignment request was replaced by a newer one before it ran (AssignmentPool, latest-wins). */
+  | 'SUPERSEDED';
 
 export class SplitfleetError extends Error {
   readonly code: SplitfleetErrorCode;

@@ -65,6 +65,11 @@ export type { RenderOptions } from './inspect/render.js';
 export { desiredAssignment } from './assignment/engine.js';
 export type { DesiredAssignmentOptions, EngineName } from './assignment/engine.js';
 export { DEFAULT_CAP } from './assignment/types.js';
+export { AssignmentPool } from './assignment/pool.js';
+export type { AssignmentPoolOptions } from './assignment/pool.js';
+export { ColumnarPool } from './assignment/codec.js';
+export type { ColumnarDecision } from './assignment/codec.js';
+export { columnarAssignment } from './assignment/wasm.js';
 export type {
   AssignmentInput,
   AssignmentResult,

@@ -500,6 +500,27 @@ export interface WrittenPool {
   sorted: boolean;
 }
 
+/** @internal A `ColumnarPool`'s decision state in transferable buffers (`ColumnarPool.snapshot`). */
+export interface ColumnarSnapshot {
+  seed: string;
+  defaultCap: number | undefined;
+  members: { id: string; cap?: number }[];
+  handleIds: string[];
+  rows: number;
+  epoch: number;
+  /** The cached order (then the columns below are in that order), or null (then they are per row). */
+  order: Uint32Array<ArrayBuffer> | null;
+  weight: Float64Array<ArrayBuffer>;
+  lease: Int32Array<ArrayBuffer>;
+  prev: Int32Array<ArrayBuffer>;
+  rec: Int32Array<ArrayBuffer>;
+  flags: Uint8Array<ArrayBuffer>;
+  /** Without an order: two key words per row, and row r's id is idChars[idOff[r], idOff[r+1]). */
+  key: Uint32Array<ArrayBuffer> | null;
+  idChars: string | null;
+  idOff: Uint32Array<ArrayBuffer> | null;
+}
+
 /**
  * The decision input kept incrementally as watch events arrive. Each split
  * has a row (reused after removal); its content key is hashed once, and the
@@ -531,6 +552,8 @@ export class ColumnarPool {
   private order: Uint32Array | null = null;
   private pos = new Int32Array(0);
   private sorted: { weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array; flags: Uint8Array } | null = null;
+  /** Bumped whenever the cached order is dropped (a thread's sort is adopted only if it still matches). */
+  private epoch = 0;
 
   constructor(
     readonly seed: string,
@@ -718,6 +741,77 @@ export class ColumnarPool {
     return { members: table, sorted: this.sorted !== null };
   }
 
+  /**
+   * @internal (pool.ts) The numeric state a decision needs, copied into fresh
+   * buffers the caller may transfer: with a cached order, that order and the
+   * columns in it; without, the row columns, keys and ids (joined, with
+   * offsets: the sort breaks ties by id).
+   */
+  snapshot(): ColumnarSnapshot {
+    const R = this.rows;
+    const base = {
+      seed: this.seed, defaultCap: this.options.defaultCap, members: this.members.map((mm) => ({ ...mm })),
+      handleIds: this.handleIds.slice(), rows: R, epoch: this.epoch,
+    };
+    if (this.order !== null && this.sorted !== null) {
+      const p = this.sorted;
+      return {
+        ...base, order: this.order.slice(), weight: p.weight.slice(), lease: p.lease.slice(), prev: p.prev.slice(),
+        rec: p.rec.slice(), flags: p.flags.slice(), key: null, idChars: null, idOff: null,
+      };
+    }
+    const idOff = new Uint32Array(R + 1);
+    const parts: string[] = [];
+    let at = 0;
+    for (let r = 0; r < R; r++) {
+      idOff[r] = at;
+      const id = this.ids[r];
+      if (id !== undefined) {
+        parts.push(id);
+        at += id.length;
+      }
+    }
+    idOff[R] = at;
+    return {
+      ...base, order: null, weight: this.weight.slice(0, R), lease: this.lease.slice(0, R), prev: this.prev.slice(0, R),
+      rec: this.rec.slice(0, R), flags: this.flags.slice(0, R), key: this.key.slice(0, 2 * R), idChars: parts.join(''), idOff,
+    };
+  }
+
+  /** @internal (thread.ts) A pool holding `s`, enough to decide on (not to be updated). */
+  static fromSnapshot(s: ColumnarSnapshot): ColumnarPool {
+    const p = new ColumnarPool(s.seed, s.defaultCap === undefined ? {} : { defaultCap: s.defaultCap });
+    p.members = s.members;
+    for (const id of s.handleIds) p.handle(id);
+    p.rows = s.rows;
+    p.epoch = s.epoch;
+    if (s.order !== null) {
+      p.order = s.order;
+      p.sorted = { weight: s.weight, lease: s.lease, prev: s.prev, rec: s.rec, flags: s.flags };
+    } else {
+      p.weight = s.weight;
+      p.lease = s.lease;
+      p.prev = s.prev;
+      p.rec = s.rec;
+      p.flags = s.flags;
+      p.key = s.key!;
+      const off = s.idOff!;
+      const chars = s.idChars!;
+      for (let r = 0; r < s.rows; r++) if (off[r + 1]! > off[r]!) p.ids[r] = chars.slice(off[r]!, off[r + 1]!);
+    }
+    return p;
+  }
+
+  /** @internal (pool.ts, thread.ts) The cached sorted order of the live rows, if any. */
+  cachedOrder(): Uint32Array | null {
+    return this.order;
+  }
+
+  /** @internal (pool.ts) Keeps a thread's sort of a snapshot taken at `epoch`, if nothing has dropped the order since. */
+  adoptOrder(epoch: number, order: Uint32Array): void {
+    if (this.epoch === epoch && this.order === null) this.keepOrder(order);
+  }
+
   /** @internal (wasm.ts) Keeps the engine's sorted order of the live rows for later decisions. */
   keepOrder(order: Uint32Array): void {
     const n = order.length;
@@ -739,6 +833,7 @@ export class ColumnarPool {
   }
 
   private dropOrder(): void {
+    this.epoch++;
     this.order = null;
     this.sorted = null;
   }

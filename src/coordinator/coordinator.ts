@@ -16,6 +16,8 @@
  *   lease); what SIGTERM should call.
  */
 import { desiredAssignment } from '../assignment/engine.js';
+import { AssignmentPool } from '../assignment/pool.js';
+import type { AssignmentInput, AssignmentResult } from '../assignment/types.js';
 import { systemClock, type Clock } from '../clock.js';
 import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
@@ -45,9 +47,21 @@ export interface CoordinatorOptions extends ConfigOptions {
   logger?: Logger;
   /** Metrics to record into; defaults to a fresh registry (see `metrics.registry`). */
   metrics?: Metrics;
-  /** How the leader computes the desired assignment; defaults to the WASM engine in-thread. */
+  /**
+   * How the leader computes the desired assignment. Default: the WASM engine
+   * on this thread for pools under OFF_THREAD_SPLITS splits, and an
+   * `AssignmentPool` thread above (docs/decisions/0006-when-decisions-leave-the-thread.md).
+   */
   assigner?: Assigner;
 }
+
+/**
+ * Above this many splits the default assigner decides on a pool thread. Below
+ * it the in-thread WASM decision is faster than the pool's marshalling and
+ * blocks the loop for about 15 ms per 100k splits (BENCHMARKS.md); above it the loop
+ * (which renews the lease) would stall for tens of milliseconds.
+ */
+export const OFF_THREAD_SPLITS = 200_000;
 
 const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'clock', 'logger', 'metrics', 'assigner']);
 
@@ -58,7 +72,13 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Coo
   if (typeof options.handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void>');
   if (typeof options.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (context) => { splits, final }');
   const c = new Coordinator(options, config);
-  await c.start();
+  try {
+    await c.start();
+  } catch (e) {
+    // Nobody gets a handle to close it: close it here, or its watch and timers outlive the failure.
+    await c.close().catch(() => undefined);
+    throw e;
+  }
   return c;
 }
 
@@ -72,6 +92,7 @@ export class Coordinator {
   private readonly log: Logger;
   private readonly assigner: Assigner;
   private session: Session | undefined;
+  private pool: AssignmentPool | undefined;
   private worker: Worker | undefined;
   private leader: Leader | undefined;
   private resolveDone!: (v: JobVerdict) => void;
@@ -87,7 +108,7 @@ export class Coordinator {
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
-    this.assigner = options.assigner ?? (async (input) => desiredAssignment(input));
+    this.assigner = options.assigner ?? ((input) => this.defaultAssign(input));
     this.view = new JobView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), (e) => this.fail(e), this.clock);
     this.done = new Promise<JobVerdict>((resolve, reject) => {
       this.resolveDone = resolve;
@@ -249,6 +270,13 @@ export class Coordinator {
     void this.close();
   }
 
+  /** In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above. */
+  private async defaultAssign(input: AssignmentInput): Promise<AssignmentResult> {
+    if (input.splits.length < OFF_THREAD_SPLITS) return desiredAssignment(input);
+    this.pool ??= new AssignmentPool({ threads: 1 });
+    return this.pool.assign(input);
+  }
+
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -258,6 +286,7 @@ export class Coordinator {
     await this.leader?.stop();
     await this.session?.close();
     await this.view.close();
+    await this.pool?.close();
   }
 
   /** Abrupt close: lanes are dropped without release (they replay elsewhere after the lease expires). */
@@ -268,5 +297,6 @@ export class Coordinator {
     await this.leader?.stop().catch(() => undefined);
     await this.session?.close();
     await this.view.close();
+    await this.pool?.close();
   }
 }

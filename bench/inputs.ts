@@ -1,0 +1,70 @@
+/**
+ * The bench's inputs: a fleet of `m` members and `n` splits with equal,
+ * lognormal or giant-laden weights, in the four scenarios of the issue
+ * (cold, settled, joined, left). Deterministic (mulberry32); no engine calls
+ * except `settledFrom`, which takes the cold decision it is given.
+ */
+import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
+
+export type Weights = 'equal' | 'lognormal' | 'giants';
+export type Scenario = 'cold' | 'settled' | 'joined' | 'left';
+export const GiB = 2 ** 30;
+
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Lane budget that lets every split be held: 1.25 × ceil(n/m), at least 8. */
+export const capFor = (n: number, m: number): number => Math.max(8, Math.ceil(1.25 * Math.ceil(n / m)));
+
+export function coldInput(n: number, m: number, weights: Weights, seed = 1): AssignmentInput {
+  const r = rng(seed);
+  const lognormal = (): number => {
+    const u = r() || 1e-9;
+    return Math.max(1, Math.round(Math.exp(16 + Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r()))));
+  };
+  const weight = (): number => {
+    if (weights === 'equal') return 1000;
+    if (weights === 'giants' && r() < 0.05) return Math.round((2 + 6 * r()) * GiB);
+    return lognormal();
+  };
+  const cap = capFor(n, m);
+  const members = Array.from({ length: m }, (_, j) => ({ id: `m-${j}`, cap }));
+  const splits: SplitInput[] = Array.from({ length: n }, (_, i) => ({ id: `s-${i}`, weight: weight() }));
+  return { seed: 'bench', members, splits };
+}
+
+/** Every split held by its assignee in `decision` (lease, record and previous agree). */
+export function settledFrom(cold: AssignmentInput, decision: Record<string, readonly string[]>): AssignmentInput {
+  const owner = new Map<string, string>();
+  for (const [mm, ids] of Object.entries(decision)) for (const id of ids) owner.set(id, mm);
+  return {
+    ...cold,
+    splits: cold.splits.map((s) => {
+      const o = owner.get(s.id) ?? null;
+      return { id: s.id, weight: s.weight, leaseOwner: o, recordOwner: o, previous: o };
+    }),
+  };
+}
+
+/** One member added to a settled fleet. */
+export function joinedFrom(settled: AssignmentInput): AssignmentInput {
+  const cap = settled.members[0]?.cap;
+  return { ...settled, members: [...settled.members, cap === undefined ? { id: 'm-joined' } : { id: 'm-joined', cap }] };
+}
+
+/** Member m-0 gone; its splits' leases expired after its delay (record and previous still name it; not reserved). */
+export function leftFrom(settled: AssignmentInput): AssignmentInput {
+  return {
+    ...settled,
+    members: settled.members.filter((mm) => mm.id !== 'm-0'),
+    splits: settled.splits.map((s) => (s.leaseOwner === 'm-0' ? { ...s, leaseOwner: null } : s)),
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * AssignmentPool: the pool's threads (the compiled dist/ thread file) and its
+ * in-thread fallback return exactly what `desiredAssignment` and
+ * `columnarAssignment` return; latest-wins, errors rebuilt with code and
+ * message, close(), fallback. Needs `npm run build` first.
+ * A failing property prints its seed; replay with { seed, path } in fc.assert.
+ */
+import { existsSync } from 'node:fs';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ColumnarPool, type ColumnarDecision } from '../../../src/assignment/codec.js';
+import { desiredAssignment } from '../../../src/assignment/engine.js';
+import { AssignmentPool, defaultThreadFile } from '../../../src/assignment/pool.js';
+import type { AssignmentInput, AssignmentResult } from '../../../src/assignment/types.js';
+import { columnarAssignment } from '../../../src/assignment/wasm.js';
+import { isSplitfleetError, SplitfleetError } from '../../../src/errors.js';
+import { assignmentInput, mulberry32, settle } from './generators.js';
+
+const threadFile = defaultThreadFile();
+
+/** The result without its timing, with the key order made visible. */
+function comparable(r: AssignmentResult): unknown {
+  const { computeMs: _, ...stats } = r.stats;
+  return { keys: Object.keys(r.assignment), assignment: r.assignment, stats };
+}
+
+function columnarComparable(d: ColumnarDecision): unknown {
+  const { computeMs: _, ...stats } = d.stats;
+  return { members: [...d.members], assignee: Array.from(d.assignee), stats };
+}
+
+function thrown(f: () => unknown): SplitfleetError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof SplitfleetError) return e;
+    throw e;
+  }
+  throw new Error('expected a throw');
+}
+
+function toPool(input: AssignmentInput): ColumnarPool {
+  const pool = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
+  pool.setMembers(input.members);
+  for (const s of input.splits) {
+    pool.upsertSplit(s.id, s.weight, s.status ?? 'runnable');
+    pool.setLeaseOwner(s.id, s.leaseOwner ?? null);
+    pool.setRecordOwner(s.id, s.recordOwner ?? null);
+    pool.setPrevious(s.id, s.previous ?? null);
+  }
+  pool.setReserved(input.reserved ?? []);
+  return pool;
+}
+
+function bigInput(n: number, m: number, seed: number): AssignmentInput {
+  const rand = mulberry32(seed);
+  const members = Array.from({ length: m }, (_, j) => ({ id: `m-${j}`, cap: Math.ceil((1.25 * n) / m) }));
+  const splits = Array.from({ length: n }, (_, i) => {
+    const o = rand() < 0.5 ? `m-${Math.floor(rand() * (m + 5))}` : null;
+    return { id: `s-${i}`, weight: Math.floor(rand() * 1e9), leaseOwner: o, previous: o, recordOwner: rand() < 0.1 ? o : null };
+  });
+  return { seed: `big-${seed}`, members, splits, reserved: splits.filter(() => rand() < 0.01).map((s) => s.id) };
+}
+
+/** The rejection of `p` (handled at once), or null when it resolves. */
+const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => null, (e: unknown) => e);
+
+let pool: AssignmentPool;
+let local: AssignmentPool;
+
+beforeAll(() => {
+  if (!existsSync(threadFile)) {
+    throw new Error(`pool.test needs the compiled thread file ${threadFile}: run "npm run build" first`);
+  }
+  pool = new AssignmentPool({ threads: 1, fallback: false });
+  local = new AssignmentPool({ threads: 0 });
+});
+
+afterAll(async () => {
+  await pool?.close();
+  await local?.close();
+});
+
+describe('AssignmentPool equals desiredAssignment', () => {
+  it('runs on threads', () => {
+    expect(pool.mode).toBe('threads');
+    expect(local.mode).toBe('in-thread');
+  });
+
+  it('object form: pool = in-thread = wasm = reference on fast-check inputs', async () => {
+    await fc.assert(
+      fc.asyncProperty(assignmentInput(), async (input) => {
+        const want = comparable(desiredAssignment(input, { engine: 'reference' }));
+        expect(comparable(desiredAssignment(input))).toEqual(want);
+        expect(comparable(await pool.assign(input))).toEqual(want);
+        expect(comparable(await local.assign(input))).toEqual(want);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('columnar form: pool = in-thread = columnarAssignment, cold then with the adopted order', async () => {
+    await fc.assert(
+      fc.asyncProperty(assignmentInput(), async (input) => {
+        const want = columnarComparable(columnarAssignment(toPool(input)));
+        const p = toPool(input);
+        expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
+        if (p.size > 0) expect(p.cachedOrder()).not.toBeNull(); // the thread's sort was adopted
+        expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
+        expect(columnarComparable(await local.assignColumnar(toPool(input)))).toEqual(want);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('a 100k-split case, cold and settled, both forms', async () => {
+    const input = bigInput(100_000, 1_000, 7);
+    const cold = desiredAssignment(input);
+    expect(comparable(await pool.assign(input))).toEqual(comparable(cold));
+    const settled = settle(input, cold.assignment);
+    expect(comparable(await pool.assign(settled))).toEqual(comparable(desiredAssignment(settled)));
+    expect(comparable(await pool.assign(settled))).toEqual(comparable(desiredAssignment(settled, { engine: 'reference' })));
+    const p = toPool(settled);
+    const want = columnarComparable(columnarAssignment(toPool(settled)));
+    expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
+    p.setLeaseOwner('s-5', 'm-1'); // an owner change keeps the cached order
+    const again = toPool(settled);
+    again.setLeaseOwner('s-5', 'm-1');
+    expect(columnarComparable(await pool.assignColumnar(p))).toEqual(columnarComparable(columnarAssignment(again)));
+  }, 120_000);
+});
+
+describe('AssignmentPool semantics', () => {
+  const small = (k: number): AssignmentInput => ({
+    seed: `s${k}`, members: [{ id: 'a' }, { id: 'b' }], splits: [{ id: 'x', weight: k + 1 }, { id: 'y', weight: 2 }],
+  });
+
+  it('latest-wins: a queued request replaced by a newer one rejects with SUPERSEDED', async () => {
+    const big = bigInput(50_000, 100, 1);
+    const first = pool.assign(big);
+    const second = outcome(pool.assign(small(2)));
+    const third = pool.assign(small(3));
+    expect(await second).toSatisfy((e) => isSplitfleetError(e, 'SUPERSEDED'));
+    expect(comparable(await third)).toEqual(comparable(desiredAssignment(small(3))));
+    expect(comparable(await first)).toEqual(comparable(desiredAssignment(big)));
+  }, 60_000);
+
+  it('latest-wins in-thread too', async () => {
+    const first = local.assign(small(1));
+    const second = local.assign(small(2));
+    const third = local.assign(small(3));
+    await expect(second).rejects.toSatisfy((e) => isSplitfleetError(e, 'SUPERSEDED'));
+    expect(comparable(await first)).toEqual(comparable(desiredAssignment(small(1))));
+    expect(comparable(await third)).toEqual(comparable(desiredAssignment(small(3))));
+  });
+
+  it('errors keep their code and message: caller-side, thread-side (duplicate ids) and shape', async () => {
+    const bad: AssignmentInput[] = [
+      { seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: -1 }] },
+      { seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: 1.5 }] },
+      { seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: 1 }, { id: 'x', weight: 2 }] },
+      { seed: 's', members: [{ id: 'a', cap: 0 }], splits: [] },
+      { seed: 's', members: [{ id: 'a' }, { id: 'a' }], splits: [] },
+      { seed: 's', members: [], splits: [{ id: 'x', weight: 1, status: 'done' as never }] },
+      { seed: 1 as never, members: [], splits: [] },
+      { seed: 's', members: [], splits: [{ id: 'x', weight: 1, leaseOwner: 5 as never }] },
+    ];
+    for (const input of bad) {
+      const want = thrown(() => desiredAssignment(input));
+      for (const p of [pool, local]) {
+        const got = await p.assign(input).then(() => null, (e: unknown) => e);
+        expect(got).toBeInstanceOf(SplitfleetError);
+        expect({ code: (got as SplitfleetError).code, message: (got as SplitfleetError).message }).toEqual({ code: want.code, message: want.message });
+      }
+    }
+  });
+
+  it('close() rejects waiting and later requests with CLOSED', async () => {
+    const p = new AssignmentPool({ threads: 1, fallback: false });
+    const running = outcome(p.assign(bigInput(50_000, 100, 2)));
+    const waiting = outcome(p.assign(small(1)));
+    await p.close();
+    expect(await waiting).toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
+    expect(await running).toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
+    await expect(p.assign(small(1))).rejects.toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
+    await expect(p.assignColumnar(toPool(small(1)))).rejects.toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
+  });
+
+  it('falls back to the calling thread when the thread file is missing, or refuses with fallback: false', async () => {
+    const p = new AssignmentPool({ threadFile: '/nonexistent/thread.js' });
+    expect(p.mode).toBe('in-thread');
+    expect(p.fallbackReason).toMatch(/not found/);
+    expect(comparable(await p.assign(small(4)))).toEqual(comparable(desiredAssignment(small(4))));
+    await p.close();
+    expect(() => new AssignmentPool({ threadFile: '/nonexistent/thread.js', fallback: false })).toThrow(/not found/);
+    expect(() => new AssignmentPool({ threads: -1 })).toThrow(/threads must be an integer/);
+  });
+
+  it('is an Assigner: assign works detached from the pool', async () => {
+    const assign = pool.assign;
+    expect(comparable(await assign(small(5)))).toEqual(comparable(desiredAssignment(small(5))));
+  });
+});
