@@ -1,0 +1,128 @@
+/**
+ * The chaos auditor's checks on hand-made histories: a clean run passes with
+ * the right figures, and each broken property is reported under its own
+ * check with the split and revisions. A check that could not fail would make
+ * every chaos run's "no violations" meaningless.
+ */
+import { describe, expect, test } from 'vitest';
+import type { HistoryEvent } from './auditor.js';
+import { audit, type Ledger } from './checks.js';
+
+const P = 'splitfleet/job/';
+const FP = '0123456789abcdef';
+
+/** A tiny history builder: one call per etcd revision (several writes may share it). */
+class History {
+  readonly events: HistoryEvent[] = [];
+  private rev = 0;
+
+  write(...ws: ([kind: 'spec' | 'split' | 'lease', id: string, rec: Record<string, unknown>] | [kind: 'lease', id: string, rec: 'delete'])[]): number {
+    const rev = ++this.rev;
+    for (const [kind, id, rec] of ws) {
+      this.events.push(rec === 'delete'
+        ? { rev, type: 'delete', key: `${P}${kind}.${id}`, kind, id, rec: undefined, lease: undefined, at: rev }
+        : { rev, type: 'put', key: `${P}${kind}.${id}`, kind, id, rec, lease: kind === 'lease' ? 'L' : undefined, at: rev });
+    }
+    return rev;
+  }
+}
+
+const split = (epoch: number, owner: string, progress: number | null, status = 'runnable', attempts = 0) =>
+  ({ v: 1, fp: FP, id: 's', epoch, status, owner, attempts, progress });
+const lease = (owner: string, epoch: number) => ({ v: 1, fp: FP, id: 's', owner, nonce: owner, epoch });
+const units = (instance: string, epoch: number, from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({ instance, id: 's', unit: from + i, epoch }));
+
+/** A clean run of one 20-unit split: a claims, commits 5 and 10, dies at 12; b takes over at 10 and completes. */
+function cleanRun(): { h: History; ledger: Ledger } {
+  const h = new History();
+  h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '', null)]);
+  h.write(['split', 's', split(1, 'a', null)], ['lease', 's', lease('a', 1)]);
+  h.write(['split', 's', split(1, 'a', 5)]);
+  h.write(['split', 's', split(1, 'a', 10)]);
+  h.write(['lease', 's', 'delete']); // a's lease expires
+  h.write(['split', 's', split(2, 'b', 10, 'runnable', 1)], ['lease', 's', lease('b', 2)]);
+  h.write(['split', 's', split(2, 'b', 15, 'runnable', 1)]);
+  h.write(['split', 's', split(2, '', 20, 'completed', 1)], ['lease', 's', 'delete']);
+  const ledger: Ledger = {
+    units: [...units('a', 1, 1, 12), ...units('b', 2, 11, 20)],
+    events: [{ instance: 'a', ev: 'claimed', id: 's', epoch: 1, progress: 0 }, { instance: 'b', ev: 'claimed', id: 's', epoch: 2, progress: 10 }],
+  };
+  return { h, ledger };
+}
+
+const checks = (h: History, ledger: Ledger) => audit(h.events, ledger, { commitEvery: 5 }).violations.map((v) => v.check);
+
+describe('chaos auditor checks', () => {
+  test('a clean takeover passes, with its replay and duplicates counted', () => {
+    const { h, ledger } = cleanRun();
+    const r = audit(h.events, ledger, { commitEvery: 5 });
+    expect(r.violations).toEqual([]);
+    expect(r.figures).toMatchObject({ splits: 1, unitsPlanned: 20, unitsProcessed: 22, duplicates: 2, maxReplay: 2, replayBound: 5, maxAttempts: 1 });
+    expect(r.figures.transitions).toMatchObject({ create: 1, takeover: 1 });
+  });
+
+  test('a live lease key overwritten by another owner', () => {
+    const { h, ledger } = cleanRun();
+    h.events.splice(h.events.findIndex((e) => e.type === 'delete'), 1); // a's lease never expired
+    const r = audit(h.events, ledger, { commitEvery: 5 });
+    expect(r.violations.map((v) => v.check)).toContain('lease-overwritten');
+    expect(r.violations.find((v) => v.check === 'lease-overwritten')).toMatchObject({ split: 's', revisions: [2, 6] });
+  });
+
+  test('committed progress going backwards, and a completed record written again', () => {
+    const { h, ledger } = cleanRun();
+    h.write(['split', 's', split(2, '', 3, 'completed', 1)]);
+    expect(checks(h, ledger)).toEqual(expect.arrayContaining(['progress-regressed', 'terminal-rewritten']));
+  });
+
+  test('an owner change without an epoch bump', () => {
+    const { h, ledger } = cleanRun();
+    const i = h.events.findIndex((e) => e.rev === 6 && e.kind === 'split');
+    h.events[i] = { ...h.events[i]!, rec: split(1, 'b', 10) };
+    expect(checks(h, ledger)).toEqual(expect.arrayContaining(['owner-changed-without-epoch-bump']));
+  });
+
+  test('a stale owner commit after its lease expired (an unfenced write)', () => {
+    const { h, ledger } = cleanRun();
+    // a's commit lands between the expiry (rev 5) and b's claim (rev 6): insert it as rev 5.5.
+    h.events.splice(h.events.findIndex((e) => e.rev === 6), 0,
+      { rev: 5.5, type: 'put', key: `${P}split.s`, kind: 'split', id: 's', rec: split(1, 'a', 10), lease: undefined, at: 5.5 });
+    expect(checks(h, ledger)).toContain('unfenced-write');
+  });
+
+  test('a takeover redoing more than one commit interval', () => {
+    const { h, ledger } = cleanRun();
+    ledger.units.push(...units('a', 1, 13, 17));
+    expect(checks(h, ledger)).toContain('replay-over-bound');
+  });
+
+  test('a planned unit nobody processed, and a unit processed under someone else\'s epoch', () => {
+    const { h, ledger } = cleanRun();
+    ledger.units = ledger.units.filter((u) => u.unit !== 20);
+    ledger.units.push({ instance: 'b', id: 's', unit: 3, epoch: 1 });
+    expect(checks(h, ledger)).toEqual(expect.arrayContaining(['unit-never-processed', 'unit-by-non-owner']));
+  });
+
+  test('a cooperative drain that still left work to redo', () => {
+    const h = new History();
+    h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '', null)]);
+    h.write(['split', 's', split(1, 'a', null)], ['lease', 's', lease('a', 1)]);
+    h.write(['split', 's', split(1, '', 10)], ['lease', 's', 'delete']); // released at 10 after a drain
+    h.write(['split', 's', split(2, 'b', 10)], ['lease', 's', lease('b', 2)]);
+    h.write(['split', 's', split(2, '', 20, 'completed')], ['lease', 's', 'delete']);
+    const ledger: Ledger = {
+      units: [...units('a', 1, 1, 12), ...units('b', 2, 11, 20)],
+      events: [{ instance: 'a', ev: 'drained', id: 's', progress: 10 }],
+    };
+    const r = audit(h.events, ledger, { commitEvery: 5 });
+    expect(r.transitions.find((t) => t.epoch === 2)?.kind).toBe('cooperative');
+    expect(r.violations.map((v) => v.check)).toContain('cooperative-replayed');
+  });
+
+  test('a split that never completes', () => {
+    const { h, ledger } = cleanRun();
+    h.events.splice(h.events.length - 2, 2);
+    expect(checks(h, ledger)).toContain('not-completed');
+  });
+});

@@ -1,0 +1,290 @@
+/**
+ * The chaos auditor's checks, pure: a job's recorded etcd history (every
+ * write, revision order) and the fleet's ledger (every processed unit, every
+ * lane event, from the members' stdout) in; violations with context (split
+ * id, revisions) and figures out.
+ *
+ * What is checked, per revision (the state before and after one etcd write):
+ * - a live `lease.{id}` is never overwritten by another owner;
+ * - while `lease.{id}` exists, `split.{id}` is runnable and names the same
+ *   owner and epoch (so no revision ever shows two owners of one split);
+ * - a split record's owner changes only by a claim, which bumps the epoch by
+ *   exactly one and writes the claimant's lease key in the same revision;
+ * - every other write by an owner (commit, release, completion, failure) is
+ *   made while that owner's lease key is live, and the ending ones delete it;
+ * - committed progress never decreases, epochs never go back, a terminal
+ *   record is never written again.
+ * And over the whole run:
+ * - every planned unit appears in the ledger (processed at least once), and
+ *   every split ends completed with all its units committed;
+ * - every unit was processed by the owner of the epoch it names, after that
+ *   tenancy's resume point;
+ * - replay: each new tenancy re-processes at most `commitEvery` units already
+ *   processed by earlier ones, and none of its predecessor's after a
+ *   cooperative drain; in all, duplicates ≤ commitEvery × (forced moves,
+ *   declines, failures and takeovers).
+ *
+ * No I/O, no clock.
+ */
+import type { HistoryEvent } from './auditor.js';
+
+export interface LedgerUnit { instance: string; id: string; unit: number; epoch: number }
+export interface LedgerEvent { instance: string; ev: string; id?: string; epoch?: number; progress?: number; [k: string]: unknown }
+export interface Ledger { units: LedgerUnit[]; events: LedgerEvent[] }
+
+export interface AuditOptions {
+  /** The handler's commit interval, in units: the replay bound per forced move or takeover. */
+  commitEvery: number;
+  /** Require every split to end completed (default true). */
+  expectComplete?: boolean;
+}
+
+export interface Violation {
+  check: string;
+  split?: string;
+  revisions?: number[];
+  detail: string;
+}
+
+/**
+ * How a tenancy began, i.e. how its predecessor ended: 'create' (first claim),
+ * 'cooperative' (released after a drain that committed its tail),
+ * 'declined' (the source declined the drain; released at once), 'forced'
+ * (released without a completed drain: the drain deadline passed, or the
+ * handler stopped on a store failure), 'failed' (a failure report),
+ * 'takeover' (the owner's lease expired: it died, froze or lost etcd),
+ * 'reclaim' (the same instance took its own live lease key back).
+ */
+export type TransitionKind = 'create' | 'cooperative' | 'declined' | 'forced' | 'failed' | 'takeover' | 'reclaim';
+
+export interface Transition {
+  split: string;
+  epoch: number;
+  rev: number;
+  owner: string;
+  previousOwner: string;
+  kind: TransitionKind;
+  /** Committed progress the tenancy resumed from. */
+  resumeAt: number;
+  /** Units at or below what earlier tenancies processed that this one had to redo. */
+  replay: number;
+}
+
+export interface AuditFigures {
+  splits: number;
+  unitsPlanned: number;
+  unitsProcessed: number;
+  duplicates: number;
+  transitions: Record<TransitionKind, number>;
+  /** Largest replay of any forced move, failure or takeover. */
+  maxReplay: number;
+  /** commitEvery × the transitions allowed to replay (all but creates and cooperative moves): the duplicates' ceiling. */
+  replayBound: number;
+  maxAttempts: number;
+  leaderTerms: number;
+  revisions: number;
+  /** From the first to the last recorded write of the job. */
+  durationMs: number;
+}
+
+export interface AuditReport {
+  violations: Violation[];
+  figures: AuditFigures;
+  transitions: Transition[];
+}
+
+type Rec = Record<string, any>;
+const progressOf = (r: Rec | undefined): number => (typeof r?.progress === 'number' ? r.progress : 0);
+
+/** Compresses sorted integers to "1-4, 7". */
+function ranges(ns: number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < ns.length; i++) {
+    let j = i;
+    while (j + 1 < ns.length && ns[j + 1] === ns[j]! + 1) j++;
+    out.push(i === j ? `${ns[i]}` : `${ns[i]}-${ns[j]}`);
+    i = j;
+  }
+  return out.join(', ');
+}
+
+export function audit(history: readonly HistoryEvent[], ledger: Ledger, options: AuditOptions): AuditReport {
+  const violations: Violation[] = [];
+  const v = (check: string, split: string | undefined, revisions: number[], detail: string) => {
+    if (violations.length < 200) violations.push({ check, split, revisions, detail });
+  };
+  const splits = new Map<string, { rec: Rec; rev: number }>();
+  const leases = new Map<string, { rec: Rec; rev: number }>();
+  const units = new Map<string, number>();
+  const claims = new Map<string, Map<number, Transition>>();
+  const ends = new Map<string, { how: 'released' | 'failed'; owner: string; progress: number; rev: number }>();
+  let leaderTerms = 0;
+
+  for (let i = 0; i < history.length;) {
+    const rev = history[i]!.rev;
+    let j = i;
+    while (j < history.length && history[j]!.rev === rev) j++;
+    const group = history.slice(i, j);
+    i = j;
+    const touched = new Set<string>();
+    for (const e of group) if ((e.kind === 'split' || e.kind === 'lease') && e.id) touched.add(e.id);
+    const before = new Map([...touched].map((id) => [id, { split: splits.get(id), lease: leases.get(id) }]));
+    for (const e of group) {
+      if (e.type === 'put' && e.rec === undefined) v('unparseable-record', e.id, [rev], `${e.key} holds a value that is not JSON`);
+      if (e.kind === 'leader' && e.type === 'put') leaderTerms++;
+      if (e.kind === 'spec' && e.type === 'put' && e.id) units.set(e.id, Number(e.rec?.descriptor?.units ?? 0));
+      if (e.kind === 'split' && e.id) {
+        if (e.type === 'put' && e.rec) splits.set(e.id, { rec: e.rec, rev });
+        else v('split-record-deleted', e.id, [rev], `${e.key} was deleted`);
+      }
+      if (e.kind === 'lease' && e.id) {
+        if (e.type === 'put' && e.rec) leases.set(e.id, { rec: e.rec, rev });
+        else leases.delete(e.id);
+      }
+    }
+    for (const id of touched) {
+      const bs = before.get(id)!.split?.rec;
+      const bl = before.get(id)!.lease;
+      const as = splits.get(id)?.rec;
+      const al = leases.get(id);
+      const splitPut = group.some((e) => e.kind === 'split' && e.id === id && e.type === 'put');
+      const leasePut = group.some((e) => e.kind === 'lease' && e.id === id && e.type === 'put');
+      const leaseDeleted = !al && !!bl;
+      const revs = [bl?.rev, splits.get(id)?.rev, rev].filter((r): r is number => r !== undefined);
+      if (leasePut && bl && al && bl.rec.owner !== al.rec.owner) {
+        v('lease-overwritten', id, [bl.rev, rev], `lease.${id} of ${bl.rec.owner} (written at ${bl.rev}) was overwritten by ${al.rec.owner} while live`);
+      }
+      if (splitPut && !bs) {
+        if (!(as?.epoch === 0 && as.owner === '' && as.status === 'runnable' && as.progress === null)) {
+          v('bad-seed', id, [rev], `split.${id} was created as ${JSON.stringify(as)}`);
+        }
+      } else if (splitPut && bs && as) {
+        if (bs.status !== 'runnable') v('terminal-rewritten', id, revs, `split.${id} was ${bs.status} and was written again: ${JSON.stringify(as)}`);
+        if (progressOf(as) < progressOf(bs)) {
+          v('progress-regressed', id, revs, `split.${id} progress went from ${progressOf(bs)} to ${progressOf(as)} (owner ${bs.owner} → ${as.owner})`);
+        }
+        if (as.epoch === bs.epoch + 1) {
+          if (!(as.owner !== '' && leasePut && al && al.rec.owner === as.owner && al.rec.epoch === as.epoch)) {
+            v('claim-without-lease', id, [rev], `split.${id} epoch ${as.epoch} claimed by ${as.owner} without its lease key in the same revision`);
+          }
+          let kind: TransitionKind;
+          if (bs.epoch === 0) kind = 'create';
+          else if (bs.owner !== '') kind = bl && bl.rec.owner === as.owner ? 'reclaim' : 'takeover';
+          else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
+          if (progressOf(as) !== progressOf(bs)) v('claim-changed-progress', id, [rev], `claim of split.${id} changed progress ${progressOf(bs)} → ${progressOf(as)}`);
+          const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bs), replay: 0 };
+          if (!claims.has(id)) claims.set(id, new Map());
+          claims.get(id)!.set(as.epoch, t);
+        } else if (as.epoch === bs.epoch) {
+          if (as.owner !== bs.owner && as.owner !== '') {
+            v('owner-changed-without-epoch-bump', id, revs, `split.${id} owner ${bs.owner || '(none)'} → ${as.owner} at epoch ${as.epoch}`);
+          } else if (as.status === 'quarantined') {
+            if (bs.owner !== '' && bl && !leaseDeleted) v('quarantined-while-leased', id, revs, `split.${id} quarantined with lease.${id} of ${bl.rec.owner} live`);
+          } else if (bs.owner === '') {
+            v('write-to-unowned', id, revs, `split.${id} had no owner and was written: ${JSON.stringify(as)}`);
+          } else {
+            if (!(bl && bl.rec.owner === bs.owner && bl.rec.epoch === bs.epoch)) {
+              v('unfenced-write', id, revs, `split.${id} written for ${bs.owner} epoch ${bs.epoch} while its lease key ${bl ? `named ${bl.rec.owner} epoch ${bl.rec.epoch}` : 'was absent'}`);
+            }
+            if (as.owner === '') {
+              if (!leaseDeleted) v('lease-kept-after-release', id, revs, `split.${id} released by ${bs.owner} but lease.${id} was not deleted in the same revision`);
+              if (as.status === 'runnable') {
+                ends.set(id, { how: as.attempts > bs.attempts ? 'failed' : 'released', owner: bs.owner, progress: progressOf(as), rev });
+              }
+            }
+          }
+        } else {
+          v('epoch-jump', id, revs, `split.${id} epoch ${bs.epoch} → ${as.epoch}`);
+        }
+      }
+      if (al && !(as && as.status === 'runnable' && as.owner === al.rec.owner && as.epoch === al.rec.epoch)) {
+        v('lease-record-disagree', id, revs, `at revision ${rev} lease.${id} names ${al.rec.owner} epoch ${al.rec.epoch} but split.${id} is ${as ? `${as.status}, owner ${as.owner || '(none)'} epoch ${as.epoch}` : 'absent'}`);
+      }
+    }
+  }
+
+  // ---- the ledger --------------------------------------------------------------
+  const seen = new Map<string, Map<number, number>>();
+  const maxByEpoch = new Map<string, Map<number, number>>();
+  for (const u of ledger.units) {
+    const t = claims.get(u.id)?.get(u.epoch);
+    if (!t) v('unit-without-claim', u.id, [], `${u.instance} processed unit ${u.unit} of ${u.id} under epoch ${u.epoch}, which no claim wrote`);
+    else if (t.owner !== u.instance) v('unit-by-non-owner', u.id, [t.rev], `${u.instance} processed unit ${u.unit} under epoch ${u.epoch}, which ${t.owner} claimed`);
+    else if (u.unit <= t.resumeAt) v('unit-before-resume-point', u.id, [t.rev], `${u.instance} processed unit ${u.unit} at epoch ${u.epoch}, resumed from ${t.resumeAt}`);
+    if (!seen.has(u.id)) seen.set(u.id, new Map());
+    seen.get(u.id)!.set(u.unit, (seen.get(u.id)!.get(u.unit) ?? 0) + 1);
+    if (!maxByEpoch.has(u.id)) maxByEpoch.set(u.id, new Map());
+    const m = maxByEpoch.get(u.id)!;
+    m.set(u.epoch, Math.max(m.get(u.epoch) ?? 0, u.unit));
+  }
+  for (const e of ledger.events) {
+    if (e.ev !== 'claimed' || !e.id || e.epoch === undefined) continue;
+    const t = claims.get(e.id)?.get(e.epoch);
+    if (!t || t.owner !== e.instance || t.resumeAt !== (e.progress ?? 0)) {
+      v('claimed-event-mismatch', e.id, t ? [t.rev] : [], `${e.instance} reported claiming ${e.id} epoch ${e.epoch} at progress ${e.progress}; the store shows ${t ? `${t.owner} at ${t.resumeAt}` : 'no such claim'}`);
+    }
+  }
+  const drained = new Set(ledger.events.filter((e) => e.ev === 'drained').map((e) => `${e.instance}|${e.id}|${e.progress ?? 0}`));
+  const declined = new Set(ledger.events.filter((e) => e.ev === 'declined').map((e) => `${e.instance}|${e.id}|${e.progress ?? 0}`));
+  const transitions: Transition[] = [];
+  for (const [id, byEpoch] of claims) {
+    const epochs = [...byEpoch.keys()].sort((a, b) => a - b);
+    const maxes = maxByEpoch.get(id) ?? new Map<number, number>();
+    for (const epoch of epochs) {
+      const t = byEpoch.get(epoch)!;
+      let prior = 0;
+      for (const [e, m] of maxes) if (e < epoch) prior = Math.max(prior, m);
+      t.replay = Math.max(0, prior - t.resumeAt);
+      if (t.kind === 'forced' && drained.has(`${t.previousOwner}|${id}|${t.resumeAt}`)) t.kind = 'cooperative';
+      else if (t.kind === 'forced' && declined.has(`${t.previousOwner}|${id}|${t.resumeAt}`)) t.kind = 'declined';
+      // A cooperative drain hands over everything its tenancy processed; older tenancies' tails may still replay.
+      const handedOver = maxes.get(epoch - 1) ?? 0;
+      if (t.kind === 'cooperative' && handedOver > t.resumeAt) {
+        v('cooperative-replayed', id, [t.rev], `epoch ${epoch} (${t.owner}) followed a cooperative drain by ${t.previousOwner} at ${t.resumeAt}, but that tenancy had processed up to unit ${handedOver}`);
+      }
+      if (t.replay > options.commitEvery) {
+        v('replay-over-bound', id, [t.rev], `epoch ${epoch} (${t.owner}, after ${t.kind} from ${t.previousOwner}) resumed at ${t.resumeAt} but units up to ${prior} had been processed: ${t.replay} > commitEvery ${options.commitEvery}`);
+      }
+      transitions.push(t);
+    }
+  }
+  let unitsPlanned = 0;
+  let duplicates = 0;
+  for (const [id, n] of units) {
+    unitsPlanned += n;
+    const counts = seen.get(id) ?? new Map<number, number>();
+    const missing: number[] = [];
+    for (let u = 1; u <= n; u++) if (!counts.has(u)) missing.push(u);
+    if (missing.length > 0) v('unit-never-processed', id, [], `units ${ranges(missing)} of ${id} (of ${n}) appear in no ledger`);
+    for (const c of counts.values()) duplicates += c - 1;
+    const rec = splits.get(id);
+    if ((options.expectComplete ?? true) && !(rec?.rec.status === 'completed' && progressOf(rec.rec) === n)) {
+      v('not-completed', id, rec ? [rec.rev] : [], `split.${id} ended ${rec ? `${rec.rec.status} at progress ${progressOf(rec.rec)}` : 'absent'}, expected completed at ${n}`);
+    }
+  }
+  const counts = { create: 0, cooperative: 0, declined: 0, forced: 0, failed: 0, takeover: 0, reclaim: 0 } as Record<TransitionKind, number>;
+  for (const t of transitions) counts[t.kind]++;
+  const replayBound = options.commitEvery * transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').length;
+  if (duplicates > replayBound) {
+    v('duplicates-over-bound', undefined, [], `${duplicates} units were processed more than once; ${replayBound / options.commitEvery} forced moves and takeovers allow at most ${replayBound}`);
+  }
+  const first = history[0];
+  const last = history[history.length - 1];
+  return {
+    violations,
+    transitions,
+    figures: {
+      splits: units.size,
+      unitsPlanned,
+      unitsProcessed: ledger.units.length,
+      duplicates,
+      transitions: counts,
+      maxReplay: Math.max(0, ...transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').map((t) => t.replay)),
+      replayBound,
+      maxAttempts: Math.max(0, ...[...splits.values()].map((s) => Number(s.rec.attempts ?? 0))),
+      leaderTerms,
+      revisions: first && last ? last.rev - first.rev + 1 : 0,
+      durationMs: first && last ? last.at - first.at : 0,
+    },
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * A 3-member etcd cluster on loopback for the chaos suite: each member with
+ * its own data dir, client and peer ports; one member can be killed
+ * (SIGKILL by default) and restarted on its own data dir, and the raft
+ * leader can be found (through etcd's JSON gateway, so this file needs no
+ * etcd client library).
+ *
+ * Invariants: `start()` resolves only once every member answers a
+ * linearizable read (so the cluster has a leader); `restart(i)` resolves once
+ * member i answers again; `stop()` kills every member and deletes every data
+ * dir; members are SIGKILLed when the test process exits. A missing etcd
+ * binary is a loud failure.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { EtcdStore } from '../../src/store/etcd.js';
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export function etcdBinary(): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, 'etcd'), constants.X_OK);
+      return join(dir, 'etcd');
+    } catch {
+      // keep looking
+    }
+  }
+  throw new Error("the chaos suite needs the 'etcd' binary on PATH (e.g. apt-get install etcd-server); it is never skipped");
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const a = server.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once `url` answers a read (a linearizable one: it needs a raft leader), or throws after `timeoutMs`. */
+export async function waitForEtcd(url: string, timeoutMs: number, alive: () => string | undefined): Promise<void> {
+  const probe = new EtcdStore({ endpoints: url, opTimeoutMs: 1000 });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const dead = alive();
+      if (dead) throw new Error(dead);
+      try {
+        await probe.get('splitfleet-chaos-probe');
+        return;
+      } catch {
+        if (Date.now() > deadline) throw new Error(`etcd at ${url} did not answer within ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    await probe.close();
+  }
+}
+
+export interface ClusterMember {
+  name: string;
+  clientUrl: string;
+  peerUrl: string;
+  dataDir: string;
+  child: ChildProcess | undefined;
+  log: string;
+}
+
+export class EtcdCluster {
+  private constructor(readonly members: ClusterMember[], private readonly initialCluster: string, private readonly token: string) {}
+
+  /** Starts `size` members (default 3) and waits for every one of them to serve reads. */
+  static async start(size = 3): Promise<EtcdCluster> {
+    const members: ClusterMember[] = [];
+    for (let i = 0; i < size; i++) {
+      const [c, p] = [await freePort(), await freePort()];
+      members.push({
+        name: `m${i}`,
+        clientUrl: `http://127.0.0.1:${c}`,
+        peerUrl: `http://127.0.0.1:${p}`,
+        dataDir: mkdtempSync(join(tmpdir(), `splitfleet-chaos-m${i}-`)),
+        child: undefined,
+        log: '',
+      });
+    }
+    const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+    const cluster = new EtcdCluster(members, initial, `chaos-${process.pid}-${Date.now()}`);
+    try {
+      for (let i = 0; i < size; i++) cluster.launch(i);
+      await Promise.all(members.map((_, i) => cluster.ready(i)));
+    } catch (e) {
+      await cluster.stop();
+      throw e;
+    }
+    return cluster;
+  }
+
+  /** Every member's client URL (what a client is given). */
+  get endpoints(): string[] {
+    return this.members.map((m) => m.clientUrl);
+  }
+
+  isRunning(i: number): boolean {
+    const c = this.members[i]!.child;
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  }
+
+  /** Sends `signal` to member i and waits for it to exit; its data dir stays. */
+  async kill(i: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const m = this.members[i]!;
+    const child = m.child;
+    m.child = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    await gone;
+  }
+
+  /** Starts member i again on its data dir and ports; resolves once it serves reads. */
+  async restart(i: number): Promise<void> {
+    await this.kill(i);
+    this.launch(i);
+    await this.ready(i);
+  }
+
+  /** The index of the raft leader, as the running members report it; undefined when none knows one. */
+  async leaderIndex(): Promise<number | undefined> {
+    const ids = new Map<string, number>();
+    let leader: string | undefined;
+    for (let i = 0; i < this.members.length; i++) {
+      if (!this.isRunning(i)) continue;
+      try {
+        const res = await fetch(`${this.members[i]!.clientUrl}/v3/maintenance/status`, {
+          method: 'POST', body: '{}', signal: AbortSignal.timeout(1000),
+        });
+        const body = (await res.json()) as { header?: { member_id?: string }; leader?: string };
+        if (body.header?.member_id) ids.set(body.header.member_id, i);
+        if (body.leader && body.leader !== '0') leader = body.leader;
+      } catch {
+        // that member does not answer now
+      }
+    }
+    return leader === undefined ? undefined : ids.get(leader);
+  }
+
+  /** Kills every member and deletes every data dir. */
+  async stop(): Promise<void> {
+    await Promise.all(this.members.map((_, i) => this.kill(i)));
+    for (const m of this.members) rmSync(m.dataDir, { recursive: true, force: true });
+  }
+
+  private launch(i: number): void {
+    const m = this.members[i]!;
+    const args = [
+      '--name', m.name,
+      '--data-dir', m.dataDir,
+      '--listen-client-urls', m.clientUrl,
+      '--advertise-client-urls', m.clientUrl,
+      '--listen-peer-urls', m.peerUrl,
+      '--initial-advertise-peer-urls', m.peerUrl,
+      '--initial-cluster', this.initialCluster,
+      '--initial-cluster-state', 'new',
+      '--initial-cluster-token', this.token,
+      '--logger', 'zap',
+      '--log-level', 'error',
+    ];
+    const child = spawn(etcdBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    m.child = child;
+    m.log = '';
+    running.add(child);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      m.log = (m.log + chunk.toString()).slice(-4000);
+    });
+    child.once('exit', () => running.delete(child));
+  }
+
+  private ready(i: number): Promise<void> {
+    const m = this.members[i]!;
+    const child = m.child!;
+    return waitForEtcd(m.clientUrl, 30_000, () =>
+      child.exitCode !== null || child.signalCode !== null
+        ? `etcd member ${m.name} exited during start-up (code ${child.exitCode}, signal ${child.signalCode}):\n${m.log}`
+        : undefined,
+    );
+  }
+}

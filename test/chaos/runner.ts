@@ -1,0 +1,238 @@
+/**
+ * One chaos run: a fleet of member processes (dist/src/demo/fleet-process.js,
+ * through test/support/fleet.ts) on one job, the auditor recording it, a log
+ * of every fault injected, and the supervision a real deployment has: a
+ * member that exits on its own before the job is finished (a crash) is
+ * started again after a pause, as a restart policy would.
+ *
+ * Invariants: every fault is written to `log` with its time since the start,
+ * so a failure message shows the schedule that produced it; `finish()` leaves
+ * no process running; randomness comes only from the seeded `rng`.
+ */
+import { prng } from '../../src/demo/synthetic.js';
+import { FleetMember, type FleetEvent, type FleetProcessConfig } from '../support/fleet.js';
+import type { Auditor } from './auditor.js';
+import type { Ledger } from './checks.js';
+
+export interface ChaosSettings {
+  splits: number;
+  seed: number;
+  maxInFlight: number;
+  unitMs: number;
+  commitEvery: number;
+  minUnits: number;
+  maxUnits: number;
+  /** Coordinator knobs: leaseDurationMs, opTimeoutMs, rebalanceDelayMs, drainDeadlineMs, reconcileIntervalMs, maxAttempts. */
+  knobs: Record<string, number>;
+}
+
+export interface MemberOptions {
+  drain?: FleetProcessConfig['drain'];
+  slowDrainMs?: number;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A fault-injection script's view of the run. */
+export class ChaosRun {
+  readonly rng: () => number;
+  readonly log: string[] = [];
+  /** Every process ever started, in order. */
+  readonly incarnations: FleetMember[] = [];
+  /**
+   * Exits nobody asked for. `started` false: the process could not start
+   * (etcd unreachable at start-up is refused loudly, by design); true: a
+   * running member gave up, which the suite counts as a defect.
+   */
+  readonly crashes: { instance: string; started: boolean; code: number | null; fatal: string | undefined }[] = [];
+  readonly started = Date.now();
+  private readonly current = new Map<string, FleetMember>();
+  private readonly options = new Map<string, MemberOptions>();
+  private readonly intended = new Set<FleetMember>();
+  private finishing = false;
+  faults = 0;
+
+  constructor(
+    readonly job: string,
+    readonly settings: ChaosSettings,
+    readonly auditor: Auditor,
+    private readonly endpointsFor: (instance: string) => string[],
+    readonly seed: number,
+  ) {
+    this.rng = prng(seed);
+  }
+
+  /** A random integer in [lo, hi]. */
+  between(lo: number, hi: number): number {
+    return lo + Math.floor(this.rng() * (hi - lo + 1));
+  }
+
+  pick<T>(xs: readonly T[]): T | undefined {
+    return xs.length === 0 ? undefined : xs[Math.floor(this.rng() * xs.length)];
+  }
+
+  note(what: string): void {
+    this.log.push(`${((Date.now() - this.started) / 1000).toFixed(2)}s ${what}`);
+  }
+
+  /** Counts one injected fault and logs it. */
+  fault(what: string): void {
+    this.faults++;
+    this.note(what);
+  }
+
+  get done(): boolean {
+    return this.auditor.jobTerminal;
+  }
+
+  /** Instances with a running process (paused ones included). */
+  get live(): string[] {
+    return [...this.current].filter(([, m]) => m.running).map(([i]) => i).sort();
+  }
+
+  member(instance: string): FleetMember | undefined {
+    return this.current.get(instance);
+  }
+
+  /** Sets the drain behaviour `instance` runs with from its next start on. */
+  configure(instance: string, options: MemberOptions): void {
+    this.options.set(instance, options);
+  }
+
+  /** Starts (or starts again) `instance`, remembering its drain behaviour for restarts. */
+  spawn(instance: string, options?: MemberOptions): FleetMember {
+    if (options) this.options.set(instance, options);
+    const o = this.options.get(instance) ?? {};
+    const s = this.settings;
+    const endpoints = this.endpointsFor(instance);
+    const config: FleetProcessConfig & { endpoints: string[] } = {
+      endpoint: endpoints[0]!, endpoints, job: this.job, instance, splits: s.splits, seed: s.seed,
+      maxInFlight: s.maxInFlight, unitMs: s.unitMs, commitEvery: s.commitEvery, minUnits: s.minUnits, maxUnits: s.maxUnits,
+      config: s.knobs, ...(o.drain ? { drain: o.drain } : {}), ...(o.slowDrainMs !== undefined ? { slowDrainMs: o.slowDrainMs } : {}),
+    };
+    const script = process.env.CHAOS_FLEET_SCRIPT;
+    // Members log warnings to stderr (its tail shows in failure messages); CHAOS_LOG_LEVEL=info or debug for more.
+    const env = { SPLITFLEET_LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn' };
+    const m = new FleetMember(config, script ? { script, env } : { env });
+    this.current.set(instance, m);
+    this.incarnations.push(m);
+    void m.exited.then((x) => {
+      if (this.intended.has(m) || m.has('verdict')) return;
+      const fatal = m.eventsOf('fatal')[0];
+      this.crashes.push({ instance, started: m.has('started'), code: x.code, fatal: fatal ? `${String(fatal.code)}: ${String(fatal.message)}` : undefined });
+      this.note(`${instance} exited by itself (code ${x.code}, signal ${x.signal})${fatal ? `: ${String(fatal.code)} ${String(fatal.message)}` : ''}`);
+      if (!this.finishing && this.current.get(instance) === m) {
+        setTimeout(() => {
+          if (!this.finishing && this.current.get(instance) === m) {
+            this.note(`${instance} restarted by the supervisor`);
+            this.spawn(instance);
+          }
+        }, 500);
+      }
+    });
+    return m;
+  }
+
+  async kill(instance: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const m = this.current.get(instance);
+    if (!m?.running) return;
+    this.intended.add(m);
+    this.fault(`${signal} ${instance} (holding ${this.auditor.heldBy(instance).length})`);
+    await m.kill(signal);
+  }
+
+  /** SIGTERM: the member drains and releases everything, then exits. */
+  async stopGracefully(instance: string): Promise<void> {
+    const m = this.current.get(instance);
+    if (!m?.running) return;
+    this.intended.add(m);
+    this.fault(`SIGTERM ${instance} (holding ${this.auditor.heldBy(instance).length})`);
+    await m.stop(30_000);
+  }
+
+  pause(instance: string): void {
+    const m = this.current.get(instance);
+    if (!m?.running) return;
+    this.fault(`SIGSTOP ${instance} (holding ${this.auditor.heldBy(instance).length})`);
+    m.pause();
+  }
+
+  resume(instance: string): void {
+    const m = this.current.get(instance);
+    if (!m?.running) return;
+    this.note(`SIGCONT ${instance}`);
+    m.resume();
+  }
+
+  /** Waits for a member's event, bounded. */
+  waitFor(instance: string, match: string | ((e: FleetEvent) => boolean), timeoutMs = 20_000): Promise<FleetEvent> {
+    return this.current.get(instance)!.waitFor(match, timeoutMs);
+  }
+
+  /** Polls `check` every 50 ms until true, or throws naming `what`. */
+  async until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`chaos run ${this.job}: timed out after ${timeoutMs} ms waiting for ${what}\n${this.describe()}`);
+      await sleep(50);
+    }
+  }
+
+  /**
+   * Injects faults with `step` at random gaps (ms in [minGap, maxGap]) until
+   * the job is done, `maxFaults` faults were injected, or `budgetMs` passed.
+   */
+  async schedule(o: { minGap: number; maxGap: number; maxFaults: number; budgetMs: number; step: () => Promise<void> }): Promise<void> {
+    const end = Date.now() + o.budgetMs;
+    while (!this.done && this.faults < o.maxFaults && Date.now() < end) {
+      const gap = this.between(o.minGap, o.maxGap);
+      const wake = Date.now() + gap;
+      while (!this.done && Date.now() < wake) await sleep(Math.min(50, wake - Date.now()));
+      if (this.done) break;
+      await o.step();
+    }
+  }
+
+  /**
+   * Waits for every split to be terminal on etcd and every running member to
+   * exit with its verdict (resuming any paused one), then syncs the auditor.
+   */
+  async waitComplete(timeoutMs: number): Promise<number> {
+    await this.until('every split to be terminal', () => this.done, timeoutMs);
+    const completedAt = Date.now();
+    for (const m of this.current.values()) m.resume();
+    await this.until('every running member to exit after the verdict', () => [...this.current.values()].every((m) => !m.running), 30_000);
+    await this.auditor.sync();
+    return completedAt - this.started;
+  }
+
+  /** Every processed unit and lane event of every incarnation. */
+  ledger(): Ledger {
+    const ledger: Ledger = { units: [], events: [] };
+    for (const m of this.incarnations) {
+      for (const e of m.events) {
+        if (e.ev === 'unit') ledger.units.push({ instance: m.instance, id: String(e.id), unit: Number(e.unit), epoch: Number(e.epoch) });
+        else ledger.events.push({ ...e, instance: m.instance } as Ledger['events'][number]);
+      }
+    }
+    return ledger;
+  }
+
+  /** Verdicts reported, by value. */
+  verdicts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const m of this.incarnations) for (const e of m.eventsOf('verdict')) out[String(e.verdict)] = (out[String(e.verdict)] ?? 0) + 1;
+    return out;
+  }
+
+  /** Kills whatever still runs. */
+  async finish(): Promise<void> {
+    this.finishing = true;
+    await Promise.all([...this.current.values()].map((m) => m.kill('SIGKILL')));
+  }
+
+  describe(): string {
+    const members = [...this.current.values()].map((m) => m.describe(6)).join('\n');
+    return `seed ${this.seed}; faults:\n  ${this.log.join('\n  ')}\nstore: ${this.auditor.describeState()}\nmembers:\n${members}`;
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * The chaos scenarios: each one a fleet topology, job settings, and a fault
+ * script driven by the run's seeded RNG. `runScenario` sets up etcd (shared,
+ * private, or a 3-member cluster) and the proxies, starts the fleet, runs the
+ * script, heals whatever it broke, waits for the job to finish, and audits
+ * the whole history. Framework-free: the test file asserts on the result.
+ *
+ * Every run is reproducible from (scenario, seed) up to OS scheduling; the
+ * seed is printed, and CHAOS_SEED replays one.
+ */
+import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { Auditor } from './auditor.js';
+import type { AuditFigures, Violation } from './checks.js';
+import { EtcdCluster } from './cluster.js';
+import { TcpProxy } from './proxy.js';
+import { ChaosRun, sleep, type ChaosSettings } from './runner.js';
+
+export const SOAK = process.env.CHAOS_SOAK === '1';
+/** Longer schedules under CHAOS_SOAK=1. */
+const scale = (n: number) => (SOAK ? n * 3 : n);
+
+export interface ScenarioContext {
+  run: ChaosRun;
+  /** The scenario's own etcd (topology 'private'). */
+  etcd?: EtcdHandle;
+  cluster?: EtcdCluster;
+  /** Per-member proxies (topology 'proxied'). */
+  proxies: Map<string, TcpProxy>;
+}
+
+export interface Scenario {
+  name: string;
+  /** What the fleet talks to: the shared etcd, its own etcd (it gets killed), per-member proxies, or a cluster. */
+  topology: 'shared' | 'private' | 'proxied' | 'cluster';
+  settings: (seed: number) => ChaosSettings;
+  /** Starts the fleet (default: w0..w4, cooperative). */
+  start?: (ctx: ScenarioContext) => Promise<void>;
+  /** Injects faults; returns when the chaos phase is over (the job may still be running). */
+  chaos: (ctx: ScenarioContext) => Promise<void>;
+  /** Figures the scenario must produce for its run to count (e.g. forced drains actually happened). */
+  expect?: (figures: AuditFigures) => string | undefined;
+  /** True for the reference run, which injects nothing. */
+  faultFree?: boolean;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  seed: number;
+  job: string;
+  figures: AuditFigures;
+  violations: Violation[];
+  faults: number;
+  crashes: ChaosRun['crashes'];
+  verdicts: Record<string, number>;
+  /** From the first member's start to the last split terminal on etcd. */
+  completeMs: number;
+  expectation: string | undefined;
+  describe: string;
+}
+
+export function baseSettings(seed: number, over: Partial<ChaosSettings> = {}, knobs: Record<string, number> = {}): ChaosSettings {
+  return {
+    splits: SOAK ? 60 : 40, seed, maxInFlight: 3, unitMs: 40, commitEvery: 5, minUnits: 40, maxUnits: 200,
+    ...over,
+    knobs: {
+      leaseDurationMs: 2000, opTimeoutMs: 750, rebalanceDelayMs: 1000, drainDeadlineMs: 1500, reconcileIntervalMs: 2000,
+      // Takeovers of a killed owner's splits consume delivery attempts (substrate.md); a kill schedule
+      // this dense must not quarantine (quarantine is tested elsewhere). Store-fault scenarios use the
+      // library default instead: a store outage must not burn attempts (see STORE_FAULT_KNOBS).
+      maxAttempts: 1000,
+      ...knobs,
+      ...(process.env.CHAOS_MAX_ATTEMPTS ? { maxAttempts: Number(process.env.CHAOS_MAX_ATTEMPTS) } : {}),
+    },
+  };
+}
+
+const NAMES = ['w0', 'w1', 'w2', 'w3', 'w4'];
+
+/**
+ * Store faults (etcd down, connections cut, a member lost) kill no worker, so
+ * they run with the library's default maxAttempts (4): an outage that made
+ * handlers' commits fail must not quarantine healthy splits. Soak schedules
+ * (three times the outages, each a takeover) keep the high cap.
+ */
+const STORE_FAULT_KNOBS: Record<string, number> = SOAK ? {} : { maxAttempts: 4 };
+
+const expectAtLeast = (what: keyof AuditFigures['transitions'] | 'leaderTerms', n: number) => (f: AuditFigures): string | undefined => {
+  const got = what === 'leaderTerms' ? f.leaderTerms : f.transitions[what];
+  return got >= n ? undefined : `expected at least ${n} ${what}, got ${got} (${JSON.stringify(f.transitions)})`;
+};
+
+/** Restarts `instance` after `ms`, unless the job finished meanwhile. */
+function restartLater(run: ChaosRun, instance: string, ms: number): void {
+  void sleep(ms).then(() => {
+    if (!run.done && !run.member(instance)?.running) {
+      run.note(`restart ${instance}`);
+      run.spawn(instance);
+    }
+  });
+}
+
+export const SCENARIOS: Scenario[] = [
+  {
+    // The reference: the same fleet and job with no fault. Only cooperative moves, so nothing replays.
+    name: 'baseline',
+    topology: 'shared',
+    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    chaos: async () => undefined,
+    faultFree: true,
+    expect: (f) => (f.duplicates === 0 && f.transitions.takeover === 0 && f.transitions.forced === 0 ? undefined
+      : `a fault-free run replayed work: ${f.duplicates} duplicates, ${JSON.stringify(f.transitions)}`),
+  },
+  {
+    name: 'worker-sigkill',
+    topology: 'shared',
+    settings: (seed) => baseSettings(seed),
+    chaos: ({ run }) => run.schedule({
+      minGap: 700, maxGap: 1800, maxFaults: scale(6), budgetMs: scale(20_000),
+      step: async () => {
+        const victim = run.pick(run.live);
+        if (!victim) return;
+        await run.kill(victim);
+        restartLater(run, victim, run.between(200, 2500));
+      },
+    }),
+    expect: expectAtLeast('takeover', 1),
+  },
+  {
+    name: 'worker-sigstop',
+    topology: 'shared',
+    settings: (seed) => baseSettings(seed),
+    chaos: ({ run }) => run.schedule({
+      minGap: 500, maxGap: 1500, maxFaults: scale(4), budgetMs: scale(25_000),
+      step: async () => {
+        const holding = run.live.filter((i) => run.auditor.heldBy(i).length > 0);
+        const victim = run.pick(holding);
+        if (!victim) return;
+        const lease = run.settings.knobs.leaseDurationMs!;
+        // Every third pause is short (inside the lease: nothing should move); the rest outlive the lease.
+        const ms = run.faults % 3 === 2 ? run.between(200, 600) : run.between(lease + 500, lease + 2000);
+        run.pause(victim);
+        run.note(`  paused for ${ms} ms`);
+        await sleep(ms);
+        run.resume(victim);
+      },
+    }),
+    expect: expectAtLeast('takeover', 1),
+  },
+  {
+    name: 'leader-sigkill',
+    topology: 'shared',
+    settings: (seed) => baseSettings(seed),
+    chaos: ({ run }) => run.schedule({
+      minGap: 1000, maxGap: 2500, maxFaults: scale(3), budgetMs: scale(25_000),
+      step: async () => {
+        const leader = run.auditor.leaderInstance;
+        if (!leader || !run.member(leader)?.running) return;
+        await run.kill(leader);
+        restartLater(run, leader, run.between(300, 2000));
+        // The next fault waits for a new term (or the end of the job).
+        await run.until('a new leader', () => run.done || (run.auditor.leaderInstance !== undefined && run.auditor.leaderInstance !== leader) ||
+          (run.auditor.leaderInstance === leader && !!run.member(leader)?.running), 20_000);
+      },
+    }),
+    expect: expectAtLeast('leaderTerms', 2),
+  },
+  {
+    name: 'etcd-sigkill',
+    topology: 'private',
+    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    chaos: ({ run, etcd }) => run.schedule({
+      minGap: 1500, maxGap: 3000, maxFaults: scale(2), budgetMs: scale(25_000),
+      step: async () => {
+        const lease = run.settings.knobs.leaseDurationMs!;
+        // Alternate a short outage (sessions survive) and one past the lease (every session is lost).
+        const down = run.faults % 2 === 0 ? run.between(300, 1200) : run.between(lease + 500, lease + 2500);
+        run.fault(`SIGKILL etcd for ${down} ms`);
+        await etcd!.kill('SIGKILL');
+        await sleep(down);
+        await etcd!.restart();
+        run.note('etcd restarted on the same data dir');
+      },
+    }),
+  },
+  {
+    name: 'proxy-cut-delay',
+    topology: 'proxied',
+    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    chaos: ({ run, proxies }) => run.schedule({
+      minGap: 400, maxGap: 1500, maxFaults: scale(10), budgetMs: scale(25_000),
+      step: async () => {
+        const victim = run.pick(run.live);
+        const proxy = victim ? proxies.get(victim) : undefined;
+        if (!victim || !proxy) return;
+        const lease = run.settings.knobs.leaseDurationMs!;
+        const r = run.rng();
+        if (r < 0.3) {
+          run.fault(`cut ${victim}: ${proxy.cut()} connections reset`);
+        } else if (r < 0.4) {
+          let n = 0;
+          for (const p of proxies.values()) n += p.cut();
+          run.fault(`cut every member: ${n} connections reset`);
+        } else if (r < 0.65) {
+          const ms = run.between(50, 400);
+          const hold = run.between(1500, 3000);
+          run.fault(`latency ${ms} ms on ${victim} for ${hold} ms`);
+          proxy.setLatency(ms);
+          void sleep(hold).then(() => proxy.setLatency(0));
+        } else {
+          const long = run.rng() < 0.5;
+          const hold = long ? run.between(lease + 300, lease + 1500) : run.between(200, 700);
+          const mode = run.rng() < 0.5 ? 'deliver' : 'reset';
+          run.fault(`partition ${victim} for ${hold} ms, then heal (${mode})`);
+          proxy.partition();
+          await sleep(hold);
+          proxy.heal(mode);
+        }
+      },
+    }),
+  },
+  {
+    name: 'drains',
+    topology: 'shared',
+    // Lanes enough for every split, so joins move splits (revocations) instead of filling from a queue;
+    // long splits, so there is still work in flight when members leave.
+    settings: (seed) => baseSettings(seed, { splits: SOAK ? 60 : 30, maxInFlight: SOAK ? 14 : 8, minUnits: 100, maxUnits: 200 },
+      { rebalanceDelayMs: 0, drainDeadlineMs: 1500 }),
+    start: async ({ run }) => {
+      run.spawn('w0', { drain: 'cooperate' });
+      run.spawn('w1', { drain: 'slow', slowDrainMs: 300 }); // slow, inside the deadline: still cooperative
+      run.configure('w2', { drain: 'slow', slowDrainMs: 4000 }); // past the deadline: forced
+      run.configure('w3', { drain: 'ignore' }); // a wedged drain: forced at the deadline
+      run.configure('w4', { drain: 'decline' }); // forced at once
+    },
+    chaos: async ({ run }) => {
+      // Joins take splits from the members already running (revocations of w0, w1 and the earlier joiners).
+      for (const name of ['w2', 'w3', 'w4']) {
+        await sleep(run.between(600, 1200));
+        if (run.done) return;
+        run.note(`join ${name}`);
+        run.spawn(name);
+      }
+      // Then every member leaves once, in a seeded order (SIGTERM drains all it holds, each in its own
+      // way), and comes back: its return moves splits back to it, revoking them from the others.
+      const order = [...NAMES].sort(() => run.rng() - 0.5);
+      let next = 0;
+      await run.schedule({
+        minGap: 400, maxGap: 900, maxFaults: scale(5), budgetMs: scale(25_000),
+        step: async () => {
+          const victim = order[next++ % order.length]!;
+          if (!run.member(victim)?.running || run.live.length < 2) return;
+          await run.stopGracefully(victim);
+          restartLater(run, victim, run.between(300, 800));
+        },
+      });
+    },
+    expect: (f) => {
+      const t = f.transitions;
+      return t.cooperative > 0 && t.forced > 0 && t.declined > 0 ? undefined
+        : `expected cooperative, forced and declined transfers, got ${JSON.stringify(t)}`;
+    },
+  },
+  {
+    name: 'cluster-member-loss',
+    topology: 'cluster',
+    settings: (seed) => baseSettings(seed, {}, { leaseDurationMs: 3000, opTimeoutMs: 1000, ...STORE_FAULT_KNOBS }),
+    chaos: ({ run, cluster }) => run.schedule({
+      minGap: 1500, maxGap: 3000, maxFaults: scale(2), budgetMs: scale(30_000),
+      step: async () => {
+        // First the raft leader, then any member; each stays down a while, then rejoins on its data dir.
+        const leader = await cluster!.leaderIndex();
+        const i = run.faults === 0 && leader !== undefined ? leader : run.between(0, 2);
+        const down = run.between(1500, 5000);
+        run.fault(`SIGKILL etcd member m${i}${i === leader ? ' (raft leader)' : ''} for ${down} ms`);
+        await cluster!.kill(i);
+        await sleep(down);
+        await cluster!.restart(i);
+        run.note(`member m${i} restarted; raft leader m${await cluster!.leaderIndex()}`);
+      },
+    }),
+  },
+];
+
+/** Runs one scenario with one seed against `shared` (for topology 'shared' and 'proxied'). */
+export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle): Promise<ScenarioResult> {
+  const job = `chaos-${s.name}-${seed}-${Date.now() % 1_000_000}`;
+  const proxies = new Map<string, TcpProxy>();
+  let etcd: EtcdHandle | undefined;
+  let cluster: EtcdCluster | undefined;
+  let auditor: Auditor | undefined;
+  let run: ChaosRun | undefined;
+  try {
+    if (s.topology === 'private') etcd = await startEtcd();
+    if (s.topology === 'cluster') cluster = await EtcdCluster.start(3);
+    const direct = cluster ? cluster.endpoints : [(etcd ?? shared).endpoint];
+    if (s.topology === 'proxied') {
+      for (const name of NAMES) proxies.set(name, await TcpProxy.start(direct[0]!));
+    }
+    auditor = await Auditor.start(direct, job);
+    const settings = s.settings(seed);
+    run = new ChaosRun(job, settings, auditor, (instance) => (proxies.has(instance) ? [proxies.get(instance)!.url] : direct), seed);
+    const ctx: ScenarioContext = { run, etcd, cluster, proxies };
+    if (s.start) await s.start(ctx);
+    else for (const name of NAMES) run.spawn(name);
+    await run.until('the plan to be seeded', () => auditor!.planned !== undefined, 30_000);
+    await s.chaos(ctx);
+    // Heal: nothing stays broken once the script is over.
+    for (const p of proxies.values()) {
+      p.setLatency(0);
+      p.heal('deliver');
+    }
+    for (const name of run.live) run.resume(name);
+    if (cluster) for (let i = 0; i < 3; i++) if (!cluster.isRunning(i)) await cluster.restart(i);
+    run.note('chaos over');
+    const completeMs = await run.waitComplete(SOAK ? 300_000 : 60_000);
+    const report = auditor.audit(run.ledger(), { commitEvery: settings.commitEvery });
+    for (const detail of await auditor.missedEvents()) report.violations.push({ check: 'recorder-missed-event', detail });
+    return {
+      scenario: s.name, seed, job, figures: report.figures, violations: report.violations, faults: run.faults,
+      crashes: run.crashes, verdicts: run.verdicts(), completeMs, expectation: s.expect?.(report.figures), describe: run.describe(),
+    };
+  } catch (e) {
+    if (run) (e as Error).message += `\n${run.describe()}`;
+    throw e;
+  } finally {
+    await run?.finish();
+    await auditor?.close().catch(() => undefined);
+    for (const p of proxies.values()) await p.close();
+    await etcd?.stop();
+    await cluster?.stop();
+  }
+}
