@@ -49,6 +49,7 @@ export class Leader {
   /** Revision of our last assignment write: the next decision waits until the view has seen it. */
   private publishedRevision = 0;
   private stopped = false;
+  private droppingOrphan = false;
   /** Counters for tests and inspection. */
   readonly stats = { decisions: 0, recordsWritten: 0, terms: 0 };
 
@@ -89,8 +90,28 @@ export class Leader {
     if (this.term && caughtUp && (!leader || leader.modRevision !== this.term.revision)) {
       this.depose('the leader key no longer names this term');
     }
+    this.dropOrphanKey();
     if (!leader && !this.campaigning && this.session.alive) void this.campaign();
     if (this.term && change.relevant) this.schedulePublish();
+  }
+
+  /**
+   * The leader key is on this session's lease but no term stands on it: a
+   * campaign that timed out had landed. Nobody else campaigns while it lives,
+   * and we do not lead on it, so the fleet would have no leader for as long as
+   * this session lives. Delete it (guarded); its deletion starts a campaign.
+   */
+  private dropOrphanKey(): void {
+    const leader = this.view.leader;
+    if (this.term || this.campaigning || this.droppingOrphan || !leader || leader.lease !== this.session.leaseId) return;
+    this.droppingOrphan = true;
+    const key = leaderKey(this.view.prefix);
+    this.log.warn({ generation: leader.rec.generation }, 'deleting a leader key of ours that no term stands on');
+    void withTimeout(this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] }), this.config.opTimeoutMs, 'deleting an orphaned leader key', this.clock)
+      .catch(() => undefined)
+      .finally(() => {
+        this.droppingOrphan = false;
+      });
   }
 
   private async campaign(): Promise<void> {
@@ -129,9 +150,16 @@ export class Leader {
       // coordinator answers by rejoining with a fresh one, never a fatal error.
       if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`campaigning found the session lease gone: ${e.message}`);
       else if (isSplitfleetError(e) && !e.retryable) this.onFatal(e);
-      else this.log.warn({ err: (e as Error).message }, 'campaign failed; will retry on the next change');
+      else {
+        // The request may never have reached the store, and then no change will come to retry on.
+        this.log.warn({ err: (e as Error).message }, 'campaign failed; retrying');
+        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () =>
+          this.onViewChange({ kinds: new Set(), ids: new Set(), all: false, relevant: false }));
+      }
     } finally {
       this.campaigning = false;
+      // A change that arrived mid-campaign may have shown our own key, landed after a timeout.
+      if (!this.stopped) this.dropOrphanKey();
     }
   }
 

@@ -201,8 +201,12 @@ export class JobView {
 
   private applyEvent(e: WatchEvent): void {
     if (this.failed) return;
-    const parsed = e.type === 'put' ? this.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.remove(e.key);
     if (e.modRevision > this.revision) this.revision = e.modRevision;
+    // The backstop's refresh may already have read this key past a lagging watch: an older
+    // event would take the view backwards (a lease key it knows to be live, say, deleted).
+    const known = this.modRevisionOf(e.key);
+    if (known !== undefined && known >= e.modRevision) return;
+    const parsed = e.type === 'put' ? this.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.remove(e.key);
     if (parsed) {
       this.notify({
         kinds: new Set([parsed.kind]),

@@ -17,7 +17,7 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isSplitfleetError } from '../errors.js';
-import { classifyClaim, claimedRecord, quarantinedRecord, type ObservedSplit } from '../protocol/claims.js';
+import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type ObservedSplit } from '../protocol/claims.js';
 import { leaseKey, splitKey } from '../protocol/keys.js';
 import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
@@ -40,13 +40,15 @@ export class Worker {
   private namedAt = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
   /**
-   * Claims that lost, by split: the split and lease-key revisions they were
-   * based on. A claim loses because one of them moved since the view saw it;
+   * Claims that lost, by split: the view, split and lease-key revisions they
+   * were based on. A claim loses because one of them moved since the view saw it;
    * retrying on the same observation loses again at once, so while the watch
    * lags that would be a hot loop of doomed transactions. The watch event that
    * shows the move changes the basis and wakes reconciliation.
    */
   private readonly lostClaims = new Map<string, string>();
+  /** Orphaned lease keys being given back (see releaseOrphans). */
+  private readonly releasing = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -106,6 +108,39 @@ export class Worker {
       maxAttempts: this.config.maxAttempts,
     });
     for (const d of decisions) this.execute(d);
+    if (assignment) this.releaseOrphans(new Set(assignment));
+  }
+
+  /**
+   * Lease keys on this session's own lease with no lane behind them: a claim,
+   * or a lane's write, timed out but landed, so the claim's lane never opened
+   * or the lane's next write was fenced by its own stale revision and ended it
+   * as lost. The store still says we own the split, so nobody else may claim
+   * it; one we are not assigned would stay stranded for as long as this
+   * session lives. Give it back: owner cleared, lease key deleted, progress
+   * as committed, guarded like any lane write. (One we are assigned is
+   * reclaimed by the normal claim path.)
+   */
+  private releaseOrphans(assigned: ReadonlySet<string>): void {
+    for (const [id, lease] of this.view.leases) {
+      if (lease.lease !== this.session.leaseId || lease.rec.owner !== this.me) continue;
+      if (assigned.has(id) || this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id)) continue;
+      const seen = this.view.splits.get(id);
+      if (!seen || seen.rec.status !== 'runnable' || seen.rec.owner !== this.me || seen.rec.epoch !== lease.rec.epoch) continue;
+      this.releasing.add(id);
+      const sk = splitKey(this.view.prefix, id);
+      const lk = leaseKey(this.view.prefix, id);
+      this.log.warn({ split: id, epoch: seen.rec.epoch }, 'releasing a split held by this session with no lane behind it');
+      void withTimeout(
+        this.store.txn({
+          compares: [cmp.modRevision(sk, seen.modRevision), cmp.lease(lk, this.session.leaseId)],
+          success: [op.put(sk, encodeRecord('split', releasedRecord(seen.rec, this.me))), op.delete(lk)],
+        }),
+        this.config.opTimeoutMs, `release of orphaned split ${id}`, this.clock,
+      )
+        .catch(() => undefined)
+        .finally(() => this.releasing.delete(id));
+    }
   }
 
   private execute(d: ReconcileDecision): void {
@@ -135,7 +170,8 @@ export class Worker {
     const leaseOwner = this.view.leases.get(id)?.rec.owner;
     const c = classifyClaim(seen.rec, leaseOwner, this.me, this.config.maxAttempts);
     if (c.kind === 'unclaimable') return;
-    const basis = `${seen.modRevision}:${this.view.leases.get(id)?.modRevision ?? 0}`;
+    // The view's revision too: a lease key put and deleted again leaves the pair as it was.
+    const basis = `${this.view.revision}:${seen.modRevision}:${this.view.leases.get(id)?.modRevision ?? 0}`;
     if (this.lostClaims.get(id) === basis) return;
     this.lostClaims.delete(id);
     this.claiming.add(id);

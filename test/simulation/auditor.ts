@@ -1,0 +1,366 @@
+/**
+ * The auditor: a watch on the job's prefix from revision 1 records every
+ * change; the process facades attribute each revision to the process whose
+ * request made it (an unattributed revision is a lease expiry); the handlers
+ * write a ledger of processed units and of how each tenancy ended. `audit()`
+ * replays the history revision by revision and checks the properties:
+ *
+ * - no-loss: every committed progress step (a → b at epoch e) is covered by
+ *   units a+1..b processed by the tenancy of epoch e; with progress monotone
+ *   and ending at the split's size, every unit was processed at least once.
+ * - monotone: committed progress never goes backwards; a terminal record is
+ *   never rewritten; a split record is never deleted; epochs move by +1 only
+ *   on a claim.
+ * - one owner per epoch: each epoch is installed by exactly one claim, made by
+ *   the process it names; every later write at that epoch (commit, release,
+ *   complete) comes from that same incarnation; units are processed only by
+ *   the claimer of their epoch; a claim never lands over another owner's live
+ *   lease key; at every revision a live `lease.{id}` agrees with `split.{id}`
+ *   (owner, epoch, runnable) and hangs off a lease of the process it names.
+ * - fenced leader: spec, plan, assign and seeding writes come only from the
+ *   process holding the `leader` key at that revision; no split is named in
+ *   two assignment records at any revision.
+ * - bounded replay: per tenancy, units processed beyond its last committed
+ *   progress ≤ one commit interval; a cooperative drain replays nothing; per
+ *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
+ *   releases).
+ * - completion (checked by the caller when the run finished): every split
+ *   completed at its full size, no ephemeral key left behind.
+ *
+ * It reads records with JSON.parse, not the production codecs, so a codec
+ * bug cannot hide from it. It never writes.
+ */
+import type { MemoryStore } from '../../src/store/memory.js';
+import type { WatchEvent, WatchHandle } from '../../src/store/store.js';
+
+export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
+export interface HandlerExit { split: string; epoch: number; proc: string; how: string; progress: number; at: number }
+
+export interface Violation {
+  property: string;
+  message: string;
+  revision?: number;
+  context?: unknown;
+}
+
+export interface AuditStats {
+  revisions: number;
+  claims: number;
+  takeovers: number;
+  releases: number;
+  forcedReleases: number;
+  duplicates: number;
+  leaderTerms: number;
+}
+
+interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number; progress: unknown }
+interface LeaseRec { id: string; owner: string; epoch: number }
+interface Tenancy { epoch: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
+
+const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
+
+export class Auditor {
+  readonly changes: WatchEvent[] = [];
+  readonly units: LedgerUnit[] = [];
+  readonly exits: HandlerExit[] = [];
+  private readonly writers = new Map<number, { proc: string; what: string }>();
+  private readonly leaseProc = new Map<string, string>();
+  private readonly procInstance = new Map<string, string>();
+  private readonly handle: WatchHandle;
+
+  constructor(store: MemoryStore, readonly prefix: string) {
+    this.handle = store.watch(prefix, { fromRevision: 1, onEvent: (e) => this.changes.push(e) });
+  }
+
+  attribute(revision: number, proc: string, what: string): void {
+    this.writers.set(revision, { proc, what });
+  }
+
+  noteLease(id: string, proc: string): void {
+    this.leaseProc.set(id, proc);
+  }
+
+  noteProc(proc: string, instance: string): void {
+    this.procInstance.set(proc, instance);
+  }
+
+  unit(u: LedgerUnit): void {
+    this.units.push(u);
+  }
+
+  exit(e: HandlerExit): void {
+    this.exits.push(e);
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+
+  /** Replays the recorded history and returns every property violation (empty when all hold). */
+  audit(sizes: ReadonlyMap<string, number>, commitEvery: number): { violations: Violation[]; stats: AuditStats } {
+    const v: Violation[] = [];
+    const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0 };
+    const P = this.prefix;
+    const state = new Map<string, { value: string; lease?: string }>();
+    const tenancies = new Map<string, Tenancy[]>();
+    const tenancy = (id: string, epoch: number) => tenancies.get(id)?.find((t) => t.epoch === epoch);
+    // Units processed, by split and epoch: unit → processing procs.
+    const processed = new Map<string, Map<number, string[]>>();
+    for (const u of this.units) {
+      const k = `${u.split}\u0000${u.epoch}`;
+      let m = processed.get(k);
+      if (!m) processed.set(k, (m = new Map()));
+      m.set(u.unit, [...(m.get(u.unit) ?? []), u.proc]);
+    }
+    const instanceOf = (proc: string | undefined) => (proc === undefined ? undefined : this.procInstance.get(proc));
+
+    // Group the history by revision.
+    const byRev = new Map<number, WatchEvent[]>();
+    for (const c of this.changes) {
+      let g = byRev.get(c.modRevision);
+      if (!g) byRev.set(c.modRevision, (g = []));
+      g.push(c);
+    }
+    for (const [rev, group] of [...byRev].sort((a, b) => a[0] - b[0])) {
+      stats.revisions++;
+      const w = this.writers.get(rev);
+      const writer = w?.proc;
+      const fail = (property: string, message: string, context?: unknown) =>
+        v.push({ property, message, revision: rev, context: { writer: w, ...(context as object) } });
+      const leaderBefore = state.get(`${P}leader`);
+      const leaderProc = leaderBefore?.lease ? this.leaseProc.get(leaderBefore.lease) : undefined;
+      const guarded = (what: string) => {
+        if (!writer || writer !== leaderProc) fail('fenced-leader', `${what} written by ${writer ?? 'nobody'} while the leader key is held by ${leaderProc ?? 'nobody'}`);
+      };
+      const touched = new Set<string>();
+      let assignTouched = false;
+
+      for (const c of group) {
+        const rest = c.key.slice(P.length);
+        const dot = rest.indexOf('.');
+        const kind = dot < 0 ? rest : rest.slice(0, dot);
+        const id = dot < 0 ? '' : rest.slice(dot + 1);
+        const before = state.get(c.key);
+        switch (kind) {
+          case 'leader':
+            if (c.type === 'put') {
+              if (before) fail('fenced-leader', 'leader key overwritten while present');
+              const owner = c.lease ? this.leaseProc.get(c.lease) : undefined;
+              if (!owner || owner !== writer) fail('fenced-leader', `leader key put by ${writer} on lease of ${owner}`);
+              stats.leaderTerms++;
+            }
+            break;
+          case 'plan':
+            guarded('plan');
+            break;
+          case 'spec':
+            guarded(`spec.${id}`);
+            if (before) fail('monotone', `spec.${id} rewritten`);
+            break;
+          case 'assign':
+            guarded(`assign.${id}`);
+            assignTouched = true;
+            break;
+          case 'worker':
+            if (c.type === 'put') {
+              const owner = c.lease ? this.leaseProc.get(c.lease) : undefined;
+              if (instanceOf(writer) !== id || owner !== writer) fail('presence', `worker.${id} put by ${writer} on lease of ${owner}`);
+            }
+            break;
+          case 'lease':
+            touched.add(id);
+            if (c.type === 'put') {
+              const rec = JSON.parse(c.value!) as LeaseRec;
+              const owner = c.lease ? this.leaseProc.get(c.lease) : undefined;
+              if (!owner || owner !== writer || instanceOf(writer) !== rec.owner) {
+                fail('one-owner-per-epoch', `lease.${id} (owner ${rec.owner}) put by ${writer} on a lease of ${owner}`);
+              }
+              const splitPut = group.find((x) => x.key === `${P}split.${id}` && x.type === 'put');
+              if (!splitPut) fail('one-owner-per-epoch', `lease.${id} put without a claim of split.${id}`);
+            }
+            break;
+          case 'split': {
+            touched.add(id);
+            if (c.type === 'delete') {
+              fail('monotone', `split.${id} deleted`);
+              break;
+            }
+            const next = JSON.parse(c.value!) as SplitRec;
+            if (!before) {
+              guarded(`seeding split.${id}`);
+              if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable' || next.progress !== null) fail('monotone', `split.${id} created non-initial`, { next });
+              tenancies.set(id, []);
+              break;
+            }
+            const prev = JSON.parse(before.value) as SplitRec;
+            if (prev.status !== 'runnable') fail('monotone', `split.${id} rewritten after it became ${prev.status}`, { prev, next });
+            if (prog(next.progress) < prog(prev.progress)) fail('monotone', `split.${id} progress went back from ${prog(prev.progress)} to ${prog(next.progress)}`, { prev, next });
+            if (next.epoch === prev.epoch + 1) {
+              // A claim: installs a tenancy.
+              stats.claims++;
+              if (next.owner === '' || next.status !== 'runnable') fail('one-owner-per-epoch', `split.${id} epoch bumped without an owner`, { next });
+              if (instanceOf(writer) !== next.owner) fail('one-owner-per-epoch', `split.${id} claimed for ${next.owner} by ${writer}`);
+              const lease = state.get(`${P}lease.${id}`);
+              if (lease) {
+                const lr = JSON.parse(lease.value) as LeaseRec;
+                if (lr.owner !== next.owner) fail('one-owner-per-epoch', `split.${id} claimed by ${next.owner} over ${lr.owner}'s live lease key`);
+              }
+              const lk = group.find((x) => x.key === `${P}lease.${id}`);
+              if (!lk || lk.type !== 'put') fail('one-owner-per-epoch', `claim of split.${id} at epoch ${next.epoch} wrote no lease key`);
+              else {
+                const lr = JSON.parse(lk.value!) as LeaseRec;
+                if (lr.owner !== next.owner || lr.epoch !== next.epoch) fail('one-owner-per-epoch', `claim of split.${id}: lease key says ${lr.owner}@${lr.epoch}, record ${next.owner}@${next.epoch}`);
+              }
+              if (prog(next.progress) !== prog(prev.progress)) fail('monotone', `claim of split.${id} changed progress`);
+              const ts = tenancies.get(id) ?? [];
+              const last = ts[ts.length - 1];
+              const takeover = prev.owner !== '';
+              if (takeover) {
+                stats.takeovers++;
+                if (last && !last.end) last.end = 'taken-over';
+              }
+              ts.push({ epoch: next.epoch, proc: writer, revision: rev, resume: prog(prev.progress), last: prog(prev.progress), takeover });
+              tenancies.set(id, ts);
+            } else if (next.epoch === prev.epoch) {
+              if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1 && tenancy(id, prev.epoch)?.proc !== writer) {
+                // A claim that would reach max_attempts parks the split instead (an expired takeover).
+                const lease = state.get(`${P}lease.${id}`);
+                if (lease && (JSON.parse(lease.value) as LeaseRec).owner !== instanceOf(writer)) fail('one-owner-per-epoch', `split.${id} quarantined by ${writer} over a live lease key`);
+                const last = tenancies.get(id)?.at(-1);
+                if (last && !last.end) last.end = 'quarantined';
+              } else if (prev.owner !== '') {
+                const t = tenancy(id, prev.epoch);
+                if (!t || t.proc !== writer) {
+                  fail('one-owner-per-epoch', `split.${id} written at epoch ${prev.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { prev, next });
+                }
+                if (next.owner !== '' && next.owner !== prev.owner) fail('one-owner-per-epoch', `split.${id} owner changed without a claim`, { prev, next });
+                // No loss: the committed step is covered by this tenancy's processing.
+                const done = processed.get(`${id}\u0000${prev.epoch}`);
+                for (let u = prog(prev.progress) + 1; u <= prog(next.progress); u++) {
+                  if (!done?.get(u)?.includes(writer ?? '')) {
+                    fail('no-loss', `split.${id} committed unit ${u} at epoch ${prev.epoch} that its tenancy never processed`, { prev, next });
+                    break;
+                  }
+                }
+                if (t) {
+                  t.last = prog(next.progress);
+                  if (next.status === 'completed') t.end = 'completed';
+                  else if (next.status === 'quarantined') t.end = 'quarantined';
+                  else if (next.owner === '' && next.attempts === prev.attempts) t.end = 'released';
+                  else if (next.owner === '') t.end = 'failed';
+                }
+              } else if (next.status !== 'quarantined') {
+                fail('one-owner-per-epoch', `split.${id} written with no owner and no claim`, { prev, next });
+              }
+            } else {
+              fail('monotone', `split.${id} epoch moved from ${prev.epoch} to ${next.epoch}`);
+            }
+            break;
+          }
+          default:
+            fail('layout', `unexpected key ${c.key}`);
+        }
+      }
+
+      for (const c of group) {
+        if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
+        else state.delete(c.key);
+      }
+
+      // Coherence at this revision: a live lease key agrees with its split record.
+      for (const id of touched) {
+        const lease = state.get(`${P}lease.${id}`);
+        if (!lease) continue;
+        const lr = JSON.parse(lease.value) as LeaseRec;
+        const split = state.get(`${P}split.${id}`);
+        const sr = split && (JSON.parse(split.value) as SplitRec);
+        if (!sr || sr.status !== 'runnable' || sr.owner !== lr.owner || sr.epoch !== lr.epoch) {
+          fail('one-owner-per-epoch', `lease.${id} names ${lr.owner}@${lr.epoch} but split.${id} is ${sr ? `${sr.status} ${sr.owner || '(no owner)'}@${sr.epoch}` : 'missing'}`);
+        }
+      }
+      if (assignTouched) {
+        const named = new Map<string, string>();
+        for (const [key, kv] of state) {
+          if (!key.startsWith(`${P}assign.`)) continue;
+          const rec = JSON.parse(kv.value) as { instance: string; splits: string[] };
+          for (const s of rec.splits) {
+            const other = named.get(s);
+            if (other !== undefined) fail('assigned-once', `split ${s} named in assign.${other} and assign.${rec.instance}`);
+            named.set(s, rec.instance);
+          }
+        }
+      }
+    }
+
+    // Processing happens only inside a tenancy, by its claimer.
+    for (const u of this.units) {
+      const t = tenancy(u.split, u.epoch);
+      if (!t || t.proc !== u.proc) {
+        v.push({ property: 'one-owner-per-epoch', message: `${u.proc} processed ${u.split}#${u.unit} at epoch ${u.epoch}, claimed by ${t?.proc ?? 'nobody'}` });
+      }
+    }
+
+    // Bounded replay.
+    const exitOf = new Map(this.exits.map((e) => [`${e.split}\u0000${e.epoch}\u0000${e.proc}`, e.how]));
+    for (const [id, ts] of tenancies) {
+      let causes = 0;
+      for (const t of ts) {
+        const done = processed.get(`${id}\u0000${t.epoch}`);
+        const maxUnit = done ? Math.max(...done.keys()) : t.resume;
+        const tail = Math.max(0, maxUnit - t.last);
+        const how = exitOf.get(`${id}\u0000${t.epoch}\u0000${t.proc}`);
+        if (tail > commitEvery) {
+          v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: ${tail} units processed past the last commit (commit interval ${commitEvery})`, context: { tenancy: t, exit: how } });
+        }
+        if (how === 'drained' && t.end === 'released' && tail > 0) {
+          v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: a cooperative drain left ${tail} units uncommitted`, context: { tenancy: t } });
+        }
+        if (t.takeover) causes++;
+        if (t.end === 'released') {
+          stats.releases++;
+          if (how !== 'drained') {
+            causes++;
+            stats.forcedReleases++;
+          }
+        }
+      }
+      let dups = 0;
+      const counts = new Map<number, number>();
+      for (const t of ts) for (const [u, procs] of processed.get(`${id}\u0000${t.epoch}`) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
+      for (const n of counts.values()) dups += n - 1;
+      stats.duplicates += dups;
+      if (dups > commitEvery * causes) {
+        v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases)` });
+      }
+      const size = sizes.get(id);
+      for (const u of counts.keys()) {
+        if (size === undefined || u < 1 || u > size) v.push({ property: 'no-loss', message: `split.${id}: processed unit ${u} outside 1..${size}` });
+      }
+    }
+    return { violations: v, stats };
+  }
+
+  /** Final-state checks once every live coordinator reported 'complete' and leases had time to lapse. */
+  finalState(sizes: ReadonlyMap<string, number>): Violation[] {
+    const v: Violation[] = [];
+    const state = new Map<string, string>();
+    for (const c of this.changes) {
+      if (c.type === 'put') state.set(c.key, c.value!);
+      else state.delete(c.key);
+    }
+    for (const [id, size] of sizes) {
+      const raw = state.get(`${this.prefix}split.${id}`);
+      const rec = raw && (JSON.parse(raw) as SplitRec);
+      if (!rec || rec.status !== 'completed' || prog(rec.progress) !== size) {
+        v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status} at ${JSON.stringify(rec.progress)}` : 'missing'} (size ${size})` });
+      }
+    }
+    for (const key of state.keys()) {
+      const rest = key.slice(this.prefix.length);
+      if (rest === 'leader' || rest.startsWith('worker.') || rest.startsWith('lease.')) {
+        v.push({ property: 'completion', message: `ephemeral key ${key} outlived the fleet` });
+      }
+    }
+    return v;
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * Schedules: what one simulated run does (the job, the knobs, the fleet, and
+ * a sequence of faults), the fast-check arbitrary that generates them, and
+ * `runSchedule`, which plays one on a fresh `Fleet` and returns every
+ * violation the auditor and the completion check find.
+ *
+ * A run: start the fleet; for each step, let `gapMs` of virtual time pass and
+ * inject the fault; then calm down (resume the paused, end delays, bring a
+ * member back if none is left, restart crashed ones if the schedule says so)
+ * and give the fleet up to `QUIET_MS` of virtual time to finish. Every live
+ * coordinator's `done` must resolve 'complete'; then leases get time to lapse
+ * and the final state is checked.
+ */
+import fc from 'fast-check';
+import { prng } from '../../src/demo/synthetic.js';
+import type { Violation, AuditStats } from './auditor.js';
+import type { Txn } from '../../src/store/store.js';
+import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
+
+export type Fault =
+  | { kind: 'crash'; target: number }
+  | { kind: 'restart'; target: number }
+  | { kind: 'pause'; target: number; tenths: number }
+  | { kind: 'leaderKill' }
+  | { kind: 'leaderPause'; tenths: number }
+  | { kind: 'join' }
+  | { kind: 'leave'; target: number }
+  | { kind: 'expire'; target: number }
+  | { kind: 'delay'; target: number; latencyMs: number; durationMs: number }
+  | { kind: 'slow'; target: number; latencyMs: number; durationMs: number };
+
+export interface Schedule {
+  seed: number;
+  fleet: number;
+  splits: number;
+  maxUnits: number;
+  commitEvery: number;
+  unitMs: number;
+  leaseSeconds: number;
+  rebalanceDelayMs: number;
+  drainDeadlineMs: number;
+  reconcileIntervalMs: number;
+  /** Lane budgets, by instance number (mod length). */
+  lanes: number[];
+  /** Drain behaviours, by instance number (mod length). */
+  drains: DrainBehaviour[];
+  steps: { gapMs: number; fault: Fault }[];
+  /** Restart every crashed (or departed) instance id when the faults end. */
+  restartAtEnd: boolean;
+}
+
+/** Most members alive at once ("fleet sizes 2–6"). */
+export const MAX_FLEET = 6;
+/** Virtual time the fleet gets after the faults to finish the job. */
+export const QUIET_MS = 30 * 60_000;
+const OP_TIMEOUT_MS = 200;
+
+const target = fc.nat({ max: 63 });
+const fault: fc.Arbitrary<Fault> = fc.oneof(
+  { arbitrary: fc.record({ kind: fc.constant('crash' as const), target }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('restart' as const), target }), weight: 2 },
+  // tenths of a lease: 1..30 → 0.1 to 3 leases (past the lease from 11 up).
+  { arbitrary: fc.record({ kind: fc.constant('pause' as const), target, tenths: fc.integer({ min: 1, max: 30 }) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('leaderKill' as const) }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('leaderPause' as const), tenths: fc.integer({ min: 5, max: 30 }) }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('join' as const) }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('leave' as const), target }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('expire' as const), target }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('delay' as const), target,
+      latencyMs: fc.integer({ min: 1, max: 3000 }), durationMs: fc.integer({ min: 100, max: 8000 }),
+    }),
+    weight: 2,
+  },
+  {
+    // Round trips up to 4 × opTimeoutMs: answers time out while their writes land.
+    arbitrary: fc.record({
+      kind: fc.constant('slow' as const), target,
+      latencyMs: fc.integer({ min: 1, max: 4 * OP_TIMEOUT_MS }), durationMs: fc.integer({ min: 100, max: 6000 }),
+    }),
+    weight: 2,
+  },
+);
+
+export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
+  seed: fc.integer({ min: 0, max: 0x7fffffff }),
+  fleet: fc.integer({ min: 2, max: MAX_FLEET }),
+  splits: fc.integer({ min: 5, max: 60 }),
+  maxUnits: fc.integer({ min: 1, max: 8 }),
+  commitEvery: fc.integer({ min: 1, max: 3 }),
+  unitMs: fc.integer({ min: 50, max: 800 }),
+  leaseSeconds: fc.integer({ min: 1, max: 3 }),
+  rebalanceDelayMs: fc.oneof(fc.constant(0), fc.integer({ min: 50, max: 5000 })),
+  drainDeadlineMs: fc.integer({ min: OP_TIMEOUT_MS, max: 4000 }),
+  reconcileIntervalMs: fc.integer({ min: 300, max: 5000 }),
+  lanes: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 4 }),
+  drains: fc.array(fc.constantFrom<DrainBehaviour>('cooperate', 'decline', 'slow', 'ignore'), { minLength: 1, maxLength: 4 }),
+  steps: fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault }), { maxLength: 20 }),
+  restartAtEnd: fc.boolean(),
+});
+
+/**
+ * Deliberately broken coordinators, to show the auditor has teeth:
+ * - 'unfenced-commit': a lane's commit/release/complete drops its guards
+ *   (split revision, own lease key), so a zombie's write lands;
+ * - 'claim-unguarded': a claim drops its guards (record revision, lease key
+ *   absent or its own), so two can take one split, or take it from a live owner;
+ * - 'leader-unguarded': leader writes drop the leadership guard, so a deposed
+ *   leader's writes land.
+ */
+export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
+  'unfenced-commit': (txn) => {
+    const writesSplit = txn.success.some((o) => o.op === 'put' && o.key.includes('/split.'));
+    const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
+    return writesSplit && !writesLease ? { ...txn, compares: txn.compares.filter((c) => !c.key.includes('/split.') && !c.key.includes('/lease.')) } : txn;
+  },
+  'claim-unguarded': (txn) => {
+    const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
+    return writesLease ? { ...txn, compares: [] } : txn;
+  },
+  'leader-unguarded': (txn) => ({ ...txn, compares: txn.compares.filter((c) => !(c.key.endsWith('/leader') && c.target === 'modRevision')) }),
+};
+
+export interface RunResult {
+  violations: Violation[];
+  /** Faults that hit something while splits were still runnable. */
+  faultsDuringWork: number;
+  stats: AuditStats;
+  virtualMs: number;
+  events: string[];
+  procs: string[];
+}
+
+function splitsOf(s: Schedule): FleetSplit[] {
+  const rnd = prng(s.seed);
+  const width = String(s.splits - 1).length;
+  return Array.from({ length: s.splits }, (_, i) => ({ id: `s-${String(i).padStart(width, '0')}`, units: 1 + Math.floor(rnd() * s.maxUnits) }));
+}
+
+const num = (instance: string) => Number(instance.slice(1));
+
+/** Plays one schedule on a fresh fleet. */
+export async function runSchedule(
+  s: Schedule,
+  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: keyof typeof MUTANTS } = {},
+): Promise<RunResult> {
+  const splits = splitsOf(s);
+  const leaseMs = s.leaseSeconds * 1000;
+  const fleet = new Fleet({
+    job: 'sim',
+    splits,
+    knobs: {
+      leaseDurationMs: leaseMs,
+      opTimeoutMs: OP_TIMEOUT_MS,
+      rebalanceDelayMs: s.rebalanceDelayMs,
+      drainDeadlineMs: s.drainDeadlineMs,
+      reconcileIntervalMs: s.reconcileIntervalMs,
+      // Crashes consume delivery attempts; the run must not quarantine for that.
+      maxAttempts: 1000,
+    },
+    maxInFlight: (instance) => s.lanes[num(instance) % s.lanes.length]!,
+    handler: (instance) => ({
+      unitMs: s.unitMs,
+      commitEvery: s.commitEvery,
+      drain: s.drains[num(instance) % s.drains.length]!,
+      slowDrainMs: Math.floor(s.drainDeadlineMs * 0.75),
+    }),
+    ...(options.engine ? { engine: options.engine } : {}),
+    ...(options.trace ? { trace: true } : {}),
+    ...(options.mutant ? { mutate: MUTANTS[options.mutant]! } : {}),
+  });
+  let nextId = 0;
+  const newInstance = () => `w${nextId++}`;
+  for (let i = 0; i < s.fleet; i++) fleet.start(newInstance());
+  await fleet.advance(0);
+
+  const pick = (ps: SimProcess[], t: number): SimProcess | undefined => (ps.length === 0 ? undefined : ps[t % ps.length]);
+  // Ids that may run again: every incarnation crashed or stopped (a leaving one still holds its presence key).
+  const restartable = () => {
+    const busy = new Set(fleet.procs.filter((p) => p.state !== 'crashed' && p.state !== 'stopped' && p.state !== 'exited').map((p) => p.instance));
+    return [...new Set(fleet.procs.filter((p) => !busy.has(p.instance)).map((p) => p.instance))];
+  };
+  const running = () => fleet.live.filter((p) => p.state === 'running' && !p.paused);
+
+  let faultsDuringWork = 0;
+  for (const { gapMs, fault: f } of s.steps) {
+    await fleet.advance(gapMs);
+    const before = fleet.events.length;
+    switch (f.kind) {
+      case 'crash': {
+        const p = pick(fleet.live, f.target);
+        if (p) fleet.crash(p);
+        break;
+      }
+      case 'restart': {
+        const id = restartable()[f.target % Math.max(1, restartable().length)];
+        if (id !== undefined && fleet.live.length < MAX_FLEET) fleet.start(id);
+        break;
+      }
+      case 'pause': {
+        const p = pick(running(), f.target);
+        if (p) fleet.pause(p, Math.round((leaseMs * f.tenths) / 10));
+        break;
+      }
+      case 'leaderKill': {
+        const p = fleet.leader;
+        if (p) fleet.crash(p);
+        break;
+      }
+      case 'leaderPause': {
+        const p = fleet.leader;
+        if (p && !p.paused) fleet.pause(p, Math.round((leaseMs * f.tenths) / 10));
+        break;
+      }
+      case 'join':
+        if (fleet.live.length < MAX_FLEET) fleet.start(newInstance());
+        break;
+      case 'leave': {
+        const p = pick(running(), f.target);
+        if (p) fleet.leave(p);
+        break;
+      }
+      case 'expire': {
+        const p = pick(running(), f.target);
+        if (p) fleet.expireLeases(p);
+        break;
+      }
+      case 'delay': {
+        const p = pick(fleet.live, f.target);
+        if (p) fleet.delay(p, f.latencyMs, f.durationMs);
+        break;
+      }
+      case 'slow': {
+        const p = pick(fleet.live, f.target);
+        if (p) fleet.slowLink(p, f.latencyMs, f.durationMs);
+        break;
+      }
+    }
+    if (fleet.events.length > before && fleet.live.some((p) => p.verdict === undefined)) faultsDuringWork++;
+    await fleet.advance(0);
+  }
+
+  // Faults stop.
+  await fleet.calm();
+  if (s.restartAtEnd) for (const id of restartable()) if (fleet.live.length < MAX_FLEET) fleet.start(id);
+  if (fleet.live.length === 0) fleet.start(restartable()[0] ?? newInstance());
+  await fleet.advance(0);
+
+  const violations: Violation[] = [];
+  const settled = () =>
+    fleet.pendingRestarts === 0 && fleet.procs.every((p) => p.state !== 'starting' && p.state !== 'running' && p.state !== 'stopping');
+  const finished = await fleet.advance(QUIET_MS, settled);
+  if (!finished) {
+    violations.push({ property: 'completion', message: `the fleet did not finish within ${QUIET_MS} ms of quiet virtual time`, context: fleet.describe() });
+  }
+  for (const p of fleet.procs) {
+    if (p.state === 'failed') violations.push({ property: 'completion', message: `${p.id} failed: ${(p.error as Error)?.message ?? String(p.error)}` });
+    if (p.state === 'done' && p.verdict !== 'complete') violations.push({ property: 'completion', message: `${p.id} finished '${p.verdict}'` });
+  }
+  const sizes = new Map(splits.map((x) => [x.id, x.units]));
+  if (finished) {
+    // Let crashed processes' leases lapse, then nothing ephemeral may remain.
+    await fleet.advance(2 * leaseMs + 1000);
+    violations.push(...fleet.auditor.finalState(sizes));
+  }
+  for (const l of fleet.livelocks) violations.push({ property: 'liveness', message: `hot loop: ${l}` });
+  const virtualMs = fleet.clock.now();
+  await flushAll(fleet);
+  options.inspect?.(fleet);
+  const audit = fleet.auditor.audit(sizes, s.commitEvery);
+  violations.push(...audit.violations);
+  await fleet.auditor.close();
+  await fleet.store.close();
+  return { violations, faultsDuringWork, stats: audit.stats, virtualMs, events: fleet.events, procs: fleet.describe() };
+}
+
+async function flushAll(fleet: Fleet): Promise<void> {
+  await fleet.advance(0);
+}
