@@ -302,12 +302,14 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       const before = (await ctx.store.get(leaderKey(ctx.prefix)))!;
       const gen = (await ctx.read('leader', leaderKey(ctx.prefix)))!.generation;
       await ctx.store.revokeLease(before.lease!);
-      await waitUntil('the old leader to notice', () => !leader.isLeader);
+      // The old leader's session is lost; it rejoins with a fresh lease and may win the next
+      // term itself, so "deposed" means: its old term is over and any term it holds is new.
       const rec = await waitUntil('a leader at a higher generation', async () => {
         const r = await ctx.read('leader', leaderKey(ctx.prefix));
         return r && r.generation > gen ? r : undefined;
       });
       expect(rec.generation).toBe(gen + 1);
+      await waitUntil('the old leader to lead only under the new term', () => !leader.isLeader || rec.instance === leader.instance);
       await waitUntil('the plan generation bumped', async () => (await ctx.read('plan', planKey(ctx.prefix)))?.generation === gen + 1);
       const res = await ctx.store.txn({ compares: [cmp.modRevision(leaderKey(ctx.prefix), before.modRevision)], success: [op.put(planKey(ctx.prefix), 'clobbered')] });
       expect(res.won).toBe(false);
