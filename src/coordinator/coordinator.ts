@@ -139,7 +139,7 @@ export class Coordinator {
   async start(): Promise<void> {
     this.view.onChange((change) => {
       this.leader?.onViewChange(change);
-      this.worker?.schedule();
+      if (this.worker?.concerns(change)) this.worker.schedule();
       this.checkCompletion();
       if (change.kinds.has('worker') && change.ids.has(this.config.instance) && this.session?.alive) {
         this.checkPresence();

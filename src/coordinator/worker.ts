@@ -28,7 +28,7 @@ import type { Metrics } from './metrics.js';
 import type { Session } from './session.js';
 import { withTimeout } from './timeout.js';
 import type { SplitHandler } from './types.js';
-import type { JobView } from './view.js';
+import type { JobView, ViewChange } from './view.js';
 
 export class Worker {
   readonly lanes = new Map<string, Lane>();
@@ -64,6 +64,32 @@ export class Worker {
   get me(): string {
     return this.config.instance;
   }
+
+  /**
+   * Whether a batch of view changes can change this worker's decisions: its
+   * own assignment record, or a record, lease key or spec of a split it is
+   * named for or holds. Other members' traffic is not ours to reconcile on;
+   * reacting to every event in the job made reconciliation cost events ×
+   * lanes × members (a 10k-split, 20-member fleet settled in 135 s instead
+   * of 30 s).
+   */
+  concerns(change: ViewChange): boolean {
+    if (change.all) return true;
+    if (change.kinds.has('assign') && change.ids.has(this.me)) return true;
+    if (!change.kinds.has('split') && !change.kinds.has('lease') && !change.kinds.has('spec')) return false;
+    const assign = this.view.assigns.get(this.me);
+    if (assign !== this.namedFor) {
+      this.namedFor = assign;
+      this.named = new Set(assign?.rec.splits ?? []);
+    }
+    for (const id of change.ids) {
+      if (this.named.has(id) || this.lanes.has(id) || this.claiming.has(id)) return true;
+    }
+    return false;
+  }
+
+  private namedFor: JobView['assigns'] extends Map<string, infer V> ? V | undefined : never;
+  private named = new Set<string>();
 
   /** Coalesces reconciliation onto one microtask. */
   schedule(): void {
