@@ -196,6 +196,9 @@ describe('rebalance delay', () => {
       const s = await readJob(store, prefix);
       return [...own.keys()].every((id) => s.leases.get(id)?.owner === 'w2' && s.splits.get(id)!.epoch === own.get(id)! + 1);
     }, { timeoutMs: 30_000, explain: () => again.stderr });
+    // The store shows the claims before the process's stdout (the ledger) has been read.
+    await waitUntil('the restarted w2 to report its claims', () =>
+      [...own].every(([id, epoch]) => ledger.claimed(id, epoch + 1) !== undefined), { timeoutMs: 10_000 });
     const end = await recorder.sync();
 
     // It really went away (its presence expired) and came back.
