@@ -153,7 +153,8 @@ describe('record codecs', () => {
   });
 
   const id = fc.string({ minLength: 1, maxLength: 12 }).filter((s) => idProblem(s) === undefined);
-  const json = fc.jsonValue() as fc.Arbitrary<never>;
+  // fc.jsonValue may yield -0, which JSON text cannot carry (it reads back as 0): normalise through JSON.
+  const json = fc.jsonValue().map((x) => JSON.parse(JSON.stringify(x))) as fc.Arbitrary<never>;
 
   test.prop([id, fc.nat(), fc.constantFrom('runnable', 'completed', 'quarantined'), id, fc.nat(), json,
     fc.option(fc.string(), { nil: undefined })])(
