@@ -11,7 +11,7 @@
  *   lease duration (past that point the lease may have expired unseen).
  *   Declared loss is final for this session; the coordinator opens another.
  * - `worker.{instance}` is created under the lease. An existing presence key
- *   of another run is waited out for one lease duration (a restart after a
+ *   of another run is waited out for up to two lease durations (a restart after a
  *   crash); one still renewed after that belongs to a live duplicate, which
  *   is fatal (DUPLICATE_INSTANCE).
  */
@@ -47,7 +47,7 @@ export class Session {
 
   /**
    * Grants the lease and creates the presence key, waiting out a previous
-   * run's key for at most one lease duration.
+   * run's key for at most two lease durations.
    */
   static async open(store: Store, config: Config, clock: Clock, prefix: string): Promise<Session> {
     const ttl = Math.round(config.leaseDurationMs / 1000);
@@ -80,7 +80,10 @@ export class Session {
 
   private async createPresence(): Promise<void> {
     const key = this.presenceKey;
-    const deadline = this.clock.now() + this.config.leaseDurationMs + this.config.opTimeoutMs;
+    // A crashed predecessor's last renewal may still be in flight and land after we start,
+    // extending its lease by up to one more lease duration: only a key kept alive past two
+    // lease durations is a live duplicate (the deterministic simulation found the tighter bound).
+    const deadline = this.clock.now() + 2 * this.config.leaseDurationMs + this.config.opTimeoutMs;
     let firstSeenLease: string | undefined;
     for (;;) {
       const res = await withTimeout(
@@ -99,7 +102,7 @@ export class Session {
         throw new SplitfleetError(
           'DUPLICATE_INSTANCE',
           `instance "${this.config.instance}" is already running: ${key} has been kept alive for longer than ` +
-            `leaseDurationMs (${this.config.leaseDurationMs} ms) by another process; instance ids must be unique`,
+            `two lease durations (2 × ${this.config.leaseDurationMs} ms) by another process; instance ids must be unique`,
         );
       }
       await sleep(this.clock, Math.min(500, this.config.leaseDurationMs / 6));

@@ -119,6 +119,16 @@ const found: Record<string, Schedule> = {
       { gapMs: 0, fault: { kind: 'pause', target: 0, tenths: 1 } },
     ],
   },
+  // A crashed member's last renewal, slowed in flight, landed after its restart began and
+  // kept the old presence key alive past one lease: the restart was refused as a duplicate.
+  'a restart is not a duplicate while the crashed run\'s last renewal is still in flight': {
+    seed: 0, fleet: 2, splits: 5, maxUnits: 1, commitEvery: 1, unitMs: 50, leaseSeconds: 1, rebalanceDelayMs: 50,
+    drainDeadlineMs: 200, reconcileIntervalMs: 300, lanes: [1], drains: ['cooperate'], restartAtEnd: true,
+    steps: [
+      { gapMs: 61, fault: { kind: 'slow', target: 0, latencyMs: 668, durationMs: 806 } },
+      { gapMs: 805, fault: { kind: 'crash', target: 0 } },
+    ],
+  },
 };
 
 describe('schedules that found defects', () => {
