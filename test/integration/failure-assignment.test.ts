@@ -9,10 +9,11 @@
  *     and claims nothing, even with a free lane and a free split in sight.
  * In-process coordinators (one EtcdStore each) on a real etcd.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import type { EtcdStore } from '../../src/store/etcd.js';
+import type { EtcdHandle } from '../etcd/harness.js';
+import { useEtcdFleet } from '../support/etcd-fleet.js';
 import {
   AssignmentFaults, FAST, Ledger, Recorder, counterValue, heldBy, isSettled, readJob, startInProcess, takeLeadership, waitUntil,
   type InProcessMember, type JobState,
@@ -22,16 +23,9 @@ let etcd: EtcdHandle;
 let store: EtcdStore;
 const open: InProcessMember[] = [];
 
-beforeAll(async () => {
-  etcd = await startEtcd();
-  store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((m) => m.close()));
-});
-afterAll(async () => {
-  await store?.close();
-  await etcd?.stop();
+useEtcdFleet(open, (s, e) => {
+  store = s;
+  etcd = e;
 });
 
 function base(job: string, splits: number) {

@@ -10,15 +10,16 @@
  *     changes only through epoch bumps, and no two tenancies commit at one epoch.
  * In-process coordinators on a real etcd.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
 import { silentLogger } from '../../src/coordinator/log.js';
 import { Metrics } from '../../src/coordinator/metrics.js';
 import { publishAssignments } from '../../src/coordinator/publish.js';
 import { jobPrefix, leaderKey } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import type { EtcdStore } from '../../src/store/etcd.js';
 import { cmp } from '../../src/store/store.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import type { EtcdHandle } from '../etcd/harness.js';
+import { useEtcdFleet } from '../support/etcd-fleet.js';
 import {
   FAST, Ledger, Recorder, counterValue, fenceProblems, heldBy, isSettled, readJob, startInProcess, takeLeadership, waitUntil,
   type InProcessMember,
@@ -29,16 +30,9 @@ let etcd: EtcdHandle;
 let store: EtcdStore;
 const open: InProcessMember[] = [];
 
-beforeAll(async () => {
-  etcd = await startEtcd();
-  store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((m) => m.close()));
-});
-afterAll(async () => {
-  await store?.close();
-  await etcd?.stop();
+useEtcdFleet(open, (s, e) => {
+  store = s;
+  etcd = e;
 });
 
 async function settledPair(job: string, ledger: Ledger): Promise<{ w0: InProcessMember; w1: InProcessMember; recorder: Recorder }> {

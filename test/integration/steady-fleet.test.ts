@@ -6,10 +6,11 @@
  * committing progress, and not one assignment record is written.
  * In-process coordinators on a real etcd.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import type { EtcdStore } from '../../src/store/etcd.js';
+import type { EtcdHandle } from '../etcd/harness.js';
+import { useEtcdFleet } from '../support/etcd-fleet.js';
 import {
   FAST, Ledger, Recorder, counterValue, isSettled, readJob, startInProcess, waitUntil, type InProcessMember,
 } from '../support/failure-helpers.js';
@@ -18,16 +19,9 @@ let etcd: EtcdHandle;
 let store: EtcdStore;
 const open: InProcessMember[] = [];
 
-beforeAll(async () => {
-  etcd = await startEtcd();
-  store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((m) => m.close()));
-});
-afterAll(async () => {
-  await store?.close();
-  await etcd?.stop();
+useEtcdFleet(open, (s, e) => {
+  store = s;
+  etcd = e;
 });
 
 describe('a steady fleet', () => {
