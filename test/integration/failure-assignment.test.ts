@@ -160,7 +160,11 @@ describe('no assignment record at all', () => {
     await waitUntil('the fleet to settle again under an elected leader', async () => {
       const s = await readJob(store, prefix);
       return isSettled(s, ['w0', 'w1'], 8) && s.leader?.rec.instance !== 'rogue-leader';
-    }, { timeoutMs: 15_000 });
+    }, {
+      // Bounded wait, generous for a loaded 2-core CI box (it once ran out at 15 s beside the chaos suite).
+      timeoutMs: 30_000,
+      explain: () => ({ w0: w0.coordinator.isLeader, w1: w1.coordinator.isLeader, held0: w0.coordinator.held, held1: w1.coordinator.held, free }),
+    });
     const after = await readJob(store, prefix);
     expect(after.assigns.get('w0')!.generation).toBeGreaterThan(rogue.generation);
     expect(after.leases.has(free)).toBe(true);
