@@ -1,0 +1,688 @@
+#!/usr/bin/env node
+/**
+ * The fleet at scale (issue 10, item 7): a final plan of `--splits` splits,
+ * `--members` members hosted in `--hosts` processes, `--lanes` lanes each,
+ * handlers of about `--handler-seconds` committing every `--commit-every-ms`,
+ * on a throwaway loopback etcd. Measurements, not assertions.
+ *
+ * One run, in order:
+ *   1. etcd starts (8 GiB quota; etcd's periodic auto-compaction when
+ *      `--compaction on`);
+ *   2. the leader process (one coordinator) starts alone, wins the election
+ *      and seeds the plan: time to seed = leader process spawned → the `plan`
+ *      record final with planned == splits (watched here);
+ *   3. the host processes start their members (`--start-concurrency` at a
+ *      time per process), until every member's coordinator has started;
+ *   4. the probe process (one coordinator, alone) starts: its start-up is
+ *      process start → its first handler;
+ *   5. `--warmup-s`, then the steady window of `--duration-s`, between two
+ *      phase marks sent to every process over IPC (fleet-host.ts reports the
+ *      counters, CPU, event-loop delay and RSS of each phase);
+ *   6. every process is stopped, etcd too.
+ * Before the main run, a baseline run at `--baseline-splits` (default 10k)
+ * with the same fleet measures the same figures, for the 1M / 10k ratios of
+ * the probe's figures and the leader's RSS per split.
+ *
+ * stdout: a table, then one JSON summary line. Progress goes to stderr.
+ * Only 127.0.0.1 is used; every child is killed if this process stops, and
+ * exits by itself at the run's deadline or if this process goes away.
+ *
+ * Usage: npm run build && npm run bench:fleet -- [--splits 1000000] [--members 200] [--hosts 4]
+ *   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
+ *   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
+ *   [--baseline-duration-s 60] [--warmup-s 15] [--start-concurrency 8] [--knobs JSON]
+ *   [--seed 1] [--timeout-s 900] [--json FILE]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CONFIG_DEFAULTS, EtcdStore, jobPrefix, type WatchHandle } from '../src/index.js';
+import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
+import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
+
+const HOST = fileURLToPath(new URL('./fleet-host.js', import.meta.url));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const log = (msg: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Every child spawned, killed if this process stops. */
+const children = new Set<ChildProcess>();
+const killAll = () => {
+  for (const c of children) c.kill('SIGKILL');
+};
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    log(`${sig}: stopping every child and etcd`);
+    process.exit(130); // the 'exit' handlers kill the children and etcd (bench/etcd.ts)
+  });
+}
+
+// ---- options -------------------------------------------------------------------
+
+interface Options {
+  splits: number;
+  members: number;
+  hosts: number;
+  lanes: number;
+  handlerMs: number;
+  commitEveryMs: number;
+  durationS: number;
+  compaction: 'off' | 'on' | 'both';
+  compactionRetention: string;
+  baselineSplits: number;
+  baselineDurationS: number;
+  warmupS: number;
+  startConcurrency: number;
+  knobs: Record<string, number>;
+  seed: number;
+  timeoutS: number;
+  json: string | undefined;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      splits: { type: 'string', default: '1000000' },
+      members: { type: 'string', default: '200' },
+      hosts: { type: 'string', default: '4' },
+      lanes: { type: 'string', default: '4' },
+      'handler-seconds': { type: 'string', default: '10' },
+      'commit-every-ms': { type: 'string', default: '1000' },
+      'duration-s': { type: 'string', default: '120' },
+      compaction: { type: 'string', default: 'both' },
+      // Short, so that several compactions land inside the window (etcd's periodic mode compacts
+      // every retention period, to the revision of one period ago).
+      'compaction-retention': { type: 'string', default: '15s' },
+      'baseline-splits': { type: 'string', default: '10000' },
+      'baseline-duration-s': { type: 'string' },
+      'warmup-s': { type: 'string' },
+      'start-concurrency': { type: 'string', default: '8' },
+      knobs: { type: 'string', default: '{}' },
+      seed: { type: 'string', default: '1' },
+      'timeout-s': { type: 'string', default: '900' },
+      json: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const num = (name: string, v: string | undefined, min: number): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: must be a number ≥ ${min} (got ${v})`);
+    return n;
+  };
+  const compaction = values.compaction;
+  if (compaction !== 'off' && compaction !== 'on' && compaction !== 'both') throw new Error(`--compaction: off, on or both (got ${compaction})`);
+  const knobs = JSON.parse(values.knobs) as Record<string, number>;
+  const handlerMs = Math.round(num('handler-seconds', values['handler-seconds'], 0.1) * 1000);
+  const durationS = num('duration-s', values['duration-s'], 5);
+  const o: Options = {
+    splits: Math.round(num('splits', values.splits, 1)),
+    members: Math.round(num('members', values.members, 1)),
+    hosts: Math.round(num('hosts', values.hosts, 1)),
+    lanes: Math.round(num('lanes', values.lanes, 1)),
+    handlerMs,
+    commitEveryMs: Math.round(num('commit-every-ms', values['commit-every-ms'], 10)),
+    durationS,
+    compaction,
+    compactionRetention: values['compaction-retention'],
+    baselineSplits: Math.round(num('baseline-splits', values['baseline-splits'], 0)),
+    baselineDurationS: values['baseline-duration-s'] !== undefined ? num('baseline-duration-s', values['baseline-duration-s'], 5) : Math.min(durationS, 60),
+    warmupS: values['warmup-s'] !== undefined ? num('warmup-s', values['warmup-s'], 0) : handlerMs / 1000 + 5,
+    startConcurrency: Math.round(num('start-concurrency', values['start-concurrency'], 1)),
+    knobs,
+    seed: Math.round(num('seed', values.seed, 0)),
+    timeoutS: num('timeout-s', values['timeout-s'], 30),
+    json: values.json,
+  };
+  if (o.hosts > o.members) throw new Error(`--hosts (${o.hosts}) must not exceed --members (${o.members})`);
+  return o;
+}
+
+const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000] [--members 200] [--hosts 4]
+  [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
+  [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
+  [--baseline-duration-s 60] [--warmup-s handler+5] [--start-concurrency 8] [--knobs JSON]
+  [--seed 1] [--timeout-s 900] [--json FILE]`;
+
+// ---- child processes -----------------------------------------------------------
+
+interface Line { t: number; ev: string; [k: string]: any }
+
+class Child {
+  readonly lines: Line[] = [];
+  readonly proc: ChildProcess;
+  readonly spawnedAt = Date.now();
+  private partial = '';
+  stderr = '';
+  exited: string | undefined;
+
+  constructor(readonly cfg: FleetHostConfig, heapMiB: number) {
+    this.proc = fork(HOST, [], {
+      env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(cfg) },
+      execArgv: [`--max-old-space-size=${heapMiB}`],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    children.add(this.proc);
+    this.proc.once('exit', (code, signal) => {
+      children.delete(this.proc);
+      this.exited = String(code ?? signal);
+    });
+    this.proc.stdout!.on('data', (c: Buffer) => {
+      const parts = (this.partial + c.toString()).split('\n');
+      this.partial = parts.pop() ?? '';
+      for (const p of parts) {
+        if (!p.trim()) continue;
+        try {
+          this.lines.push(JSON.parse(p) as Line);
+        } catch {
+          this.stderr = (this.stderr + p).slice(-4000);
+        }
+      }
+    });
+    this.proc.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-4000)));
+  }
+
+  get name(): string {
+    return this.cfg.name;
+  }
+
+  get lanes(): number {
+    return this.cfg.instances.length * this.cfg.lanes;
+  }
+
+  find(pred: (l: Line) => boolean): Line | undefined {
+    return this.lines.find(pred);
+  }
+
+  count(ev: string): number {
+    return this.lines.reduce((n, l) => n + (l.ev === ev ? 1 : 0), 0);
+  }
+
+  phase(name: string): PhaseLine | undefined {
+    return this.lines.find((l) => l.ev === 'phase' && l.name === name) as unknown as PhaseLine | undefined;
+  }
+
+  /** Ends the current phase and starts `name`. */
+  mark(name: string): void {
+    if (this.proc.connected) this.proc.send({ cmd: 'phase', name });
+  }
+
+  problem(): string | undefined {
+    const fatal = this.lines.find((l) => l.ev === 'fatal' || l.ev === 'deadline');
+    if (fatal) return `${this.name}: ${JSON.stringify(fatal)}\n${this.stderr}`;
+    if (this.exited !== undefined) return `${this.name} exited (${this.exited})\n${this.stderr}`;
+    return undefined;
+  }
+
+  async stop(): Promise<void> {
+    if (this.exited !== undefined) return;
+    const gone = new Promise<void>((r) => this.proc.once('exit', () => r()));
+    this.proc.kill('SIGTERM');
+    await Promise.race([gone, sleep(5000)]);
+    if (this.exited === undefined) this.proc.kill('SIGKILL');
+  }
+}
+
+/** Waits for `pred`, failing on the deadline or when a child dies. */
+async function until<T>(what: string, pred: () => T | undefined | false, deadline: number, procs: Child[]): Promise<T> {
+  let report = Date.now() + 15_000;
+  for (;;) {
+    const v = pred();
+    if (v) return v;
+    for (const p of procs) {
+      const problem = p.problem();
+      if (problem) throw new Error(`while waiting for ${what}: ${problem}`);
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > report) {
+      report = Date.now() + 15_000;
+      log(`… waiting for ${what}`);
+    }
+    await sleep(50);
+  }
+}
+
+const lastTick = (c: Child): number => {
+  for (let i = c.lines.length - 1; i >= 0; i--) if (c.lines[i]!.ev === 'tick') return c.lines[i]!.lanesOpen as number;
+  return 0;
+};
+
+// ---- figures -------------------------------------------------------------------
+
+const quantile = (xs: number[], q: number): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+};
+
+function histogramDelta(a: HistogramState | null, b: HistogramState | null): HistogramState | null {
+  if (!b) return null;
+  if (!a) return b;
+  const buckets: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b.buckets)) buckets[k] = v - (a.buckets[k] ?? 0);
+  return { count: b.count - a.count, sum: b.sum - a.sum, buckets };
+}
+
+/** The upper bound of the bucket holding quantile q (prom-client buckets are cumulative). */
+function histogramQuantile(h: HistogramState | null, q: number): number {
+  if (!h || h.count === 0) return NaN;
+  const les = Object.keys(h.buckets).filter((k) => k !== '+Inf').map(Number).sort((x, y) => x - y);
+  for (const le of les) if ((h.buckets[String(le)] ?? 0) >= q * h.count) return le;
+  return Infinity;
+}
+
+function sumCumulative(lines: (PhaseLine | undefined)[], pick: (c: Cumulative) => number): number {
+  return lines.reduce((s, l) => s + (l ? pick(l.cumulative) : 0), 0);
+}
+
+interface RunParams {
+  label: string;
+  splits: number;
+  durationS: number;
+  compaction: boolean;
+}
+
+type Figures = Record<string, any>;
+
+async function runFleet(o: Options, p: RunParams): Promise<Figures> {
+  const runStarted = Date.now();
+  const deadline = runStarted + o.timeoutS * 1000;
+  const loadStart = loadavg();
+  log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts (+ leader + probe), ${o.lanes} lanes each; ` +
+    `handlers ${o.handlerMs} ms committing every ${o.commitEveryMs} ms; steady window ${p.durationS} s; etcd auto-compaction ${p.compaction ? `periodic ${o.compactionRetention}` : 'off'}`);
+  const etcd = await startBenchEtcd({
+    quotaBackendBytes: 8 * 1024 ** 3,
+    ...(p.compaction ? { autoCompaction: { mode: 'periodic' as const, retention: o.compactionRetention } } : {}),
+  });
+  const job = `fleet-${p.splits}`;
+  const prefix = jobPrefix('splitfleet', job);
+  const observer = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 10_000 });
+  const procs: Child[] = [];
+  const handles: WatchHandle[] = [];
+  const etcdAt: Record<string, EtcdBackendFigures & { t: number }> = {};
+  /** etcd's figures every 5 s of the steady window (its ends included). */
+  const etcdSeries: (EtcdBackendFigures & { t: number })[] = [];
+  const sampleEtcd = async (name: string) => {
+    etcdAt[name] = { t: Date.now(), ...(await etcdMetrics(etcd.endpoint)) };
+    return etcdAt[name];
+  };
+  let plan: { final: boolean; planned: number; at: number } | undefined;
+  const leaderKeys: number[] = [];
+  try {
+    await sampleEtcd('start');
+    for (const [key, apply] of [
+      [`${prefix}plan`, (v: string) => {
+        const rec = JSON.parse(v) as { final?: boolean; planned?: number };
+        plan = { final: rec.final === true, planned: rec.planned ?? 0, at: Date.now() };
+      }],
+      [`${prefix}leader`, () => leaderKeys.push(Date.now())],
+    ] as const) {
+      const h = observer.watch(key, { onEvent: (e) => e.type === 'put' && e.key === key && apply(e.value!) });
+      handles.push(h);
+      await h.ready;
+    }
+    const base = {
+      endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs,
+      commitEveryMs: o.commitEveryMs, knobs: o.knobs, tickMs: 1000, deadlineAt: deadline + 30_000,
+    };
+    const child = (role: FleetRole, name: string, instances: string[], heapMiB: number) => {
+      const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency }, heapMiB);
+      procs.push(c);
+      return c;
+    };
+
+    // The leader, alone: it wins the election and seeds the plan.
+    const leader = child('leader', 'leader', ['leader'], 16384);
+    await until('the leader to lead', () => leader.find((l) => l.ev === 'leading'), deadline, procs);
+    // Its boot (module loading, the WASM engine, the first snapshot, the election) is a phase of its own.
+    leader.mark('seeding');
+    await until(`the plan to be seeded (${p.splits} splits)`, () => plan?.final === true && plan.planned === p.splits, deadline, procs);
+    const seededAt = plan!.at;
+    const seedMs = seededAt - leader.spawnedAt;
+    leader.mark('fleet');
+    await sampleEtcd('seeded');
+    log(`${p.label}: seeded in ${(seedMs / 1000).toFixed(1)} s; starting ${o.members} members in ${o.hosts} processes`);
+
+    // The hosts.
+    const hostsAt = Date.now();
+    const hosts: Child[] = [];
+    for (let h = 0; h < o.hosts; h++) {
+      const n = Math.floor(o.members / o.hosts) + (h < o.members % o.hosts ? 1 : 0);
+      const instances = Array.from({ length: n }, (_, i) => `h${h}-m${String(i).padStart(3, '0')}`);
+      hosts.push(child('host', `host${h}`, instances, 8192));
+    }
+    const membersUp = () => {
+      const seen = new Set<string>();
+      for (const h of hosts) for (const l of h.lines) if (l.ev === 'started') seen.add(l.instance as string);
+      return seen.size;
+    };
+    await until(`${o.members} members to start`, () => membersUp() === o.members, deadline, procs);
+    const allStartedAt = Date.now();
+    log(`${p.label}: every member started ${((allStartedAt - hostsAt) / 1000).toFixed(1)} s after the hosts were spawned; starting the probe`);
+
+    // The probe, alone in its process.
+    const probe = child('probe', 'probe', ['probe'], 4096);
+    const firstHeld = await until('the probe to hold a split', () => probe.find((l) => l.ev === 'first-held'), deadline, procs);
+    log(`${p.label}: the probe held its first split ${Math.round(firstHeld.sinceProcessStartMs as number)} ms after its process started; warming up ${o.warmupS} s`);
+    await sleep(o.warmupS * 1000);
+
+    // The steady window.
+    const t0 = Date.now();
+    for (const c of procs) c.mark('steady');
+    etcdSeries.push(await sampleEtcd('steady-start'));
+    log(`${p.label}: steady window, ${p.durationS} s`);
+    const progressTimer = setInterval(() => {
+      const open = procs.reduce((s, c) => s + lastTick(c), 0);
+      const lanes = procs.reduce((s, c) => s + c.lanes, 0);
+      log(`${p.label}: ${Math.round((Date.now() - t0) / 1000)} s, ${open}/${lanes} lanes open`);
+    }, 15_000);
+    try {
+      const end = t0 + p.durationS * 1000;
+      let nextSample = t0 + 5000;
+      while (Date.now() < end) {
+        if (Date.now() >= nextSample && end - Date.now() > 2500) {
+          nextSample += 5000;
+          etcdSeries.push({ t: Date.now(), ...(await etcdMetrics(etcd.endpoint)) });
+        }
+        for (const c of procs) {
+          const problem = c.problem();
+          if (problem) throw new Error(`during the steady window: ${problem}`);
+        }
+        await sleep(Math.min(250, end - Date.now()));
+      }
+    } finally {
+      clearInterval(progressTimer);
+    }
+    const t1 = Date.now();
+    for (const c of procs) c.mark('end');
+    etcdSeries.push(await sampleEtcd('steady-end'));
+    await until('every process to report the steady window', () => procs.every((c) => c.phase('steady')), Math.min(deadline, Date.now() + 60_000), procs);
+    const windowS = (t1 - t0) / 1000;
+
+    // ---- the figures ----
+    const before = (c: Child) => (c === leader ? c.phase('fleet') : c.phase('start'));
+    // The second half of the window: with auto-compaction, the file grows until it holds one
+    // retention's worth of history, then reuses freed pages; this half is nearer that plateau.
+    const seriesHalf = etcdSeries.filter((e) => e.t >= t0 + (t1 - t0) / 2);
+    const h0 = seriesHalf[0]!;
+    const h1 = seriesHalf[seriesHalf.length - 1]!;
+    const halfS = Math.max(1, (h1.t - h0.t) / 1000);
+    const steady = procs.map((c) => c.phase('steady')!);
+    const prev = procs.map(before);
+    const delta = (pick: (c: Cumulative) => number) => sumCumulative(steady, pick) - sumCumulative(prev, pick);
+    const lanes = procs.reduce((s, c) => s + c.lanes, 0);
+    const busyMs = delta((c) => c.busyMs);
+    const refills = steady.flatMap((l) => l.refills);
+    const pending = steady.reduce((s, l) => ({ count: s.count + l.pendingRefills.count, olderThan1s: s.olderThan1s + l.pendingRefills.olderThan1s, oldestMs: Math.max(s.oldestMs, l.pendingRefills.oldestMs) }), { count: 0, olderThan1s: 0, oldestMs: 0 });
+    const decisionsHist = procs.reduce<HistogramState | null>((acc, c, i) => {
+      const d = histogramDelta(prev[i]?.cumulative.decisionSeconds ?? null, steady[i]!.cumulative.decisionSeconds);
+      if (!d) return acc;
+      if (!acc) return d;
+      acc.count += d.count;
+      acc.sum += d.sum;
+      for (const [k, v] of Object.entries(d.buckets)) acc.buckets[k] = (acc.buckets[k] ?? 0) + v;
+      return acc;
+    }, null);
+    const decisions = delta((c) => c.decisions);
+
+    const ticks = (c: Child, from = 0, to = Infinity) => c.lines.filter((l) => l.ev === 'tick' && l.t >= from && l.t <= to);
+    const maxRss = (c: Child, from = 0, to = Infinity) => Math.max(0, ...ticks(c, from, to).map((l) => l.rss as number));
+    const leaderBoot = leader.phase('start')!;
+    const leaderSeeding = leader.phase('seeding')!;
+    const leaderFleet = leader.phase('fleet')!;
+    const leaderSteady = leader.phase('steady')!;
+    const leaderPhases = [leaderSeeding, leaderFleet, leaderSteady];
+
+    const probeSteady = probe.phase('steady')!;
+    const probeBefore = probe.phase('start')!;
+    const probeCpuUs = (probeSteady.cumulative.cpuUserUs + probeSteady.cumulative.cpuSystemUs) - (probeBefore.cumulative.cpuUserUs + probeBefore.cumulative.cpuSystemUs);
+    const probeEvents = probeSteady.cumulative.store.watchEvents - probeBefore.cumulative.store.watchEvents;
+    const byKind: Record<string, number> = {};
+    for (const [k, v] of Object.entries(probeSteady.cumulative.store.watchEventsByKind)) {
+      const r = (v - (probeBefore.cumulative.store.watchEventsByKind[k] ?? 0)) / windowS;
+      if (r > 0) byKind[k] = Math.round(r * 10) / 10;
+    }
+    const memberHeld = hosts.flatMap((h) => h.lines.filter((l) => l.ev === 'member-held').map((l) => l.sinceMemberStartMs as number));
+    const memberStart = hosts.flatMap((h) => h.lines.filter((l) => l.ev === 'started').map((l) => l.startMs as number));
+    const e0 = etcdAt['steady-start']!;
+    const e1 = etcdAt['steady-end']!;
+    const eS = etcdAt.start!;
+    const eSeeded = etcdAt.seeded!;
+    const perHour = (a: number, b: number) => ((b - a) / windowS) * 3600;
+    const commits = delta((c) => c.commits);
+    const completions = delta((c) => c.completions);
+    const restarts = procs.reduce((n, c) => n + c.count('restart'), 0);
+    const loadEnd = loadavg();
+
+    const figures: Figures = {
+      label: p.label, splits: p.splits, memberCount: o.members, hosts: o.hosts, lanesPerMember: o.lanes, fleetLanes: lanes,
+      handlerMs: o.handlerMs, commitEveryMs: o.commitEveryMs, windowS, compaction: p.compaction ? `periodic ${o.compactionRetention}` : 'off',
+      wallS: (Date.now() - runStarted) / 1000,
+      load: { start: loadStart, end: loadEnd },
+      seed: { ms: seedMs, fromElectionMs: seededAt - (leader.find((l) => l.ev === 'leading')!.t as number) },
+      leader: {
+        rssMaxMiB: mib(maxRss(leader)),
+        rssSeededMiB: mib(leaderSeeding.rss),
+        rssSteadyMaxMiB: mib(leaderSteady.rssMax),
+        rssEndMiB: mib(leaderSteady.rss),
+        // From election on (seeding, members joining, steady): the boot is reported on its own.
+        loopMaxMs: round(Math.max(...leaderPhases.map((l) => l.loop.maxMs))),
+        loopBootMaxMs: round(leaderBoot.loop.maxMs),
+        loopSeedingMaxMs: round(leaderSeeding.loop.maxMs), loopSeedingP99Ms: round(leaderSeeding.loop.p99Ms),
+        loopJoiningMaxMs: round(leaderFleet.loop.maxMs), loopJoiningP99Ms: round(leaderFleet.loop.p99Ms),
+        loopSteadyMaxMs: round(leaderSteady.loop.maxMs), loopSteadyP99Ms: round(leaderSteady.loop.p99Ms),
+        cpuSteadyPerS: round(((leaderSteady.cumulative.cpuUserUs + leaderSteady.cumulative.cpuSystemUs) - (leaderFleet.cumulative.cpuUserUs + leaderFleet.cumulative.cpuSystemUs)) / 1000 / windowS),
+        watchEventsSteadyPerS: round((leaderSteady.cumulative.store.watchEvents - leaderFleet.cumulative.store.watchEvents) / windowS),
+        stillLeading: leaderSteady.leading.includes('leader'),
+      },
+      leaderChanges: Math.max(0, leaderKeys.length - 1),
+      decisions: {
+        count: decisions, perS: round(decisions / windowS),
+        computeCount: decisionsHist?.count ?? null,
+        computeMeanMs: decisionsHist && decisionsHist.count > 0 ? round((decisionsHist.sum / decisionsHist.count) * 1000) : null,
+        computeP99BucketMs: decisionsHist ? histogramQuantile(decisionsHist, 0.99) * 1000 : null,
+        recordsWrittenPerS: round(delta((c) => c.recordsWritten) / windowS),
+      },
+      probe: {
+        startupMs: Math.round(firstHeld.sinceProcessStartMs as number),
+        spawnToFirstHeldMs: (firstHeld.t as number) - probe.spawnedAt,
+        startupKeysRead: (firstHeld.store as Cumulative['store']).keysRead,
+        startupWatchEvents: (firstHeld.store as Cumulative['store']).watchEvents,
+        rssAtFirstHeldMiB: mib(firstHeld.rss as number),
+        rssSteadyMaxMiB: mib(probeSteady.rssMax),
+        rssEndMiB: mib(probeSteady.rss),
+        cpuMsPerS: round(probeCpuUs / 1000 / windowS),
+        watchEventsPerS: round(probeEvents / windowS),
+        watchEventsPerSByKind: byKind,
+        watchEventBytesPerS: Math.round((probeSteady.cumulative.store.watchEventBytes - probeBefore.cumulative.store.watchEventBytes) / windowS),
+        txnsPerS: round((probeSteady.cumulative.store.txns - probeBefore.cumulative.store.txns) / windowS),
+        watchesOpen: probeSteady.cumulative.store.watchesOpen,
+        loopSteadyMaxMs: round(probeSteady.loop.maxMs),
+      },
+      members: {
+        count: o.members,
+        allStartedS: round((allStartedAt - hostsAt) / 1000),
+        startMsP50: quantile(memberStart, 0.5), startMsMax: Math.max(0, ...memberStart),
+        firstHeldMsP50: quantile(memberHeld, 0.5), firstHeldMsMax: Math.max(0, ...memberHeld),
+        hostRssMaxMiB: hosts.map((h) => mib(maxRss(h))),
+        hostCpuSteadyMsPerS: hosts.map((h) => {
+          const a = h.phase('start')!.cumulative;
+          const b = h.phase('steady')!.cumulative;
+          return round(((b.cpuUserUs + b.cpuSystemUs) - (a.cpuUserUs + a.cpuSystemUs)) / 1000 / windowS);
+        }),
+        hostLoopSteadyMaxMs: hosts.map((h) => round(h.phase('steady')!.loop.maxMs)),
+        restarts,
+      },
+      lanes: {
+        utilisation: round(busyMs / (lanes * windowS * 1000), 4),
+        busyLaneS: round(busyMs / 1000), availableLaneS: lanes * windowS,
+        completionsPerS: round(completions / windowS), commitsPerS: round(commits / windowS),
+        drains: delta((c) => c.drains), lost: delta((c) => c.lost), errors: delta((c) => c.errors), aborts: delta((c) => c.aborts),
+      },
+      refill: {
+        samples: refills.length, p50Ms: quantile(refills, 0.5), p99Ms: quantile(refills, 0.99), maxMs: Math.max(0, ...refills),
+        pendingAtEnd: pending,
+      },
+      etcd: {
+        dbSizeStartMiB: mib(eS.dbSize), dbSizeSeededMiB: mib(eSeeded.dbSize),
+        dbSizeSteadyStartMiB: mib(e0.dbSize), dbSizeSteadyEndMiB: mib(e1.dbSize),
+        dbSizeInUseSteadyStartMiB: mib(e0.dbSizeInUse), dbSizeInUseSteadyEndMiB: mib(e1.dbSizeInUse),
+        dbGrowthMiBPerHour: round(perHour(e0.dbSize, e1.dbSize) / 1048576, 1),
+        dbInUseGrowthMiBPerHour: round(perHour(e0.dbSizeInUse, e1.dbSizeInUse) / 1048576, 1),
+        dbGrowthSecondHalfMiBPerHour: round((((h1.dbSize - h0.dbSize) / halfS) * 3600) / 1048576, 1),
+        dbInUseGrowthSecondHalfMiBPerHour: round((((h1.dbSizeInUse - h0.dbSizeInUse) / halfS) * 3600) / 1048576, 1),
+        bytesPerRevision: Math.round((e1.dbSize - e0.dbSize) / Math.max(1, e1.revision - e0.revision)),
+        series: etcdSeries.map((e) => ({ s: round((e.t - t0) / 1000), dbSizeMiB: mib(e.dbSize), inUseMiB: mib(e.dbSizeInUse), revision: e.revision, compactRevision: e.compactRevision })),
+        keys: e1.keys, revisionsPerS: round((e1.revision - e0.revision) / windowS),
+        compactRevision: e1.compactRevision,
+        cpuMsPerS: round(((e1.cpuSeconds - e0.cpuSeconds) * 1000) / windowS),
+        rssEndMiB: mib(e1.rss),
+      },
+    };
+    return figures;
+  } catch (e) {
+    for (const c of procs) {
+      const last = c.lines.filter((l) => l.ev !== 'tick' && l.ev !== 'phase').slice(-4);
+      log(`${c.name}: exit ${c.exited ?? 'running'}; last ${JSON.stringify(last)}\n${c.stderr.slice(-1500)}`);
+    }
+    throw e;
+  } finally {
+    await Promise.all(procs.map((c) => c.stop()));
+    await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+    await observer.close().catch(() => undefined);
+    await etcd.stop();
+  }
+}
+
+const short = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
+const mib = (b: number) => Math.round((b / 1048576) * 10) / 10;
+function round(x: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// ---- report --------------------------------------------------------------------
+
+function table(runs: Figures[]): string {
+  const rows: [string, (f: Figures) => unknown][] = [
+    ['splits', (f) => f.splits.toLocaleString('en')],
+    ['members × lanes (fleet lanes)', (f) => `${f.memberCount} × ${f.lanesPerMember} (+ leader, probe) = ${f.fleetLanes}`],
+    ['etcd auto-compaction', (f) => f.compaction],
+    ['load average at start → end', (f) => `${f.load.start.map((x: number) => x.toFixed(1)).join(' ')} → ${f.load.end.map((x: number) => x.toFixed(1)).join(' ')}`],
+    ['time to seed: leader spawned (elected) → plan final', (f) => `${(f.seed.ms / 1000).toFixed(1)} s (${(f.seed.fromElectionMs / 1000).toFixed(1)} s)`],
+    ['leader RSS: seeded / steady max / overall max', (f) => `${f.leader.rssSeededMiB} / ${f.leader.rssSteadyMaxMiB} / ${f.leader.rssMaxMiB} MiB`],
+    ['leader event loop max: boot (start → elected)', (f) => `${f.leader.loopBootMaxMs} ms`],
+    ['leader event loop max (p99): seeding', (f) => `${f.leader.loopSeedingMaxMs} (${f.leader.loopSeedingP99Ms}) ms`],
+    ['leader event loop max (p99): members joining', (f) => `${f.leader.loopJoiningMaxMs} (${f.leader.loopJoiningP99Ms}) ms`],
+    ['leader event loop max (p99): steady', (f) => `${f.leader.loopSteadyMaxMs} (${f.leader.loopSteadyP99Ms}) ms`],
+    ['leader CPU, watch events (steady)', (f) => `${f.leader.cpuSteadyPerS} ms/s, ${f.leader.watchEventsSteadyPerS} events/s`],
+    ['decisions per s; engine time mean / p99 bucket', (f) => `${f.decisions.perS}/s; ${f.decisions.computeMeanMs} ms / ≤ ${f.decisions.computeP99BucketMs} ms`],
+    ['assignment records written per s', (f) => f.decisions.recordsWrittenPerS],
+    ['leader changes', (f) => f.leaderChanges],
+    ['probe start-up (process start → first split held)', (f) => `${f.probe.startupMs} ms (${f.probe.startupKeysRead} keys read)`],
+    ['probe RSS: first held / steady max', (f) => `${f.probe.rssAtFirstHeldMiB} / ${f.probe.rssSteadyMaxMiB} MiB`],
+    ['probe CPU per s', (f) => `${f.probe.cpuMsPerS} ms/s`],
+    ['probe watch events per s (by kind)', (f) => `${f.probe.watchEventsPerS} ${JSON.stringify(f.probe.watchEventsPerSByKind)}`],
+    ['members: all started; first split held p50 / max', (f) => `${f.members.allStartedS} s; ${f.members.firstHeldMsP50} / ${f.members.firstHeldMsMax} ms`],
+    ['host processes: RSS max', (f) => `${f.members.hostRssMaxMiB.join(', ')} MiB`],
+    ['host processes: CPU (steady)', (f) => `${f.members.hostCpuSteadyMsPerS.join(', ')} ms/s`],
+    ['lane utilisation (steady)', (f) => `${(f.lanes.utilisation * 100).toFixed(1)} % (${f.lanes.busyLaneS} of ${f.lanes.availableLaneS} lane-s)`],
+    ['completions, progress commits per s (fenced writes)', (f) => `${f.lanes.completionsPerS}, ${f.lanes.commitsPerS} (${round(f.lanes.completionsPerS + f.lanes.commitsPerS)})`],
+    ['refill latency p50 / p99 / max (samples)', (f) => `${f.refill.p50Ms} / ${f.refill.p99Ms} / ${f.refill.maxMs} ms (${f.refill.samples})`],
+    ['completions unrefilled at the end (> 1 s)', (f) => `${f.refill.pendingAtEnd.count} (${f.refill.pendingAtEnd.olderThan1s})`],
+    ['drains, lost lanes, handler errors, restarts', (f) => `${f.lanes.drains}, ${f.lanes.lost}, ${f.lanes.errors}, ${f.members.restarts}`],
+    ['etcd db size: empty / seeded / window start → end', (f) => `${f.etcd.dbSizeStartMiB} / ${f.etcd.dbSizeSeededMiB} / ${f.etcd.dbSizeSteadyStartMiB} → ${f.etcd.dbSizeSteadyEndMiB} MiB`],
+    ['etcd db in use: window start → end', (f) => `${f.etcd.dbSizeInUseSteadyStartMiB} → ${f.etcd.dbSizeInUseSteadyEndMiB} MiB`],
+    ['etcd db growth per hour, window (size; in use)', (f) => `${f.etcd.dbGrowthMiBPerHour}; ${f.etcd.dbInUseGrowthMiBPerHour} MiB/h`],
+    ['etcd db growth per hour, 2nd half (size; in use)', (f) => `${f.etcd.dbGrowthSecondHalfMiBPerHour}; ${f.etcd.dbInUseGrowthSecondHalfMiBPerHour} MiB/h`],
+    ['etcd db bytes per revision (window)', (f) => f.etcd.bytesPerRevision],
+    ['etcd revisions per s, CPU, RSS', (f) => `${f.etcd.revisionsPerS}/s, ${f.etcd.cpuMsPerS} ms/s, ${f.etcd.rssEndMiB} MiB`],
+  ];
+  const header = ['figure', ...runs.map((r) => r.label)];
+  const body = rows.map(([name, get]) => [name, ...runs.map((r) => {
+    try {
+      return String(get(r));
+    } catch {
+      return '–';
+    }
+  })]);
+  return [header, header.map(() => '---'), ...body].map((r) => `| ${r.join(' | ')} |`).join('\n');
+}
+
+function ratios(main: Figures, base: Figures | undefined): Figures | undefined {
+  if (!base) return undefined;
+  const r = (a: number, b: number) => round(a / b, 2);
+  return {
+    of: `${main.label} / ${base.label}`,
+    probeRss: r(main.probe.rssSteadyMaxMiB, base.probe.rssSteadyMaxMiB),
+    probeStartup: r(main.probe.startupMs, base.probe.startupMs),
+    probeCpu: r(main.probe.cpuMsPerS, base.probe.cpuMsPerS),
+    probeWatchEvents: r(main.probe.watchEventsPerS, base.probe.watchEventsPerS),
+    leaderRssPerSplitKiB: round(((main.leader.rssSteadyMaxMiB - base.leader.rssSteadyMaxMiB) * 1024) / (main.splits - base.splits), 2),
+  };
+}
+
+function targets(main: Figures, base: Figures | undefined, rat: Figures | undefined): [string, string, boolean | null][] {
+  const of = base ? `at ${short(main.splits)} ≤ 1.2× its figure at ${short(base.splits)}` : 'at 1M ≤ 1.2× its figure at 10k';
+  return [
+    [`worker RSS ${of}`, rat ? `${rat.probeRss}×` : 'no baseline', rat ? rat.probeRss <= 1.2 : null],
+    [`worker start-up ${of}`, rat ? `${rat.probeStartup}×` : 'no baseline', rat ? rat.probeStartup <= 1.2 : null],
+    ['seeding ≤ 60 s', `${(main.seed.ms / 1000).toFixed(1)} s`, main.seed.ms <= 60_000],
+    ['lane utilisation ≥ 95 %', `${(main.lanes.utilisation * 100).toFixed(1)} %`, main.lanes.utilisation >= 0.95],
+    ['refill p99 ≤ 1 s', `${main.refill.p99Ms} ms`, main.refill.p99Ms <= 1000],
+    [`leader RSS ≤ 1 KiB per split (${base ? `${short(base.splits)} → ${short(main.splits)}` : '10k → 1M'} difference)`, rat ? `${rat.leaderRssPerSplitKiB} KiB` : 'no baseline', rat ? rat.leaderRssPerSplitKiB <= 1 : null],
+    ['leader event-loop max ≤ 50 ms from election on (seeding included)', `${main.leader.loopMaxMs} ms`, main.leader.loopMaxMs <= 50],
+  ];
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(HOST)) throw new Error(`${HOST} is missing: run 'npm run build' first`);
+  const o = options();
+  const started = Date.now();
+  const runs: RunParams[] = [];
+  const compactions = o.compaction === 'both' ? [false, true] : [o.compaction === 'on'];
+  if (o.baselineSplits > 0 && o.baselineSplits !== o.splits) {
+    runs.push({ label: `${short(o.baselineSplits)} baseline`, splits: o.baselineSplits, durationS: o.baselineDurationS, compaction: compactions[0]! });
+  }
+  for (const c of compactions) runs.push({ label: `${short(o.splits)}${compactions.length > 1 ? `, compaction ${c ? 'on' : 'off'}` : ''}`, splits: o.splits, durationS: o.durationS, compaction: c });
+  const results: Figures[] = [];
+  for (const run of runs) results.push(await runFleet(o, run));
+  const mainRun = results.find((r) => r.splits === o.splits)!;
+  const base = results.find((r) => r.splits !== o.splits);
+  const rat = ratios(mainRun, base);
+  const tg = targets(mainRun, base, rat);
+  const out = [
+    '',
+    `## Fleet at scale: ${o.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} processes, ${o.lanes} lanes, ` +
+      `${o.handlerMs / 1000} s handlers committing every ${o.commitEveryMs} ms (${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version})`,
+    '',
+    table(results),
+    '',
+    ...(rat ? [`Ratios (${rat.of}): probe RSS ${rat.probeRss}×, start-up ${rat.probeStartup}×, CPU ${rat.probeCpu}×, watch events ${rat.probeWatchEvents}×; leader RSS ${rat.leaderRssPerSplitKiB} KiB per split`, ''] : []),
+    '| target | figure | met |',
+    '|---|---|---|',
+    ...tg.map(([name, fig, met]) => `| ${name} | ${fig} | ${met === null ? '–' : met ? 'yes' : '**no**'} |`),
+    '',
+  ].join('\n');
+  process.stdout.write(`${out}\n`);
+  const summary = {
+    options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs } },
+    machine: { cpus: cpus().length, memGiB: round(totalmem() / 2 ** 30), freeGiB: round(freemem() / 2 ** 30), node: process.version },
+    wallS: round((Date.now() - started) / 1000),
+    runs: results, ratios: rat ?? null,
+    targets: Object.fromEntries(tg.map(([name, fig, met]) => [name, { figure: fig, met }])),
+  };
+  if (o.json) writeFileSync(o.json, `${JSON.stringify(summary, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+}
+
+main().then(() => process.exit(0), (e) => {
+  log(String((e as Error)?.stack ?? e));
+  process.exit(1);
+});
