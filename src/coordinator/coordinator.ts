@@ -1,27 +1,29 @@
 /**
- * Coordinator: one process's membership of a job. It composes the view (one
- * prefix watch), the session (one lease, presence), the worker (reconcile,
- * lanes, revocations) and the leader candidacy (plan, publish), and reports
- * the job's verdict.
+ * Coordinator: one process's membership of a job. It composes the view (the
+ * keys that concern this instance only), the session (one lease, presence),
+ * the worker (reconcile, lanes, revocations) and the leader candidacy (plan,
+ * publish, verdict; the whole-job view only while leading), and reports the
+ * job's verdict.
  *
  * Lifecycle:
- * - start: validate config, snapshot the job (a record of another fingerprint
- *   or schema refuses the start), open the session, begin reconciling and
- *   campaigning.
+ * - start: validate config, read the job's `plan` and `leader` keys and this
+ *   instance's own records (a record of another fingerprint or schema
+ *   refuses the start), open the session, begin reconciling and campaigning.
  * - lease lost: every lane is dropped without writing (it is fenced anyway),
  *   leadership ends, and a fresh session rejoins the fleet.
- * - a final plan whose splits are all terminal: `done` resolves with
- *   'complete' or 'stalled' on every instance, which then stops.
+ * - the leader writes a final plan's verdict on the plan record once every
+ *   split is terminal: `done` resolves with 'complete' or 'stalled' on every
+ *   instance, which then stops.
  * - stop(): graceful (drain and release every lane, resign, revoke the
  *   lease); what SIGTERM should call.
  */
-import { desiredAssignment } from '../assignment/engine.js';
+import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
 import { AssignmentPool } from '../assignment/pool.js';
-import type { AssignmentInput, AssignmentResult } from '../assignment/types.js';
+import { columnarAssignment } from '../assignment/wasm.js';
 import { systemClock, type Clock } from '../clock.js';
 import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
-import { assignKey, jobPrefix, leaseKey, splitKey } from '../protocol/keys.js';
+import { jobPrefix } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
 import { Leader } from './leader.js';
@@ -31,8 +33,8 @@ import type { Assigner } from './publish.js';
 import { Session } from './session.js';
 import { withTimeout } from './timeout.js';
 import type { JobVerdict, Planner, SplitHandler } from './types.js';
-import { JobView } from './view.js';
 import { Worker } from './worker.js';
+import { WorkerView } from './worker-view.js';
 
 export interface CoordinatorOptions extends ConfigOptions {
   /** The store: `EtcdStore` in production, `MemoryStore` for the demo and simulation. */
@@ -48,9 +50,11 @@ export interface CoordinatorOptions extends ConfigOptions {
   /** Metrics to record into; defaults to a fresh registry (see `metrics.registry`). */
   metrics?: Metrics;
   /**
-   * How the leader computes the desired assignment. Default: the WASM engine
-   * on this thread for pools under OFF_THREAD_SPLITS splits, and an
-   * `AssignmentPool` thread above (docs/decisions/0006-when-decisions-leave-the-thread.md).
+   * An object-form engine for the leader's decisions (tests, experiments):
+   * given it, each decision builds the whole input as objects. Default: the
+   * WASM engine on the leader's columns, on this thread for pools under
+   * OFF_THREAD_SPLITS splits and on an `AssignmentPool` thread above
+   * (docs/decisions/0006-when-decisions-leave-the-thread.md).
    */
   assigner?: Assigner;
 }
@@ -85,12 +89,13 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Coo
 export class Coordinator {
   readonly config: Config;
   readonly metrics: Metrics;
-  readonly view: JobView;
+  /** What this instance observes (its own keys and its splits'); read-only for callers. */
+  readonly view: WorkerView;
   readonly done: Promise<JobVerdict>;
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly assigner: Assigner;
+
   private session: Session | undefined;
   private pool: AssignmentPool | undefined;
   private worker: Worker | undefined;
@@ -108,8 +113,7 @@ export class Coordinator {
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
-    this.assigner = options.assigner ?? ((input) => this.defaultAssign(input));
-    this.view = new JobView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), (e) => this.fail(e), this.clock);
+    this.view = new WorkerView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock);
     this.done = new Promise<JobVerdict>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -138,12 +142,10 @@ export class Coordinator {
 
   async start(): Promise<void> {
     this.view.onChange((change) => {
-      this.leader?.onViewChange(change);
-      if (this.worker?.concerns(change)) this.worker.schedule();
+      if (change.kinds.has('leader') || change.kinds.has('plan')) this.leader?.onViewChange();
+      this.worker?.schedule();
       this.checkCompletion();
-      if (change.kinds.has('worker') && change.ids.has(this.config.instance) && this.session?.alive) {
-        this.checkPresence();
-      }
+      if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
     });
     await this.view.start();
     if (this.fatal) throw this.fatal;
@@ -163,10 +165,11 @@ export class Coordinator {
     }
     this.session = session;
     this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.options.handler, this.metrics, this.log);
-    this.leader = new Leader(
-      this.store, this.config, this.clock, this.view, session, this.options.planner, this.assigner, this.metrics, this.log,
-      (e) => this.fail(e),
-    );
+    this.leader = new Leader({
+      store: this.store, config: this.config, clock: this.clock, view: this.view, session, planner: this.options.planner,
+      assigner: this.options.assigner, decide: (pool) => this.decide(pool), metrics: this.metrics, log: this.log,
+      onFatal: (e) => this.fail(e),
+    });
     session.onEnd((end) => {
       if (end.kind !== 'lost') return;
       this.log.warn({ reason: end.reason }, 'session lease lost; dropping lanes and rejoining');
@@ -174,7 +177,7 @@ export class Coordinator {
       void this.leader?.stop();
       if (!this.stopping && !this.fatal) this.rejoin(session.leaseId);
     });
-    this.leader.onViewChange({ kinds: new Set(), ids: new Set(), all: true, relevant: true });
+    this.leader.onViewChange();
     this.worker.schedule();
   }
 
@@ -212,7 +215,7 @@ export class Coordinator {
 
   /** Our presence key changed: another run under our instance id, or deleted by hand. */
   private checkPresence(): void {
-    const seen = this.view.workers.get(this.config.instance);
+    const seen = this.view.self;
     const session = this.session;
     if (!session) return;
     if (!seen) {
@@ -237,27 +240,20 @@ export class Coordinator {
 
   private async backstop(): Promise<void> {
     try {
-      if (this.isLeader) {
-        await this.view.resync();
-        return;
-      }
-      const ids = new Set([...(this.view.assigns.get(this.config.instance)?.rec.splits ?? []), ...this.held]);
-      const keys = [assignKey(this.view.prefix, this.config.instance)];
-      for (const id of ids) keys.push(splitKey(this.view.prefix, id), leaseKey(this.view.prefix, id));
-      await this.view.refresh(keys);
+      await this.view.refresh();
+      await this.leader?.resync();
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'reconcile backstop failed; will retry');
     }
   }
 
+  /** The leader wrote the verdict on the plan record: the job is over for every instance. */
   private checkCompletion(): void {
     if (this.verdict) return;
     const plan = this.view.plan?.rec;
-    if (!plan?.final) return;
-    const counts = this.view.statusCounts;
-    if (this.view.splits.size < plan.planned || counts.runnable > 0) return;
-    this.verdict = counts.quarantined > 0 ? 'stalled' : 'complete';
-    this.log.info({ verdict: this.verdict, planned: plan.planned, quarantined: counts.quarantined }, 'job finished');
+    if (!plan?.final || plan.verdict === undefined) return;
+    this.verdict = plan.verdict;
+    this.log.info({ verdict: this.verdict, planned: plan.planned }, 'job finished');
     const verdict = this.verdict;
     void this.stop().then(() => this.resolveDone(verdict));
   }
@@ -271,10 +267,10 @@ export class Coordinator {
   }
 
   /** In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above. */
-  private async defaultAssign(input: AssignmentInput): Promise<AssignmentResult> {
-    if (input.splits.length < OFF_THREAD_SPLITS) return desiredAssignment(input);
+  private async decide(pool: ColumnarPool): Promise<ColumnarDecision> {
+    if (pool.size < OFF_THREAD_SPLITS) return columnarAssignment(pool);
     this.pool ??= new AssignmentPool({ threads: 1 });
-    return this.pool.assign(input);
+    return this.pool.assignColumnar(pool);
   }
 
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */

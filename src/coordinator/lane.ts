@@ -1,8 +1,11 @@
 /**
  * Lane: one held split inside a worker, and the fenced writes its handle
  * makes. Every write is one transaction guarded by the split record's
- * revision (the one this lane last wrote) and by `lease.{id}` still being on
- * this process's etcd lease; losing it writes nothing and ends the lane.
+ * revision (the one this lane's claim wrote), by `progress.{id}` being at the
+ * revision this lane last wrote (or read at its claim), and by `lease.{id}`
+ * still being on this process's etcd lease; losing it writes nothing and
+ * ends the lane. A commit writes `progress.{id}` only, so `split.{id}` (which
+ * the leader and the split's next owner watch) moves only when ownership does.
  *
  * Writes of one lane are serialised, so each guard uses the revision of the
  * previous write. After the lane ends (released, completed, failed, lost) no
@@ -12,9 +15,9 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { SplitfleetError } from '../errors.js';
 import {
-  committedRecord, completedRecord, failedRecord, releasedRecord,
+  completedRecord, failedRecord, progressRecord, releasedRecord,
 } from '../protocol/claims.js';
-import { leaseKey, splitKey } from '../protocol/keys.js';
+import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
 import { encodeRecord, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Op, type Store } from '../store/store.js';
 import { withTimeout } from './timeout.js';
@@ -57,10 +60,13 @@ export class Lane {
     readonly spec: SpecRecord,
     private rec: SplitRecord,
     private rev: number,
+    private progress: Json,
+    /** modRevision of `progress.{id}` as this lane last wrote or read it (0: no such key yet). */
+    private progressRev: number,
   ) {
     this.claimedAt = ctx.clock.now();
     const lane = this;
-    const resumeFrom = rec.progress;
+    const resumeFrom = progress;
     this.handle = {
       id,
       weight: spec.weight,
@@ -70,13 +76,13 @@ export class Lane {
       attempts: rec.attempts,
       signal: this.abort.signal,
       drainSignal: this.drain.signal,
-      commit: (progress) => lane.write('commit', (r) => committedRecord(r, ctx.config.instance, progress), false),
+      commit: (progress) => lane.write('commit', undefined, progress, false),
       complete: (progress) =>
-        lane.write('complete', (r) => completedRecord(r, ctx.config.instance, progress ?? r.progress), true, 'completed'),
+        lane.write('complete', (r) => completedRecord(r, ctx.config.instance), progress, true, 'completed'),
       fail: (reason) =>
-        lane.write('fail', (r) => failedRecord(r, ctx.config.instance, String(reason), ctx.config.maxAttempts), true, 'failed'),
+        lane.write('fail', (r) => failedRecord(r, ctx.config.instance, String(reason), ctx.config.maxAttempts), undefined, true, 'failed'),
       release: (progress) =>
-        lane.write('release', (r) => releasedRecord(r, ctx.config.instance, progress ?? r.progress), true, 'released'),
+        lane.write('release', (r) => releasedRecord(r, ctx.config.instance), progress, true, 'released'),
       decline: () => {
         if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
         lane.drainHandlerState = 'declined';
@@ -91,6 +97,11 @@ export class Lane {
 
   get record(): SplitRecord {
     return this.rec;
+  }
+
+  /** The last committed progress (what a takeover would resume from). */
+  get committed(): Json {
+    return this.progress;
   }
 
   /** Asks the handler to drain (cooperative revocation). Idempotent. */
@@ -116,7 +127,7 @@ export class Lane {
   async force(): Promise<void> {
     if (this.endedAs) return;
     this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
-    await this.untilWritten(() => this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), true, 'forced', true));
+    await this.untilWritten(() => this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), undefined, true, 'forced', true));
   }
 
   /**
@@ -145,9 +156,15 @@ export class Lane {
     this.end('lost', reason);
   }
 
+  /**
+   * One fenced write: `next` (when given) rewrites `split.{id}`, `progress`
+   * (when given) rewrites `progress.{id}`, a terminal write deletes the lease
+   * key. All or nothing, guarded by the three revisions this lane knows.
+   */
   private write(
     what: string,
-    next: (r: SplitRecord) => SplitRecord,
+    next: ((r: SplitRecord) => SplitRecord) | undefined,
+    progress: Json | undefined,
     terminal: boolean,
     endAs?: LaneEnd,
     internal = false,
@@ -156,16 +173,22 @@ export class Lane {
       if (this.endedAs || (this.abort.signal.aborted && !internal)) {
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
       }
-      const record = next(this.rec);
       const { store, prefix, leaseId, config } = this.ctx;
+      const record = next?.(this.rec);
+      // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
+      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress);
       const sk = splitKey(prefix, this.id);
+      const pk = progressKey(prefix, this.id);
       const lk = leaseKey(prefix, this.id);
-      const success: Op[] = [op.put(sk, encodeRecord('split', record))];
+      const success: Op[] = [];
+      if (record) success.push(op.put(sk, encodeRecord('split', record)));
+      if (committed) success.push(op.put(pk, encodeRecord('progress', committed)));
       if (terminal) success.push(op.delete(lk));
+      const compares = [cmp.modRevision(sk, this.rev), cmp.modRevision(pk, this.progressRev), cmp.lease(lk, leaseId)];
       let res;
       try {
         res = await withTimeout(
-          store.txn({ compares: [cmp.modRevision(sk, this.rev), cmp.lease(lk, leaseId)], success }),
+          store.txn({ compares, success }),
           config.opTimeoutMs,
           `${what} of split ${this.id}`,
           this.ctx.clock,
@@ -179,8 +202,14 @@ export class Lane {
         this.end('lost', `${what} lost the fenced swap`);
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
       }
-      this.rec = record;
-      this.rev = res.revision;
+      if (record) {
+        this.rec = record;
+        this.rev = res.revision;
+      }
+      if (committed) {
+        this.progress = committed.progress;
+        this.progressRev = res.revision;
+      }
       if (terminal) this.end(endAs!, what);
     };
     const p = this.chain.then(run, run);

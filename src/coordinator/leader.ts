@@ -1,8 +1,11 @@
 /**
- * Leader: election on the `leader` key, the plan generation, the planner, and
- * the publishing loop. Every leader write is one transaction that also checks
- * the `leader` key is still the one this process created (its mod revision),
- * so a deposed leader's write lands nowhere.
+ * Leader: election on the `leader` key, the plan generation, the planner, the
+ * publishing loop and the job's verdict. Every leader write is one
+ * transaction that also checks the `leader` key is still the one this
+ * process created (its mod revision), so a deposed leader's write lands
+ * nowhere. Campaigning reads only the instance's own `WorkerView` (the
+ * `plan` and `leader` keys); a won term builds a `LeaderView` of the whole
+ * job (paged, yielding) and drops it when the term ends.
  *
  * Invariants:
  * - A new leader first wins `leader` (create-if-absent under its session
@@ -15,6 +18,9 @@
  *   limits, pipelined.
  * - Publishing is coalesced: one decision in flight; changes arriving during
  *   it trigger one more (latest wins).
+ * - A final plan whose splits are all terminal gets its verdict written on
+ *   the plan record ('complete', or 'stalled' with any quarantined), which is
+ *   how every instance, idle standbys included, learns that the job is over.
  */
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -26,11 +32,34 @@ import type { ReservedWindowState } from '../protocol/reserved.js';
 import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
-import { batches, publishAssignments, type Assigner } from './publish.js';
+import { LeaderView } from './leader-view.js';
+import { batches, publishAssignments, type Assigner, type ColumnarAssigner } from './publish.js';
 import type { Session } from './session.js';
 import { withTimeout } from './timeout.js';
 import type { PlannedSplit, Planner } from './types.js';
-import type { JobView, ViewChange } from './view.js';
+import type { WorkerView } from './worker-view.js';
+
+/** What a Leader works with. */
+export interface LeaderContext {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  /** This instance's own view: the `plan` and `leader` keys it campaigns on. */
+  view: WorkerView;
+  session: Session;
+  planner: Planner;
+  /** An object-form engine, when the coordinator was given one; else `decide`. */
+  assigner: Assigner | undefined;
+  decide: ColumnarAssigner;
+  metrics: Metrics;
+  log: Logger;
+  onFatal: (e: SplitfleetError) => void;
+}
+
+/** Splits validated and encoded per turn of the event loop while seeding. */
+const SEED_SLICE = 2000;
+/** Yields to the event loop (seeding a large plan must not hold it). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** How many seeding transactions are in flight at once. */
 const SEED_PIPELINE = 8;
@@ -53,18 +82,33 @@ export class Leader {
   /** Counters for tests and inspection. */
   readonly stats = { decisions: 0, recordsWritten: 0, terms: 0 };
 
-  constructor(
-    private readonly store: Store,
-    private readonly config: Config,
-    private readonly clock: Clock,
-    private readonly view: JobView,
-    private readonly session: Session,
-    private readonly planner: Planner,
-    private readonly assigner: Assigner,
-    private readonly metrics: Metrics,
-    private readonly log: Logger,
-    private readonly onFatal: (e: SplitfleetError) => void,
-  ) {}
+  private readonly store: Store;
+  private readonly config: Config;
+  private readonly clock: Clock;
+  private readonly view: WorkerView;
+  private readonly session: Session;
+  private readonly metrics: Metrics;
+  private readonly log: Logger;
+  /** The whole job, while this instance leads (built when the term starts). */
+  private job: LeaderView | undefined;
+  /** Splits given a previous assignee by the last decision (publishAssignments clears them). */
+  private readonly previousIds = new Set<string>();
+  private writingVerdict = false;
+
+  constructor(private readonly ctx: LeaderContext) {
+    this.store = ctx.store;
+    this.config = ctx.config;
+    this.clock = ctx.clock;
+    this.view = ctx.view;
+    this.session = ctx.session;
+    this.metrics = ctx.metrics;
+    this.log = ctx.log;
+  }
+
+  /** The leader's whole-job view while it leads (inspection and tests). */
+  get jobView(): LeaderView | undefined {
+    return this.job;
+  }
 
   get leading(): boolean {
     return this.term !== undefined;
@@ -78,21 +122,26 @@ export class Leader {
     return cmp.modRevision(leaderKey(this.view.prefix), this.term?.revision ?? -1);
   }
 
-  /** Reacts to a batch of view changes: campaign, notice deposition, schedule publishing. */
-  onViewChange(change: ViewChange): void {
+  /** Reacts to a change of this instance's view (the `leader` and `plan` keys): campaign, notice deposition. */
+  onViewChange(): void {
     if (this.stopped) return;
     const leader = this.view.leader;
     // Judge the term only once the view has caught up with the write that won it: a watch
-    // lags its own process's writes, and a batch delivered in between (our presence key,
-    // say) would otherwise depose a leader that still holds the key, leaving the key live
-    // under our lease and nobody leading.
+    // lags its own process's writes, and a change delivered in between would otherwise
+    // depose a leader that still holds the key, leaving the key live under our lease and
+    // nobody leading.
     const caughtUp = this.term !== undefined && this.view.revision >= this.term.revision;
     if (this.term && caughtUp && (!leader || leader.modRevision !== this.term.revision)) {
       this.depose('the leader key no longer names this term');
     }
     this.dropOrphanKey();
     if (!leader && !this.campaigning && this.session.alive) void this.campaign();
-    if (this.term && change.relevant) this.schedulePublish();
+    if (this.term) this.checkVerdict();
+  }
+
+  /** The backstop while leading: re-list members, leases and assignments, then decide again. */
+  async resync(): Promise<void> {
+    await this.job?.resyncMembership();
   }
 
   /**
@@ -124,16 +173,17 @@ export class Leader {
       const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning', this.clock);
       if (!won.won || this.stopped) return;
       const abort = new AbortController();
-      this.term = { generation, revision: won.revision, abort };
+      const term = { generation, revision: won.revision, abort };
+      this.term = term;
       // Bump the plan generation, guarded by the leadership just won.
       const plan = this.view.plan;
       const next: PlanRecord = plan
         ? { ...plan.rec, generation }
         : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
-      const bumped = await this.store.txn({
+      const bumped = await withTimeout(this.store.txn({
         compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
         success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
-      });
+      }), this.config.opTimeoutMs, 'bumping the plan generation', this.clock);
       if (!bumped.won) {
         this.log.warn({ generation }, 'plan generation bump lost; resigning');
         await this.resign();
@@ -143,24 +193,51 @@ export class Leader {
       this.metrics.leaderChanges.inc();
       this.metrics.isLeader.set(1);
       this.log.info({ generation }, 'leading');
-      void this.planLoop(abort.signal);
-      this.schedulePublish();
+      await this.openJobView(term);
     } catch (e) {
       // Our session lease is gone (it expired under us): that is a lost session, which the
       // coordinator answers by rejoining with a fresh one, never a fatal error.
       if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`campaigning found the session lease gone: ${e.message}`);
-      else if (isSplitfleetError(e) && !e.retryable) this.onFatal(e);
+      else if (isSplitfleetError(e) && !e.retryable) this.ctx.onFatal(e);
       else {
         // The request may never have reached the store, and then no change will come to retry on.
         this.log.warn({ err: (e as Error).message }, 'campaign failed; retrying');
-        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () =>
-          this.onViewChange({ kinds: new Set(), ids: new Set(), all: false, relevant: false }));
+        if (this.term) await this.resign();
+        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => this.onViewChange());
       }
     } finally {
       this.campaigning = false;
       // A change that arrived mid-campaign may have shown our own key, landed after a timeout.
       if (!this.stopped) this.dropOrphanKey();
     }
+  }
+
+  /** Builds the whole-job view for a term just won (paged, yielding), then plans and publishes. */
+  private async openJobView(term: NonNullable<Leader['term']>): Promise<void> {
+    const job = new LeaderView(this.store, this.view.prefix, this.view.fp, this.config.fingerprint, (e) => this.ctx.onFatal(e), this.clock);
+    job.onChange(() => {
+      if (this.job !== job || this.term !== term) return;
+      this.schedulePublish();
+      this.checkVerdict();
+    });
+    this.job = job;
+    this.previousIds.clear();
+    const started = this.clock.now();
+    try {
+      await job.start();
+    } catch (e) {
+      if (this.job === job) this.job = undefined;
+      await job.close();
+      throw e;
+    }
+    if (this.term !== term || this.job !== job) {
+      await job.close();
+      return;
+    }
+    this.log.info({ splits: job.splitCount, ms: this.clock.now() - started }, 'job view built');
+    void this.planLoop(term.abort.signal);
+    this.schedulePublish();
+    this.checkVerdict();
   }
 
   private depose(reason: string): void {
@@ -172,7 +249,11 @@ export class Leader {
     this.cancelReplan?.();
     this.cancelWindowTimer?.();
     this.cancelPublishTimer?.();
+    this.cancelPublishTimer = undefined;
     this.window = undefined;
+    const job = this.job;
+    this.job = undefined;
+    void job?.close();
   }
 
   /** Gives leadership up (graceful stop, or a lost generation bump). */
@@ -180,14 +261,44 @@ export class Leader {
     const term = this.term;
     this.depose('resigning');
     if (!term) return;
-    await this.store
-      .txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] })
-      .catch(() => undefined);
+    await withTimeout(
+      this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] }),
+      this.config.opTimeoutMs, 'resigning', this.clock,
+    ).catch(() => undefined);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     await this.resign();
+  }
+
+  // ---- the verdict ------------------------------------------------------------
+
+  /**
+   * A final plan, every planned split's record seen, none runnable: write the
+   * verdict on the plan record (guarded), once.
+   */
+  private checkVerdict(): void {
+    const job = this.job;
+    const plan = this.view.plan;
+    if (!this.term || !job || this.writingVerdict || !plan || !plan.rec.final || plan.rec.verdict) return;
+    const counts = job.statusCounts;
+    if (job.splitCount < plan.rec.planned || counts.runnable > 0) return;
+    const verdict = counts.quarantined > 0 ? 'stalled' : 'complete';
+    this.writingVerdict = true;
+    const key = planKey(this.view.prefix);
+    void withTimeout(this.store.txn({
+      compares: [this.guard, cmp.modRevision(key, plan.modRevision)],
+      success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))],
+    }), this.config.opTimeoutMs, 'writing the verdict', this.clock)
+      .then((res) => {
+        if (res.won) this.log.info({ verdict, planned: plan.rec.planned, quarantined: counts.quarantined }, 'job finished');
+      })
+      .catch((e) => this.log.warn({ err: (e as Error).message }, 'writing the verdict failed; will retry'))
+      .finally(() => {
+        this.writingVerdict = false;
+        // Lost or failed: the next change (or the backstop) tries again.
+      });
   }
 
   // ---- planning ---------------------------------------------------------------
@@ -196,9 +307,9 @@ export class Leader {
     const plan = this.view.plan?.rec;
     if (plan?.final) return; // a previous leader finished planning a final job
     try {
-      const result = await this.planner({ cursor: plan?.cursor, generation: this.term!.generation, signal });
+      const result = await this.ctx.planner({ cursor: plan?.cursor, generation: this.term!.generation, signal });
       if (signal.aborted) return;
-      await this.seed(result.splits, result.final, result.cursor);
+      await this.seed(result.splits, result.final, result.cursor, signal);
       if (!result.final && !signal.aborted) {
         this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => void this.planLoop(signal));
       }
@@ -211,48 +322,69 @@ export class Leader {
         this.log.warn({ err: err.message }, 'planning failed; retrying after replanIntervalMs');
         this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => void this.planLoop(signal));
       } else {
-        this.onFatal(err);
+        this.ctx.onFatal(err);
       }
     }
   }
 
-  /** Validates the planner's output and creates the missing spec + split records. */
-  private async seed(splits: PlannedSplit[], final: boolean, cursor: Json | undefined): Promise<void> {
+  /**
+   * Validates the planner's output (all of it, before anything is written) and
+   * creates the missing spec + split records, a slice per turn of the event
+   * loop, so a plan of millions never holds the loop.
+   */
+  private async seed(splits: PlannedSplit[], final: boolean, cursor: Json | undefined, signal: AbortSignal): Promise<void> {
     const fp = fingerprintHash(this.config.fingerprint);
     const generation = this.term!.generation;
+    const job = this.job!;
     const maxBytes = this.store.limits.maxRequestBytes - 4096;
     const seen = new Set<string>();
-    const writes: Op[][] = [];
-    splits.forEach((s, i) => {
-      if (!isValidId(s?.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${idProblem(s?.id)}`);
-      if (seen.has(s.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: "${s.id}" appears twice; split ids must be unique`);
-      seen.add(s.id);
-      if (!(Number.isSafeInteger(s.weight) && s.weight >= 0)) {
-        throw new SplitfleetError('PLANNER_FAILURE', `planner split "${s.id}".weight: must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER} (got ${String(s.weight)})`);
+    for (let start = 0; start < splits.length; start += SEED_SLICE) {
+      const end = Math.min(splits.length, start + SEED_SLICE);
+      for (let i = start; i < end; i++) {
+        const s = splits[i]!;
+        if (!isValidId(s?.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${idProblem(s?.id)}`);
+        if (seen.has(s.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: "${s.id}" appears twice; split ids must be unique`);
+        seen.add(s.id);
+        if (!(Number.isSafeInteger(s.weight) && s.weight >= 0)) {
+          throw new SplitfleetError('PLANNER_FAILURE', `planner split "${s.id}".weight: must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER} (got ${String(s.weight)})`);
+        }
       }
-      if (this.view.specs.has(s.id)) return;
-      const spec = encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation }, { maxBytes });
-      const split = encodeRecord('split', initialSplitRecord(s.id, fp));
-      writes.push([op.put(specKey(this.view.prefix, s.id), spec), op.put(splitKey(this.view.prefix, s.id), split)]);
-    });
-    const pending = [...batches(writes, Math.floor((this.store.limits.maxOpsPerTxn - 1) / 2) * 2, maxBytes)];
+      if (end < splits.length) await yieldToLoop();
+      if (signal.aborted) return;
+    }
+    let known = job.specCount;
     const inFlight = new Set<Promise<void>>();
-    for (const batch of pending) {
-      const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+    const perTxn = Math.floor((this.store.limits.maxOpsPerTxn - 1) / 2) * 2;
+    for (let start = 0; start < splits.length; start += SEED_SLICE) {
+      const writes: Op[][] = [];
+      for (let i = start; i < Math.min(splits.length, start + SEED_SLICE); i++) {
+        const s = splits[i]!;
+        if (job.hasSpec(s.id)) continue;
+        known++;
+        const spec = encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation }, { maxBytes });
+        const split = encodeRecord('split', initialSplitRecord(s.id, fp));
+        writes.push([op.put(specKey(this.view.prefix, s.id), spec), op.put(splitKey(this.view.prefix, s.id), split)]);
+      }
+      for (const batch of batches(writes, perTxn, maxBytes)) {
+        const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+      }
+      if (signal.aborted) break;
+      await yieldToLoop();
     }
     await Promise.all(inFlight);
+    if (signal.aborted) return;
     // The plan record: finality, the planned count, the cursor. Its revision is read from the
     // store, not the view: the view may not have seen our own generation bump yet, and a CAS at
     // a stale revision would lose and postpone the plan by a whole replanIntervalMs.
     const plan = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
-    const planned = new Set([...this.view.specs.keys(), ...seen]).size;
+    const planned = Math.max(known, job.specCount);
     const next: PlanRecord = { v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
-    const res = await this.store.txn({
+    const res = await withTimeout(this.store.txn({
       compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
       success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
-    });
+    }), this.config.opTimeoutMs, 'writing the plan record', this.clock);
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     this.log.info({ planned, final }, 'plan seeded');
   }
@@ -265,7 +397,7 @@ export class Leader {
     // fall back to one split at a time, never overwriting an existing record.
     for (let i = 0; i < batch.length; i += 2) {
       const pair = batch.slice(i, i + 2);
-      const r = await this.store.txn({ compares: [this.guard, ...pair.map((o) => cmp.absent(o.key))], success: pair });
+      const r = await withTimeout(this.store.txn({ compares: [this.guard, ...pair.map((o) => cmp.absent(o.key))], success: pair }), this.config.opTimeoutMs, 'seeding a split', this.clock);
       if (!r.won && !this.leading) return;
     }
   }
@@ -273,7 +405,7 @@ export class Leader {
   // ---- publishing -------------------------------------------------------------
 
   private schedulePublish(): void {
-    if (!this.term) return;
+    if (!this.term || !this.job) return;
     if (this.publishing) {
       this.publishAgain = true;
       return;
@@ -287,27 +419,28 @@ export class Leader {
 
   private async publish(): Promise<void> {
     const term = this.term;
-    if (!term || this.publishing) return;
+    const job = this.job;
+    if (!term || !job || this.publishing) return;
     // Our last write is not in the view yet: a decision now would read our own previous
     // decision as absent and undo part of it. Its watch event schedules the next step.
-    if (this.view.revision < this.publishedRevision) return;
+    if (job.revision < this.publishedRevision) return;
     this.publishing = true;
     this.publishAgain = false;
     try {
       const res = await publishAssignments({
         store: this.store,
-        view: this.view,
-        seed: this.config.fingerprint,
+        view: job,
         fingerprint: this.config.fingerprint,
         generation: term.generation,
         guard: this.guard,
         rebalanceDelayMs: this.config.rebalanceDelayMs,
         now: this.clock.now(),
         window: this.window,
-        assigner: this.assigner,
+        assigner: this.ctx.assigner,
+        decide: this.ctx.decide,
         metrics: this.metrics,
         log: this.log,
-      });
+      }, this.previousIds);
       if (this.term !== term) return;
       this.window = res.window;
       this.publishedRevision = Math.max(this.publishedRevision, res.revision);

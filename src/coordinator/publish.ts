@@ -1,48 +1,59 @@
 /**
  * publishAssignments: the leader's step from observed state to published
- * `assign.{instance}` records.
+ * `assign.{instance}` records, decided on the `LeaderView`'s columns.
  *
  * Invariants:
  * - Inputs come from the view only: live members with their own lane budgets,
- *   every split with a spec and a record, lease owners from live lease keys,
- *   record owners, previous assignees from the existing assignment records (a
- *   live member's record wins over a departed one's), and the reserved set of
- *   the rebalance-delay window.
+ *   every split with a spec and a record (the pool's rows), lease owners from
+ *   live lease keys, record owners, previous assignees from the existing
+ *   assignment records (a live member's record wins over a departed one's),
+ *   and the reserved set of the rebalance-delay window. Ownership is sparse
+ *   (at most the fleet's lanes), so preparing a decision costs that, not the
+ *   split count; the dense columns are never rebuilt as objects.
+ * - In transit: a live member's record names the split while another live
+ *   member still holds its lease (draining it toward them). The decision
+ *   sees no lease owner for it, or successive decisions would undo the move
+ *   mid-drain and flip splits back and forth.
  * - Only records whose split list changed are written (a steady fleet writes
  *   nothing; a new leader with the same decision writes nothing), each write
  *   guarded by leadership, batched under the store's limits.
  * - A departed instance's record keeps only its splits still withheld for it
- *   and is deleted once there are none, so no split is ever named in two records and records of
- *   pods that never return do not accumulate.
+ *   and is deleted once there are none, so no split is ever named in two
+ *   records and records of pods that never return do not accumulate.
  * - A record that would exceed the request limit is refused (metric + error
  *   log), never truncated; the others are still published.
  * - A write that fails is simply retried on the next step: the diff against
  *   the view finds it again.
  */
-import type { AssignmentInput, AssignmentResult, SplitInput } from '../assignment/types.js';
+import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
+import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assignment/types.js';
 import { isSplitfleetError } from '../errors.js';
 import { assignKey } from '../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
-import { reservedSplits, type ReservedWindowState } from '../protocol/reserved.js';
+import { reservedSplits, type ReservedWindowState, type SplitOwnership } from '../protocol/reserved.js';
 import { op, type Compare, type Op, type Store } from '../store/store.js';
+import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
-import type { JobView } from './view.js';
 
-/** Computes a desired assignment (off the event loop when backed by the pool). */
+/** Computes a desired assignment in the object form: a custom engine (tests, experiments). */
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
+
+/** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
+export type ColumnarAssigner = (pool: ColumnarPool) => Promise<ColumnarDecision>;
 
 export interface PublishContext {
   store: Store;
-  view: JobView;
-  seed: string;
+  view: LeaderView;
   fingerprint: string;
   generation: number;
   guard: Compare;
   rebalanceDelayMs: number;
   now: number;
   window: ReservedWindowState | undefined;
-  assigner: Assigner;
+  /** The object-form engine when one was configured; else `decide`. */
+  assigner: Assigner | undefined;
+  decide: ColumnarAssigner;
   metrics: Metrics;
   log: Logger;
 }
@@ -59,60 +70,109 @@ export interface PublishResult {
   complete: boolean;
   /** Store revision of the last write that landed (0 when none): decide again only once the view has seen it. */
   revision: number;
-  stats: AssignmentResult['stats'];
+  stats: AssignmentStats;
 }
 
-/** Builds the assignment input from the view (and the delay window). */
-export function assignmentInputFromView(
-  view: JobView, seed: string, now: number, window: ReservedWindowState | undefined, rebalanceDelayMs: number,
-): { input: AssignmentInput; window: ReservedWindowState | undefined; nextChangeAt: number | undefined } {
+/** What `prepareDecision` changed on the pool for one decision, to undo afterwards. */
+export interface PreparedDecision {
+  window: ReservedWindowState | undefined;
+  nextChangeAt: number | undefined;
+  reserved: ReadonlySet<string>;
+  /** Splits whose lease owner was hidden from this decision (in transit): restored by `restore`. */
+  restore: () => void;
+}
+
+/**
+ * Sets the pool's per-decision inputs from the view: members, previous
+ * assignees, the in-transit rule, and the reserved set. `previousIds` is the
+ * set of splits given a previous assignee by the last call (cleared here).
+ */
+export function prepareDecision(
+  view: LeaderView, now: number, window: ReservedWindowState | undefined, rebalanceDelayMs: number, previousIds: Set<string>,
+): PreparedDecision {
+  const { pool } = view;
   const live = new Set(view.workers.keys());
   // Previous assignees: departed instances' records first, so a live member's record wins.
   const previous = new Map<string, string>();
   const records = [...view.assigns.values()].sort((a, b) => Number(live.has(a.rec.instance)) - Number(live.has(b.rec.instance)));
   for (const { rec } of records) for (const id of rec.splits) previous.set(id, rec.instance);
+  for (const id of previousIds) if (!previous.has(id)) pool.setPrevious(id, null);
+  previousIds.clear();
+  for (const [id, instance] of previous) if (pool.setPrevious(id, instance)) previousIds.add(id);
 
-  const splits: SplitInput[] = [];
-  const ownership: { id: string; leaseOwner?: string | null; recordOwner?: string | null; previous?: string | null }[] = [];
-  for (const [id, spec] of view.specs) {
-    const seen = view.splits.get(id);
-    if (!seen) continue;
-    const leaseOwner = view.leases.get(id)?.rec.owner ?? null;
-    const recordOwner = seen.rec.owner === '' ? null : seen.rec.owner;
-    const prev = previous.get(id) ?? null;
-    // In transit: a live member's published record names the split while another live member
-    // still holds its lease (draining it toward them). The published decision is the current
-    // ownership; offering the draining holder as sticky lease owner would undo the move mid-drain
-    // and make successive decisions flip splits back and forth.
-    const inTransit = prev !== null && live.has(prev) && leaseOwner !== null && leaseOwner !== prev;
-    splits.push({ id, weight: spec.weight, status: seen.rec.status, leaseOwner: inTransit ? null : leaseOwner, recordOwner, previous: prev });
-    if (seen.rec.status === 'runnable') ownership.push({ id, leaseOwner, recordOwner, previous: prev });
+  const hidden: [string, string][] = [];
+  for (const [id, lease] of view.leases) {
+    const prev = previous.get(id);
+    if (prev !== undefined && live.has(prev) && lease.rec.owner !== prev && pool.setLeaseOwner(id, null)) hidden.push([id, lease.rec.owner]);
+  }
+
+  const owned = new Set<string>([...view.leases.keys(), ...view.owners.keys(), ...previous.keys()]);
+  const ownership: SplitOwnership[] = [];
+  for (const id of owned) {
+    if (view.statusOf(id) !== 'runnable') continue;
+    ownership.push({ id, leaseOwner: view.leases.get(id)?.rec.owner ?? null, recordOwner: view.owners.get(id) ?? null, previous: previous.get(id) ?? null });
   }
   const r = reservedSplits({ previous: window, now, live, splits: ownership, rebalanceDelayMs });
-  const members = [...view.workers.values()].map((w) => ({ id: w.rec.instance, cap: w.rec.maxInFlight }));
+  pool.setReserved(r.reserved);
+  pool.setMembers([...view.workers.values()].map((w) => ({ id: w.rec.instance, cap: w.rec.maxInFlight })));
   return {
-    input: { seed, members, splits, reserved: r.reserved },
     window: r.state,
     nextChangeAt: r.nextChangeAt,
+    reserved: new Set(r.reserved),
+    restore: () => {
+      for (const [id, owner] of hidden) if (view.leases.get(id)?.rec.owner === owner) pool.setLeaseOwner(id, owner);
+    },
   };
 }
 
+/** A decision per member: every live member, its split ids in JS string order. */
+export function assignmentOf(pool: ColumnarPool, decision: ColumnarDecision): Map<string, string[]> {
+  const lists: string[][] = decision.members.map(() => []);
+  const { assignee } = decision;
+  for (let r = 0; r < assignee.length; r++) {
+    const j = assignee[r]!;
+    if (j < 0) continue;
+    const id = pool.idAt(r);
+    if (id !== undefined) lists[j]!.push(id);
+  }
+  const out = new Map<string, string[]>();
+  decision.members.forEach((m, j) => out.set(m, lists[j]!.sort(byString)));
+  return out;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** One publishing step: decide, diff against the view, write what changed. */
-export async function publishAssignments(ctx: PublishContext): Promise<PublishResult> {
+export async function publishAssignments(ctx: PublishContext, previousIds: Set<string>): Promise<PublishResult> {
   const { view } = ctx;
-  const { input, window, nextChangeAt } = assignmentInputFromView(view, ctx.seed, ctx.now, ctx.window, ctx.rebalanceDelayMs);
-  const result = await ctx.assigner(input);
-  ctx.metrics.decisionSeconds.observe(result.stats.computeMs / 1000);
-  ctx.metrics.improvingMoves.inc(result.stats.improvingMoves);
-  ctx.metrics.imbalance.set(result.stats.imbalance);
+  const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds);
+  let assignment: Map<string, string[]>;
+  let stats: AssignmentStats;
+  try {
+    if (ctx.assigner) {
+      const result = await ctx.assigner(view.pool.toInput());
+      assignment = new Map(Object.entries(result.assignment));
+      stats = result.stats;
+    } else {
+      const pending = ctx.decide(view.pool);
+      prepared.restore(); // the decision has its snapshot of the pool
+      const decision = await pending;
+      assignment = assignmentOf(view.pool, decision);
+      stats = decision.stats;
+    }
+  } finally {
+    prepared.restore();
+  }
+  ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
+  ctx.metrics.improvingMoves.inc(stats.improvingMoves);
+  ctx.metrics.imbalance.set(stats.imbalance);
 
   const fp = fingerprintHash(ctx.fingerprint);
-  const reserved = new Set(input.reserved);
   const maxBytes = ctx.store.limits.maxRequestBytes - 4096;
   const writes: Op[][] = [];
   let refused = 0;
   let deleted = 0;
-  for (const [instance, splits] of Object.entries(result.assignment)) {
+  for (const [instance, splits] of assignment) {
     const current = view.assigns.get(instance)?.rec.splits;
     if (current && sameList(current, splits)) continue;
     try {
@@ -126,11 +186,11 @@ export async function publishAssignments(ctx: PublishContext): Promise<PublishRe
     }
   }
   for (const [instance, seen] of view.assigns) {
-    if (instance in result.assignment) continue;
+    if (assignment.has(instance)) continue;
     // A departed instance's record keeps only the splits still withheld for it: the others
     // (a live member held them, or the window has closed) are now assigned elsewhere, and
     // leaving them in would name them in two records.
-    const kept = seen.rec.splits.filter((id) => reserved.has(id));
+    const kept = seen.rec.splits.filter((id) => prepared.reserved.has(id));
     if (kept.length === 0) {
       writes.push([op.delete(assignKey(view.prefix, instance))]);
       deleted++;
@@ -159,7 +219,7 @@ export async function publishAssignments(ctx: PublishContext): Promise<PublishRe
     }
   }
   ctx.metrics.recordsPublished.inc(written);
-  return { written, deleted, refused, window, nextChangeAt, complete, revision, stats: result.stats };
+  return { written, deleted, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete, revision, stats };
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
@@ -173,7 +233,7 @@ export function* batches(writes: Op[][], maxOps: number, maxBytes: number): Gene
   let batch: Op[] = [];
   let bytes = 0;
   for (const w of writes) {
-    const size = w.reduce((s, o) => s + o.key.length + (o.op === 'put' ? Buffer.byteLength(o.value) : 0) + 32, 0);
+    const size = w.reduce((s, o) => s + Buffer.byteLength(o.key) + (o.op === 'put' ? Buffer.byteLength(o.value) : 0) + 32, 0);
     if (batch.length > 0 && (batch.length + w.length > maxOps || bytes + size > maxBytes)) {
       yield batch;
       batch = [];

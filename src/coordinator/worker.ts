@@ -1,8 +1,10 @@
 /**
  * Worker: the I/O shell around `reconcileAssignment`. It feeds the pure
  * decision what this process observes (its own `assign.{instance}` record,
- * its lanes, the records and lease keys of the splits concerned) and executes
- * the decisions as etcd transactions: claims, quarantines, revocations.
+ * its lanes, the records and lease keys of the splits concerned, all from a
+ * `WorkerView` that follows only those keys) and executes the decisions as
+ * etcd transactions: claims (several in one transaction when they are ready
+ * together), quarantines, revocations.
  *
  * Invariants:
  * - No assignment record: hold everything, claim nothing (the decision core
@@ -18,17 +20,32 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isSplitfleetError } from '../errors.js';
 import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type ObservedSplit } from '../protocol/claims.js';
-import { leaseKey, splitKey } from '../protocol/keys.js';
+import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
 import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
-import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
-import { cmp, op, type Op, type Store } from '../store/store.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
 import { Lane, type LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Session } from './session.js';
 import { withTimeout } from './timeout.js';
 import type { SplitHandler } from './types.js';
-import type { JobView, ViewChange } from './view.js';
+import type { WorkerView } from './worker-view.js';
+
+/** Most claims in one transaction: 2 compares and 3 ops each, under etcd's 128 per transaction. */
+const CLAIMS_PER_TXN = 24;
+
+/** One prepared claim: the transaction parts for one split, and what to do once it lands. */
+interface PreparedClaim {
+  id: string;
+  kind: ReturnType<typeof classifyClaim>['kind'];
+  basis: string;
+  spec: SpecRecord;
+  next: SplitRecord;
+  quarantine: boolean;
+  compares: Compare[];
+  success: Op[];
+}
 
 export class Worker {
   readonly lanes = new Map<string, Lane>();
@@ -49,12 +66,18 @@ export class Worker {
   private readonly lostClaims = new Map<string, string>();
   /** Orphaned lease keys being given back (see releaseOrphans). */
   private readonly releasing = new Set<string>();
+  /**
+   * Splits whose last write by this session had an unknown outcome (a claim
+   * or a lane write that timed out): followed until the view shows whether
+   * the store still names us, so releaseOrphans can give back what landed.
+   */
+  private readonly uncertain = new Set<string>();
 
   constructor(
     private readonly store: Store,
     private readonly config: Config,
     private readonly clock: Clock,
-    private readonly view: JobView,
+    private readonly view: WorkerView,
     private readonly session: Session,
     private readonly handler: SplitHandler,
     private readonly metrics: Metrics,
@@ -64,32 +87,6 @@ export class Worker {
   get me(): string {
     return this.config.instance;
   }
-
-  /**
-   * Whether a batch of view changes can change this worker's decisions: its
-   * own assignment record, or a record, lease key or spec of a split it is
-   * named for or holds. Other members' traffic is not ours to reconcile on;
-   * reacting to every event in the job made reconciliation cost events ×
-   * lanes × members (a 10k-split, 20-member fleet settled in 135 s instead
-   * of 30 s).
-   */
-  concerns(change: ViewChange): boolean {
-    if (change.all) return true;
-    if (change.kinds.has('assign') && change.ids.has(this.me)) return true;
-    if (!change.kinds.has('split') && !change.kinds.has('lease') && !change.kinds.has('spec')) return false;
-    const assign = this.view.assigns.get(this.me);
-    if (assign !== this.namedFor) {
-      this.namedFor = assign;
-      this.named = new Set(assign?.rec.splits ?? []);
-    }
-    for (const id of change.ids) {
-      if (this.named.has(id) || this.lanes.has(id) || this.claiming.has(id)) return true;
-    }
-    return false;
-  }
-
-  private namedFor: JobView['assigns'] extends Map<string, infer V> ? V | undefined : never;
-  private named = new Set<string>();
 
   /** Coalesces reconciliation onto one microtask. */
   schedule(): void {
@@ -104,22 +101,25 @@ export class Worker {
   /** One reconciliation step: observe, decide (pure), execute. */
   reconcile(): void {
     if (!this.session.alive) return;
-    const assign = this.view.assigns.get(this.me)?.rec;
-    const assignment = assign?.splits;
+    const assignment = this.view.assign?.rec.splits;
     const now = this.clock.now();
     if (assignment) {
       const named = new Set(assignment);
       for (const id of named) if (!this.namedAt.has(id)) this.namedAt.set(id, now);
       for (const id of this.namedAt.keys()) if (!named.has(id)) this.namedAt.delete(id);
     }
+    // Follow exactly what concerns us: named, held, being claimed, or of unknown outcome.
+    const concerned = new Set<string>([...(assignment ?? []), ...this.lanes.keys(), ...this.claiming, ...this.uncertain, ...this.releasing]);
+    void this.view.concern(concerned).catch((e) => this.log.warn({ err: (e as Error).message }, 'following assigned splits failed; the backstop retries'));
     const ids = new Set<string>([...(assignment ?? []), ...this.lanes.keys()]);
     const splits = new Map<string, ObservedSplit>();
     for (const id of ids) {
-      const seen = this.view.splits.get(id);
+      const seen = this.view.split(id);
+      if (!seen) continue; // not read yet: unobserved, so nothing is claimed for it
       splits.set(id, {
-        record: seen?.rec,
-        leaseOwner: this.view.leases.get(id)?.rec.owner,
-        specObserved: this.view.specs.has(id) && seen !== undefined,
+        record: seen.record?.rec,
+        leaseOwner: seen.lease?.rec.owner,
+        specObserved: seen.spec !== undefined && seen.record !== undefined,
       });
     }
     const held = [...this.lanes.keys(), ...this.claiming];
@@ -133,7 +133,25 @@ export class Worker {
       maxInFlight: this.config.maxInFlight,
       maxAttempts: this.config.maxAttempts,
     });
-    for (const d of decisions) this.execute(d);
+    const claims: string[] = [];
+    for (const d of decisions) {
+      switch (d.kind) {
+        case 'claim':
+          claims.push(d.id);
+          break;
+        case 'quarantine':
+          void this.claimAll([d.id], true);
+          break;
+        case 'revoke':
+          this.revoke(d.id);
+          break;
+        default: {
+          const never: never = d;
+          throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+        }
+      }
+    }
+    if (claims.length > 0) void this.claimAll(claims, false);
     if (assignment) this.releaseOrphans(new Set(assignment));
   }
 
@@ -148,123 +166,163 @@ export class Worker {
    * reclaimed by the normal claim path.)
    */
   private releaseOrphans(assigned: ReadonlySet<string>): void {
-    for (const [id, lease] of this.view.leases) {
-      if (lease.lease !== this.session.leaseId || lease.rec.owner !== this.me) continue;
-      if (assigned.has(id) || this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id)) continue;
-      const seen = this.view.splits.get(id);
-      if (!seen || seen.rec.status !== 'runnable' || seen.rec.owner !== this.me || seen.rec.epoch !== lease.rec.epoch) continue;
+    for (const id of this.uncertain) {
+      if (this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id)) continue;
+      const seen = this.view.split(id);
+      if (!seen) continue; // not read yet
+      const lease = seen.lease;
+      const record = seen.record;
+      if (!lease || lease.lease !== this.session.leaseId || lease.rec.owner !== this.me) {
+        this.uncertain.delete(id); // it did not land, or it is gone already
+        continue;
+      }
+      if (assigned.has(id)) continue; // the claim path reclaims it
+      if (!record || record.rec.status !== 'runnable' || record.rec.owner !== this.me || record.rec.epoch !== lease.rec.epoch) continue;
       this.releasing.add(id);
       const sk = splitKey(this.view.prefix, id);
       const lk = leaseKey(this.view.prefix, id);
-      this.log.warn({ split: id, epoch: seen.rec.epoch }, 'releasing a split held by this session with no lane behind it');
+      this.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
       void withTimeout(
         this.store.txn({
-          compares: [cmp.modRevision(sk, seen.modRevision), cmp.lease(lk, this.session.leaseId)],
-          success: [op.put(sk, encodeRecord('split', releasedRecord(seen.rec, this.me))), op.delete(lk)],
+          compares: [cmp.modRevision(sk, record.modRevision), cmp.lease(lk, this.session.leaseId)],
+          success: [op.put(sk, encodeRecord('split', releasedRecord(record.rec, this.me))), op.delete(lk)],
         }),
         this.config.opTimeoutMs, `release of orphaned split ${id}`, this.clock,
       )
+        .then((res) => {
+          if (res.won) this.uncertain.delete(id);
+        })
         .catch(() => undefined)
-        .finally(() => this.releasing.delete(id));
+        .finally(() => {
+          this.releasing.delete(id);
+          this.schedule();
+        });
     }
   }
 
-  private execute(d: ReconcileDecision): void {
-    switch (d.kind) {
-      case 'claim':
-        void this.claim(d.id, false);
-        return;
-      case 'quarantine':
-        void this.claim(d.id, true);
-        return;
-      case 'revoke':
-        this.revoke(d.id);
-        return;
-      default: {
-        const never: never = d;
-        throw new Error(`unhandled decision ${JSON.stringify(never)}`);
-      }
+  /**
+   * The claim (or quarantine) transactions for `ids`: claims ready together
+   * go in one transaction (CLAIMS_PER_TXN at most); a batch that loses is
+   * retried one claim per transaction, since one moved record fails them all.
+   */
+  private async claimAll(ids: string[], quarantine: boolean): Promise<void> {
+    const prepared: PreparedClaim[] = [];
+    for (const id of ids) {
+      const p = this.prepareClaim(id, quarantine);
+      if (p) prepared.push(p);
     }
-  }
-
-  /** The claim (or quarantine) transaction for one split. */
-  private async claim(id: string, quarantine: boolean): Promise<void> {
-    if (this.claiming.has(id) || this.lanes.has(id)) return;
-    const seen = this.view.splits.get(id);
-    const spec = this.view.specs.get(id);
-    if (!seen || !spec) return;
-    const leaseOwner = this.view.leases.get(id)?.rec.owner;
-    const c = classifyClaim(seen.rec, leaseOwner, this.me, this.config.maxAttempts);
-    if (c.kind === 'unclaimable') return;
-    // The view's revision too: a lease key put and deleted again leaves the pair as it was.
-    const basis = `${this.view.revision}:${seen.modRevision}:${this.view.leases.get(id)?.modRevision ?? 0}`;
-    if (this.lostClaims.get(id) === basis) return;
-    this.lostClaims.delete(id);
-    this.claiming.add(id);
-    const sk = splitKey(this.view.prefix, id);
-    const lk = leaseKey(this.view.prefix, id);
+    for (const p of prepared) this.claiming.add(p.id);
     try {
-      const compares = [
-        cmp.modRevision(sk, seen.modRevision),
-        c.kind === 'reclaim' ? cmp.lease(lk, this.view.leases.get(id)?.lease ?? '') : cmp.absent(lk),
-      ];
-      const success: Op[] = [];
-      let next;
-      if (quarantine || c.quarantine) {
-        next = quarantinedRecord(seen.rec, `max_attempts (${this.config.maxAttempts}) reached on a ${c.kind} claim`);
-        success.push(op.put(sk, encodeRecord('split', next)));
-        if (c.kind === 'reclaim') success.push(op.delete(lk));
-      } else {
-        next = claimedRecord(seen.rec, this.me, c);
-        success.push(op.put(sk, encodeRecord('split', next)));
-        success.push(
-          op.put(
-            lk,
-            encodeRecord('lease', {
-              v: SCHEMA_VERSION,
-              fp: fingerprintHash(this.config.fingerprint),
-              id,
-              owner: this.me,
-              nonce: this.session.nonce,
-              epoch: next.epoch,
-            }),
-            this.session.leaseId,
-          ),
-        );
+      for (let i = 0; i < prepared.length; i += CLAIMS_PER_TXN) {
+        const batch = prepared.slice(i, i + CLAIMS_PER_TXN);
+        const won = await this.sendClaims(batch, batch.length === 1);
+        if (won || batch.length === 1) continue;
+        for (const p of batch) await this.sendClaims([p], true);
       }
-      const res = await withTimeout(this.store.txn({ compares, success }), this.config.opTimeoutMs, `claim of ${id}`, this.clock);
-      if (!res.won) {
-        this.metrics.claims.inc({ kind: c.kind, outcome: 'lost' });
-        this.lostClaims.set(id, basis);
-        return;
-      }
-      if (next.status === 'quarantined') {
-        this.metrics.quarantined.inc();
-        this.log.warn({ split: id, attempts: next.attempts }, 'split quarantined');
-        return;
-      }
-      this.metrics.claims.inc({ kind: c.kind, outcome: 'won' });
-      const named = this.namedAt.get(id);
-      if (named !== undefined) this.metrics.assignmentLatency.observe((this.clock.now() - named) / 1000);
-      if (this.stopped || !this.session.alive) {
-        // We won a claim while stopping: give it straight back.
-        const lane = this.openLane(id, spec, next, res.revision, false);
-        await lane.finishNormally();
-        return;
-      }
-      this.openLane(id, spec, next, res.revision, true);
-    } catch (e) {
-      // The claim wrote its lease key under our session lease and the store says that lease is
-      // gone: the session is lost (the coordinator rejoins). Retrying would spin on the same error.
-      if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`claim of ${id} found the session lease gone: ${e.message}`);
-      else if (!isSplitfleetError(e) || !e.retryable) this.log.error({ split: id, err: e }, 'claim failed');
     } finally {
-      this.claiming.delete(id);
+      for (const p of prepared) this.claiming.delete(p.id);
       this.schedule();
     }
   }
 
-  private openLane(id: string, spec: NonNullable<ReturnType<JobView['specs']['get']>>, rec: Parameters<typeof classifyClaim>[0] & object, rev: number, run: boolean): Lane {
+  /** Builds one claim from the view, or nothing when the split cannot be claimed now. */
+  private prepareClaim(id: string, quarantine: boolean): PreparedClaim | undefined {
+    if (this.claiming.has(id) || this.lanes.has(id)) return undefined;
+    const seen = this.view.split(id);
+    const record = seen?.record;
+    const spec = seen?.spec;
+    if (!seen || !record || !spec) return undefined;
+    const lease = seen.lease;
+    const c = classifyClaim(record.rec, lease?.rec.owner, this.me, this.config.maxAttempts);
+    if (c.kind === 'unclaimable') return undefined;
+    // The view's revision too: a lease key put and deleted again leaves the pair as it was.
+    const basis = `${this.view.revision}:${record.modRevision}:${lease?.modRevision ?? 0}`;
+    if (this.lostClaims.get(id) === basis) return undefined;
+    this.lostClaims.delete(id);
+    const sk = splitKey(this.view.prefix, id);
+    const lk = leaseKey(this.view.prefix, id);
+    const compares = [cmp.modRevision(sk, record.modRevision), c.kind === 'reclaim' ? cmp.lease(lk, lease?.lease ?? '') : cmp.absent(lk)];
+    const success: Op[] = [];
+    let next: SplitRecord;
+    const parks = quarantine || c.quarantine;
+    if (parks) {
+      next = quarantinedRecord(record.rec, `max_attempts (${this.config.maxAttempts}) reached on a ${c.kind} claim`);
+      success.push(op.put(sk, encodeRecord('split', next)));
+      if (c.kind === 'reclaim') success.push(op.delete(lk));
+    } else {
+      next = claimedRecord(record.rec, this.me, c);
+      const leaseValue = encodeRecord('lease', {
+        v: SCHEMA_VERSION, fp: fingerprintHash(this.config.fingerprint), id, owner: this.me, nonce: this.session.nonce, epoch: next.epoch,
+      });
+      // The committed progress is read in the same transaction: the lane resumes from it and
+      // guards its first commit with its revision.
+      success.push(op.put(sk, encodeRecord('split', next)), op.put(lk, leaseValue, this.session.leaseId), op.get(progressKey(this.view.prefix, id)));
+    }
+    return { id, kind: c.kind, basis, spec: spec, next, quarantine: parks, compares, success };
+  }
+
+  /** Sends claims as one transaction; true when it won. */
+  private async sendClaims(batch: PreparedClaim[], alone: boolean): Promise<boolean> {
+    const what = alone ? `claim of ${batch[0]!.id}` : `claim of ${batch.length} splits`;
+    try {
+      const res = await withTimeout(
+        this.store.txn({ compares: batch.flatMap((p) => p.compares), success: batch.flatMap((p) => p.success) }),
+        this.config.opTimeoutMs, what, this.clock,
+      );
+      if (!res.won) {
+        if (alone) {
+          this.metrics.claims.inc({ kind: batch[0]!.kind, outcome: 'lost' });
+          this.lostClaims.set(batch[0]!.id, batch[0]!.basis);
+        }
+        return false;
+      }
+      let read = 0;
+      for (const p of batch) {
+        if (p.quarantine) {
+          this.metrics.quarantined.inc();
+          this.log.warn({ split: p.id, attempts: p.next.attempts }, 'split quarantined');
+          continue;
+        }
+        const progress = res.reads[read++];
+        try {
+          this.claimWon(p, res.revision, progress);
+        } catch (e) {
+          // An unreadable progress record: no lane can resume from it. The lease key we wrote
+          // stays ours until releaseOrphans or our session gives it back.
+          this.uncertain.add(p.id);
+          this.log.error({ split: p.id, err: (e as Error).message }, 'claimed a split whose progress record cannot be read');
+        }
+      }
+      return true;
+    } catch (e) {
+      // Unknown outcome: follow these splits until the view says whether the claim landed.
+      for (const p of batch) this.uncertain.add(p.id);
+      // The claim wrote its lease key under our session lease and the store says that lease is
+      // gone: the session is lost (the coordinator rejoins). Retrying would spin on the same error.
+      if (isSplitfleetError(e, 'LEASE_LOST')) this.session.lose(`${what} found the session lease gone: ${e.message}`);
+      else if (!isSplitfleetError(e) || !e.retryable) this.log.error({ err: e }, `${what} failed`);
+      return true; // not a lost race: retrying one by one would repeat the failure
+    }
+  }
+
+  private claimWon(p: PreparedClaim, revision: number, progressKv: KeyValue | undefined): void {
+    this.metrics.claims.inc({ kind: p.kind, outcome: 'won' });
+    const named = this.namedAt.get(p.id);
+    if (named !== undefined) this.metrics.assignmentLatency.observe((this.clock.now() - named) / 1000);
+    let progress: Json = null;
+    let progressRev = 0;
+    if (progressKv) {
+      const rec = decodeRecord('progress', progressKv.key, progressKv.value, fingerprintHash(this.config.fingerprint));
+      progress = rec.progress;
+      progressRev = progressKv.modRevision;
+    }
+    const run = !this.stopped && this.session.alive;
+    const lane = this.openLane(p.id, p.spec, p.next, revision, progress, progressRev, run);
+    // We won a claim while stopping: give it straight back.
+    if (!run) void lane.finishNormally();
+  }
+
+  private openLane(id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: Json, progressRev: number, run: boolean): Lane {
     const lane = new Lane(
       {
         store: this.store,
@@ -279,6 +337,8 @@ export class Worker {
       spec,
       rec,
       rev,
+      progress,
+      progressRev,
     );
     this.lanes.set(id, lane);
     this.metrics.lanes.set(this.lanes.size);
@@ -314,6 +374,8 @@ export class Worker {
 
   private laneEnded(lane: Lane, end: LaneEnd): void {
     this.lanes.delete(lane.id);
+    // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
+    if (end === 'lost' && this.session.alive) this.uncertain.add(lane.id);
     this.metrics.lanes.set(this.lanes.size);
     this.drainTimers.get(lane.id)?.();
     this.drainTimers.delete(lane.id);

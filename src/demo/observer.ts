@@ -197,9 +197,9 @@ export class JobObserver {
       const was = this.lastHolder.get(id);
       this.lastHolder.set(id, lease.owner);
       if (was !== undefined && was !== lease.owner) {
-        const split = this.records.splits.get(id);
         const units = (this.records.specs.get(id)?.descriptor as { units?: number } | null)?.units;
-        const at = typeof split?.progress === 'number' ? split.progress : 0;
+        const committed = this.records.progress.get(id)?.progress;
+        const at = typeof committed === 'number' ? committed : 0;
         this.tell('claim', `${id} claimed by ${lease.owner} from ${was}, resuming at ${at}${units !== undefined ? `/${units}` : ''}`);
       }
       return;
@@ -207,7 +207,8 @@ export class JobObserver {
     // Deleted: released or completed by its owner (a fenced write), or expired with its owner's lease.
     const split = this.records.splits.get(id);
     if (previousOwner !== undefined && split?.status === 'runnable' && split.owner === previousOwner && !this.records.workers.has(previousOwner)) {
-      this.tell('expire', `${id}: lease of ${previousOwner} expired; claimable at ${typeof split.progress === 'number' ? split.progress : 0}`);
+      const committed = this.records.progress.get(id)?.progress;
+      this.tell('expire', `${id}: lease of ${previousOwner} expired; claimable at ${typeof committed === 'number' ? committed : 0}`);
     }
   }
 

@@ -18,7 +18,7 @@
 import { parseKey } from '../protocol/keys.js';
 import {
   decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
-  type SpecRecord, type SplitRecord, type WorkerRecord,
+  type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
 
@@ -29,6 +29,8 @@ export interface JobRecords {
   workers: Map<string, WorkerRecord>;
   specs: Map<string, SpecRecord>;
   splits: Map<string, SplitRecord>;
+  /** Committed progress by split (`progress.{id}`): a tool's view; no worker or leader keeps these. */
+  progress: Map<string, ProgressRecord>;
   leases: Map<string, LeaseRecord>;
   assigns: Map<string, AssignRecord>;
 }
@@ -36,7 +38,7 @@ export interface JobRecords {
 /** An empty set of records. */
 export function emptyJobRecords(): JobRecords {
   return {
-    plan: undefined, leader: undefined, workers: new Map(), specs: new Map(), splits: new Map(), leases: new Map(), assigns: new Map(),
+    plan: undefined, leader: undefined, workers: new Map(), specs: new Map(), splits: new Map(), progress: new Map(), leases: new Map(), assigns: new Map(),
   };
 }
 
@@ -82,6 +84,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'worker': records.workers.delete(id); break;
       case 'spec': records.specs.delete(id); break;
       case 'split': records.splits.delete(id); break;
+      case 'progress': records.progress.delete(id); break;
       case 'lease': records.leases.delete(id); break;
       case 'assign': records.assigns.delete(id); break;
     }
@@ -98,6 +101,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'worker': records.workers.set(id, decode('worker')); break;
       case 'spec': records.specs.set(id, decode('spec')); break;
       case 'split': records.splits.set(id, decode('split')); break;
+      case 'progress': records.progress.set(id, decode('progress')); break;
       case 'lease': records.leases.set(id, decode('lease')); break;
       case 'assign': records.assigns.set(id, decode('assign')); break;
     }
@@ -278,9 +282,10 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const plan = records.plan;
   const planned = plan ? plan.planned : counts.total;
   const terminal = counts.completed + counts.quarantined;
-  const verdict = plan?.final && counts.total >= plan.planned && terminal === counts.total
+  // The leader's word when it has written it; else what the records add up to (a job whose leader is gone).
+  const verdict = plan?.verdict ?? (plan?.final && counts.total >= plan.planned && terminal === counts.total
     ? (counts.quarantined > 0 ? 'stalled' : 'complete')
-    : null;
+    : null);
   const exists = plan !== undefined || records.leader !== undefined || instances.size > 0 || ids.length > 0
     || (info.problems?.length ?? 0) > 0;
 

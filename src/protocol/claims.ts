@@ -23,7 +23,7 @@
  */
 
 import { SplitfleetError } from '../errors.js';
-import type { Json, SplitRecord } from './records.js';
+import type { Json, ProgressRecord, SplitRecord } from './records.js';
 import { SCHEMA_VERSION } from './records.js';
 
 /** How a split became claimable (substrate.md, "Split lifecycle"). */
@@ -145,9 +145,9 @@ function mustOwn(record: SplitRecord, me: string, what: string): void {
   }
 }
 
-/** The record a create claim starts from: epoch 0, runnable, no owner, no attempts, no progress. */
+/** The record a create claim starts from: epoch 0, runnable, no owner, no attempts (no progress key yet). */
 export function initialSplitRecord(id: string, fp: string): SplitRecord {
-  return { v: SCHEMA_VERSION, fp, id, epoch: 0, status: 'runnable', owner: '', attempts: 0, progress: null };
+  return { v: SCHEMA_VERSION, fp, id, epoch: 0, status: 'runnable', owner: '', attempts: 0 };
 }
 
 /**
@@ -161,22 +161,26 @@ export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): 
     attempts: prev.attempts + (claim.consumesAttempt ? 1 : 0) };
 }
 
-/** A progress commit by the owner: only `progress` changes. */
-export function committedRecord(prev: SplitRecord, me: string, progress: Json): SplitRecord {
-  mustOwn(prev, me, 'commit');
-  return { ...prev, progress };
+/**
+ * The `progress.{id}` record the owner of `split` writes: its progress, at
+ * its epoch. Progress lives in a key of its own so that commits touch
+ * neither `split.{id}` nor anybody who watches it (docs/decisions/0007).
+ */
+export function progressRecord(split: SplitRecord, me: string, progress: Json): ProgressRecord {
+  mustOwn(split, me, 'commit');
+  return { v: SCHEMA_VERSION, fp: split.fp, id: split.id, epoch: split.epoch, progress };
 }
 
-/** A graceful release (after a drain, or at shutdown): the final progress, owner cleared, no attempt consumed. */
-export function releasedRecord(prev: SplitRecord, me: string, progress: Json = prev.progress): SplitRecord {
+/** A graceful release (after a drain, or at shutdown): owner cleared, no attempt consumed. */
+export function releasedRecord(prev: SplitRecord, me: string): SplitRecord {
   mustOwn(prev, me, 'release');
-  return { ...prev, owner: '', progress };
+  return { ...prev, owner: '' };
 }
 
 /** The terminal commit: status completed, owner cleared (the lease key goes in the same transaction). */
-export function completedRecord(prev: SplitRecord, me: string, progress: Json = prev.progress): SplitRecord {
+export function completedRecord(prev: SplitRecord, me: string): SplitRecord {
   mustOwn(prev, me, 'complete');
-  return { ...prev, status: 'completed', owner: '', progress };
+  return { ...prev, status: 'completed', owner: '' };
 }
 
 /**

@@ -19,7 +19,7 @@
 import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
-export type KeyKind = 'plan' | 'leader' | 'worker' | 'spec' | 'split' | 'lease' | 'assign';
+export type KeyKind = 'plan' | 'leader' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
 
 /** Which kind of id, if any, follows the kind in a key. */
 export type KeyIdKind = 'none' | 'instance' | 'split';
@@ -46,7 +46,9 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
   { kind: 'spec', pattern: 'spec.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'leader (create-if-absent)',
     holds: 'weight, descriptor, plan generation' },
   { kind: 'split', pattern: 'split.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'claims, commits, releases (CAS)',
-    holds: 'epoch, status, owner, attempts, committed progress' },
+    holds: 'epoch, status, owner, attempts (the fence)' },
+  { kind: 'progress', pattern: 'progress.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'the owner (in the fenced transaction)',
+    holds: 'committed progress, the epoch that wrote it' },
   { kind: 'lease', pattern: 'lease.{id}', idKind: 'split', lifetime: 'ephemeral', writtenBy: 'the owner',
     holds: 'owner, nonce, epoch' },
   { kind: 'assign', pattern: 'assign.{instance}', idKind: 'instance', lifetime: 'durable', writtenBy: 'leader (guarded by leadership)',
@@ -136,7 +138,7 @@ export function specKey(prefix: string, id: string): string {
   return `${prefix}spec.${checkId('split id', id)}`;
 }
 
-/** `<prefix>split.{id}`: a split's durable progress record (the fence). */
+/** `<prefix>split.{id}`: a split's durable ownership record (the fence): epoch, status, owner, attempts. */
 export function splitKey(prefix: string, id: string): string {
   return `${prefix}split.${checkId('split id', id)}`;
 }
@@ -151,6 +153,11 @@ export function assignKey(prefix: string, instance: string): string {
   return `${prefix}assign.${checkId('instance id', instance)}`;
 }
 
+/** `<prefix>progress.{id}`: a split's committed progress, written in the owner's fenced transaction. */
+export function progressKey(prefix: string, id: string): string {
+  return `${prefix}progress.${checkId('split id', id)}`;
+}
+
 /** The prefix under which every key of one kind lives, for ranged reads and watches. */
 export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader'>): string {
   return `${prefix}${kind}.`;
@@ -160,7 +167,7 @@ export type ParsedKey =
   | { kind: 'plan' }
   | { kind: 'leader' }
   | { kind: 'worker' | 'assign'; id: string }
-  | { kind: 'spec' | 'split' | 'lease'; id: string }
+  | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
   | { kind: 'unknown' };
 
 /**
@@ -181,5 +188,5 @@ export function parseKey(prefix: string, key: string): ParsedKey {
   if (dot < 0) return { kind: 'unknown' };
   const id = rest.slice(dot + 1);
   if (!isValidId(id)) return { kind: 'unknown' };
-  return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'lease', id };
+  return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'progress' | 'lease', id };
 }

@@ -30,14 +30,22 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export type SplitStatus = 'runnable' | 'completed' | 'quarantined';
 
 interface Stamp { v: 1; fp: string }
-export interface PlanRecord extends Stamp { generation: number; final: boolean; planned: number; cursor?: Json }
+/** Of a final plan: every split terminal, all completed ('complete') or some quarantined ('stalled'). */
+export type JobVerdictRecord = 'complete' | 'stalled';
+export interface PlanRecord extends Stamp {
+  generation: number; final: boolean; planned: number; cursor?: Json;
+  /** Written by the leader once a final plan's splits are all terminal, so no worker holds the job to know it. */
+  verdict?: JobVerdictRecord;
+}
 export interface LeaderRecord extends Stamp { instance: string; generation: number }
 export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
 export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
 /** `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts. */
 export interface SplitRecord extends Stamp {
-  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; progress: Json; reason?: string;
+  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string;
 }
+/** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
+export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
 export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
 /** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
 export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
@@ -45,7 +53,7 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 /** Each key kind's record type. */
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; worker: WorkerRecord; spec: SpecRecord;
-  split: SplitRecord; lease: LeaseRecord; assign: AssignRecord;
+  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;
 
@@ -104,7 +112,12 @@ const SCHEMAS = {
     ...stamp, generation: int(0),
     final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
     planned: int(0), cursor: json().optional(),
-  }),
+    verdict: z.enum(['complete', 'stalled'], {
+      error: (iss) => `must be 'complete' or 'stalled' (got ${show(iss.input)})`,
+    }).optional(),
+  }).check(z.refine((r) => r.verdict === undefined || r.final, {
+    error: 'only a final plan has a verdict', path: ['verdict'],
+  })),
   leader: z.strictObject({ ...stamp, instance: idStr(), generation: int(0) }),
   worker: z.strictObject({
     ...stamp, instance: idStr(), maxInFlight: int(1),
@@ -119,12 +132,13 @@ const SCHEMAS = {
     owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
       error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
     })),
-    attempts: int(0), progress: json(), reason: str().optional(),
+    attempts: int(0), reason: str().optional(),
   }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
     // An owner is a tenancy in progress: only a runnable split has one, and
     // only after a claim (which bumps the epoch from 0).
     error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
   })),
+  progress: z.strictObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
   lease: z.strictObject({
     ...stamp, id: idStr(), owner: idStr(),
     nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
@@ -140,7 +154,7 @@ const SCHEMAS = {
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
-  plan: undefined, leader: undefined, worker: 'instance', spec: 'id', split: 'id', lease: 'id', assign: 'instance',
+  plan: undefined, leader: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
 };
 
 function describeIssues(error: z.ZodError): string {
@@ -162,11 +176,12 @@ function keyTail(key: string): { kind: string; id: string | undefined } {
 
 /** Field order of each record: the canonical encoding writes exactly these, in this order. */
 const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
-  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor'],
+  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict'],
   leader: ['v', 'fp', 'instance', 'generation'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
-  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'progress', 'reason'],
+  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason'],
+  progress: ['v', 'fp', 'id', 'epoch', 'progress'],
   lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
 };

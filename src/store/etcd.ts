@@ -44,6 +44,7 @@ import {
   type Compare,
   type KeyValue,
   type ListOptions,
+  type KeyRange,
   type ListPage,
   type Op,
   type Txn,
@@ -172,11 +173,12 @@ export class EtcdStore extends BaseStore {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
       throw new SplitfleetError('INVALID_INPUT', `list limit must be a positive integer, got ${limit}`);
     }
-    const start =
-      startAfter !== undefined && compareKeys(startAfter, prefix) >= 0
-        ? Buffer.concat([Buffer.from(startAfter), Buffer.from([0])])
-        : prefixStart(prefix);
-    const req: IRangeRequest = { key: start, range_end: prefixEnd(prefix) };
+    let start = prefixStart(prefix);
+    if (options.rangeStart !== undefined && compareKeys(options.rangeStart, prefix) > 0) start = Buffer.from(options.rangeStart);
+    if (startAfter !== undefined && compareKeys(startAfter, prefix) >= 0 && (options.rangeStart === undefined || compareKeys(startAfter, options.rangeStart) >= 0)) {
+      start = Buffer.concat([Buffer.from(startAfter), Buffer.from([0])]);
+    }
+    const req: IRangeRequest = { key: start, range_end: rangeEndOf(prefix, options) };
     if (limit !== undefined) req.limit = limit;
     if (revision !== undefined) req.revision = revision;
     const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision);
@@ -273,7 +275,11 @@ export class EtcdStore extends BaseStore {
     }
     let lastSeen = from === undefined ? undefined : from - 1;
     let stopped = false;
-    const builder = this.client.watch().prefix(prefix).withPreviousKV();
+    const ranged = options.rangeStart !== undefined || options.rangeEnd !== undefined;
+    const rangeStart = options.rangeStart !== undefined && compareKeys(options.rangeStart, prefix) > 0 ? Buffer.from(options.rangeStart) : prefixStart(prefix);
+    const builder = (ranged
+      ? this.client.watch().inRange({ start: rangeStart, end: rangeEndOf(prefix, options) })
+      : this.client.watch().prefix(prefix)).withPreviousKV();
     if (from !== undefined) builder.startRevision(String(from));
     const watcher = builder.watcher();
 
@@ -393,6 +399,14 @@ export function toStoreError(err: unknown, what: string, revision?: number): Spl
     return fail('STORE_UNAVAILABLE', 'the TLS handshake with etcd failed; check credentials (rootCertificate, and privateKey and certChain if etcd requires client certificates)');
   }
   return fail('STORE_UNAVAILABLE', 'etcd is unreachable or failed the request', true);
+}
+
+/** The end of `prefix` narrowed by `range.rangeEnd`, whichever comes first. */
+function rangeEndOf(prefix: string, range: KeyRange): Buffer {
+  const end = prefixEnd(prefix);
+  if (range.rangeEnd === undefined) return end;
+  const narrowed = Buffer.from(range.rangeEnd);
+  return end.length === 1 && end[0] === 0 ? narrowed : Buffer.compare(narrowed, end) < 0 ? narrowed : end;
 }
 
 /** The first key a prefix range starts at (etcd refuses an empty key; "\0" means "from the start"). */

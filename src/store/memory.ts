@@ -19,6 +19,9 @@ import {
   CompactedError,
   checkTtl,
   compareKeys,
+  inKeyRange,
+  rangeOptions,
+  type KeyRange,
   type Compare,
   type KeyValue,
   type ListOptions,
@@ -54,6 +57,7 @@ interface LeaseState {
 
 interface MemoryWatcher {
   prefix: string;
+  range: KeyRange;
   options: WatchOptions;
   /** Changes before this revision are never delivered (a watch may start in the future). */
   from: number;
@@ -129,7 +133,12 @@ export class MemoryStore extends BaseStore {
     if (at > this.revision) {
       throw new SplitfleetError('INVALID_INPUT', `list revision ${at} is in the future (store is at ${this.revision})`);
     }
-    const view = at === this.revision ? { keys: this.sortedKeys, start: this.lowerBound(prefix), get: (k: string) => this.data.get(k) } : this.pastView(prefix, at);
+    // Start at the first key the page can hold, not at the prefix: paging through a large
+    // prefix would otherwise rescan every earlier page.
+    let from = prefix;
+    if (options.rangeStart !== undefined && compareKeys(options.rangeStart, from) > 0) from = options.rangeStart;
+    if (startAfter !== undefined && compareKeys(startAfter, from) >= 0) from = startAfter;
+    const view = at === this.revision ? { keys: this.sortedKeys, start: this.lowerBound(from), get: (k: string) => this.data.get(k) } : this.pastView(prefix, at);
     const max = limit ?? Infinity;
     const kvs: KeyValue[] = [];
     let more = false;
@@ -137,6 +146,10 @@ export class MemoryStore extends BaseStore {
       const key = view.keys[i]!;
       if (!key.startsWith(prefix)) break;
       if (startAfter !== undefined && compareKeys(key, startAfter) <= 0) continue;
+      if (!inKeyRange(key, prefix, options)) {
+        if (options.rangeEnd !== undefined && compareKeys(key, options.rangeEnd) >= 0) break;
+        continue;
+      }
       if (kvs.length === max) {
         more = true;
         break;
@@ -223,7 +236,7 @@ export class MemoryStore extends BaseStore {
     if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
       throw new SplitfleetError('INVALID_INPUT', `watch fromRevision must be an integer >= 1, got ${from}`);
     }
-    const w: MemoryWatcher = { prefix, options, from: from ?? this.revision + 1, queue: [], scheduled: false, closed: false };
+    const w: MemoryWatcher = { prefix, range: rangeOptions(options), options, from: from ?? this.revision + 1, queue: [], scheduled: false, closed: false };
     if (from !== undefined && from < this.compactedRevision) {
       queueMicrotask(() => {
         if (w.closed) return;
@@ -232,7 +245,7 @@ export class MemoryStore extends BaseStore {
       });
     } else {
       if (from !== undefined) {
-        this.enqueue(w, this.history.filter((c) => c.revision >= from && c.key.startsWith(prefix)));
+        this.enqueue(w, this.history.filter((c) => c.revision >= from && inKeyRange(c.key, prefix, w.range)));
       }
       this.watchers.add(w);
     }
@@ -309,7 +322,7 @@ export class MemoryStore extends BaseStore {
     this.stats.writes++;
     this.history.push(...changes);
     for (const w of this.watchers) {
-      this.enqueue(w, changes.filter((c) => c.revision >= w.from && c.key.startsWith(w.prefix)));
+      this.enqueue(w, changes.filter((c) => c.revision >= w.from && inKeyRange(c.key, w.prefix, w.range)));
     }
   }
 

@@ -33,6 +33,10 @@ export interface ListOptions {
   startAfter?: string;
   /** Read at this past revision (fails with a `CompactedError` if it was compacted). */
   revision?: number;
+  /** Narrows the listing to keys ≥ this one (within the prefix). */
+  rangeStart?: string;
+  /** Narrows the listing to keys < this one (within the prefix). */
+  rangeEnd?: string;
 }
 
 /** One page of a listing, in key order (UTF-8 byte order). */
@@ -107,6 +111,12 @@ export interface WatchEvent {
 export interface WatchOptions {
   /** First revision to deliver; absent means "changes after now". */
   fromRevision?: number;
+  /**
+   * Narrow the watch to keys ≥ `rangeStart` and < `rangeEnd` (both within the
+   * prefix): one key is `watch(key, { rangeEnd: key + '\0' })` (`exactKey`).
+   */
+  rangeStart?: string;
+  rangeEnd?: string;
   /** Called once per change, in revision order, never twice for one change. */
   onEvent: (event: WatchEvent) => void;
   /**
@@ -138,7 +148,7 @@ export interface Store {
   readonly limits: StoreLimits;
   get(key: string): Promise<KeyValue | undefined>;
   list(prefix: string, options?: ListOptions): Promise<ListPage>;
-  listAll(prefix: string, pageSize?: number): Promise<{ kvs: KeyValue[]; revision: number }>;
+  listAll(prefix: string, pageSize?: number, range?: KeyRange): Promise<{ kvs: KeyValue[]; revision: number }>;
   txn(txn: Txn): Promise<TxnResult>;
   put(key: string, value: string, options?: { lease?: string }): Promise<number>;
   delete(key: string): Promise<number>;
@@ -149,9 +159,27 @@ export interface Store {
   keepAliveOnce(id: string): Promise<{ ttl: number }>;
   revokeLease(id: string): Promise<void>;
   watch(prefix: string, options: WatchOptions): WatchHandle;
-  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options?: { pageSize?: number }): WatchHandle;
+  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options?: { pageSize?: number } & KeyRange): WatchHandle;
   compact(revision: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A narrowing of a prefix to `[rangeStart, rangeEnd)`; either bound may be absent. */
+export interface KeyRange {
+  rangeStart?: string;
+  rangeEnd?: string;
+}
+
+/** The range that holds exactly `key` (etcd's `[key, key + "\0")`): watch or list one key. */
+export function exactKey(key: string): KeyRange {
+  return { rangeEnd: `${key}\0` };
+}
+
+/** Whether `key` lies under `prefix` and inside `range`, in UTF-8 byte order (what etcd compares). */
+export function inKeyRange(key: string, prefix: string, range: KeyRange): boolean {
+  if (!key.startsWith(prefix)) return false;
+  if (range.rangeStart !== undefined && compareKeys(key, range.rangeStart) < 0) return false;
+  return range.rangeEnd === undefined || compareKeys(key, range.rangeEnd) < 0;
 }
 
 /** Compare builders: `cmp.absent(k)`, `cmp.modRevision(k, r)`, `cmp.value(k, v)`, `cmp.lease(k, id)`. */
@@ -289,15 +317,16 @@ export abstract class BaseStore implements Store {
    * Lists every key under `prefix`, page by page, all pages read at the
    * revision of the first (so the result is one consistent view).
    */
-  async listAll(prefix: string, pageSize = 1000): Promise<{ kvs: KeyValue[]; revision: number }> {
+  async listAll(prefix: string, pageSize = 1000, range: KeyRange = {}): Promise<{ kvs: KeyValue[]; revision: number }> {
     if (!Number.isInteger(pageSize) || pageSize < 1) {
       throw new SplitfleetError('INVALID_INPUT', `listAll pageSize must be a positive integer, got ${pageSize}`);
     }
-    const first = await this.list(prefix, { limit: pageSize });
+    const bounds = rangeOptions(range);
+    const first = await this.list(prefix, { limit: pageSize, ...bounds });
     const kvs = [...first.kvs];
     let more = first.more;
     while (more) {
-      const page = await this.list(prefix, { limit: pageSize, startAfter: kvs[kvs.length - 1]!.key, revision: first.revision });
+      const page = await this.list(prefix, { limit: pageSize, startAfter: kvs[kvs.length - 1]!.key, revision: first.revision, ...bounds });
       kvs.push(...page.kvs);
       more = page.more && page.kvs.length > 0;
     }
@@ -340,13 +369,13 @@ export abstract class BaseStore implements Store {
    * `onSnapshot`, then watches from R + 1: nothing between is lost or doubled.
    * A failed listing is reported through `onError` and rejects `ready`.
    */
-  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options: { pageSize?: number } = {}): WatchHandle {
+  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options: { pageSize?: number } & KeyRange = {}): WatchHandle {
     let closed = false;
     let inner: WatchHandle | undefined;
     const ready = (async () => {
       let snap: { kvs: KeyValue[]; revision: number };
       try {
-        snap = await this.listAll(prefix, options.pageSize);
+        snap = await this.listAll(prefix, options.pageSize, options);
       } catch (e) {
         const err = e instanceof SplitfleetError ? e : new SplitfleetError('STORE_UNAVAILABLE', `listing '${prefix}' failed`, { cause: e, retryable: true });
         if (!closed) handler.onError?.(err);
@@ -354,7 +383,7 @@ export abstract class BaseStore implements Store {
       }
       if (closed) return;
       handler.onSnapshot(snap.kvs, snap.revision);
-      const watchOptions: WatchOptions = { fromRevision: snap.revision + 1, onEvent: handler.onEvent };
+      const watchOptions: WatchOptions = { fromRevision: snap.revision + 1, onEvent: handler.onEvent, ...rangeOptions(options) };
       if (handler.onError) watchOptions.onError = handler.onError;
       inner = this.watch(prefix, watchOptions);
       await inner.ready;
@@ -368,6 +397,14 @@ export abstract class BaseStore implements Store {
       },
     };
   }
+}
+
+/** The bounds of `range` that are set (exactOptionalPropertyTypes: no explicit undefined). */
+export function rangeOptions(range: KeyRange): KeyRange {
+  const out: KeyRange = {};
+  if (range.rangeStart !== undefined) out.rangeStart = range.rangeStart;
+  if (range.rangeEnd !== undefined) out.rangeEnd = range.rangeEnd;
+  return out;
 }
 
 /** Validates a lease TTL the same way on every backend (etcd refuses TTLs under 1 s). */

@@ -1,0 +1,465 @@
+/**
+ * LeaderView: the whole job as the leader needs it, in a compact form
+ * (substrate.md, "Who observes what"). Built when a term starts (a paged
+ * listing that yields between pages), fed event by event from two range
+ * watches that leave out `progress.{id}` (so progress commits never reach
+ * the leader), and dropped when the term ends.
+ *
+ * What it keeps:
+ * - per split, a row of the `ColumnarPool` the engine decides on (the
+ *   interned id, the weight, the status), plus one status byte here;
+ * - sparse maps of what only a few splits have: live lease keys, record
+ *   owners, assignment records (each names at most a lane budget of splits);
+ * - the members and the `plan`/`leader` records.
+ * No descriptor, no progress and no per-split record object is kept.
+ *
+ * Invariants:
+ * - A split joins the pool once both its spec and its record have been seen.
+ * - Every record is decoded strictly; one this build cannot read is reported
+ *   once through `onFatal`, and the view stops applying events.
+ * - `resyncMembership()` (the leader's backstop) re-lists the sparse kinds
+ *   (members, leases, assignments, plan, leader) and replaces them. The
+ *   dense kinds (specs, split records) are listed again only when a watch
+ *   cannot resume (docs/decisions/0008-the-leader-view.md).
+ *
+ * I/O: listings and two watches. No decisions are made here.
+ */
+import { ColumnarPool } from '../assignment/codec.js';
+import type { Clock } from '../clock.js';
+import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { kindPrefix, parseKey, type KeyKind } from '../protocol/keys.js';
+import {
+  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type SplitStatus, type WorkerRecord,
+} from '../protocol/records.js';
+import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
+import type { Seen } from './worker-view.js';
+
+/** Keys per page of a listing; the view yields to the event loop between pages. */
+export const PAGE_SIZE = 1000;
+
+const STATUS_CODE: Record<SplitStatus, number> = { runnable: 0, completed: 1, quarantined: 2 };
+const STATUS_NAME: readonly SplitStatus[] = ['runnable', 'completed', 'quarantined'];
+const NO_STATUS = 255;
+
+/** What one batch of events changed, as far as a decision is concerned. */
+export interface LeaderViewChange {
+  kinds: Set<KeyKind>;
+  /** A full listing was applied: treat everything as changed. */
+  all: boolean;
+}
+
+/** Yields to the event loop, so that a long listing never holds it for more than a page. */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export class LeaderView {
+  plan: Seen<PlanRecord> | undefined;
+  leader: Seen<LeaderRecord> | undefined;
+  readonly workers = new Map<string, Seen<WorkerRecord>>();
+  readonly assigns = new Map<string, Seen<AssignRecord>>();
+  /** Live lease keys, by split id (at most the fleet's lanes). */
+  readonly leases = new Map<string, Seen<LeaseRecord>>();
+  /** Record owners, by split id: only records whose `owner` is set. */
+  readonly owners = new Map<string, string>();
+  /** The engine's input, one row per split (weights, status, owners; members and reserve set per decision). */
+  readonly pool: ColumnarPool;
+  /** Counts of split records by status, kept incrementally. */
+  readonly statusCounts = { runnable: 0, completed: 0, quarantined: 0 };
+  /** Highest revision seen in the range holding `assign`, `leader`, `lease` and `plan`. */
+  revision = 0;
+  unknownKeys = 0;
+
+  private status = new Uint8Array(1024).fill(NO_STATUS);
+  /** Each row's weight (the pool keeps its own, privately; a status change re-states it). */
+  private weights = new Float64Array(1024);
+  /** Halves seen before their other half (seeding writes both in one transaction, so these are brief). */
+  private readonly specOnly = new Map<string, number>();
+  private readonly recordOnly = new Map<string, SplitStatus>();
+  /** The listing's revision: events of the sparse kinds at or below it are already in the maps. */
+  private floor = 0;
+  private handles: WatchHandle[] = [];
+  private listeners: ((change: LeaderViewChange) => void)[] = [];
+  private pending: LeaderViewChange | undefined;
+  private failed = false;
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    readonly prefix: string,
+    readonly fp: string,
+    seed: string,
+    private readonly onFatal: (error: SplitfleetError) => void,
+    private readonly clock: Clock,
+  ) {
+    this.pool = new ColumnarPool(seed);
+  }
+
+  /** The two ranges the leader follows: everything of the job but `progress.{id}`. */
+  private get ranges(): KeyRange[] {
+    const progress = kindPrefix(this.prefix, 'progress');
+    return [{ rangeEnd: progress }, { rangeStart: `${progress.slice(0, -1)}/` }];
+  }
+
+  /** Split records known (with or without a spec). */
+  get splitCount(): number {
+    return this.statusCounts.runnable + this.statusCounts.completed + this.statusCounts.quarantined;
+  }
+
+  onChange(listener: (change: LeaderViewChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Lists the job page by page at one revision, yielding between pages, then follows it. */
+  async start(): Promise<void> {
+    const revision = await this.list(this.ranges, undefined, (kv) => this.put(kv.key, kv.value, kv.modRevision, kv.lease));
+    if (this.failed || this.closed) return;
+    this.floor = revision;
+    this.saw(revision);
+    this.follow(revision + 1);
+    this.notify({ kinds: new Set(), all: true });
+  }
+
+  /**
+   * The backstop: re-lists members, leases, assignments, plan and leader,
+   * and replaces what the view holds of them (anything not listed is gone).
+   */
+  async resyncMembership(): Promise<void> {
+    if (this.failed || this.closed) return;
+    const workers = new Map<string, Seen<WorkerRecord>>();
+    const assigns = new Map<string, Seen<AssignRecord>>();
+    const leases = new Map<string, Seen<LeaseRecord>>();
+    let plan: Seen<PlanRecord> | undefined;
+    let leader: Seen<LeaderRecord> | undefined;
+    const sparse = (['worker', 'assign', 'lease'] as const).map((k) => ({ rangeStart: kindPrefix(this.prefix, k), rangeEnd: `${kindPrefix(this.prefix, k).slice(0, -1)}/` }));
+    const singles = [{ rangeStart: `${this.prefix}leader`, rangeEnd: `${this.prefix}leader\0` }, { rangeStart: `${this.prefix}plan`, rangeEnd: `${this.prefix}plan\0` }];
+    const revision = await this.list([...sparse, ...singles], undefined, (kv) => {
+      const parsed = parseKey(this.prefix, kv.key);
+      const seen = <R>(rec: R): Seen<R> => meta(rec, kv);
+      switch (parsed.kind) {
+        case 'worker': workers.set(parsed.id, seen(decodeRecord('worker', kv.key, kv.value, this.fp))); break;
+        case 'assign': assigns.set(parsed.id, seen(decodeRecord('assign', kv.key, kv.value, this.fp))); break;
+        case 'lease': leases.set(parsed.id, seen(decodeRecord('lease', kv.key, kv.value, this.fp))); break;
+        case 'plan': plan = seen(decodeRecord('plan', kv.key, kv.value, this.fp)); break;
+        case 'leader': leader = seen(decodeRecord('leader', kv.key, kv.value, this.fp)); break;
+        default: break;
+      }
+    });
+    if (this.failed || this.closed || revision <= this.floor) return;
+    // Events that raced the listing are newer or older per key; keep whichever is newer.
+    const merge = <R>(mine: Map<string, Seen<R>>, listed: Map<string, Seen<R>>, apply: (id: string, s: Seen<R> | undefined) => void) => {
+      for (const [id, s] of mine) if (!listed.has(id) && s.modRevision <= revision) apply(id, undefined);
+      for (const [id, s] of listed) if ((mine.get(id)?.modRevision ?? 0) < s.modRevision) apply(id, s);
+    };
+    merge(this.workers, workers, (id, s) => (s ? this.workers.set(id, s) : this.workers.delete(id)));
+    merge(this.assigns, assigns, (id, s) => (s ? this.assigns.set(id, s) : this.assigns.delete(id)));
+    merge(this.leases, leases, (id, s) => this.setLease(id, s));
+    if (plan && (this.plan?.modRevision ?? 0) < plan.modRevision) this.plan = plan;
+    if (!leader && this.leader && this.leader.modRevision <= revision) this.leader = undefined;
+    else if (leader && (this.leader?.modRevision ?? 0) < leader.modRevision) this.leader = leader;
+    this.floor = revision;
+    this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader']), all: false });
+  }
+
+  /** Specs known (in the pool, or waiting for their record). */
+  get specCount(): number {
+    return this.pool.size + this.specOnly.size;
+  }
+
+  /** Whether split `id`'s spec has been seen. */
+  hasSpec(id: string): boolean {
+    return this.pool.rowOf(id) >= 0 || this.specOnly.has(id);
+  }
+
+  /** The status of split `id`, if its record has been seen. */
+  statusOf(id: string): SplitStatus | undefined {
+    const r = this.pool.rowOf(id);
+    if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAME[this.status[r]!];
+    return this.recordOnly.get(id);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners = [];
+    const hs = this.handles;
+    this.handles = [];
+    await Promise.all(hs.map((h) => h.close()));
+  }
+
+  // ---- listing and following --------------------------------------------------
+
+  /** Lists `ranges` page by page, all at one revision; returns it. */
+  private async list(ranges: KeyRange[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
+    let revision = at;
+    for (const range of ranges) {
+      let startAfter: string | undefined;
+      for (;;) {
+        const page = await this.store.list(this.prefix, {
+          limit: PAGE_SIZE, ...range, ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
+        });
+        if (this.failed || this.closed) return revision ?? page.revision;
+        revision ??= page.revision;
+        try {
+          for (const kv of page.kvs) apply(kv);
+        } catch (e) {
+          this.fail(asError(e));
+          return revision;
+        }
+        if (!page.more || page.kvs.length === 0) break;
+        startAfter = page.kvs[page.kvs.length - 1]!.key;
+        await yieldToLoop();
+      }
+    }
+    return revision ?? 0;
+  }
+
+  private follow(fromRevision: number): void {
+    this.ranges.forEach((range, i) => {
+      const handle = this.store.watch(this.prefix, {
+        ...range,
+        fromRevision,
+        onEvent: (e) => this.applyEvent(e, i === 0),
+        onError: (e) => {
+          if (this.failed || this.closed || !this.handles.includes(handle)) return;
+          // A watch that cannot resume (compacted, say) leaves the view blind: start over.
+          if (!e.retryable) this.fail(e);
+          else void this.restart();
+        },
+      });
+      handle.ready.catch(() => undefined);
+      this.handles.push(handle);
+    });
+  }
+
+  /** Replaces the view from a fresh listing (a watch stopped for good); retried while the store fails. */
+  private async restart(): Promise<void> {
+    const hs = this.handles;
+    this.handles = [];
+    await Promise.all(hs.map((h) => h.close()));
+    if (this.failed || this.closed) return;
+    this.plan = this.leader = undefined;
+    this.workers.clear();
+    this.assigns.clear();
+    for (const id of [...this.leases.keys()]) this.setLease(id, undefined);
+    for (const id of [...this.owners.keys()]) this.setOwner(id, '');
+    for (let r = 0; r < this.pool.rowCount; r++) {
+      const id = this.pool.idAt(r);
+      if (id !== undefined) this.pool.removeSplit(id);
+    }
+    this.status.fill(NO_STATUS);
+    this.specOnly.clear();
+    this.recordOnly.clear();
+    this.statusCounts.runnable = this.statusCounts.completed = this.statusCounts.quarantined = 0;
+    try {
+      await this.start();
+    } catch (e) {
+      const err = asError(e);
+      if (!err.retryable) this.fail(err);
+      else this.clock.setTimer(500, () => void this.restart());
+    }
+  }
+
+  private applyEvent(e: WatchEvent, firstRange: boolean): void {
+    if (this.failed || this.closed) return;
+    if (firstRange) this.saw(e.modRevision);
+    try {
+      const kind = e.type === 'put' ? this.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.remove(e.key, e.modRevision);
+      if (kind) this.notify({ kinds: new Set([kind]), all: false });
+    } catch (err) {
+      this.fail(asError(err));
+    }
+  }
+
+  // ---- applying records ---------------------------------------------------------
+
+  private put(key: string, value: string, modRevision: number, lease: string | undefined): KeyKind | undefined {
+    const parsed = parseKey(this.prefix, key);
+    const kv = { modRevision, ...(lease !== undefined ? { lease } : {}) };
+    switch (parsed.kind) {
+      case 'unknown':
+        this.unknownKeys++;
+        return undefined;
+      case 'progress':
+        return undefined; // outside both ranges; a store that sends one anyway costs nothing more
+      case 'plan':
+        this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
+        return 'plan';
+      case 'leader':
+        this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);
+        return 'leader';
+      case 'worker':
+        if ((this.workers.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        this.workers.set(parsed.id, meta(decodeRecord('worker', key, value, this.fp), kv));
+        return 'worker';
+      case 'assign':
+        if ((this.assigns.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        this.assigns.set(parsed.id, meta(decodeRecord('assign', key, value, this.fp), kv));
+        return 'assign';
+      case 'lease':
+        if ((this.leases.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        this.setLease(parsed.id, meta(decodeRecord('lease', key, value, this.fp), kv));
+        return 'lease';
+      case 'spec': {
+        const spec = decodeRecord('spec', key, value, this.fp);
+        const status = this.recordOnly.get(parsed.id);
+        if (status !== undefined) {
+          this.recordOnly.delete(parsed.id);
+          this.statusCounts[status]--; // addRow counts it again, as a row's
+          this.addRow(parsed.id, spec.weight, status);
+        } else if (this.pool.rowOf(parsed.id) < 0) {
+          this.specOnly.set(parsed.id, spec.weight);
+        }
+        return 'spec';
+      }
+      case 'split': {
+        const rec = decodeRecord('split', key, value, this.fp);
+        this.setOwner(parsed.id, rec.owner);
+        const r = this.pool.rowOf(parsed.id);
+        if (r >= 0) {
+          this.setStatus(r, parsed.id, rec.status);
+          return 'split';
+        }
+        const weight = this.specOnly.get(parsed.id);
+        if (weight !== undefined) {
+          this.specOnly.delete(parsed.id);
+          this.addRow(parsed.id, weight, rec.status);
+        } else {
+          const before = this.recordOnly.get(parsed.id);
+          if (before !== undefined) this.statusCounts[before]--;
+          this.recordOnly.set(parsed.id, rec.status);
+          this.statusCounts[rec.status]++;
+        }
+        return 'split';
+      }
+    }
+  }
+
+  private remove(key: string, revision: number): KeyKind | undefined {
+    const parsed = parseKey(this.prefix, key);
+    switch (parsed.kind) {
+      case 'unknown':
+      case 'progress':
+        return undefined;
+      case 'plan':
+        this.plan = undefined;
+        return 'plan';
+      case 'leader':
+        this.leader = undefined;
+        return 'leader';
+      case 'worker':
+        if (revision <= this.floor) return undefined;
+        this.workers.delete(parsed.id);
+        return 'worker';
+      case 'assign':
+        if (revision <= this.floor) return undefined;
+        this.assigns.delete(parsed.id);
+        return 'assign';
+      case 'lease':
+        if (revision <= this.floor) return undefined;
+        this.setLease(parsed.id, undefined);
+        return 'lease';
+      case 'spec':
+        this.specOnly.delete(parsed.id);
+        this.dropRow(parsed.id);
+        return 'spec';
+      case 'split': {
+        this.setOwner(parsed.id, '');
+        const before = this.recordOnly.get(parsed.id);
+        if (before !== undefined) {
+          this.recordOnly.delete(parsed.id);
+          this.statusCounts[before]--;
+        }
+        this.dropRow(parsed.id);
+        return 'split';
+      }
+    }
+  }
+
+  private addRow(id: string, weight: number, status: SplitStatus): void {
+    this.pool.upsertSplit(id, weight, status);
+    const r = this.pool.rowOf(id);
+    if (r >= this.status.length) {
+      const size = Math.max(2 * this.status.length, r + 1);
+      const grown = new Uint8Array(size).fill(NO_STATUS);
+      grown.set(this.status);
+      this.status = grown;
+      const w = new Float64Array(size);
+      w.set(this.weights);
+      this.weights = w;
+    }
+    this.weights[r] = weight;
+    this.status[r] = STATUS_CODE[status];
+    this.statusCounts[status]++;
+    const owner = this.owners.get(id);
+    if (owner !== undefined) this.pool.setRecordOwner(id, owner);
+    const lease = this.leases.get(id);
+    if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
+  }
+
+  private dropRow(id: string): void {
+    const r = this.pool.rowOf(id);
+    if (r < 0) return;
+    const before = this.status[r]!;
+    if (before !== NO_STATUS) this.statusCounts[STATUS_NAME[before]!]--;
+    this.status[r] = NO_STATUS;
+    this.pool.removeSplit(id);
+  }
+
+  private setStatus(r: number, id: string, status: SplitStatus): void {
+    const before = this.status[r]!;
+    const code = STATUS_CODE[status];
+    if (before === code) return;
+    if (before !== NO_STATUS) this.statusCounts[STATUS_NAME[before]!]--;
+    this.statusCounts[status]++;
+    this.status[r] = code;
+    this.pool.upsertSplit(id, this.weights[r]!, status);
+  }
+
+  private setOwner(id: string, owner: string): void {
+    if (owner === '') {
+      if (this.owners.delete(id)) this.pool.setRecordOwner(id, null);
+    } else if (this.owners.get(id) !== owner) {
+      this.owners.set(id, owner);
+      this.pool.setRecordOwner(id, owner);
+    }
+  }
+
+  private setLease(id: string, seen: Seen<LeaseRecord> | undefined): void {
+    if (seen) this.leases.set(id, seen);
+    else this.leases.delete(id);
+    this.pool.setLeaseOwner(id, seen?.rec.owner ?? null);
+  }
+
+  private saw(revision: number): void {
+    if (revision > this.revision) this.revision = revision;
+  }
+
+  private notify(change: LeaderViewChange): void {
+    if (this.pending) {
+      for (const k of change.kinds) this.pending.kinds.add(k);
+      this.pending.all ||= change.all;
+      return;
+    }
+    this.pending = change;
+    queueMicrotask(() => {
+      const c = this.pending!;
+      this.pending = undefined;
+      if (this.failed || this.closed) return;
+      for (const l of this.listeners) l(c);
+    });
+  }
+
+  private fail(error: SplitfleetError): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.onFatal(error);
+  }
+}
+
+function meta<R>(rec: R, kv: { modRevision: number; lease?: string }): Seen<R> {
+  const out: Seen<R> = { rec, modRevision: kv.modRevision };
+  if (kv.lease !== undefined && kv.lease !== '0') out.lease = kv.lease;
+  return out;
+}
+
+function asError(e: unknown): SplitfleetError {
+  return isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String((e as Error)?.message ?? e), { cause: e, retryable: true });
+}

@@ -1,0 +1,295 @@
+/**
+ * WorkerView: what one instance observes of its job, and nothing more
+ * (substrate.md, "Who observes what"): the `plan` and `leader` keys, its own
+ * presence key and `assign.{instance}` record, and the `split.{id}` and
+ * `lease.{id}` keys (plus the immutable `spec.{id}`, read once) of the splits
+ * it is concerned with: named for, holding, or claiming. Each key is one
+ * `KeyFollower`; `concern(ids)` re-targets the split keys as the assignment
+ * and the lanes change. Memory, start-up reads and watch traffic follow the
+ * instance's lane budget, never the job's split count or other members'
+ * commits (committed progress lives in `progress.{id}`, which nobody watches).
+ *
+ * Invariants:
+ * - Every record is decoded strictly; one this build cannot read is reported
+ *   once through `onFatal` and the view stops applying changes.
+ * - A split is observed once its first read has landed (`loaded`); until
+ *   then the worker treats it as unobserved and claims nothing for it.
+ * - `refresh()` re-reads every followed key in a few transactions (the
+ *   backstop): a missed event costs latency, never correctness.
+ *
+ * I/O: reads and per-key watches. No decisions are made here.
+ */
+import type { Clock } from '../clock.js';
+import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../protocol/keys.js';
+import {
+  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
+  type SpecRecord, type SplitRecord, type WorkerRecord,
+} from '../protocol/records.js';
+import { op, type KeyValue, type Store } from '../store/store.js';
+import { KeyFollower, type KeyUpdate } from './follow.js';
+
+/** A decoded record with the store metadata the protocol needs. */
+export interface Seen<R> {
+  rec: R;
+  modRevision: number;
+  lease?: string;
+}
+
+/** What the worker knows of one split it is concerned with. */
+export interface ObservedSplitKeys {
+  /** The first read of its keys has landed. */
+  loaded: boolean;
+  record: Seen<SplitRecord> | undefined;
+  lease: Seen<LeaseRecord> | undefined;
+  spec: SpecRecord | undefined;
+}
+
+/** What changed: the kinds and ids (split id or instance) of one batch of updates. */
+export interface WorkerViewChange {
+  kinds: Set<string>;
+  ids: Set<string>;
+}
+
+/** Keys read per transaction by `refresh` and `concern` (three per split: split, lease, spec). */
+const READ_CHUNK = 96;
+
+interface Followed {
+  obs: ObservedSplitKeys;
+  split: KeyFollower;
+  lease: KeyFollower;
+  spec: KeyFollower | undefined;
+}
+
+export class WorkerView {
+  plan: Seen<PlanRecord> | undefined;
+  leader: Seen<LeaderRecord> | undefined;
+  /** This instance's presence key, as the store holds it (ours, or another run's). */
+  self: Seen<WorkerRecord> | undefined;
+  assign: Seen<AssignRecord> | undefined;
+  /** Highest store revision this view has seen (reads and events). */
+  revision = 0;
+  /** Watch updates applied, for the metrics (what this instance pays in watch traffic). */
+  updates = 0;
+
+  private readonly job: KeyFollower[];
+  private readonly splits = new Map<string, Followed>();
+  private listeners: ((change: WorkerViewChange) => void)[] = [];
+  private pending: WorkerViewChange | undefined;
+  private failed = false;
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    readonly prefix: string,
+    readonly fp: string,
+    readonly instance: string,
+    private readonly onFatal: (error: SplitfleetError) => void,
+    private readonly clock: Clock,
+  ) {
+    this.job = [
+      this.follower(planKey(prefix), (u) => {
+        this.plan = this.seen('plan', u);
+        this.notify('plan');
+      }),
+      this.follower(leaderKey(prefix), (u) => {
+        this.leader = this.seen('leader', u);
+        this.notify('leader');
+      }),
+      this.follower(workerKey(prefix, instance), (u) => {
+        this.self = this.seen('worker', u);
+        this.notify('worker', instance);
+      }),
+      this.follower(assignKey(prefix, instance), (u) => {
+        this.assign = this.seen('assign', u);
+        this.notify('assign', instance);
+      }),
+    ];
+  }
+
+  /** Subscribes to batched changes (delivered on a microtask after the updates). */
+  onChange(listener: (change: WorkerViewChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Reads the job-level keys in one transaction and follows them; resolves once read. */
+  async start(): Promise<void> {
+    const res = await this.store.txn({ compares: [], success: this.job.map((f) => op.get(f.key)) });
+    this.saw(res.revision);
+    this.job.forEach((f, i) => f.offer(res.reads[i], res.revision));
+    if (this.failed) return;
+    for (const f of this.job) f.follow(res.revision + 1);
+  }
+
+  /** The splits this view follows, as observed (missing: not followed, or not read yet). */
+  split(id: string): ObservedSplitKeys | undefined {
+    const f = this.splits.get(id);
+    return f?.obs.loaded ? f.obs : undefined;
+  }
+
+  /** Split ids followed now. */
+  get followed(): IterableIterator<string> {
+    return this.splits.keys();
+  }
+
+  /**
+   * Follows exactly `ids`: new ones are read (a few transactions) and then
+   * watched from that read; ones no longer wanted are let go. Cheap when
+   * nothing changed.
+   */
+  async concern(ids: ReadonlySet<string>): Promise<void> {
+    if (this.failed || this.closed) return;
+    const added: string[] = [];
+    for (const id of ids) {
+      if (this.splits.has(id)) continue;
+      const obs: ObservedSplitKeys = { loaded: false, record: undefined, lease: undefined, spec: undefined };
+      const followed: Followed = {
+        obs,
+        split: this.follower(splitKey(this.prefix, id), (u) => {
+          obs.record = this.seen('split', u);
+          this.notify('split', id);
+        }),
+        lease: this.follower(leaseKey(this.prefix, id), (u) => {
+          obs.lease = this.seen('lease', u);
+          this.notify('lease', id);
+        }),
+        spec: undefined,
+      };
+      this.splits.set(id, followed);
+      added.push(id);
+    }
+    const dropped: Followed[] = [];
+    for (const [id, f] of this.splits) {
+      if (ids.has(id)) continue;
+      this.splits.delete(id);
+      dropped.push(f);
+    }
+    await Promise.all(dropped.flatMap((f) => [f.split.close(), f.lease.close(), f.spec?.close()]));
+    if (added.length > 0) await this.load(added);
+  }
+
+  /** Reads the keys of `ids` (split, lease, spec), then follows split and lease (and a missing spec). */
+  private async load(ids: string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += READ_CHUNK / 3) {
+      const chunk = ids.slice(i, i + READ_CHUNK / 3).filter((id) => this.splits.has(id));
+      if (chunk.length === 0) continue;
+      const reads = chunk.flatMap((id) => [op.get(splitKey(this.prefix, id)), op.get(leaseKey(this.prefix, id)), op.get(specKey(this.prefix, id))]);
+      const res = await this.store.txn({ compares: [], success: reads });
+      if (this.failed || this.closed) return;
+      this.saw(res.revision);
+      chunk.forEach((id, j) => {
+        const f = this.splits.get(id);
+        if (!f) return; // let go while the read was in flight
+        f.split.offer(res.reads[3 * j], res.revision);
+        f.lease.offer(res.reads[3 * j + 1], res.revision);
+        this.offerSpec(id, f, res.reads[3 * j + 2], res.revision);
+        f.obs.loaded = true;
+        f.split.follow(res.revision + 1);
+        f.lease.follow(res.revision + 1);
+        this.notify('split', id);
+      });
+    }
+  }
+
+  /** The spec is immutable: read once; followed only while it is missing (seeding still in flight). */
+  private offerSpec(id: string, f: Followed, kv: KeyValue | undefined, revision: number): void {
+    if (kv) {
+      f.obs.spec = this.decode('spec', kv);
+      return;
+    }
+    if (f.spec) return;
+    f.spec = this.follower(specKey(this.prefix, id), (u) => {
+      if (!u.kv) return;
+      f.obs.spec = this.decode('spec', u.kv);
+      this.notify('spec', id);
+    });
+    f.spec.follow(revision + 1);
+  }
+
+  /**
+   * The backstop: re-reads every followed key, treating a missing one as
+   * deleted. A failure rejects (the caller logs it and tries next interval).
+   */
+  async refresh(): Promise<void> {
+    if (this.failed || this.closed) return;
+    const jobRes = await this.store.txn({ compares: [], success: this.job.map((f) => op.get(f.key)) });
+    this.saw(jobRes.revision);
+    this.job.forEach((f, i) => f.offer(jobRes.reads[i], jobRes.revision));
+    const loaded = [...this.splits.entries()].filter(([, f]) => f.obs.loaded);
+    for (let i = 0; i < loaded.length; i += READ_CHUNK / 3) {
+      const chunk = loaded.slice(i, i + READ_CHUNK / 3);
+      const res = await this.store.txn({
+        compares: [],
+        success: chunk.flatMap(([id]) => [op.get(splitKey(this.prefix, id)), op.get(leaseKey(this.prefix, id)), op.get(specKey(this.prefix, id))]),
+      });
+      if (this.failed || this.closed) return;
+      this.saw(res.revision);
+      chunk.forEach(([id, f], j) => {
+        if (this.splits.get(id) !== f) return;
+        f.split.offer(res.reads[3 * j], res.revision);
+        f.lease.offer(res.reads[3 * j + 1], res.revision);
+        if (!f.obs.spec) this.offerSpec(id, f, res.reads[3 * j + 2], res.revision);
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners = [];
+    const all = [...this.job, ...[...this.splits.values()].flatMap((f) => [f.split, f.lease, ...(f.spec ? [f.spec] : [])])];
+    this.splits.clear();
+    await Promise.all(all.map((f) => f.close()));
+  }
+
+  private follower(key: string, apply: (u: KeyUpdate) => void): KeyFollower {
+    return new KeyFollower(this.store, key, this.clock, (u) => {
+      if (this.failed || this.closed) return;
+      this.saw(u.revision);
+      this.updates++;
+      apply(u);
+    }, (e) => this.fail(e));
+  }
+
+  private seen<K extends RecordKind>(kind: K, u: KeyUpdate): Seen<RecordTypes[K]> | undefined {
+    if (!u.kv) return undefined;
+    const rec = this.decode(kind, u.kv);
+    if (rec === undefined) return undefined;
+    const out: Seen<RecordTypes[K]> = { rec, modRevision: u.kv.modRevision };
+    if (u.kv.lease !== undefined && u.kv.lease !== '0') out.lease = u.kv.lease;
+    return out;
+  }
+
+  private decode<K extends RecordKind>(kind: K, kv: KeyValue): RecordTypes[K] | undefined {
+    try {
+      return decodeRecord(kind, kv.key, kv.value, this.fp);
+    } catch (e) {
+      this.fail(isSplitfleetError(e) ? e : new SplitfleetError('INVALID_RECORD', String(e), { cause: e }));
+      return undefined;
+    }
+  }
+
+  private saw(revision: number): void {
+    if (revision > this.revision) this.revision = revision;
+  }
+
+  private notify(kind: string, id?: string): void {
+    if (this.pending) {
+      this.pending.kinds.add(kind);
+      if (id !== undefined) this.pending.ids.add(id);
+      return;
+    }
+    this.pending = { kinds: new Set([kind]), ids: new Set(id === undefined ? [] : [id]) };
+    queueMicrotask(() => {
+      const c = this.pending!;
+      this.pending = undefined;
+      if (this.failed || this.closed) return;
+      for (const l of this.listeners) l(c);
+    });
+  }
+
+  private fail(error: SplitfleetError): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.onFatal(error);
+  }
+}
