@@ -11,7 +11,6 @@
  * decision timings).
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { desiredAssignment } from '../src/assignment/engine.js';
 import { startCoordinator, type Coordinator } from '../src/coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../src/coordinator/log.js';
 import type { PlanResult, SplitHandle } from '../src/coordinator/types.js';
@@ -87,7 +86,9 @@ async function main(): Promise<void> {
       lanes: members.reduce((s, m) => s + m.coordinator.held.length, 0),
       leader: leader?.instance,
       leaderStats: leader?.coordinator.leaderStats,
-      decisions: { ...decisions },
+      decisions: leader
+        ? { count: leader.coordinator.leaderStats!.decisions, maxMs: leader.coordinator.leaderStats!.decisionMsMax, totalMs: leader.coordinator.leaderStats!.decisionMsTotal, maxSplits: cfg.splits }
+        : { ...decisions },
     });
     loop.reset();
   }, cfg.statsEveryMs).unref();
@@ -104,16 +105,6 @@ async function main(): Promise<void> {
           planner: () => planned,
           handler: hold,
           logger: process.env.BENCH_LOG ? defaultLogger({ instance }) : silentLogger,
-          assigner: async (input) => {
-            const started = performance.now();
-            const result = desiredAssignment(input);
-            const ms = performance.now() - started;
-            decisions.count++;
-            decisions.totalMs += ms;
-            decisions.maxMs = Math.max(decisions.maxMs, ms);
-            decisions.maxSplits = Math.max(decisions.maxSplits, input.splits.length);
-            return result;
-          },
         });
         const member = { instance, coordinator, store };
         members.push(member);

@@ -26,7 +26,7 @@ import { SplitfleetError, isSplitfleetError } from '../errors.js';
 import { jobPrefix } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
-import { Leader } from './leader.js';
+import { Leader, type LeaderStats } from './leader.js';
 import { defaultLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
@@ -136,7 +136,7 @@ export class Coordinator {
   }
 
   /** Leader counters (decisions made, records written) for tests and inspection. */
-  get leaderStats(): { decisions: number; recordsWritten: number; terms: number } | undefined {
+  get leaderStats(): LeaderStats | undefined {
     return this.leader?.stats;
   }
 

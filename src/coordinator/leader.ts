@@ -56,6 +56,18 @@ export interface LeaderContext {
   onFatal: (e: SplitfleetError) => void;
 }
 
+/** Counters for tests, benches and inspection. */
+export interface LeaderStats {
+  decisions: number;
+  recordsWritten: number;
+  terms: number;
+  /** The engine's time, summed over decisions and at most (ms). */
+  decisionMsTotal: number;
+  decisionMsMax: number;
+  /** The longest publishing step, from its start to its last write landing (ms). */
+  stepMsMax: number;
+}
+
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 2000;
 /** Yields to the event loop (seeding a large plan must not hold it). */
@@ -80,7 +92,7 @@ export class Leader {
   private stopped = false;
   private droppingOrphan = false;
   /** Counters for tests and inspection. */
-  readonly stats = { decisions: 0, recordsWritten: 0, terms: 0 };
+  readonly stats: LeaderStats = { decisions: 0, recordsWritten: 0, terms: 0, decisionMsTotal: 0, decisionMsMax: 0, stepMsMax: 0 };
 
   private readonly store: Store;
   private readonly config: Config;
@@ -426,6 +438,7 @@ export class Leader {
     if (job.revision < this.publishedRevision) return;
     this.publishing = true;
     this.publishAgain = false;
+    const started = this.clock.now();
     try {
       const res = await publishAssignments({
         store: this.store,
@@ -446,6 +459,9 @@ export class Leader {
       this.publishedRevision = Math.max(this.publishedRevision, res.revision);
       this.stats.decisions++;
       this.stats.recordsWritten += res.written + res.deleted;
+      this.stats.decisionMsTotal += res.stats.computeMs;
+      this.stats.decisionMsMax = Math.max(this.stats.decisionMsMax, res.stats.computeMs);
+      this.stats.stepMsMax = Math.max(this.stats.stepMsMax, this.clock.now() - started);
       if (!res.complete) this.publishAgain = true;
       this.cancelWindowTimer?.();
       this.cancelWindowTimer = undefined;
