@@ -46,6 +46,12 @@ export interface ConfigOptions {
   replanIntervalMs?: number;
   /** The listing backstop behind the watches. Default 30 000. */
   reconcileIntervalMs?: number;
+  /**
+   * How long `startCoordinator` keeps retrying retryable store failures (etcd
+   * unreachable, a timeout, an election in progress) before it rejects with
+   * the last one. 0 = fail at the first. Default 60 000.
+   */
+  startTimeoutMs?: number;
 }
 
 /** A validated configuration: every option present. */
@@ -62,6 +68,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   drainDeadlineMs: 10_000,
   replanIntervalMs: 60_000,
   reconcileIntervalMs: 30_000,
+  startTimeoutMs: 60_000,
 });
 
 /** Longest duration a Node timer honours (2^31 − 1 ms, about 24.8 days). */
@@ -70,7 +77,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
-  'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs',
+  'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -198,6 +205,7 @@ export function resolveConfig(options: ConfigOptions): Config {
   // Zero would spin the replan and backstop loops without pause.
   const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, timerRule);
   const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, timerRule);
+  const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, timerRule);
 
   // Combinations, checked only between options that are individually valid.
   if (opTimeoutMs !== undefined && leaseDurationMs !== undefined && opTimeoutMs >= leaseDurationMs) {
@@ -228,5 +236,6 @@ export function resolveConfig(options: ConfigOptions): Config {
     drainDeadlineMs: drainDeadlineMs!,
     replanIntervalMs: replanIntervalMs!,
     reconcileIntervalMs: reconcileIntervalMs!,
+    startTimeoutMs: startTimeoutMs!,
   });
 }

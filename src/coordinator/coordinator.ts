@@ -147,11 +147,33 @@ export class Coordinator {
       this.checkCompletion();
       if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
     });
-    await this.view.start();
+    await this.untilStarted('reading the job', () => this.view.start());
     if (this.fatal) throw this.fatal;
-    await this.openSession();
+    await this.untilStarted('joining the fleet', () => this.openSession());
     if (!this.stopping && !this.fatal) this.armBackstop();
     this.checkCompletion();
+  }
+
+  /**
+   * Runs one start-up step, retrying a retryable store failure (etcd down or
+   * electing, a timeout) with a backoff until `startTimeoutMs` has passed;
+   * then, or on any other failure, it rejects with the failure.
+   */
+  private async untilStarted(what: string, step: () => Promise<void>): Promise<void> {
+    const deadline = this.clock.now() + this.config.startTimeoutMs;
+    let delay = 100;
+    for (;;) {
+      try {
+        await step();
+        return;
+      } catch (e) {
+        const retryable = isSplitfleetError(e) && e.retryable;
+        if (!retryable || this.stopping || this.fatal || this.clock.now() + delay > deadline) throw e;
+        this.log.warn({ err: (e as Error).message, retryInMs: delay }, `${what} failed; retrying`);
+        await new Promise<void>((resolve) => this.clock.setTimer(delay, resolve));
+        delay = Math.min(2 * delay, 2000);
+      }
+    }
   }
 
   private async openSession(): Promise<void> {

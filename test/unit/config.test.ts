@@ -24,6 +24,7 @@ describe('resolveConfig', () => {
       fingerprint: defaultFingerprint('splitfleet', 'orders-backfill'),
       leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, maxAttempts: 4,
       rebalanceDelayMs: 20_000, drainDeadlineMs: 10_000, replanIntervalMs: 60_000, reconcileIntervalMs: 30_000,
+      startTimeoutMs: 60_000,
     });
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -83,6 +84,7 @@ describe('resolveConfig', () => {
     expect(problem({ ...base, maxAttempts: 0 })).toBe('maxAttempts: must be an integer ≥ 1 (got 0)');
     expect(problem({ ...base, replanIntervalMs: 0 })).toBe('replanIntervalMs: must be an integer ≥ 1 (got 0)');
     expect(problem({ ...base, reconcileIntervalMs: -1 })).toBe('reconcileIntervalMs: must be an integer ≥ 1 (got -1)');
+    expect(problem({ ...base, startTimeoutMs: -1 })).toBe('startTimeoutMs: must be an integer ≥ 0 (got -1)');
   });
 
   it('refuses unknown options and suggests the intended one', () => {
