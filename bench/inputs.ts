@@ -7,6 +7,17 @@
 import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
 
 export type Weights = 'equal' | 'lognormal' | 'giants';
+/**
+ * How the caller built its split objects (issue 14: the engine's speed must
+ * not depend on it). `literal`: { id, weight, leaseOwner, recordOwner,
+ * previous } written out; `spread`: { ...s, leaseOwner, recordOwner,
+ * previous } from the cold split (how most JavaScript builds them; in V8 a
+ * spread of an object whose weight field holds doubles gets a hidden class of
+ * its own per object); `class`: instances of a class; `extra`: literals with
+ * two more fields; `reordered`: literals with the fields in another order.
+ */
+export type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered';
+export const SHAPES: readonly Shape[] = ['literal', 'spread', 'class', 'extra', 'reordered'];
 export type Scenario = 'cold' | 'settled' | 'joined' | 'left';
 export const GiB = 2 ** 30;
 
@@ -41,17 +52,48 @@ export function coldInput(n: number, m: number, weights: Weights, seed = 1): Ass
   return { seed: 'bench', members, splits };
 }
 
-/** Every split held by its assignee in `decision` (lease, record and previous agree). */
-export function settledFrom(cold: AssignmentInput, decision: Record<string, readonly string[]>): AssignmentInput {
+class HeldSplit implements SplitInput {
+  constructor(
+    readonly id: string,
+    readonly weight: number,
+    readonly leaseOwner: string | null,
+    readonly recordOwner: string | null,
+    readonly previous: string | null,
+  ) {}
+}
+
+/** One split with these owners, built the way `shape` says. */
+export function shaped(shape: Shape, s: SplitInput, lo: string | null, ro: string | null, pr: string | null): SplitInput {
+  switch (shape) {
+    case 'literal':
+      return { id: s.id, weight: s.weight, leaseOwner: lo, recordOwner: ro, previous: pr };
+    case 'spread':
+      return { ...s, leaseOwner: lo, recordOwner: ro, previous: pr };
+    case 'class':
+      return new HeldSplit(s.id, s.weight, lo, ro, pr);
+    case 'extra':
+      return { id: s.id, weight: s.weight, leaseOwner: lo, recordOwner: ro, previous: pr, path: `data/${s.id}.parquet`, bytes: s.weight } as SplitInput;
+    case 'reordered':
+      return { previous: pr, recordOwner: ro, leaseOwner: lo, weight: s.weight, id: s.id };
+  }
+}
+
+/** Every split held by its assignee in `decision` (lease, record and previous agree), built as `shape`. */
+export function settledFrom(cold: AssignmentInput, decision: Record<string, readonly string[]>, shape: Shape = 'literal'): AssignmentInput {
   const owner = new Map<string, string>();
   for (const [mm, ids] of Object.entries(decision)) for (const id of ids) owner.set(id, mm);
   return {
     ...cold,
     splits: cold.splits.map((s) => {
       const o = owner.get(s.id) ?? null;
-      return { id: s.id, weight: s.weight, leaseOwner: o, recordOwner: o, previous: o };
+      return shaped(shape, s, o, o, o);
     }),
   };
+}
+
+/** The cold input with its splits rebuilt as `shape` (no owners). */
+export function coldShaped(cold: AssignmentInput, shape: Shape): AssignmentInput {
+  return { ...cold, splits: cold.splits.map((s) => shaped(shape, s, null, null, null)) };
 }
 
 /** One member added to a settled fleet. */
@@ -61,10 +103,11 @@ export function joinedFrom(settled: AssignmentInput): AssignmentInput {
 }
 
 /** Member m-0 gone; its splits' leases expired after its delay (record and previous still name it; not reserved). */
-export function leftFrom(settled: AssignmentInput): AssignmentInput {
+export function leftFrom(settled: AssignmentInput, shape: Shape = 'literal'): AssignmentInput {
   return {
     ...settled,
     members: settled.members.filter((mm) => mm.id !== 'm-0'),
-    splits: settled.splits.map((s) => (s.leaseOwner === 'm-0' ? { ...s, leaseOwner: null } : s)),
+    splits: settled.splits.map((s) =>
+      s.leaseOwner === 'm-0' ? shaped(shape, s, null, s.recordOwner ?? null, s.previous ?? null) : s),
   };
 }

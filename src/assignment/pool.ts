@@ -3,11 +3,13 @@
  * event loop keeps serving leases while a large decision is computed. The
  * only file that imports piscina.
  *
- * Invariants: inputs go to a thread as numeric typed arrays (transferred)
- * and joined id strings, never object by object; results come back as
- * transferred typed arrays, and the object form is rebuilt on the caller
- * from its own input, so a result equals `desiredAssignment(input)` exactly
- * (`computeMs` aside). Latest-wins: at most `threads` decisions run and one
+ * Invariants: inputs go to a thread as row columns (object-task.ts; typed
+ * arrays transferred, ids as code units), never object by object, built a
+ * chunk of splits per turn of the caller's loop; results come back as row
+ * indices, and the object form is rebuilt on the caller from its own id
+ * strings, so a result equals `desiredAssignment(input)` exactly (`computeMs`
+ * aside). The task and reply types live in wire.ts, which thread.ts imports
+ * too; the two files never import each other. Latest-wins: at most `threads` decisions run and one
  * waits; a newer request replaces the waiting one, whose promise rejects
  * with SplitfleetError('SUPERSEDED'). Nothing is thrown across the thread
  * boundary: a thread replies `{ ok: false, code, message }` and this file
@@ -19,12 +21,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
-import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './codec.js';
+import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
-import type { ObjectTask, ThreadReply, ThreadTask } from './thread.js';
+import { buildObjectTask } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
-import { validateAssignmentInput } from './validate.js';
-import { columnarAssignment } from './wasm.js';
+import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
+import type { ThreadReply, ThreadTask } from './wire.js';
 
 export interface AssignmentPoolOptions {
   /** Threads computing decisions (and decisions run at once); 0 computes on the calling thread. Default 1. */
@@ -38,11 +40,6 @@ export interface AssignmentPoolOptions {
   fallback?: boolean;
   /** Splits marshalled (or result rows rebuilt) per turn of the caller's event loop. Default 32768. */
   chunk?: number;
-}
-
-/** @internal (thread.ts) Marks a reply so Piscina transfers `buffers` instead of copying them. */
-export function movable<T extends object>(value: T, buffers: ArrayBuffer[]): unknown {
-  return Piscina.move({ [Piscina.transferableSymbol]: buffers, [Piscina.valueSymbol]: value } as never);
 }
 
 /** The compiled thread entry this module would use by default. */
@@ -174,11 +171,16 @@ export class AssignmentPool {
     const started = performance.now();
     await turn();
     if (this.piscina === null) return desiredAssignment(input);
-    const task = await marshal(input, this.chunk);
-    if (task === null) return desiredAssignment(input); // the validator accepted what the wire cannot carry exactly
-    const reply = await this.call(task, buffersOf(task));
+    const built = await buildObjectTask(input, this.chunk, turn);
+    // A broken rule: desiredAssignment throws the validator's own error.
+    if (built === null) return desiredAssignment(input);
+    const t = built.task;
+    const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.pool, t.lease, t.prev, t.rec].map((a) => a.buffer);
+    const reply = await this.call(t, transfer);
+    // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
+    if (reply.kind === 'duplicates') return desiredAssignment(input);
     if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
-    const result = await rebuild(input, reply, this.chunk);
+    const result = await rebuild(input, built.ids, reply, this.chunk);
     result.stats.computeMs = performance.now() - started;
     return result;
   }
@@ -186,135 +188,38 @@ export class AssignmentPool {
   private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot): Promise<ColumnarDecision> {
     if (this.piscina === null) {
       await turn();
-      const copy = ColumnarPool.fromSnapshot(snapshot);
-      const d = columnarAssignment(copy);
+      let copy = ColumnarPool.fromSnapshot(snapshot);
+      let d = columnarDecisionOrNull(copy);
+      if (d === null) d = columnarAssignment((copy = ColumnarPool.fromSnapshot(pool.snapshot(true))));
       const order = copy.cachedOrder();
       if (snapshot.order === null && order !== null) pool.adoptOrder(snapshot.epoch, order);
       return d;
     }
-    const s = snapshot;
-    const transfer = [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a === null ? [] : [a.buffer as ArrayBuffer]));
-    const reply = await this.call({ kind: 'columnar', snapshot: s }, transfer);
+    let s = snapshot;
+    let reply = await this.call({ kind: 'columnar', snapshot: s }, snapshotBuffers(s));
+    if (reply.kind === 'needs-ids') {
+      // Colliding keys (rare): the sort needs ids. The pool as it is now, with them.
+      s = pool.snapshot(true);
+      reply = await this.call({ kind: 'columnar', snapshot: s }, snapshotBuffers(s));
+    }
     if (reply.kind !== 'columnar') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
     if (reply.order !== null) pool.adoptOrder(s.epoch, reply.order);
     return { members: reply.members, assignee: reply.assignee, stats: reply.stats };
   }
 }
 
+function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
+  return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a === null ? [] : [a.buffer as ArrayBuffer]));
+}
+
 function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
 }
 
-const STATUS_CODE: Record<string, number> = { runnable: 1, completed: 2, quarantined: 3 };
-const isOwner = (v: unknown): boolean => v === undefined || v === null || typeof v === 'string';
-
-/** Joined strings with offsets. */
-function joined(ids: readonly string[]): { chars: string; off: Uint32Array } {
-  const off = new Uint32Array(ids.length + 1);
-  let at = 0;
-  ids.forEach((id, i) => {
-    off[i] = at;
-    at += id.length;
-  });
-  off[ids.length] = at;
-  return { chars: ids.join(''), off };
-}
-
-/**
- * The object form as columns, a chunk of splits per event-loop turn. Any
- * value the columns cannot carry exactly goes to the validator here, which
- * throws the error the engine would; null when it accepts anyway.
- */
-async function marshal(input: AssignmentInput, chunk: number): Promise<ObjectTask | null> {
-  const o = input as unknown as Record<string, unknown>;
-  const members = o?.members;
-  const splits = o?.splits;
-  const reserved = o?.reserved;
-  const shapeOk =
-    typeof o === 'object' && o !== null && typeof o.seed === 'string' &&
-    (o.defaultCap === undefined || typeof o.defaultCap === 'number') &&
-    Array.isArray(members) && Array.isArray(splits) &&
-    (reserved === undefined || (Array.isArray(reserved) && reserved.every((r) => typeof r === 'string'))) &&
-    members.every((mm) => typeof mm === 'object' && mm !== null && typeof mm.id === 'string' && (mm.cap === undefined || typeof mm.cap === 'number'));
-  if (!shapeOk) return refuse(input);
-  const ms = members as MemberInputLike[];
-  const m = joined(ms.map((mm) => mm.id));
-  const memberHasCap = Uint8Array.from(ms, (mm) => (mm.cap === undefined ? 0 : 1));
-  const memberCap = Float64Array.from(ms, (mm) => mm.cap ?? 0);
-  const ss = splits as unknown[];
-  const n = ss.length;
-  const idOff = new Uint32Array(n + 1);
-  const weight = new Float64Array(n);
-  const status = new Uint8Array(n);
-  const lease = new Int32Array(n);
-  const rec = new Int32Array(n);
-  const prev = new Int32Array(n);
-  const owners = new Map<string, number>();
-  const ownerNames: string[] = [];
-  const handle = (v: string | null | undefined): number => {
-    if (v === null || v === undefined) return -1;
-    let h = owners.get(v);
-    if (h === undefined) {
-      h = ownerNames.length;
-      owners.set(v, h);
-      ownerNames.push(v);
-    }
-    return h;
-  };
-  const parts: string[] = [];
-  let at = 0;
-  for (let from = 0; from < n; from += chunk) {
-    if (from > 0) await turn();
-    const to = Math.min(n, from + chunk);
-    const ids = new Array<string>(to - from);
-    for (let i = from; i < to; i++) {
-      const s = ss[i] as Record<string, unknown> | null | undefined;
-      if (typeof s !== 'object' || s === null) return refuse(input);
-      const { id, weight: w, status: st, leaseOwner, recordOwner, previous } = s;
-      if (typeof id !== 'string' || typeof w !== 'number' || !isOwner(leaseOwner) || !isOwner(recordOwner) || !isOwner(previous)) return refuse(input);
-      const code = st === undefined ? 0 : typeof st === 'string' && Object.hasOwn(STATUS_CODE, st) ? STATUS_CODE[st]! : -1;
-      if (code < 0) return refuse(input);
-      idOff[i] = at;
-      at += id.length;
-      ids[i - from] = id;
-      weight[i] = w;
-      status[i] = code;
-      lease[i] = handle(leaseOwner as string | null | undefined);
-      rec[i] = handle(recordOwner as string | null | undefined);
-      prev[i] = handle(previous as string | null | undefined);
-    }
-    parts.push(ids.join(''));
-  }
-  idOff[n] = at;
-  const own = joined(ownerNames);
-  const res = reserved === undefined ? null : joined(reserved as string[]);
-  return {
-    kind: 'object', seed: o.seed as string, defaultCap: o.defaultCap as number | undefined,
-    memberChars: m.chars, memberOff: m.off, memberHasCap, memberCap,
-    idChars: parts.join(''), idOff, weight, status, lease, rec, prev,
-    ownerChars: own.chars, ownerOff: own.off,
-    reservedChars: res?.chars ?? null, reservedOff: res?.off ?? null,
-  };
-}
-
-interface MemberInputLike {
-  id: string;
-  cap?: number;
-}
-
-/** Throws the validator's error for `input`; null when it accepts (the caller computes in-thread). */
-function refuse(input: AssignmentInput): null {
-  validateAssignmentInput(input);
-  return null;
-}
-
-function buffersOf(t: ObjectTask): ArrayBuffer[] {
-  const arrays = [t.memberOff, t.memberHasCap, t.memberCap, t.idOff, t.weight, t.status, t.lease, t.rec, t.prev, t.ownerOff, t.reservedOff];
-  return arrays.flatMap((a) => (a === null ? [] : [a.buffer as ArrayBuffer]));
-}
-
 /** The object result from the thread's rows and the caller's own input, a chunk of rows per turn. */
-async function rebuild(input: AssignmentInput, reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number): Promise<AssignmentResult> {
+async function rebuild(
+  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number,
+): Promise<AssignmentResult> {
   const { memberOrder, off, rows } = reply;
   const assignment: Record<string, string[]> = {};
   let sinceTurn = 0;
@@ -322,7 +227,7 @@ async function rebuild(input: AssignmentInput, reply: Extract<ThreadReply, { kin
     const s = off[k]!;
     const len = off[k + 1]! - s;
     const list = new Array<string>(len);
-    for (let i = 0; i < len; i++) list[i] = input.splits[rows[s + i]!]!.id;
+    for (let i = 0; i < len; i++) list[i] = ids[rows[s + i]!]!;
     Object.defineProperty(assignment, input.members[memberOrder[k]!]!.id, { value: list, enumerable: true, writable: true, configurable: true });
     sinceTurn += len + 1;
     if (sinceTurn >= chunk) {

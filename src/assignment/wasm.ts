@@ -15,8 +15,10 @@ import {
   ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats,
   type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
+import { taskId, writeObjectTask, type TaskMemo } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
+import type { ObjectTask, ThreadReply } from './wire.js';
 
 /** The slice of the WebAssembly JS API used here (this project's lib has no DOM types). */
 interface WasmGlobal {
@@ -72,6 +74,8 @@ interface Engine {
   mem: WasmMemory;
   /** The last valid object-form input, for the next call to reuse (codec.ts InputMemo). */
   memo: InputMemo | null;
+  /** The last object task a pool thread decided (object-task.ts TaskMemo). */
+  taskMemo: TaskMemo | null;
 }
 
 let engine: Engine | null = null;
@@ -95,7 +99,7 @@ function load(): Engine {
     if (version !== LAYOUT.LAYOUT_VERSION) {
       throw new Error(`engine.wasm has layout version ${String(version)}, codec expects ${LAYOUT.LAYOUT_VERSION}; rebuild it`);
     }
-    engine = { x, mem: new WasmMemory(x), memo: null };
+    engine = { x, mem: new WasmMemory(x), memo: null, taskMemo: null };
     return engine;
   } catch (e) {
     throw asEngineFailure(e, 'loading engine.wasm');
@@ -185,12 +189,71 @@ export function forgetWasmMemo(): void {
   if (engine !== null) engine.memo = null;
 }
 
-function decideColumnar(pool: ColumnarPool, withIds: boolean): { members: MemberTable; views: EngineViews } {
+/**
+ * @internal (thread.ts) The object form's decision from its row columns, as
+ * the reply's numbers: per output key the member's index in `t.memberIds`,
+ * and each key's rows (indices into the input's splits) in output order.
+ * `duplicates` when two rows share a 64-bit key (a duplicate id, which the
+ * caller's validator names, or a true collision, which the caller decides
+ * in-thread). Equal to `wasmAssignment` of the same input, row for id.
+ */
+export function decideObjectTask(t: ObjectTask): ThreadReply {
+  const e = load();
+  const { x, mem } = e;
+  const memo = e.taskMemo;
+  e.taskMemo = null;
+  return guarded('decideObjectTask', () => {
+    const w = writeObjectTask(t, mem, memo);
+    if (!w.sameIds && check(x.countDuplicateKeys(), 'countDuplicateKeys') > 0) return { ok: true, kind: 'duplicates' };
+    if (!w.sameOrder) {
+      if (check(x.sortOrder(LAYOUT.FLAG_POOL), 'sortOrder') > 0) orderCollisions(mem.views(), (r) => taskId(t, r));
+      const v = mem.views();
+      w.memo.order = v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)).slice();
+    }
+    check(x.decide(), 'decide');
+    if (w.sameIds) {
+      // The ids are the last task's: rank them once, then every output is one counting pass.
+      if (w.memo.byRank === null) {
+        check(x.rankRows(), 'rankRows');
+        w.memo.byRank = mem.views().u32(LAYOUT.H_BY_RANK, t.weight.length).slice();
+      } else {
+        mem.views().u32(LAYOUT.H_BY_RANK, w.memo.byRank.length).set(w.memo.byRank);
+      }
+      check(x.sortOutputByRank(), 'sortOutputByRank');
+    } else {
+      check(x.sortOutput(), 'sortOutput');
+    }
+    const v = mem.views();
+    const m = w.members.ids.length;
+    const outOff = v.u32(LAYOUT.H_OUT_OFF, m + 1);
+    const outRows = v.u32(LAYOUT.H_OUT_ROWS, outOff[m]!);
+    const givenIndex = new Map(t.memberIds.map((id, j) => [id, j]));
+    const memberOrder = new Int32Array(m);
+    const off = new Uint32Array(m + 1);
+    const rows = new Uint32Array(outOff[m]!);
+    let p = 0;
+    w.members.byId.forEach((j, k) => {
+      memberOrder[k] = givenIndex.get(w.members.ids[j]!)!;
+      off[k] = p;
+      rows.set(outRows.subarray(outOff[j]!, outOff[j + 1]!), p);
+      p += outOff[j + 1]! - outOff[j]!;
+    });
+    off[m] = p;
+    const stats = readStats(v, m);
+    e.taskMemo = w.memo;
+    return { ok: true, kind: 'object', memberOrder, off, rows, stats };
+  });
+}
+
+function decideColumnar(pool: ColumnarPool, withIds: boolean): { members: MemberTable; views: EngineViews } | null {
   const { x, mem } = load();
   return guarded('columnarAssignment', () => {
     const written = pool.write(mem, withIds);
     if (!written.sorted) {
-      if (check(x.sortOrder(LAYOUT.FLAG_LIVE), 'sortOrder') > 0) orderCollisions(mem.views(), (r) => pool.idAt(r)!);
+      const collisions = check(x.sortOrder(LAYOUT.FLAG_LIVE), 'sortOrder');
+      // A pool rebuilt from a snapshot without ids cannot order colliding keys: its caller sends the ids.
+      if (collisions > 0 && !pool.hasIds()) return null;
+      if (collisions > 0) orderCollisions(mem.views(), (r) => pool.idAt(r)!);
       const v = mem.views();
       pool.keepOrder(v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)));
     }
@@ -204,7 +267,16 @@ function decideColumnar(pool: ColumnarPool, withIds: boolean): { members: Member
  * between ticks. Equal to `wasmAssignment(pool.toInput())`, row for split.
  */
 export function columnarAssignment(pool: ColumnarPool): ColumnarDecision {
-  const { members, views } = decideColumnar(pool, false);
+  const d = columnarDecisionOrNull(pool);
+  if (d === null) throw new SplitfleetError('ENGINE_FAILURE', 'columnarAssignment: a pool without ids met colliding keys');
+  return d;
+}
+
+/** @internal (thread.ts) `columnarAssignment`, or null when a pool rebuilt without ids meets colliding keys. */
+export function columnarDecisionOrNull(pool: ColumnarPool): ColumnarDecision | null {
+  const decided = decideColumnar(pool, false);
+  if (decided === null) return null;
+  const { members, views } = decided;
   return {
     members: members.ids,
     assignee: views.i32(LAYOUT.H_ASSIGNEE, pool.rowCount).slice(),
@@ -214,7 +286,9 @@ export function columnarAssignment(pool: ColumnarPool): ColumnarDecision {
 
 /** The desired assignment of a `ColumnarPool` in the object form (`AssignmentResult`). */
 export function columnarAssignmentResult(pool: ColumnarPool): AssignmentResult {
-  const { members } = decideColumnar(pool, true);
+  const decided = decideColumnar(pool, true);
+  if (decided === null) throw new SplitfleetError('ENGINE_FAILURE', 'columnarAssignmentResult: a pool without ids met colliding keys');
+  const { members } = decided;
   const { x, mem } = load();
   return guarded('columnarAssignmentResult', () => {
     check(x.sortOutput(), 'sortOutput');

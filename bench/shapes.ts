@@ -1,0 +1,169 @@
+/**
+ * The 1M × 10k matrix of issue 14, per input shape: cold, settled, joined and
+ * left through `desiredAssignment` (first call and repeat) and through
+ * `AssignmentPool.assign` (with the caller's event-loop max delay), plus
+ * `AssignmentPool.assignColumnar` on a `ColumnarPool` with and without a
+ * cached order. Each shape runs in a child process of its own, so that one
+ * shape's hidden classes cannot slow another's property loads (V8's inline
+ * caches are per process). Ratios are to `Float64Array.prototype.sort` of the
+ * n weights, timed in the same child.
+ *
+ *   npm run build && node dist/bench/shapes.js [--n 1000000] [--m 10000] [--shapes literal,spread] [--runs 5] [--json FILE]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { ColumnarPool } from '../src/assignment/codec.js';
+import { desiredAssignment } from '../src/assignment/engine.js';
+import { AssignmentPool } from '../src/assignment/pool.js';
+import type { AssignmentInput } from '../src/assignment/types.js';
+import { coldInput, coldShaped, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape } from './inputs.js';
+
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string): string => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1]! : dflt;
+};
+const N = Number(flag('--n', '1000000'));
+const M = Number(flag('--m', '10000'));
+const RUNS = Number(flag('--runs', '5'));
+const SCENARIOS: Scenario[] = ['cold', 'settled', 'joined', 'left'];
+
+export interface ShapeRow {
+  shape: Shape;
+  scenario: Scenario | 'columnar';
+  path: 'wasm' | 'pool' | 'columnar-pool';
+  call: 'first' | 'repeat';
+  medianMs: number;
+  xSort: number;
+  /** Largest event-loop delay of the caller over the runs (pool paths only). */
+  loopMaxMs?: number;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+function sortYardstick(n: number): number {
+  const src = Float64Array.from({ length: n }, rng(n));
+  const work = new Float64Array(n);
+  const xs: number[] = [];
+  for (let k = 0; k < 9; k++) {
+    work.set(src);
+    const t = performance.now();
+    work.sort();
+    xs.push(performance.now() - t);
+  }
+  return median(xs);
+}
+
+let fresh = 0;
+const withFreshSeed = (input: AssignmentInput): AssignmentInput => ({ ...input, seed: `shapes-fresh-${fresh++}` });
+
+async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loopMaxMs: number }> {
+  const xs: number[] = [];
+  let loopMax = 0;
+  for (let k = 0; k < runs; k++) {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    h.enable();
+    const t = performance.now();
+    await f();
+    xs.push(performance.now() - t);
+    await new Promise((r) => setTimeout(r, 5));
+    h.disable();
+    loopMax = Math.max(loopMax, h.max / 1e6);
+  }
+  return { ms: median(xs), loopMaxMs: loopMax };
+}
+
+function toColumnar(input: AssignmentInput): ColumnarPool {
+  const cp = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
+  cp.setMembers(input.members);
+  for (const s of input.splits) {
+    cp.upsertSplit(s.id, s.weight);
+    cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
+    cp.setRecordOwner(s.id, s.recordOwner ?? null);
+    cp.setPrevious(s.id, s.previous ?? null);
+  }
+  return cp;
+}
+
+async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }> {
+  const sortMs = sortYardstick(N);
+  const base = coldInput(N, M, 'lognormal');
+  const held = desiredAssignment(base).assignment;
+  const settled = settledFrom(base, held, shape);
+  const inputs: Record<Scenario, AssignmentInput> = {
+    cold: coldShaped(base, shape), settled, joined: joinedFrom(settled), left: leftFrom(settled, shape),
+  };
+  const rows: ShapeRow[] = [];
+  const push = (r: Omit<ShapeRow, 'xSort' | 'shape'>): void => void rows.push({ shape, ...r, xSort: r.medianMs / sortMs });
+  for (const scenario of SCENARIOS) {
+    const input = inputs[scenario];
+    push({ scenario, path: 'wasm', call: 'first', medianMs: (await timed(RUNS, () => desiredAssignment(withFreshSeed(input)))).ms });
+    desiredAssignment(input);
+    push({ scenario, path: 'wasm', call: 'repeat', medianMs: (await timed(RUNS, () => desiredAssignment(input))).ms });
+  }
+  const pool = new AssignmentPool({ threads: 1, fallback: false });
+  for (const scenario of SCENARIOS) {
+    const input = inputs[scenario];
+    const first = await timed(RUNS, () => pool.assign(withFreshSeed(input)));
+    push({ scenario, path: 'pool', call: 'first', medianMs: first.ms, loopMaxMs: first.loopMaxMs });
+    await pool.assign(input);
+    const repeat = await timed(RUNS, () => pool.assign(input));
+    push({ scenario, path: 'pool', call: 'repeat', medianMs: repeat.ms, loopMaxMs: repeat.loopMaxMs });
+  }
+  // The leader's path: a ColumnarPool with no cached order (a split was added), then with it.
+  const cp = toColumnar(settled);
+  const r = rng(7);
+  const noOrder = await timed(RUNS, async () => {
+    cp.upsertSplit(`shapes-new-${fresh++}`, 1 + Math.floor(r() * 1e6));
+    await pool.assignColumnar(cp);
+  });
+  push({ scenario: 'columnar', path: 'columnar-pool', call: 'first', medianMs: noOrder.ms, loopMaxMs: noOrder.loopMaxMs });
+  await pool.assignColumnar(cp);
+  const kept = await timed(RUNS, () => pool.assignColumnar(cp));
+  push({ scenario: 'columnar', path: 'columnar-pool', call: 'repeat', medianMs: kept.ms, loopMaxMs: kept.loopMaxMs });
+  await pool.close();
+  return { sortMs, rows };
+}
+
+async function main(): Promise<void> {
+  const childShape = argv.indexOf('--child') >= 0 ? (flag('--child', 'literal') as Shape) : null;
+  if (childShape !== null) {
+    console.log(JSON.stringify(await child(childShape)));
+    return;
+  }
+  const shapes = flag('--shapes', SHAPES.join(',')).split(',') as Shape[];
+  const load0 = os.loadavg();
+  const self = fileURLToPath(import.meta.url);
+  const all: ShapeRow[] = [];
+  const sorts: Record<string, number> = {};
+  for (const shape of shapes) {
+    process.stderr.write(`shape ${shape}\n`);
+    const out = spawnSync(process.execPath, [self, '--child', shape, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    if (out.status !== 0) throw new Error(`shape ${shape} failed: ${out.stderr}`);
+    const res = JSON.parse(out.stdout.trim().split('\n').pop()!) as { sortMs: number; rows: ShapeRow[] };
+    sorts[shape] = res.sortMs;
+    all.push(...res.rows);
+  }
+  console.log(`shapes bench ${N}×${M} lognormal, ${RUNS} runs per cell; ${os.cpus().length} cpus, node ${process.version}`);
+  console.log(`load average at start ${load0.map((l) => l.toFixed(2)).join(' ')}, at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`sort of ${N} doubles per child (ms): ${Object.entries(sorts).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}\n`);
+  console.log('| shape | scenario | path | call | median ms | × sort | loop max ms |');
+  console.log('|---|---|---|---|---:|---:|---:|');
+  for (const r of all) {
+    console.log(`| ${r.shape} | ${r.scenario} | ${r.path} | ${r.call} | ${r.medianMs.toFixed(1)} | ${r.xSort.toFixed(2)} | ${r.loopMaxMs === undefined ? '' : r.loopMaxMs.toFixed(1)} |`);
+  }
+  const file = flag('--json', '');
+  if (file !== '') {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify({ n: N, m: M, runs: RUNS, load0, load1: os.loadavg(), sorts, rows: all }, null, 2));
+  }
+}
+
+await main();

@@ -1,0 +1,257 @@
+/**
+ * Marshalling of the object form (`AssignmentInput`) into engine memory, and
+ * the memo one object-form decision keeps for the next (`InputMemo`).
+ *
+ * Invariants: rows written here mean exactly what reference.ts computes from
+ * the same input (effective weights, content keys from hash.ts, owners that
+ * are not members map to −1, members in `canonicalMembers` order). Bad input
+ * is refused with the reference validator's own error.
+ *
+ * Pure: no I/O, no clock, and it never touches `WebAssembly`.
+ */
+import { SplitfleetError } from '../errors.js';
+import { hashInto, seedState } from '../hash.js';
+import { fieldsFor, readSplits, type SplitFields } from './fields.js';
+import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
+import { memberTable, type MemberTable } from './members.js';
+import type { OutputMemo } from './results.js';
+import type { AssignmentInput } from './types.js';
+import { validateAssignmentInput } from './validate.js';
+
+/**
+ * What one object-form decision keeps for the next (wasm.ts holds one per
+ * engine). First only the ids; once a call repeats them, also per row the
+ * content key, code units, weight and claimability, then the engine's pool
+ * order and id order. Keys, code units and id order are functions of
+ * (seed, ids); the pool order of (seed, ids, weights, claimability). Each is
+ * reused only when those are equal row for row, so reuse never changes an
+ * output, and a one-off input costs no copies.
+ */
+export interface InputMemo {
+  seed: string;
+  members: MemberTable;
+  ids: string[];
+  /** The rest is null until the ids repeat. */
+  rows: {
+    keys: Uint32Array;
+    strOff: Uint32Array;
+    chars: Uint16Array;
+    narrow: boolean;
+    weights: Float64Array;
+    pool: Uint8Array;
+    /** Each claimable row's lease owner as last seen, and its member index under `owners.table`. */
+    owners: { table: MemberTable; lease: unknown[]; index: Int32Array };
+  } | null;
+  order: Uint32Array | null;
+  byRank: Uint32Array | null;
+  /** The last result's lists. */
+  out: OutputMemo | null;
+}
+
+/** What `marshalInput` leaves behind for the engine calls and for reading the result. */
+export interface MarshalledInput {
+  /** The members (index = member index in the engine). */
+  members: MemberTable;
+  /** Row r is `splits[r]`; `ids[r]` its id. */
+  ids: readonly string[];
+  idOf: (row: number) => string;
+  /** Every id equals the memo's, row for row: uniqueness and id order carry over. */
+  sameIds: boolean;
+  /** ...and every weight and claimability too: the memo's pool order holds. */
+  sameOrder: boolean;
+  /** The memo for the next decision; keep it only once the input is known valid. */
+  memo: InputMemo;
+}
+
+/** Runs the reference validator, which throws the exact error; a fast check flagged the input. */
+export function refuse(input: unknown): never {
+  validateAssignmentInput(input);
+  throw new SplitfleetError('ENGINE_FAILURE', 'codec: a fast input check refused input the validator accepts');
+}
+
+const isCap = (v: unknown): boolean => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1);
+
+/** The top-level and member rules of validate.ts; false when any is broken. */
+export function shapeIsValid(input: AssignmentInput): boolean {
+  const o = input as unknown as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
+  if (typeof o.seed !== 'string' || !isCap(o.defaultCap)) return false;
+  if (!Array.isArray(o.members) || !Array.isArray(o.splits)) return false;
+  const ids = new Set<string>();
+  for (const m of o.members as unknown[]) {
+    if (typeof m !== 'object' || m === null) return false;
+    const mm = m as Record<string, unknown>;
+    if (typeof mm.id !== 'string' || mm.id === '' || ids.has(mm.id) || !isCap(mm.cap)) return false;
+    ids.add(mm.id);
+  }
+  if (o.reserved !== undefined) {
+    if (!Array.isArray(o.reserved)) return false;
+    for (const r of o.reserved as unknown[]) if (typeof r !== 'string') return false;
+  }
+  return true;
+}
+
+/** A lease owner no input can have: "not seen yet" in InputMemo's owners. */
+const UNSEEN = Symbol('unseen');
+
+/** The splits' fields as read by the last call (fields.ts; reused, grown by doubling). */
+let fields: SplitFields | null = null;
+
+/** Code units of the ids being marshalled (reused between calls, grown by doubling). */
+let charBuf: Uint16Array = new Uint16Array(1 << 16);
+
+function charRoom(need: number, keep: number): Uint16Array {
+  if (need > charBuf.length) {
+    const grown = new Uint16Array(Math.max(need, 2 * charBuf.length));
+    grown.set(charBuf.subarray(0, keep));
+    charBuf = grown;
+  }
+  return charBuf;
+}
+
+/**
+ * Writes the object form into engine memory: one row per split in input
+ * order (claimable ones flagged POOL, with owners), every row's weight,
+ * content key and id code units, and the canonical members. Checks every
+ * rule of validate.ts except split-id uniqueness, which the engine checks on
+ * the keys (`countDuplicateKeys`); any broken rule throws the validator's
+ * error. With a `memo` of the previous input, rows whose ids match reuse
+ * its keys and code units instead of computing them.
+ */
+export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: InputMemo | null = null): MarshalledInput {
+  if (!shapeIsValid(input)) refuse(input);
+  const splits = input.splits;
+  const n = splits.length;
+  const table = memberTable(input, memo?.members ?? null);
+  const m = table.ids.length;
+  const memberIndex = table.index;
+  const reserved = input.reserved !== undefined && input.reserved.length > 0 ? new Set(input.reserved) : null;
+  const prior = memo !== null && memo.seed === input.seed && memo.ids.length === n ? memo : null;
+
+  let v = mem.reserve(n, m, m, 0);
+  const weight = v.f64(L.H_WEIGHT, n);
+  const key = v.u32(L.H_KEY, 2 * n);
+  const lease = v.i32(L.H_LEASE, n);
+  const prev = v.i32(L.H_PREVIOUS, n);
+  const rec = v.i32(L.H_RECORD, n);
+  const flags = v.u8(L.H_FLAGS, n);
+  const strOff = v.u32(L.H_STR_OFF, n + 1);
+  const cap = v.i32(L.H_CAP, m);
+  const map = v.i32(L.H_HANDLE_MAP, m);
+  for (let j = 0; j < m; j++) {
+    cap[j] = Math.min(table.caps[j]!, I32_MAX);
+    map[j] = j;
+  }
+
+  // Every field of every split, read once whatever the objects' hidden classes (fields.ts).
+  const f = (fields = fieldsFor(fields, n));
+  if (readSplits(splits, 0, n, f) >= 0) refuse(input);
+  const fid = f.ids;
+
+  const kept = prior?.rows ?? null;
+  // The first row whose id differs from the memo's (n: none).
+  let k = 0;
+  if (prior !== null) {
+    const pids = prior.ids;
+    while (k < n && fid[k] === pids[k]) k++;
+  }
+  const same = prior !== null && k === n;
+  const ids: string[] = same ? prior!.ids : fid.slice(0, n);
+  let p = 0;
+  let units = 0;
+  let str: Uint16Array = charBuf;
+  if (!(same && kept !== null)) {
+    // Keys and code units: the memo's for the rows before k, computed from there on.
+    let from = 0;
+    if (kept !== null) {
+      from = k;
+      key.set(kept.keys.subarray(0, 2 * k));
+      p = kept.strOff[k]!;
+      str = charRoom(p, 0);
+      str.set(kept.chars.subarray(0, p));
+      strOff.set(kept.strOff.subarray(0, k));
+      units = kept.narrow ? 0 : 0x100;
+    }
+    const state = seedState(input.seed);
+    for (let i = from; i < n; i++) {
+      const id = fid[i]!;
+      hashInto(state, id, key, 2 * i);
+      strOff[i] = p;
+      if (p + id.length > str.length) str = charRoom(p + id.length, p);
+      for (let c = 0; c < id.length; c++) {
+        const u = id.charCodeAt(c);
+        units |= u;
+        str[p++] = u;
+      }
+    }
+  }
+
+  let sameOrder = same && kept !== null && prior!.order !== null;
+  // Lease owners seen by the memo (kept across calls while ids repeat): an
+  // owner equal to the row's last one has the same index under the same table.
+  const owners = !same ? null
+    : kept !== null ? kept.owners
+    : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
+  const ownersHold = owners !== null && owners.table === table;
+  const { weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
+  for (let i = 0; i < n; i++) {
+    const w = fw[i]!;
+    let inPool = fs[i] === 0;
+    if (inPool && reserved !== null && reserved.has(fid[i]!)) inPool = false;
+    weight[i] = w;
+    const fl = inPool ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
+    flags[i] = fl;
+    if (sameOrder && (w !== kept!.weights[i] || fl !== kept!.pool[i])) sameOrder = false;
+    if (!inPool) continue;
+    const lo = flo[i]!;
+    const pr = fpr[i]!;
+    const ro = fro[i]!;
+    let l: number;
+    if (ownersHold && lo === owners!.lease[i]) {
+      l = owners!.index[i]!;
+    } else {
+      l = lo === null ? -1 : (memberIndex.get(lo) ?? -1);
+      if (same) {
+        owners!.lease[i] = lo;
+        owners!.index[i] = l;
+      }
+    }
+    lease[i] = l;
+    const q = pr === null ? -1 : pr === lo ? l : (memberIndex.get(pr) ?? -1);
+    prev[i] = q;
+    rec[i] = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
+  }
+
+  if (owners !== null && !ownersHold && same) {
+    // Every claimable row was looked up under the new table; rows that were
+    // not claimable keep entries of the old one: forget those.
+    for (let i = 0; i < n; i++) if ((flags[i]! & L.FLAG_POOL) === 0) owners.lease[i] = UNSEEN;
+    owners.table = table;
+  }
+  let next: InputMemo;
+  if (same && kept !== null) {
+    v = mem.reserveChars(kept.chars.length);
+    v.u16(L.H_STR, kept.chars.length).set(kept.chars);
+    v.u32(L.H_STR_OFF, n + 1).set(kept.strOff);
+    v.setWord(L.H_NARROW, kept.narrow ? 1 : 0);
+    // Keys are read only to sort (and sorting is skipped when the order holds).
+    if (!sameOrder) v.u32(L.H_KEY, 2 * n).set(kept.keys);
+    next = sameOrder ? { ...prior!, members: table } : {
+      ...prior!, members: table, rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice() }, order: null,
+    };
+  } else {
+    strOff[n] = p;
+    v = mem.reserveChars(p);
+    v.u16(L.H_STR, p).set(str.subarray(0, p));
+    v.setWord(L.H_NARROW, units < 256 ? 1 : 0);
+    // Ids seen twice in a row: keep what they determine; else only the ids.
+    const rows = !same ? null : {
+      keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),
+      narrow: units < 256, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), owners: owners!,
+    };
+    next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null };
+  }
+  const final = ids;
+  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, memo: next };
+}
+

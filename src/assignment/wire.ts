@@ -1,0 +1,76 @@
+/**
+ * What crosses the pool/thread boundary, imported by both pool.ts (the
+ * caller) and thread.ts (the Piscina entry), which never import each other:
+ * the task and reply types, and the one split-status numbering every file in
+ * src/assignment uses for columns (`STATUS_CODES`).
+ *
+ * Invariants: a task carries numbers and strings only (typed arrays are
+ * transferred, never cloned); a reply is `{ ok: true, ... }` or
+ * `{ ok: false, code, message }`, never a thrown error (Node drops an error's
+ * class and `code` on a postMessage). Types and constants only: no imports
+ * of piscina, of the engine, or of either side.
+ */
+import type { AssignmentStats, SplitStatus } from './types.js';
+
+/** The split-status numbering of every column in src/assignment; an absent status is runnable (0). */
+export const STATUS_CODES: Readonly<Record<SplitStatus, number>> = Object.freeze({ runnable: 0, completed: 1, quarantined: 2 });
+/** Status names by code. */
+export const STATUS_NAMES: readonly SplitStatus[] = ['runnable', 'completed', 'quarantined'];
+
+/**
+ * The object form as row columns (built by pool.ts, a chunk per turn): row i
+ * is `input.splits[i]`. Validated on the caller except split-id uniqueness,
+ * which the thread checks on the keys (reply `duplicates`).
+ */
+export interface ObjectTask {
+  kind: 'object';
+  seed: string;
+  /** Members as given, with effective caps (defaultCap applied). */
+  memberIds: string[];
+  memberCaps: Float64Array<ArrayBuffer>;
+  /** Row i's id is the code units idUnits[idOff[i], idOff[i+1]). */
+  idUnits: Uint16Array<ArrayBuffer>;
+  idOff: Uint32Array<ArrayBuffer>;
+  weight: Float64Array<ArrayBuffer>;
+  /** 1: claimable (runnable and not reserved); 0: not. */
+  pool: Uint8Array<ArrayBuffer>;
+  /** Owner handles: indices into `ownerIds`, or −1 (none). */
+  lease: Int32Array<ArrayBuffer>;
+  prev: Int32Array<ArrayBuffer>;
+  rec: Int32Array<ArrayBuffer>;
+  ownerIds: string[];
+}
+
+/** Where a `ColumnarPool`'s decision state travels (pool.ts builds it, thread.ts decides on it). */
+export interface ColumnarTask {
+  kind: 'columnar';
+  snapshot: import('./columnar.js').ColumnarSnapshot;
+}
+
+export type ThreadTask = ObjectTask | ColumnarTask;
+
+export type ThreadReply =
+  | {
+      ok: true;
+      kind: 'object';
+      /** Per output key (the result's key order): the index of that member in `memberIds`. */
+      memberOrder: Int32Array<ArrayBuffer>;
+      /** Key k's splits are rows[off[k] .. off[k+1]), indices into `input.splits`, in output order. */
+      off: Uint32Array<ArrayBuffer>;
+      rows: Uint32Array<ArrayBuffer>;
+      stats: AssignmentStats;
+    }
+  | {
+      ok: true;
+      kind: 'columnar';
+      members: string[];
+      assignee: Int32Array<ArrayBuffer>;
+      stats: AssignmentStats;
+      /** The sort of a snapshot that had no cached order (the caller's pool adopts it). */
+      order: Uint32Array<ArrayBuffer> | null;
+    }
+  /** Two rows share a 64-bit key: the caller validates (a duplicate id) or decides in-thread (a true collision). */
+  | { ok: true; kind: 'duplicates' }
+  /** A columnar snapshot without ids had colliding keys: the caller sends it again with ids. */
+  | { ok: true; kind: 'needs-ids' }
+  | { ok: false; code: string; message: string };
