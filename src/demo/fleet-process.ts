@@ -40,6 +40,8 @@ interface FleetProcessConfig {
    * and once at the end.
    */
   stats?: boolean;
+  /** Stop gracefully when stdin ends: the parent holds it open as a pipe (the demo does). */
+  stopWithParent?: boolean;
 }
 
 const emit = (o: object) => process.stdout.write(`${JSON.stringify({ t: Date.now(), ...o })}\n`);
@@ -92,13 +94,21 @@ async function main(): Promise<void> {
     }
     if (++ticks % 4 === 0) void reportStats().catch(() => undefined);
   }, 50);
-  process.on('SIGTERM', () => {
+  const stop = () => {
     void coordinator.stop().then(async () => {
       await reportStats().catch(() => undefined);
       emit({ ev: 'stopped' });
       process.exit(0);
     });
-  });
+  };
+  process.on('SIGTERM', stop);
+  // The demo holds our stdin open; it closing means the demo is gone (killed, or crashed): stop too,
+  // rather than run on as an orphan in a process group no terminal signals.
+  if (cfg.stopWithParent) {
+    process.stdin.on('end', stop);
+    process.stdin.on('error', stop);
+    process.stdin.resume();
+  }
   try {
     const verdict = await coordinator.done;
     await reportStats().catch(() => undefined);

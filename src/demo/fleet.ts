@@ -246,10 +246,15 @@ export class ProcessFleet implements Fleet {
       config: s.config,
       poison: s.poison,
       stats: true,
+      stopWithParent: true,
     };
+    // Its own process group: a terminal's Ctrl-C reaches the demo only, which stops the workers
+    // gracefully (SIGTERM: drain, release, resign) rather than the terminal killing them mid-write.
+    // Its stdin is our pipe: if the demo dies without stopping it, the pipe closes and it stops too.
     const child = spawn(process.execPath, [fleetProcessPath()], {
       env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(config) },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
     });
     let stderr = '';
     const member: ChildMember = {
