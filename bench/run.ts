@@ -5,7 +5,9 @@
  * doubles (Float64Array.prototype.sort) measured in the same run. Also: moved
  * weight of joined/left, the leader's event-loop delay during a large decision
  * (in-thread vs pool), peak RSS of a large decision (child process), the
- * columnar path, and the reference once at the largest size.
+ * columnar path, the reference once at the largest size, and (issue 14) the
+ * largest cell again with the splits built as spread, class instances, extra
+ * fields and reordered properties (column "shape").
  *
  *   npm run build && npm run bench -- [--quick] [--json FILE] [--svg FILE] [--budget SECONDS]
  *
@@ -26,7 +28,7 @@ import { AssignmentPool } from '../src/assignment/pool.js';
 import { churn } from '../src/assignment/quality.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
-import { coldInput, joinedFrom, leftFrom, rng, settledFrom, type Scenario, type Weights } from './inputs.js';
+import { coldInput, coldShaped, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape, type Weights } from './inputs.js';
 import { plot, type Series } from './svg.js';
 
 const argv = process.argv.slice(2);
@@ -56,6 +58,8 @@ interface Row {
   scenario: Scenario | '-';
   weights: Weights | '-';
   engine: Engine;
+  /** How the split objects were built (bench/inputs.ts `Shape`); literal unless stated. */
+  shape?: Shape;
   call: 'first' | 'repeat' | 'once' | '-';
   medianMs: number | null;
   runs: number;
@@ -105,6 +109,28 @@ interface Family {
   inputs: Record<Scenario, AssignmentInput>;
   held: Record<string, string[]>;
   weightOf: (id: string) => number;
+}
+
+/** Family `f`'s inputs with the splits built as `shape`, same values (the issue-14 row). */
+function reshaped(f: Family, shape: Shape): Record<Scenario, AssignmentInput> {
+  const settled = settledFrom(f.inputs.cold, f.held, shape);
+  return { cold: coldShaped(f.inputs.cold, shape), settled, joined: joinedFrom(settled), left: leftFrom(settled, shape) };
+}
+
+/** Every scenario through desiredAssignment for the other input shapes; their own rows. */
+async function shapeRows(f: Family): Promise<void> {
+  for (const shape of SHAPES) {
+    if (shape === 'literal') continue;
+    const inputs = reshaped(f, shape);
+    for (const scenario of SCENARIOS) {
+      const input = inputs[scenario];
+      const it = iterationsFor(f.n);
+      const base = { n: f.n, m: f.m, scenario, weights: f.weights, engine: 'wasm' as const, shape, runs: it };
+      push({ ...base, call: 'first', medianMs: await median(`wasm ${shape} first`, () => desiredAssignment(withFreshSeed(input)), it) });
+      desiredAssignment(input);
+      push({ ...base, call: 'repeat', medianMs: await median(`wasm ${shape} repeat`, () => desiredAssignment(input), it) });
+    }
+  }
 }
 
 function family(n: number, m: number, weights: Weights): Family {
@@ -216,21 +242,21 @@ function referenceOnce(f: Family): void {
 const fmt = (x: number | null | undefined, d = 1): string => (x === null || x === undefined ? '-' : x.toFixed(d));
 
 function table(): string {
-  const head = ['splits', 'members', 'scenario', 'weights', 'engine', 'call', 'median ms', '× sort', 'moved wt %', 'moved', 'backstop', 'runs'];
+  const head = ['splits', 'members', 'scenario', 'weights', 'engine', 'shape', 'call', 'median ms', '× sort', 'moved wt %', 'moved', 'backstop', 'runs'];
   const body = rows.map((r) => [
-    r.n.toLocaleString('en'), r.m ? r.m.toLocaleString('en') : '-', r.scenario, r.weights, r.engine, r.call, fmt(r.medianMs, 2), fmt(r.xSort, 2),
+    r.n.toLocaleString('en'), r.m ? r.m.toLocaleString('en') : '-', r.scenario, r.weights, r.engine, r.shape ?? 'literal', r.call, fmt(r.medianMs, 2), fmt(r.xSort, 2),
     fmt(r.movedWeightPct, 3), r.movedCount === undefined ? '-' : String(r.movedCount), r.backstopHit === undefined ? '-' : r.backstopHit ? 'HIT' : 'no', String(r.runs),
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 6 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join(' | ')} |`;
-  return [line(head), `|${w.map((x, i) => (i < 6 ? '-'.repeat(x + 2) : `${'-'.repeat(x + 1)}:`)).join('|')}|`, ...body.map(line)].join('\n');
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 7 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join(' | ')} |`;
+  return [line(head), `|${w.map((x, i) => (i < 7 ? '-'.repeat(x + 2) : `${'-'.repeat(x + 1)}:`)).join('|')}|`, ...body.map(line)].join('\n');
 }
 
 function svg(): string {
   const m = MEMBERS.includes(1_000) ? 1_000 : MEMBERS[0]!;
   const panels = (['cold', 'settled'] as const).map((scenario) => {
     const pick = (engine: Engine, call: Row['call']): { x: number; y: number }[] =>
-      rows.filter((r) => r.m === m && r.scenario === scenario && r.weights === 'lognormal' && r.engine === engine && r.call === call && r.medianMs !== null)
+      rows.filter((r) => r.m === m && r.scenario === scenario && r.weights === 'lognormal' && r.engine === engine && r.shape === undefined && r.call === call && r.medianMs !== null)
         .map((r) => ({ x: r.n, y: r.medianMs! }));
     const series: Series[] = [
       { name: 'reference', points: pick('reference', 'once') },
@@ -267,6 +293,8 @@ async function main(): Promise<void> {
     for (const s of SCENARIOS) await cell(f, s, pool);
     if (first) {
       first = false;
+      log('input shapes (spread, class, extra fields, reordered)');
+      await shapeRows(f);
       log('columnar path');
       await columnar(f, pool);
       log('event-loop delay');

@@ -150,6 +150,8 @@ async function main(): Promise<void> {
     const res = JSON.parse(out.stdout.trim().split('\n').pop()!) as { sortMs: number; rows: ShapeRow[] };
     sorts[shape] = res.sortMs;
     all.push(...res.rows);
+    // Each shape as it finishes, so that a long run's partial figures are not lost.
+    process.stderr.write(`${JSON.stringify(res)}\n`);
   }
   console.log(`shapes bench ${N}×${M} lognormal, ${RUNS} runs per cell; ${os.cpus().length} cpus, node ${process.version}`);
   console.log(`load average at start ${load0.map((l) => l.toFixed(2)).join(' ')}, at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
