@@ -66,7 +66,21 @@ export interface EtcdStoreOptions {
   opTimeoutMs?: number;
   /** Longest pause between watch reconnection attempts, in ms; default 2 000. */
   watchRetryMaxMs?: number;
+  /**
+   * gRPC keepalive: ping an idle connection every `keepAliveMs` and drop it
+   * when no answer comes within `keepAliveTimeoutMs`, so a connection whose
+   * packets vanish (a load balancer's idle timeout, a half-open TCP link) is
+   * noticed and re-dialled instead of silently starving watches. Defaults
+   * 5 000 and 5 000: both fit in a third of the default 30 s lease, and
+   * 5 000 is etcd's floor (`--grpc-keepalive-min-time`; a client pinging more
+   * often is sent GOAWAY). 0 turns keepalive off.
+   */
+  keepAliveMs?: number;
+  keepAliveTimeoutMs?: number;
 }
+
+/** etcd's default `--grpc-keepalive-min-time`: pings more frequent than this are refused by the server. */
+export const ETCD_KEEPALIVE_MIN_MS = 5_000;
 
 type FaultHandling = Required<NonNullable<IOptions['faultHandling']>>;
 
@@ -141,11 +155,29 @@ export class EtcdStore extends BaseStore {
     if (endpoints.length === 0) throw new SplitfleetError('INVALID_CONFIG', 'etcd endpoints must name at least one client URL');
     this.opTimeoutMs = options.opTimeoutMs ?? 10_000;
     if (!(this.opTimeoutMs > 0)) throw new SplitfleetError('INVALID_CONFIG', `opTimeoutMs must be > 0, got ${this.opTimeoutMs}`);
+    const keepAliveMs = options.keepAliveMs ?? ETCD_KEEPALIVE_MIN_MS;
+    const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 5_000;
+    if (!Number.isSafeInteger(keepAliveMs) || (keepAliveMs !== 0 && keepAliveMs < ETCD_KEEPALIVE_MIN_MS)) {
+      throw new SplitfleetError('INVALID_CONFIG', `keepAliveMs: must be 0 (off) or an integer ≥ ${ETCD_KEEPALIVE_MIN_MS}, etcd's default --grpc-keepalive-min-time: it answers more frequent pings with GOAWAY (got ${keepAliveMs})`);
+    }
+    if (!Number.isSafeInteger(keepAliveTimeoutMs) || keepAliveTimeoutMs < 1) {
+      throw new SplitfleetError('INVALID_CONFIG', `keepAliveTimeoutMs: must be an integer ≥ 1 (got ${keepAliveTimeoutMs})`);
+    }
     const etcdOptions: IOptions = {
       hosts: endpoints,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.opTimeoutMs }),
-      // A listing page of large records may exceed gRPC's 4 MiB default.
-      grpcOptions: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 },
+      grpcOptions: {
+        // A listing page of large records may exceed gRPC's 4 MiB default.
+        'grpc.max_receive_message_length': 256 * 1024 * 1024,
+        ...(keepAliveMs > 0
+          ? {
+            'grpc.keepalive_time_ms': keepAliveMs,
+            'grpc.keepalive_timeout_ms': keepAliveTimeoutMs,
+            // Watches are long-lived streams with no unary call in flight: ping them too.
+            'grpc.keepalive_permit_without_calls': 1,
+          }
+          : {}),
+      },
       faultHandling: { global: RUN_ONCE, host: hostPolicy(endpoints.length), watchBackoff: watchBackoff(options.watchRetryMaxMs ?? 2_000) },
     };
     if (options.credentials) etcdOptions.credentials = options.credentials;

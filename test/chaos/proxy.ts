@@ -2,7 +2,9 @@
  * A loopback TCP proxy (node:net) between fleet members and etcd, with the
  * faults a network hands a client: every connection cut at once (a reset),
  * added one-way latency, and a partition (bytes held back, then delivered on
- * heal as TCP retransmission would, or dropped with a reset).
+ * heal as TCP retransmission would, or dropped with a reset), and a silent
+ * blackhole (bytes vanish, connections stay open with no reset: a load
+ * balancer that forgot them, a half-open link).
  *
  * Invariants: bytes of one connection and direction are delivered in order,
  * whatever the latency does in between (one queue per direction, released by
@@ -25,6 +27,8 @@ interface Pipe {
   client: Socket;
   upstream: Socket;
   pumps: Pump[];
+  /** Blackholed: every byte is discarded, in both directions, for good. */
+  dead: boolean;
 }
 
 /** One direction of one connection: chunks released in order at their due time. */
@@ -73,6 +77,8 @@ class Pump {
 export class TcpProxy {
   latencyMs = 0;
   partitioned = false;
+  /** While true, every connection (open or new) discards its bytes; see `blackhole`. */
+  blackholed = false;
   readonly stats: ProxyStats = { accepted: 0, open: 0, cut: 0, bytes: 0 };
   private readonly pipes = new Set<Pipe>();
   private server: Server | undefined;
@@ -102,6 +108,26 @@ export class TcpProxy {
   /** Adds `ms` of delay to every chunk, both directions (0 removes it; order is kept either way). */
   setLatency(ms: number): void {
     this.latencyMs = Math.max(0, ms);
+  }
+
+  /**
+   * Stops forwarding in both directions without closing anything: every byte
+   * of every open connection, and of any connection accepted meanwhile, is
+   * discarded, and no side sees a reset or a FIN. Only keepalive (or a
+   * deadline) tells a client. `healBlackhole` lets new connections through;
+   * the blackholed ones stay dead, as a forgotten flow does.
+   */
+  blackhole(): void {
+    this.blackholed = true;
+    for (const p of this.pipes) {
+      p.dead = true;
+      for (const pump of p.pumps) pump.drop();
+    }
+  }
+
+  /** New connections forward again; the ones blackholed stay dead until their owners drop them. */
+  healBlackhole(): void {
+    this.blackholed = false;
   }
 
   /** Holds every byte back (connections stay open and new ones are accepted, but nothing gets through). */
@@ -151,22 +177,24 @@ export class TcpProxy {
     client.setNoDelay(true);
     const upstream = connect({ host: this.targetHost, port: this.targetPort, allowHalfOpen: true });
     upstream.setNoDelay(true);
-    const pipe: Pipe = { client, upstream, pumps: [] };
+    const pipe: Pipe = { client, upstream, pumps: [], dead: this.blackholed };
     const toUpstream = new Pump(upstream, this);
     const toClient = new Pump(client, this);
     pipe.pumps.push(toUpstream, toClient);
     this.pipes.add(pipe);
     this.stats.open = this.pipes.size;
     client.on('data', (d: Buffer) => {
+      if (pipe.dead) return;
       this.stats.bytes += d.length;
       toUpstream.push(d);
     });
     upstream.on('data', (d: Buffer) => {
+      if (pipe.dead) return;
       this.stats.bytes += d.length;
       toClient.push(d);
     });
-    client.on('end', () => toUpstream.push(undefined));
-    upstream.on('end', () => toClient.push(undefined));
+    client.on('end', () => pipe.dead || toUpstream.push(undefined));
+    upstream.on('end', () => pipe.dead || toClient.push(undefined));
     const end = () => this.destroy(pipe, false);
     client.on('error', end);
     upstream.on('error', end);
