@@ -19,6 +19,8 @@ export type SplitfleetErrorCode =
   | 'DUPLICATE_INSTANCE'
   /** The store could not be reached or answered with an error. */
   | 'STORE_UNAVAILABLE'
+  /** etcd is out of space (its NOSPACE alarm): it refuses writes until an operator compacts, defragments and disarms it. */
+  | 'STORE_FULL'
   /** An operation took longer than `op_timeout`. */
   | 'TIMEOUT'
   /** This process's etcd lease expired or was revoked. */

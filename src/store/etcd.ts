@@ -409,6 +409,13 @@ export function toStoreError(err: unknown, what: string, revision?: number): Spl
   if (msg.includes('request is too large') || msg.includes('too many operations in txn') || /larger than max/i.test(msg)) {
     return fail('RECORD_TOO_LARGE', 'etcd refused the request as over its size or operation limits');
   }
+  if (msg.includes('database space exceeded') || msg.includes('NOSPACE')) {
+    // Retryable: nothing is lost (the write did not land), and the fleet resumes by itself once
+    // an operator has made room; every writer keeps retrying meanwhile.
+    return fail('STORE_FULL', 'etcd is out of space (its NOSPACE alarm is raised) and refuses writes until an operator makes room: '
+      + 'compact its history (etcdctl compact <revision>), defragment (etcdctl defrag), then disarm the alarm (etcdctl alarm disarm); '
+      + 'see docs/operations.md', true);
+  }
   if (e instanceof EtcdLeaseInvalidError || msg.includes('lease not found')) return fail('LEASE_LOST', 'the lease no longer exists');
   if (e instanceof GRPCDeadlineExceededError) return fail('TIMEOUT', 'etcd did not answer before the deadline', true);
   if (e instanceof EtcdPermissionDeniedError) {
