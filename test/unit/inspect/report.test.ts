@@ -8,7 +8,7 @@
 import { describe, expect, test } from 'vitest';
 import { bar, formatWeight, idList, renderReport } from '../../../src/inspect/render.js';
 import { detectFingerprintHash, jobReport, readJobRecords, type JobReport } from '../../../src/inspect/report.js';
-import { assignKey, jobPrefix, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../../src/protocol/keys.js';
+import { assignKey, jobPrefix, leaderKey, leaseKey, planKey, progressKey, specKey, splitKey, workerKey } from '../../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION, type SplitRecord } from '../../../src/protocol/records.js';
 import type { KeyValue } from '../../../src/store/store.js';
 
@@ -25,7 +25,7 @@ const kv = (key: string, value: string, lease?: string): KeyValue => ({
 
 function split(id: string, status: SplitRecord['status'], owner = '', extra: Partial<SplitRecord> = {}): KeyValue {
   const epoch = owner === '' ? (status === 'runnable' ? 0 : 1) : 1;
-  return kv(splitKey(P, id), encodeRecord('split', { v, fp: FP, id, epoch, status, owner, attempts: 0, progress: null, ...extra }));
+  return kv(splitKey(P, id), encodeRecord('split', { v, fp: FP, id, epoch, status, owner, attempts: 0, ...extra }));
 }
 
 /**
@@ -132,6 +132,29 @@ describe('jobReport', () => {
     expect(complete.progress.fraction).toBe(1);
     expect(report([...base, split('b', 'quarantined', '', { attempts: 4 })]).progress.verdict).toBe('stalled');
     expect(report([...base, split('b', 'runnable')]).progress.verdict).toBeNull();
+  });
+
+  test('the leader\'s verdict on the plan record wins over what the records add up to', () => {
+    rev = 1;
+    // The leader wrote 'stalled'; the split records a tool lists may lag or be trimmed.
+    const kvs = [
+      kv(planKey(P), encodeRecord('plan', { v, fp: FP, generation: 1, final: true, planned: 2, verdict: 'stalled' })),
+      kv(specKey(P, 'a'), encodeRecord('spec', { v, fp: FP, id: 'a', weight: 1, descriptor: null, generation: 1 })),
+      split('a', 'runnable'),
+    ];
+    expect(report(kvs).progress.verdict).toBe('stalled');
+  });
+
+  test('committed progress is read from progress.{id} into its own map', () => {
+    const kvs = [...job(), kv(progressKey(P, 's1'), encodeRecord('progress', { v, fp: FP, id: 's1', epoch: 1, progress: { offset: 5 } }))];
+    const { records, problems } = readJobRecords(P, kvs);
+    expect(problems).toEqual([]);
+    expect(records.progress.get('s1')).toEqual({ v, fp: FP, id: 's1', epoch: 1, progress: { offset: 5 } });
+    expect(records.splits.get('s1')).not.toHaveProperty('progress');
+    // A progress record cannot be read: a problem naming its key, like any other record.
+    const broken = readJobRecords(P, [...job(), kv(progressKey(P, 's2'), '{"v":1}')]);
+    expect(broken.problems).toHaveLength(1);
+    expect(broken.problems[0]).toContain(progressKey(P, 's2'));
   });
 
   test('records it cannot read become problems naming the key; the rest is still reported', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
-  claimCandidates, claimedRecord, classifyClaim, committedRecord, completedRecord, failedRecord, initialSplitRecord,
-  quarantinedRecord, releasedRecord, type ClaimClass, type Claimable, type ObservedSplit,
+  claimCandidates, claimedRecord, classifyClaim, completedRecord, failedRecord, initialSplitRecord,
+  progressRecord, quarantinedRecord, releasedRecord, type ClaimClass, type Claimable, type ObservedSplit,
 } from '../../../src/protocol/claims.js';
 import type { SplitRecord } from '../../../src/protocol/records.js';
 import { encodeRecord } from '../../../src/protocol/records.js';
@@ -53,15 +53,26 @@ describe('record transitions', () => {
   it('claim → commit → release → claim → complete', () => {
     let r = claimedRecord(rec(), me, claimable(classifyClaim(undefined, undefined, me, 4)));
     expect(r).toMatchObject({ epoch: 1, owner: me, attempts: 0 });
-    r = committedRecord(r, me, { offset: 10 });
-    expect(r.progress).toEqual({ offset: 10 });
-    r = releasedRecord(r, me, { offset: 12 });
-    expect(r).toMatchObject({ epoch: 1, owner: '', progress: { offset: 12 } });
+    // A commit writes progress.{id} only: split.{id} (the fence) is untouched.
+    const claimed = r;
+    const p1 = progressRecord(r, me, { offset: 10 });
+    expect(p1).toEqual({ v: 1, fp, id: 's', epoch: 1, progress: { offset: 10 } });
+    expect(r).toEqual(claimed);
+    expect(() => encodeRecord('progress', p1)).not.toThrow();
+    r = releasedRecord(r, me);
+    expect(r).toMatchObject({ epoch: 1, owner: '' });
+    expect(r).not.toHaveProperty('progress');
     r = claimedRecord(r, 'pod-1', claimable(classifyClaim(r, undefined, 'pod-1', 4)));
-    expect(r).toMatchObject({ epoch: 2, owner: 'pod-1', attempts: 0, progress: { offset: 12 } });
+    expect(r).toMatchObject({ epoch: 2, owner: 'pod-1', attempts: 0 });
+    // The next tenancy's progress carries its own epoch.
+    expect(progressRecord(r, 'pod-1', { offset: 12 })).toMatchObject({ epoch: 2, progress: { offset: 12 } });
     r = completedRecord(r, 'pod-1');
     expect(r).toMatchObject({ status: 'completed', owner: '', epoch: 2 });
     expect(() => encodeRecord('split', r)).not.toThrow();
+  });
+
+  it('a progress record is refused for a split not yet claimed (epoch 0 has no owner)', () => {
+    expect(() => progressRecord(rec(), me, 1)).toThrow(/owned by/);
   });
 
   it('an expired takeover consumes an attempt', () => {
@@ -86,7 +97,7 @@ describe('record transitions', () => {
 
   it('refuses transitions from a record this worker does not own', () => {
     const theirs = rec({ epoch: 1, owner: 'pod-9' });
-    for (const f of [() => committedRecord(theirs, me, 1), () => releasedRecord(theirs, me),
+    for (const f of [() => progressRecord(theirs, me, 1), () => releasedRecord(theirs, me),
       () => completedRecord(theirs, me), () => failedRecord(theirs, me, 'x', 4)]) {
       try { f(); throw new Error('accepted'); } catch (e) {
         expect(isSplitfleetError(e, 'INVALID_RECORD')).toBe(true);

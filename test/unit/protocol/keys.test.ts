@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
   KEY_LAYOUT, MAX_ID_BYTES, assignKey, idProblem, jobPrefix, kindPrefix, leaderKey, leaseKey, parseKey, planKey,
-  specKey, splitKey, utf8ByteLength, workerKey,
+  progressKey, specKey, splitKey, utf8ByteLength, workerKey,
 } from '../../../src/protocol/keys.js';
 import { isSplitfleetError } from '../../../src/errors.js';
 
@@ -20,11 +20,13 @@ describe('key layout', () => {
     expect(workerKey(prefix, 'pod-0')).toBe('splitfleet/job-1/worker.pod-0');
     expect(specKey(prefix, 's1')).toBe('splitfleet/job-1/spec.s1');
     expect(splitKey(prefix, 's1')).toBe('splitfleet/job-1/split.s1');
+    expect(progressKey(prefix, 's1')).toBe('splitfleet/job-1/progress.s1');
     expect(leaseKey(prefix, 's1')).toBe('splitfleet/job-1/lease.s1');
     expect(assignKey(prefix, 'pod-0')).toBe('splitfleet/job-1/assign.pod-0');
     expect(kindPrefix(prefix, 'lease')).toBe('splitfleet/job-1/lease.');
+    expect(kindPrefix(prefix, 'progress')).toBe('splitfleet/job-1/progress.');
     expect(KEY_LAYOUT.map((r) => r.pattern)).toEqual([
-      'plan', 'leader', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'lease.{id}', 'assign.{instance}',
+      'plan', 'leader', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'progress.{id}', 'lease.{id}', 'assign.{instance}',
     ]);
   });
 
@@ -33,6 +35,7 @@ describe('key layout', () => {
     expect(parseKey(prefix, 'splitfleet/job-1/leader')).toEqual({ kind: 'leader' });
     expect(parseKey(prefix, 'splitfleet/job-1/worker.pod.0')).toEqual({ kind: 'worker', id: 'pod.0' });
     expect(parseKey(prefix, 'splitfleet/job-1/split.a.b.c')).toEqual({ kind: 'split', id: 'a.b.c' });
+    expect(parseKey(prefix, 'splitfleet/job-1/progress.a.b')).toEqual({ kind: 'progress', id: 'a.b' });
     expect(parseKey(prefix, 'splitfleet/job-1/assign.p')).toEqual({ kind: 'assign', id: 'p' });
   });
 
@@ -41,6 +44,7 @@ describe('key layout', () => {
       'splitfleet/job-2/plan', 'splitfleet/job-1/plan.x', 'splitfleet/job-1/split', 'splitfleet/job-1/split.',
       'splitfleet/job-1/nope.x', 'splitfleet/job-1/x/split.a', 'splitfleet/job-1/split.a/b',
       'splitfleet/job-1/split.a\u0000', 'splitfleet/job-1/', 'splitfleet/job-1',
+      'splitfleet/job-1/progress', 'splitfleet/job-1/progress.', 'splitfleet/job-1/progress.a/b',
     ]) {
       expect(parseKey(prefix, key)).toEqual({ kind: 'unknown' });
     }
@@ -72,19 +76,19 @@ describe('key layout', () => {
   });
 
   test.prop([fc.string({ unit: 'binary' })])('utf8ByteLength agrees with Buffer for well-formed strings', (s) => {
-    fc.pre(s.isWellFormed());
+    fc.pre((s as string & { isWellFormed(): boolean }).isWellFormed());
     expect(utf8ByteLength(s)).toBe(Buffer.byteLength(s, 'utf8'));
   });
 
-  test.prop([validId, fc.constantFrom('worker', 'spec', 'split', 'lease', 'assign') ])(
+  test.prop([validId, fc.constantFrom('worker', 'spec', 'split', 'progress', 'lease', 'assign') ])(
     'parseKey inverts every builder', (id, kind) => {
-      const build = { worker: workerKey, spec: specKey, split: splitKey, lease: leaseKey, assign: assignKey }[kind];
+      const build = { worker: workerKey, spec: specKey, split: splitKey, progress: progressKey, lease: leaseKey, assign: assignKey }[kind];
       expect(parseKey(prefix, build(prefix, id))).toEqual({ kind, id });
     },
   );
 
   test.prop([fc.string()])('parseKey is total', (key) => {
     const parsed = parseKey(prefix, prefix + key);
-    expect(['plan', 'leader', 'worker', 'spec', 'split', 'lease', 'assign', 'unknown']).toContain(parsed.kind);
+    expect(['plan', 'leader', 'worker', 'spec', 'split', 'progress', 'lease', 'assign', 'unknown']).toContain(parsed.kind);
   });
 });

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
   SCHEMA_VERSION, assignmentRecordBytes, decodeRecord, encodeRecord, fingerprintHash,
-  type AssignRecord, type RecordKind, type RecordTypes, type SplitRecord,
+  type AssignRecord, type PlanRecord, type ProgressRecord, type RecordKind, type RecordTypes, type SplitRecord,
 } from '../../../src/protocol/records.js';
-import { assignKey, idProblem, jobPrefix, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey }
+import { assignKey, idProblem, jobPrefix, leaderKey, leaseKey, planKey, progressKey, specKey, splitKey, workerKey }
   from '../../../src/protocol/keys.js';
 import { isSplitfleetError, type SplitfleetErrorCode } from '../../../src/errors.js';
 
@@ -17,7 +17,8 @@ const samples: { [K in RecordKind]: { key: string; record: RecordTypes[K] } } = 
   leader: { key: leaderKey(prefix), record: { v, fp, instance: 'pod-0', generation: 3 } },
   worker: { key: workerKey(prefix, 'pod-1'), record: { v, fp, instance: 'pod-1', maxInFlight: 8, nonce: 'n1' } },
   spec: { key: specKey(prefix, 's.1'), record: { v, fp, id: 's.1', weight: 2 ** 40, descriptor: { path: 'a', n: [1] }, generation: 1 } },
-  split: { key: splitKey(prefix, 's.1'), record: { v, fp, id: 's.1', epoch: 2, status: 'runnable', owner: 'pod-1', attempts: 1, progress: { offset: 7 } } },
+  split: { key: splitKey(prefix, 's.1'), record: { v, fp, id: 's.1', epoch: 2, status: 'runnable', owner: 'pod-1', attempts: 1 } },
+  progress: { key: progressKey(prefix, 's.1'), record: { v, fp, id: 's.1', epoch: 2, progress: { offset: 7 } } },
   lease: { key: leaseKey(prefix, 's.1'), record: { v, fp, id: 's.1', owner: 'pod-1', nonce: 'n1', epoch: 2 } },
   assign: { key: assignKey(prefix, 'pod-1'), record: { v, fp, instance: 'pod-1', generation: 3, splits: ['a', 'b'] } },
 };
@@ -62,8 +63,35 @@ describe('record codecs', () => {
       .toMatch(/weight: /);
     expect(failure(() => encodeRecord('spec', { ...samples.spec.record, descriptor: { at: new Date(0) } as never }),
       'INVALID_RECORD')).toMatch(/descriptor: must be JSON/);
-    expect(failure(() => encodeRecord('split', { ...samples.split.record, progress: Number.NaN }), 'INVALID_RECORD'))
+    expect(failure(() => encodeRecord('progress', { ...samples.progress.record, progress: Number.NaN }), 'INVALID_RECORD'))
       .toMatch(/progress: must be JSON/);
+    // Progress is no longer a field of split.{id}: it has its own key.
+    expect(failure(() => encodeRecord('split', { ...samples.split.record, progress: 1 } as SplitRecord), 'INVALID_RECORD'))
+      .toMatch(/unknown field "progress"/);
+  });
+
+  it('plan verdict: only complete or stalled, only on a final plan, written last', () => {
+    const final: PlanRecord = { ...samples.plan.record, final: true, verdict: 'stalled' };
+    const text = encodeRecord('plan', final);
+    expect(text.endsWith('"verdict":"stalled"}')).toBe(true);
+    expect(decodeRecord('plan', samples.plan.key, text, fp)).toEqual(final);
+    expect(decodeRecord('plan', samples.plan.key, encodeRecord('plan', { ...final, verdict: 'complete' }), fp).verdict).toBe('complete');
+    expect(failure(() => encodeRecord('plan', { ...samples.plan.record, verdict: 'complete' }), 'INVALID_RECORD'))
+      .toMatch(/verdict: only a final plan has a verdict/);
+    expect(failure(() => decodeRecord('plan', samples.plan.key, JSON.stringify({ ...final, verdict: 'done' }), fp), 'INVALID_RECORD'))
+      .toMatch(/verdict: must be 'complete' or 'stalled' \(got "done"\)/);
+  });
+
+  it('progress records: epoch ≥ 1, the id of their key, no unknown field', () => {
+    const { key, record } = samples.progress;
+    expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, epoch: 0 }), fp), 'INVALID_RECORD'))
+      .toMatch(/epoch: must be an integer ≥ 1 \(got 0\)/);
+    expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, status: 'runnable' }), fp), 'INVALID_RECORD'))
+      .toMatch(/unknown field "status"/);
+    expect(failure(() => decodeRecord('progress', progressKey(prefix, 'other'), JSON.stringify(record), fp), 'INVALID_RECORD'))
+      .toMatch(/other/);
+    expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, progress: undefined }), fp), 'INVALID_RECORD'))
+      .toMatch(/progress: /);
   });
 
   it('accepts weights at both ends of the rule', () => {
@@ -156,15 +184,23 @@ describe('record codecs', () => {
   // fc.jsonValue may yield -0, which JSON text cannot carry (it reads back as 0): normalise through JSON.
   const json = fc.jsonValue().map((x) => JSON.parse(JSON.stringify(x))) as fc.Arbitrary<never>;
 
-  test.prop([id, fc.nat(), fc.constantFrom('runnable', 'completed', 'quarantined'), id, fc.nat(), json,
+  test.prop([id, fc.nat(), fc.constantFrom('runnable', 'completed', 'quarantined'), id, fc.nat(),
     fc.option(fc.string(), { nil: undefined })])(
     'every valid split record round-trips through its bytes',
-    (sid, epoch, status, owner, attempts, progress, reason) => {
+    (sid, epoch, status, owner, attempts, reason) => {
       const owned = status === 'runnable' && epoch >= 1;
-      const record: SplitRecord = { v, fp, id: sid, epoch, status, owner: owned ? owner : '', attempts, progress,
+      const record: SplitRecord = { v, fp, id: sid, epoch, status, owner: owned ? owner : '', attempts,
         ...(reason === undefined ? {} : { reason }) };
       const text = encodeRecord('split', record);
       expect(decodeRecord('split', splitKey(prefix, sid), Buffer.from(text), fp)).toEqual(record);
+    },
+  );
+
+  test.prop([id, fc.integer({ min: 1, max: 2 ** 40 }), json])(
+    'every valid progress record round-trips through its bytes', (sid, epoch, progress) => {
+      const record: ProgressRecord = { v, fp, id: sid, epoch, progress };
+      const text = encodeRecord('progress', record);
+      expect(decodeRecord('progress', progressKey(prefix, sid), Buffer.from(text), fp)).toEqual(record);
     },
   );
 
