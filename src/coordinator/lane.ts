@@ -18,13 +18,24 @@ import {
   completedRecord, failedRecord, progressRecord, releasedRecord,
 } from '../protocol/claims.js';
 import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
-import { encodeRecord, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { encodeRecord, type Json, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Op, type Store } from '../store/store.js';
 import { withTimeout } from './timeout.js';
 import type { SplitHandle } from './types.js';
 
 /** How often a lane's ending write (release, failure report, forced release) is retried while the store fails. */
 const TERMINAL_RETRY_MS = 250;
+
+/** One fenced write as sent: what it changes, and its exact bytes (to recognise it when read back). */
+interface PendingWrite {
+  what: string;
+  record: SplitRecord | undefined;
+  committed: ProgressRecord | undefined;
+  terminal: boolean;
+  endAs: LaneEnd | undefined;
+  splitValue: string | undefined;
+  progressValue: string | undefined;
+}
 
 export type LaneEnd = 'released' | 'completed' | 'failed' | 'lost' | 'forced';
 export type LaneState = 'running' | 'draining' | 'ended';
@@ -52,6 +63,8 @@ export class Lane {
   private readonly drain = new AbortController();
   private chain: Promise<unknown> = Promise.resolve();
   private endedAs: LaneEnd | undefined;
+  /** The last write's outcome was unknown (its reply was lost): what it wrote, to recognise it by. */
+  private unknown: PendingWrite | undefined;
   readonly handle: SplitHandle;
 
   constructor(
@@ -174,47 +187,101 @@ export class Lane {
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
       }
       const { store, prefix, leaseId, config } = this.ctx;
-      const record = next?.(this.rec);
-      // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
-      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress);
       const sk = splitKey(prefix, this.id);
       const pk = progressKey(prefix, this.id);
       const lk = leaseKey(prefix, this.id);
+      // A previous write of unknown outcome first: did it land? Then its revisions are our guards
+      // (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
+      if (this.unknown) {
+        const pending = this.unknown;
+        const settled = await this.settleUnknown().catch((e: unknown) => {
+          if (e instanceof SplitfleetError && e.code === 'TIMEOUT' && this.unknown === undefined) return 'not landed' as const;
+          throw e;
+        });
+        if (settled !== 'not landed') this.apply(pending, settled);
+        if (this.endedAs) {
+          throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
+        }
+      }
+      const record = next?.(this.rec);
+      // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
+      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress);
+      const write: PendingWrite = {
+        what, record, committed, terminal, endAs,
+        splitValue: record ? encodeRecord('split', record) : undefined,
+        progressValue: committed ? encodeRecord('progress', committed) : undefined,
+      };
       const success: Op[] = [];
-      if (record) success.push(op.put(sk, encodeRecord('split', record)));
-      if (committed) success.push(op.put(pk, encodeRecord('progress', committed)));
+      if (write.splitValue !== undefined) success.push(op.put(sk, write.splitValue));
+      if (write.progressValue !== undefined) success.push(op.put(pk, write.progressValue));
       if (terminal) success.push(op.delete(lk));
       const compares = [cmp.modRevision(sk, this.rev), cmp.modRevision(pk, this.progressRev), cmp.lease(lk, leaseId)];
-      let res;
+      let res: { won: boolean; revision: number };
       try {
-        res = await withTimeout(
-          store.txn({ compares, success }),
-          config.opTimeoutMs,
-          `${what} of split ${this.id}`,
-          this.ctx.clock,
-        );
+        res = await withTimeout(store.txn({ compares, success }), config.opTimeoutMs, `${what} of split ${this.id}`, this.ctx.clock);
       } catch (e) {
-        // Unknown outcome: the next write's guard decides. A terminal write
-        // that timed out is retried by whoever sees the split next.
-        throw e;
+        if (!(e instanceof SplitfleetError) || !e.retryable) throw e;
+        // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
+        // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
+        // not landed, the caller may send it again; moved on, the lane is lost.
+        this.unknown = write;
+        let settled: { won: boolean; revision: number } | undefined;
+        try {
+          settled = await this.settleUnknown();
+        } catch {
+          throw e; // still unknown (or not landed): retryable, settled before the next write
+        }
+        res = settled;
       }
-      if (!res.won) {
-        this.end('lost', `${what} lost the fenced swap`);
-        throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
-      }
-      if (record) {
-        this.rec = record;
-        this.rev = res.revision;
-      }
-      if (committed) {
-        this.progress = committed.progress;
-        this.progressRev = res.revision;
-      }
-      if (terminal) this.end(endAs!, what);
+      this.apply(write, res);
     };
     const p = this.chain.then(run, run);
     this.chain = p.catch(() => undefined);
     return p;
+  }
+
+  /** The outcome of a write, known at last: adopt its revisions, or end the lane as fenced. */
+  private apply(w: PendingWrite, res: { won: boolean; revision: number }): void {
+    if (!res.won) {
+      this.end('lost', `${w.what} lost the fenced swap`);
+      throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${w.what} was fenced out (the split is no longer ours); nothing was written`);
+    }
+    if (w.record) {
+      this.rec = w.record;
+      this.rev = res.revision;
+    }
+    if (w.committed) {
+      this.progress = w.committed.progress;
+      this.progressRev = res.revision;
+    }
+    if (w.terminal) this.end(w.endAs!, w.what);
+  }
+
+  /**
+   * Reads back the write whose outcome was unknown: the three keys in one
+   * transaction. Landed (our bytes at a newer revision) → `{ won: true }`
+   * at its revision; moved on (someone else's write) → `{ won: false }`;
+   * not landed (every guard still as we knew it) → rejects with a retryable
+   * TIMEOUT, and the write may be sent again. A read that fails rejects and
+   * leaves the question open (`unknown` kept) for the next write.
+   */
+  private async settleUnknown(): Promise<{ won: boolean; revision: number }> {
+    const u = this.unknown!;
+    const { store, prefix, leaseId, config } = this.ctx;
+    const read = await withTimeout(
+      store.txn({ compares: [], success: [op.get(splitKey(prefix, this.id)), op.get(progressKey(prefix, this.id)), op.get(leaseKey(prefix, this.id))] }),
+      config.opTimeoutMs, `reading back split ${this.id}`, this.ctx.clock,
+    );
+    this.unknown = undefined;
+    const [split, progress, lease] = read.reads;
+    const splitLanded = u.splitValue !== undefined && split?.value === u.splitValue && split.modRevision > this.rev;
+    const progressLanded = u.progressValue !== undefined && progress?.value === u.progressValue && progress.modRevision > this.progressRev;
+    // What one transaction wrote shares one revision: either key tells.
+    if (splitLanded) return { won: true, revision: split!.modRevision };
+    if (u.splitValue === undefined && progressLanded) return { won: true, revision: progress!.modRevision };
+    const untouched = (split?.modRevision ?? 0) === this.rev && (progress?.modRevision ?? 0) === this.progressRev && lease?.lease === leaseId;
+    if (untouched) throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what} did not land; it may be sent again`, { retryable: true });
+    return { won: false, revision: read.revision };
   }
 
   private end(as: LaneEnd, _reason: string): void {

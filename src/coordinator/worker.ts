@@ -21,7 +21,8 @@ import type { Config } from '../config.js';
 import { isSplitfleetError } from '../errors.js';
 import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type ObservedSplit } from '../protocol/claims.js';
 import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
-import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
+import { settleOrphan } from '../protocol/orphans.js';
+import { drainDecision, reconcileAssignment } from '../protocol/reconcile.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
 import { Lane, type LaneEnd } from './lane.js';
@@ -64,14 +65,16 @@ export class Worker {
    * shows the move changes the basis and wakes reconciliation.
    */
   private readonly lostClaims = new Map<string, string>();
-  /** Orphaned lease keys being given back (see releaseOrphans). */
+  /** Orphaned lease keys being given back (see settleOrphans). */
   private readonly releasing = new Set<string>();
   /**
    * Splits whose last write by this session had an unknown outcome (a claim
    * or a lane write that timed out): followed until the view shows whether
-   * the store still names us, so releaseOrphans can give back what landed.
+   * the store still names us, so settleOrphans can adopt or give back what landed.
    */
   private readonly uncertain = new Set<string>();
+  /** Orphans being adopted (their progress being read). */
+  private readonly adopting = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -109,7 +112,7 @@ export class Worker {
       for (const id of this.namedAt.keys()) if (!named.has(id)) this.namedAt.delete(id);
     }
     // Follow exactly what concerns us: named, held, being claimed, or of unknown outcome.
-    const concerned = new Set<string>([...(assignment ?? []), ...this.lanes.keys(), ...this.claiming, ...this.uncertain, ...this.releasing]);
+    const concerned = new Set<string>([...(assignment ?? []), ...this.lanes.keys(), ...this.claiming, ...this.uncertain, ...this.releasing, ...this.adopting]);
     void this.view.concern(concerned).catch((e) => this.log.warn({ err: (e as Error).message }, 'following assigned splits failed; the backstop retries'));
     const ids = new Set<string>([...(assignment ?? []), ...this.lanes.keys()]);
     const splits = new Map<string, ObservedSplit>();
@@ -122,7 +125,11 @@ export class Worker {
         specObserved: seen.spec !== undefined && seen.record !== undefined,
       });
     }
-    const held = [...this.lanes.keys(), ...this.claiming];
+    // Splits this session owns in the store with no lane (a write of unknown outcome that
+    // landed) are settled by settleOrphans, never claimed again: that claim would be a reclaim
+    // and cost a delivery attempt for a lost reply.
+    const orphans = [...this.uncertain].filter((id) => !this.lanes.has(id) && this.view.split(id)?.lease?.lease === this.session.leaseId);
+    const held = [...this.lanes.keys(), ...this.claiming, ...orphans, ...this.adopting];
     const draining = [...this.lanes.values()].filter((l) => l.state === 'draining').map((l) => l.id);
     const decisions = reconcileAssignment({
       me: this.me,
@@ -152,52 +159,95 @@ export class Worker {
       }
     }
     if (claims.length > 0) void this.claimAll(claims, false);
-    if (assignment) this.releaseOrphans(new Set(assignment));
+    this.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
   }
 
   /**
-   * Lease keys on this session's own lease with no lane behind them: a claim,
-   * or a lane's write, timed out but landed, so the claim's lane never opened
-   * or the lane's next write was fenced by its own stale revision and ended it
-   * as lost. The store still says we own the split, so nobody else may claim
-   * it; one we are not assigned would stay stranded for as long as this
-   * session lives. Give it back: owner cleared, lease key deleted, progress
-   * as committed, guarded like any lane write. (One we are assigned is
-   * reclaimed by the normal claim path.)
+   * Splits whose last write by this session had an unknown outcome: once the
+   * view shows whether the store names this session, `settleOrphan` (pure)
+   * says adopt (open a lane on the tenancy that landed: no claim, no attempt
+   * consumed), release (guarded like any lane write), or forget. With no
+   * assignment record at all nothing is released: no record means hold.
    */
-  private releaseOrphans(assigned: ReadonlySet<string>): void {
+  private settleOrphans(assigned: ReadonlySet<string>, hasRecord: boolean): void {
     for (const id of this.uncertain) {
-      if (this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id)) continue;
+      if (this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id) || this.adopting.has(id)) continue;
       const seen = this.view.split(id);
       if (!seen) continue; // not read yet
-      const lease = seen.lease;
-      const record = seen.record;
-      if (!lease || lease.lease !== this.session.leaseId || lease.rec.owner !== this.me) {
-        this.uncertain.delete(id); // it did not land, or it is gone already
-        continue;
+      const lanesInUse = this.lanes.size + this.claiming.size + this.adopting.size;
+      const d = settleOrphan(
+        { record: seen.record?.rec, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
+        { me: this.me, sessionLease: this.session.leaseId, nonce: this.session.nonce, assigned: assigned.has(id), laneFree: lanesInUse < this.config.maxInFlight },
+      );
+      switch (d.kind) {
+        case 'forget':
+          this.uncertain.delete(id);
+          break;
+        case 'wait':
+          break;
+        case 'adopt':
+          void this.adopt(id);
+          break;
+        case 'release':
+          if (hasRecord) this.releaseOrphan(id);
+          break;
+        default: {
+          const never: never = d;
+          throw new Error(`unhandled orphan decision ${JSON.stringify(never)}`);
+        }
       }
-      if (assigned.has(id)) continue; // the claim path reclaims it
-      if (!record || record.rec.status !== 'runnable' || record.rec.owner !== this.me || record.rec.epoch !== lease.rec.epoch) continue;
-      this.releasing.add(id);
-      const sk = splitKey(this.view.prefix, id);
-      const lk = leaseKey(this.view.prefix, id);
-      this.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
-      void withTimeout(
-        this.store.txn({
-          compares: [cmp.modRevision(sk, record.modRevision), cmp.lease(lk, this.session.leaseId)],
-          success: [op.put(sk, encodeRecord('split', releasedRecord(record.rec, this.me))), op.delete(lk)],
-        }),
-        this.config.opTimeoutMs, `release of orphaned split ${id}`, this.clock,
-      )
-        .then((res) => {
-          if (res.won) this.uncertain.delete(id);
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          this.releasing.delete(id);
-          this.schedule();
-        });
     }
+  }
+
+  /** Opens a lane on a tenancy of ours that landed unseen, resuming from its committed progress. */
+  private async adopt(id: string): Promise<void> {
+    const seen = this.view.split(id);
+    const record = seen?.record;
+    const spec = seen?.spec;
+    if (!record || !spec) return;
+    this.adopting.add(id);
+    try {
+      const pk = progressKey(this.view.prefix, id);
+      const res = await withTimeout(this.store.txn({ compares: [], success: [op.get(pk)] }), this.config.opTimeoutMs, `reading the progress of ${id}`, this.clock);
+      const kv = res.reads[0];
+      const progress = kv ? decodeRecord('progress', kv.key, kv.value, fingerprintHash(this.config.fingerprint)) : undefined;
+      // Still the tenancy we are adopting? (Its record may have moved while we read.)
+      if (this.view.split(id)?.record?.modRevision !== record.modRevision || this.stopped || !this.session.alive) return;
+      this.uncertain.delete(id);
+      this.log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
+      this.metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
+      this.openLane(id, spec, record.rec, record.modRevision, progress?.progress ?? null, kv?.modRevision ?? 0, true);
+    } catch (e) {
+      this.log.warn({ split: id, err: (e as Error).message }, 'adopting a split failed; will retry');
+    } finally {
+      this.adopting.delete(id);
+      this.schedule();
+    }
+  }
+
+  /** Gives back a split this session owns with no lane and may not keep (owner cleared, lease key deleted). */
+  private releaseOrphan(id: string): void {
+    const record = this.view.split(id)?.record;
+    if (!record) return;
+    this.releasing.add(id);
+    const sk = splitKey(this.view.prefix, id);
+    const lk = leaseKey(this.view.prefix, id);
+    this.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
+    void withTimeout(
+      this.store.txn({
+        compares: [cmp.modRevision(sk, record.modRevision), cmp.lease(lk, this.session.leaseId)],
+        success: [op.put(sk, encodeRecord('split', releasedRecord(record.rec, this.me))), op.delete(lk)],
+      }),
+      this.config.opTimeoutMs, `release of orphaned split ${id}`, this.clock,
+    )
+      .then((res) => {
+        if (res.won) this.uncertain.delete(id);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.releasing.delete(id);
+        this.schedule();
+      });
   }
 
   /**
@@ -288,7 +338,7 @@ export class Worker {
           this.claimWon(p, res.revision, progress);
         } catch (e) {
           // An unreadable progress record: no lane can resume from it. The lease key we wrote
-          // stays ours until releaseOrphans or our session gives it back.
+          // stays ours until settleOrphans or our session gives it back.
           this.uncertain.add(p.id);
           this.log.error({ split: p.id, err: (e as Error).message }, 'claimed a split whose progress record cannot be read');
         }

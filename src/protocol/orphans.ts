@@ -1,0 +1,62 @@
+/**
+ * Orphans: splits the store says this session owns but no lane holds. They
+ * come from a write whose outcome was unknown (a claim that timed out but
+ * landed, a lane write whose reply was lost). Left alone, one would be
+ * reclaimed by our own claim path as a `reclaim` (costing a delivery
+ * attempt for a flake of the network) or, unassigned, stay stranded for as
+ * long as the session lives.
+ *
+ * Invariants:
+ * - Only a split whose live lease key is on *this* session's lease, carries
+ *   this run's nonce, and whose record names us at the lease's epoch is ours
+ *   to settle; anything else is forgotten (the write did not land, or the
+ *   split has moved on).
+ * - An orphan we are assigned, with a lane free, is adopted: a lane opens on
+ *   the tenancy that landed, no claim is sent and no attempt is consumed.
+ * - Any other orphan is released (owner cleared, lease key deleted, guarded).
+ *
+ * Pure: no I/O, no clock.
+ */
+import type { LeaseRecord, SplitRecord } from './records.js';
+
+/** What this instance observes of one split of unknown outcome. */
+export interface OrphanObservation {
+  /** `split.{id}`, if observed. */
+  readonly record: SplitRecord | undefined;
+  /** The live `lease.{id}` record and the etcd lease it is attached to, if any. */
+  readonly lease: { readonly rec: LeaseRecord; readonly leaseId: string | undefined } | undefined;
+}
+
+export interface OrphanContext {
+  readonly me: string;
+  /** This session's etcd lease and per-run nonce. */
+  readonly sessionLease: string;
+  readonly nonce: string;
+  /** Whether our assignment names the split. */
+  readonly assigned: boolean;
+  /** Whether a lane is free for it (held + draining + claiming below maxInFlight). */
+  readonly laneFree: boolean;
+}
+
+export type OrphanDecision =
+  /** The store names this session: open a lane on the tenancy that landed. */
+  | { kind: 'adopt' }
+  /** The store names this session but we may not keep it: give it back. */
+  | { kind: 'release' }
+  /** The write did not land, or the split has moved on: stop following it. */
+  | { kind: 'forget' }
+  /** Not observed yet, or the record and lease disagree for now: look again on the next change. */
+  | { kind: 'wait' };
+
+/** Whether this session owns the split in the store, and if so what to do with it. */
+export function settleOrphan(observed: OrphanObservation, ctx: OrphanContext): OrphanDecision {
+  const { record, lease } = observed;
+  if (!lease || lease.leaseId !== ctx.sessionLease || lease.rec.owner !== ctx.me || lease.rec.nonce !== ctx.nonce) {
+    return { kind: 'forget' };
+  }
+  if (!record) return { kind: 'wait' };
+  // Our lease key with a record that does not (yet) name our tenancy: the watch of one key lags
+  // the other's; the next change settles it.
+  if (record.status !== 'runnable' || record.owner !== ctx.me || record.epoch !== lease.rec.epoch) return { kind: 'wait' };
+  return ctx.assigned && ctx.laneFree ? { kind: 'adopt' } : { kind: 'release' };
+}
