@@ -230,7 +230,7 @@ class Child {
 }
 
 /** Waits for `pred`, failing on the deadline or when a child dies. */
-async function until<T>(what: string, pred: () => T | undefined | false, deadline: number, procs: Child[]): Promise<T> {
+async function until<T>(what: string, pred: () => T | undefined | false, deadline: number, procs: Child[], describe?: () => string): Promise<T> {
   let report = Date.now() + 15_000;
   for (;;) {
     const v = pred();
@@ -242,16 +242,17 @@ async function until<T>(what: string, pred: () => T | undefined | false, deadlin
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     if (Date.now() > report) {
       report = Date.now() + 15_000;
-      log(`… waiting for ${what}`);
+      log(`… waiting for ${what}${describe ? ` (${describe()})` : ''}`);
     }
     await sleep(50);
   }
 }
 
-const lastTick = (c: Child): number => {
-  for (let i = c.lines.length - 1; i >= 0; i--) if (c.lines[i]!.ev === 'tick') return c.lines[i]!.lanesOpen as number;
-  return 0;
+const lastOf = (c: Child, ev: string): Line | undefined => {
+  for (let i = c.lines.length - 1; i >= 0; i--) if (c.lines[i]!.ev === ev) return c.lines[i];
+  return undefined;
 };
+const lastTick = (c: Child): number => (lastOf(c, 'tick')?.lanesOpen as number | undefined) ?? 0;
 
 // ---- figures -------------------------------------------------------------------
 
@@ -342,7 +343,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     await until('the leader to lead', () => leader.find((l) => l.ev === 'leading'), deadline, procs);
     // Its boot (module loading, the WASM engine, the first snapshot, the election) is a phase of its own.
     leader.mark('seeding');
-    await until(`the plan to be seeded (${p.splits} splits)`, () => plan?.final === true && plan.planned === p.splits, deadline, procs);
+    await until(`the plan to be seeded (${p.splits} splits)`, () => plan?.final === true && plan.planned === p.splits, deadline, procs,
+      () => `plan ${JSON.stringify(plan)}; leader RSS ${mib((lastOf(leader, 'tick')?.rss as number | undefined) ?? 0)} MiB`);
     const seededAt = plan!.at;
     const seedMs = seededAt - leader.spawnedAt;
     leader.mark('fleet');
@@ -362,7 +364,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       for (const h of hosts) for (const l of h.lines) if (l.ev === 'started') seen.add(l.instance as string);
       return seen.size;
     };
-    await until(`${o.members} members to start`, () => membersUp() === o.members, deadline, procs);
+    await until(`${o.members} members to start`, () => membersUp() === o.members, deadline, procs, () => `${membersUp()} started, ${hosts.reduce((n, h) => n + h.count('restart'), 0)} restarts, last: ${JSON.stringify(hosts.map((h) => lastOf(h, 'restart')).find(Boolean) ?? null)}`);
     const allStartedAt = Date.now();
     log(`${p.label}: every member started ${((allStartedAt - hostsAt) / 1000).toFixed(1)} s after the hosts were spawned; starting the probe`);
 
