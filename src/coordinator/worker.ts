@@ -261,6 +261,10 @@ export class Worker {
       const p = this.prepareClaim(id, quarantine);
       if (p) prepared.push(p);
     }
+    // Nothing to send (each was lost on this very observation, or is not claimable now): no
+    // reconciliation to schedule either, or an unchanged view would re-decide the same claims
+    // in a loop of microtasks that starves every timer.
+    if (prepared.length === 0) return;
     for (const p of prepared) this.claiming.add(p.id);
     try {
       for (let i = 0; i < prepared.length; i += CLAIMS_PER_TXN) {
