@@ -13,7 +13,8 @@
  *      record final with planned == splits (watched here);
  *   3. the host processes start their members (`--start-concurrency` at a
  *      time per process), until every member's coordinator has started;
- *   4. the probe process (one coordinator, alone) starts: its start-up is
+ *   4. the probe processes (`--probes`, each one coordinator alone) start one
+ *      after another: each one's start-up is
  *      process start → its first handler;
  *   5. `--warmup-s`, then the steady window of `--duration-s`, between two
  *      phase marks sent to every process over IPC (fleet-host.ts reports the
@@ -74,6 +75,7 @@ interface Options {
   baselineSplits: number;
   baselineDurationS: number;
   warmupS: number;
+  probes: number;
   startConcurrency: number;
   knobs: Record<string, number>;
   seed: number;
@@ -99,6 +101,7 @@ function options(): Options {
       'baseline-duration-s': { type: 'string' },
       'warmup-s': { type: 'string' },
       'start-concurrency': { type: 'string', default: '8' },
+      probes: { type: 'string', default: '3' },
       knobs: { type: 'string', default: '{}' },
       seed: { type: 'string', default: '1' },
       'timeout-s': { type: 'string', default: '900' },
@@ -135,6 +138,7 @@ function options(): Options {
     baselineDurationS: values['baseline-duration-s'] !== undefined ? num('baseline-duration-s', values['baseline-duration-s'], 5) : Math.min(durationS, 60),
     warmupS: values['warmup-s'] !== undefined ? num('warmup-s', values['warmup-s'], 0) : handlerMs / 1000 + 5,
     startConcurrency: Math.round(num('start-concurrency', values['start-concurrency'], 1)),
+    probes: Math.round(num('probes', values.probes, 1)),
     knobs,
     seed: Math.round(num('seed', values.seed, 0)),
     timeoutS: num('timeout-s', values['timeout-s'], 30),
@@ -147,7 +151,7 @@ function options(): Options {
 const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000] [--members 200] [--hosts 4]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
-  [--baseline-duration-s 60] [--warmup-s handler+5] [--start-concurrency 8] [--knobs JSON]
+  [--baseline-duration-s 60] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
   [--seed 1] [--timeout-s 900] [--json FILE]`;
 
 // ---- child processes -----------------------------------------------------------
@@ -295,7 +299,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
   const runStarted = Date.now();
   const deadline = runStarted + o.timeoutS * 1000;
   const loadStart = loadavg();
-  log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts (+ leader + probe), ${o.lanes} lanes each; ` +
+  log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts (+ leader + ${o.probes} probes), ${o.lanes} lanes each; ` +
     `handlers ${o.handlerMs} ms committing every ${o.commitEveryMs} ms; steady window ${p.durationS} s; etcd auto-compaction ${p.compaction ? `periodic ${o.compactionRetention}` : 'off'}`);
   const etcd = await startBenchEtcd({
     quotaBackendBytes: 8 * 1024 ** 3,
@@ -368,10 +372,17 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     const allStartedAt = Date.now();
     log(`${p.label}: every member started ${((allStartedAt - hostsAt) / 1000).toFixed(1)} s after the hosts were spawned; starting the probe`);
 
-    // The probe, alone in its process.
-    const probe = child('probe', 'probe', ['probe'], 4096);
-    const firstHeld = await until('the probe to hold a split', () => probe.find((l) => l.ev === 'first-held'), deadline, procs);
-    log(`${p.label}: the probe held its first split ${Math.round(firstHeld.sinceProcessStartMs as number)} ms after its process started; warming up ${o.warmupS} s`);
+    // The probes, each alone in its process, one after another (a start-up is one noisy sample).
+    const probes: Child[] = [];
+    const firstHelds: Line[] = [];
+    for (let i = 0; i < o.probes; i++) {
+      const probe = child('probe', `probe${i}`, [`probe${i}`], 4096);
+      probes.push(probe);
+      const held = await until(`probe ${i} to hold a split`, () => probe.find((l) => l.ev === 'first-held'), deadline, procs);
+      firstHelds.push(held);
+      log(`${p.label}: probe ${i} held its first split ${Math.round(held.sinceProcessStartMs as number)} ms after its process started`);
+    }
+    log(`${p.label}: warming up ${o.warmupS} s`);
     await sleep(o.warmupS * 1000);
 
     // The steady window.
@@ -441,15 +452,36 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     const leaderSteady = leader.phase('steady')!;
     const leaderPhases = [leaderSeeding, leaderFleet, leaderSteady];
 
-    const probeSteady = probe.phase('steady')!;
-    const probeBefore = probe.phase('start')!;
-    const probeCpuUs = (probeSteady.cumulative.cpuUserUs + probeSteady.cumulative.cpuSystemUs) - (probeBefore.cumulative.cpuUserUs + probeBefore.cumulative.cpuSystemUs);
-    const probeEvents = probeSteady.cumulative.store.watchEvents - probeBefore.cumulative.store.watchEvents;
-    const byKind: Record<string, number> = {};
-    for (const [k, v] of Object.entries(probeSteady.cumulative.store.watchEventsByKind)) {
-      const r = (v - (probeBefore.cumulative.store.watchEventsByKind[k] ?? 0)) / windowS;
-      if (r > 0) byKind[k] = Math.round(r * 10) / 10;
-    }
+    // One worker's figures: each probe's, then their median.
+    const probeFigures = probes.map((probe, i) => {
+      const steadyLine = probe.phase('steady')!;
+      const beforeLine = probe.phase('start')!;
+      const a = beforeLine.cumulative;
+      const b = steadyLine.cumulative;
+      const byKind: Record<string, number> = {};
+      for (const [k, v] of Object.entries(b.store.watchEventsByKind)) {
+        const r = (v - (a.store.watchEventsByKind[k] ?? 0)) / windowS;
+        if (r > 0) byKind[k] = round(r);
+      }
+      const held = firstHelds[i]!;
+      return {
+        startupMs: Math.round(held.sinceProcessStartMs as number),
+        spawnToFirstHeldMs: (held.t as number) - probe.spawnedAt,
+        startupKeysRead: (held.store as Cumulative['store']).keysRead,
+        startupWatchEvents: (held.store as Cumulative['store']).watchEvents,
+        rssAtFirstHeldMiB: mib(held.rss as number),
+        rssSteadyMaxMiB: mib(steadyLine.rssMax),
+        rssEndMiB: mib(steadyLine.rss),
+        cpuMsPerS: round((b.cpuUserUs + b.cpuSystemUs - (a.cpuUserUs + a.cpuSystemUs)) / 1000 / windowS),
+        watchEventsPerS: round((b.store.watchEvents - a.store.watchEvents) / windowS),
+        watchEventsPerSByKind: byKind,
+        watchEventBytesPerS: Math.round((b.store.watchEventBytes - a.store.watchEventBytes) / windowS),
+        txnsPerS: round((b.store.txns - a.store.txns) / windowS),
+        watchesOpen: b.store.watchesOpen,
+        loopSteadyMaxMs: round(steadyLine.loop.maxMs),
+      };
+    });
+    const median = (pick: (f: (typeof probeFigures)[number]) => number) => quantile(probeFigures.map(pick), 0.5);
     const memberHeld = hosts.flatMap((h) => h.lines.filter((l) => l.ev === 'member-held').map((l) => l.sinceMemberStartMs as number));
     const memberStart = hosts.flatMap((h) => h.lines.filter((l) => l.ev === 'started').map((l) => l.startMs as number));
     const e0 = etcdAt['steady-start']!;
@@ -491,22 +523,25 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         computeP99BucketMs: decisionsHist ? histogramQuantile(decisionsHist, 0.99) * 1000 : null,
         recordsWrittenPerS: round(delta((c) => c.recordsWritten) / windowS),
       },
+      // Medians over the probes (lower median for an even count); each probe's figures in `probes`.
       probe: {
-        startupMs: Math.round(firstHeld.sinceProcessStartMs as number),
-        spawnToFirstHeldMs: (firstHeld.t as number) - probe.spawnedAt,
-        startupKeysRead: (firstHeld.store as Cumulative['store']).keysRead,
-        startupWatchEvents: (firstHeld.store as Cumulative['store']).watchEvents,
-        rssAtFirstHeldMiB: mib(firstHeld.rss as number),
-        rssSteadyMaxMiB: mib(probeSteady.rssMax),
-        rssEndMiB: mib(probeSteady.rss),
-        cpuMsPerS: round(probeCpuUs / 1000 / windowS),
-        watchEventsPerS: round(probeEvents / windowS),
-        watchEventsPerSByKind: byKind,
-        watchEventBytesPerS: Math.round((probeSteady.cumulative.store.watchEventBytes - probeBefore.cumulative.store.watchEventBytes) / windowS),
-        txnsPerS: round((probeSteady.cumulative.store.txns - probeBefore.cumulative.store.txns) / windowS),
-        watchesOpen: probeSteady.cumulative.store.watchesOpen,
-        loopSteadyMaxMs: round(probeSteady.loop.maxMs),
+        count: probeFigures.length,
+        startupMs: median((f) => f.startupMs),
+        startupSamplesMs: probeFigures.map((f) => f.startupMs),
+        spawnToFirstHeldMs: median((f) => f.spawnToFirstHeldMs),
+        startupKeysRead: median((f) => f.startupKeysRead),
+        startupWatchEvents: median((f) => f.startupWatchEvents),
+        rssAtFirstHeldMiB: median((f) => f.rssAtFirstHeldMiB),
+        rssSteadyMaxMiB: median((f) => f.rssSteadyMaxMiB),
+        rssEndMiB: median((f) => f.rssEndMiB),
+        cpuMsPerS: median((f) => f.cpuMsPerS),
+        watchEventsPerS: median((f) => f.watchEventsPerS),
+        watchEventsPerSByKind: probeFigures[0]!.watchEventsPerSByKind,
+        watchEventBytesPerS: median((f) => f.watchEventBytesPerS),
+        txnsPerS: median((f) => f.txnsPerS),
+        loopSteadyMaxMs: median((f) => f.loopSteadyMaxMs),
       },
+      probes: probeFigures,
       members: {
         count: o.members,
         allStartedS: round((allStartedAt - hostsAt) / 1000),
@@ -574,7 +609,7 @@ function round(x: number, digits = 1): number {
 function table(runs: Figures[]): string {
   const rows: [string, (f: Figures) => unknown][] = [
     ['splits', (f) => f.splits.toLocaleString('en')],
-    ['members × lanes (fleet lanes)', (f) => `${f.memberCount} × ${f.lanesPerMember} (+ leader, probe) = ${f.fleetLanes}`],
+    ['members × lanes (fleet lanes)', (f) => `${f.memberCount} × ${f.lanesPerMember} (+ leader, ${f.probe.count} probes) = ${f.fleetLanes}`],
     ['etcd auto-compaction', (f) => f.compaction],
     ['load average at start → end', (f) => `${f.load.start.map((x: number) => x.toFixed(1)).join(' ')} → ${f.load.end.map((x: number) => x.toFixed(1)).join(' ')}`],
     ['time to seed: leader spawned (elected) → plan final', (f) => `${(f.seed.ms / 1000).toFixed(1)} s (${(f.seed.fromElectionMs / 1000).toFixed(1)} s)`],
@@ -587,7 +622,7 @@ function table(runs: Figures[]): string {
     ['decisions per s; engine time mean / p99 bucket', (f) => `${f.decisions.perS}/s; ${f.decisions.computeMeanMs} ms / ≤ ${f.decisions.computeP99BucketMs} ms`],
     ['assignment records written per s', (f) => f.decisions.recordsWrittenPerS],
     ['leader changes', (f) => f.leaderChanges],
-    ['probe start-up (process start → first split held)', (f) => `${f.probe.startupMs} ms (${f.probe.startupKeysRead} keys read)`],
+    ['probe start-up (process start → first split held)', (f) => `${f.probe.startupMs} ms of ${JSON.stringify(f.probe.startupSamplesMs)} (${f.probe.startupKeysRead} keys read)`],
     ['probe RSS: first held / steady max', (f) => `${f.probe.rssAtFirstHeldMiB} / ${f.probe.rssSteadyMaxMiB} MiB`],
     ['probe CPU per s', (f) => `${f.probe.cpuMsPerS} ms/s`],
     ['probe watch events per s (by kind)', (f) => `${f.probe.watchEventsPerS} ${JSON.stringify(f.probe.watchEventsPerSByKind)}`],
