@@ -67,8 +67,8 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-/** Starts a fresh etcd and resolves once it answers a read. */
-export async function startEtcd(): Promise<EtcdHandle> {
+/** Starts a fresh etcd (with `extraArgs`, e.g. a small `--quota-backend-bytes`) and resolves once it answers a read. */
+export async function startEtcd(extraArgs: readonly string[] = []): Promise<EtcdHandle> {
   const binary = findEtcd();
   const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
   const clientPort = await freePort();
@@ -85,6 +85,7 @@ export async function startEtcd(): Promise<EtcdHandle> {
     '--initial-cluster', `default=${peer}`,
     '--logger', 'zap',
     '--log-level', 'error',
+    ...extraArgs,
   ];
   let child: ChildProcess | undefined;
   let log = '';
