@@ -16,7 +16,7 @@ import type { Store } from '../src/index.js';
 export interface StoreCounts {
   /** Calls by method name. */
   calls: Record<string, number>;
-  /** Keys returned by reads: `get` hits, listing pages, snapshots. */
+  /** Keys returned by reads: `get` hits, listing pages, snapshots, a transaction's `get` ops. */
   keysRead: number;
   /** Transactions (every write helper is one) and the ops in their branches. */
   txns: number;
@@ -78,7 +78,10 @@ export function countingStore(inner: Store, prefix: string, options: { shared?: 
   const countRead = (v: unknown) => {
     if (!v || typeof v !== 'object') return;
     const kvs = (v as { kvs?: unknown }).kvs;
+    const reads = (v as { reads?: unknown }).reads;
     if (Array.isArray(kvs)) counts.keysRead += kvs.length;
+    // A transaction's `get` ops (a batch of point reads): the keys found.
+    else if (Array.isArray(reads)) counts.keysRead += reads.filter((r) => r !== undefined).length;
     else if (typeof (v as { key?: unknown }).key === 'string' && typeof (v as { value?: unknown }).value === 'string') counts.keysRead++;
   };
   const onEvent = (fn: (e: { key: string; value?: string }) => void) => (e: { key: string; value?: string }) => {

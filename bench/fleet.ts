@@ -515,11 +515,13 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         watchEventsSteadyPerS: round((leaderSteady.cumulative.store.watchEvents - leaderFleet.cumulative.store.watchEvents) / windowS),
         stillLeading: leaderSteady.leading.includes('leader'),
       },
-      leaderChanges: Math.max(0, leaderKeys.length - 1),
+      // Terms won, from every process's `isLeader` (the first election is not a change).
+      leaderChanges: Math.max(0, procs.reduce((n, c) => n + c.count('leading'), 0) - 1),
+      leaderKeyWrites: leaderKeys.length,
       decisions: {
         count: decisions, perS: round(decisions / windowS),
         computeCount: decisionsHist?.count ?? null,
-        computeMeanMs: decisionsHist && decisionsHist.count > 0 ? round((decisionsHist.sum / decisionsHist.count) * 1000) : null,
+        computeMeanMs: decisionsHist && decisionsHist.count > 0 ? round((decisionsHist.sum / decisionsHist.count) * 1000, 2) : null,
         computeP99BucketMs: decisionsHist ? histogramQuantile(decisionsHist, 0.99) * 1000 : null,
         recordsWrittenPerS: round(delta((c) => c.recordsWritten) / windowS),
       },
@@ -709,7 +711,7 @@ async function main(): Promise<void> {
   ].join('\n');
   process.stdout.write(`${out}\n`);
   const summary = {
-    options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs } },
+    options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs, maxInFlight: o.lanes } },
     machine: { cpus: cpus().length, memGiB: round(totalmem() / 2 ** 30), freeGiB: round(freemem() / 2 ** 30), node: process.version },
     wallS: round((Date.now() - started) / 1000),
     runs: results, ratios: rat ?? null,
