@@ -158,9 +158,9 @@ export async function demo(o: DemoCliOptions): Promise<number> {
   try {
     const summary = await runDemo(options, { write: (s) => process.stdout.write(s) }, abort.signal);
     if (o.json) {
-      const { planned, completed, quarantined, lost, duplicates, cooperativeRevocations, forcedRevocations, leaderChanges, durationMs, maxImbalance } = summary;
+      const { planned, completed, quarantined, unreadable, lost, duplicates, cooperativeRevocations, forcedRevocations, leaderChanges, durationMs, maxImbalance } = summary;
       process.stdout.write(`${JSON.stringify({
-        planned, completed, quarantined, lost, duplicates, cooperativeRevocations, forcedRevocations, leaderChanges, durationMs, maxImbalance,
+        planned, completed, quarantined, unreadable, lost, duplicates, cooperativeRevocations, forcedRevocations, leaderChanges, durationMs, maxImbalance,
         verdict: summary.verdict, units: summary.units, processed: summary.processed, moves: summary.moves, job: summary.job, store: summary.store,
       })}\n`);
     }

@@ -23,7 +23,7 @@ import { columnarAssignment } from '../assignment/wasm.js';
 import { systemClock, type Clock } from '../clock.js';
 import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
-import { jobPrefix } from '../protocol/keys.js';
+import { jobPrefix, parseKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
 import { Leader, type LeaderStats } from './leader.js';
@@ -106,6 +106,8 @@ export class Coordinator {
   private stopping = false;
   private cancelBackstop: (() => void) | undefined;
   private verdict: JobVerdict | undefined;
+  /** Unreadable records already logged (key + problem). */
+  private readonly reported = new Set<string>();
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
@@ -113,7 +115,10 @@ export class Coordinator {
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
-    this.view = new WorkerView(this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock);
+    this.view = new WorkerView(
+      this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
+      (key, e) => this.unreadable(key, e),
+    );
     this.done = new Promise<JobVerdict>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -189,6 +194,7 @@ export class Coordinator {
     this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.options.handler, this.metrics, this.log);
     this.leader = new Leader({
       store: this.store, config: this.config, clock: this.clock, view: this.view, session, planner: this.options.planner,
+      onUnreadable: (key, e) => this.unreadable(key, e),
       assigner: this.options.assigner, decide: (pool) => this.decide(pool), metrics: this.metrics, log: this.log,
       onFatal: (e) => this.fail(e),
     });
@@ -278,6 +284,17 @@ export class Coordinator {
     this.log.info({ verdict: this.verdict, planned: plan.planned }, 'job finished');
     const verdict = this.verdict;
     void this.stop().then(() => this.resolveDone(verdict));
+  }
+
+  /** Logs a record that cannot be read once per key and problem, and counts every sighting. */
+  unreadable(key: string, e: SplitfleetError): void {
+    const kind = parseKey(this.view.prefix, key).kind;
+    this.metrics.unreadable.inc({ kind });
+    const said = `${key}\u0000${e.message}`;
+    if (this.reported.has(said)) return;
+    if (this.reported.size > 10_000) this.reported.clear(); // bounded: a flood is still counted
+    this.reported.add(said);
+    this.log.error({ key, code: e.code, err: e.message }, 'a record cannot be read; only what it concerns is set aside');
   }
 
   private fail(e: SplitfleetError): void {

@@ -29,7 +29,7 @@ import type { Clock } from '../clock.js';
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import { kindPrefix, parseKey, type KeyKind } from '../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type SplitStatus, type WorkerRecord,
+  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type SplitStatus, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
 import type { Seen } from './worker-view.js';
@@ -74,6 +74,8 @@ export class LeaderView {
   /** Halves seen before their other half (seeding writes both in one transaction, so these are brief). */
   private readonly specOnly = new Map<string, number>();
   private readonly recordOnly = new Map<string, SplitStatus>();
+  /** Splits set aside because a record of theirs cannot be read: kind → problem. Never in the pool. */
+  private readonly problems = new Map<string, Map<string, string>>();
   /** The listing's revision: events of the sparse kinds at or below it are already in the maps. */
   private floor = 0;
   private handles: WatchHandle[] = [];
@@ -89,8 +91,29 @@ export class LeaderView {
     seed: string,
     private readonly onFatal: (error: SplitfleetError) => void,
     private readonly clock: Clock,
+    /** A record that cannot be read (it costs only what it concerns; see `readable`). */
+    private readonly onUnreadable: (key: string, error: SplitfleetError) => void = () => undefined,
   ) {
     this.pool = new ColumnarPool(seed);
+  }
+
+  /** Splits set aside because a record of theirs cannot be read, with the problems (for logs and the verdict). */
+  get parked(): ReadonlyMap<string, ReadonlyMap<string, string>> {
+    return this.problems;
+  }
+
+  /**
+   * Splits with a spec but no split record, none of whose records is a
+   * problem: a record deleted by hand (to get rid of an unreadable one, say).
+   * The leader seeds them again.
+   */
+  unrecorded(limit: number): string[] {
+    const out: string[] = [];
+    for (const id of this.specOnly.keys()) {
+      if (out.length >= limit) break;
+      if (!this.recordOnly.has(id) && !this.problems.has(id)) out.push(id);
+    }
+    return out;
   }
 
   /** The two ranges the leader follows: everything of the job but `progress.{id}`. */
@@ -134,10 +157,14 @@ export class LeaderView {
     const revision = await this.list([...sparse, ...singles], undefined, (kv) => {
       const parsed = parseKey(this.prefix, kv.key);
       const seen = <R>(rec: R): Seen<R> => meta(rec, kv);
+      const put = <K extends 'worker' | 'assign' | 'lease'>(kind: K, into: Map<string, Seen<RecordTypes[K]>>, id: string) => {
+        const rec = this.readable(kind, kv.key, kv.value, kind === 'lease' ? id : undefined);
+        if (rec) into.set(id, seen(rec));
+      };
       switch (parsed.kind) {
-        case 'worker': workers.set(parsed.id, seen(decodeRecord('worker', kv.key, kv.value, this.fp))); break;
-        case 'assign': assigns.set(parsed.id, seen(decodeRecord('assign', kv.key, kv.value, this.fp))); break;
-        case 'lease': leases.set(parsed.id, seen(decodeRecord('lease', kv.key, kv.value, this.fp))); break;
+        case 'worker': put('worker', workers, parsed.id); break;
+        case 'assign': put('assign', assigns, parsed.id); break;
+        case 'lease': put('lease', leases, parsed.id); break;
         case 'plan': plan = seen(decodeRecord('plan', kv.key, kv.value, this.fp)); break;
         case 'leader': leader = seen(decodeRecord('leader', kv.key, kv.value, this.fp)); break;
         default: break;
@@ -247,6 +274,7 @@ export class LeaderView {
     this.status.fill(NO_STATUS);
     this.specOnly.clear();
     this.recordOnly.clear();
+    this.problems.clear();
     this.statusCounts.runnable = this.statusCounts.completed = this.statusCounts.quarantined = 0;
     try {
       await this.start();
@@ -280,53 +308,44 @@ export class LeaderView {
       case 'progress':
         return undefined; // outside both ranges; a store that sends one anyway costs nothing more
       case 'plan':
+        // The job's own records: one this build cannot read stops the leader (its caller fails).
         this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
         return 'plan';
       case 'leader':
         this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);
         return 'leader';
-      case 'worker':
+      case 'worker': {
         if ((this.workers.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
-        this.workers.set(parsed.id, meta(decodeRecord('worker', key, value, this.fp), kv));
+        // Unreadable: not a member (it costs that instance its membership, not the job).
+        const rec = this.readable('worker', key, value);
+        if (rec) this.workers.set(parsed.id, meta(rec, kv));
+        else this.workers.delete(parsed.id);
         return 'worker';
-      case 'assign':
+      }
+      case 'assign': {
         if ((this.assigns.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
-        this.assigns.set(parsed.id, meta(decodeRecord('assign', key, value, this.fp), kv));
+        // Unreadable: as if absent, so the next decision writes a readable one over it.
+        const rec = this.readable('assign', key, value);
+        if (rec) this.assigns.set(parsed.id, meta(rec, kv));
+        else this.assigns.delete(parsed.id);
         return 'assign';
-      case 'lease':
+      }
+      case 'lease': {
         if ((this.leases.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
-        this.setLease(parsed.id, meta(decodeRecord('lease', key, value, this.fp), kv));
+        const rec = this.readable('lease', key, value, parsed.id);
+        this.setLease(parsed.id, rec ? meta(rec, kv) : undefined);
+        this.place(parsed.id, this.weightOf(parsed.id), this.statusOf(parsed.id));
         return 'lease';
+      }
       case 'spec': {
-        const spec = decodeRecord('spec', key, value, this.fp);
-        const status = this.recordOnly.get(parsed.id);
-        if (status !== undefined) {
-          this.recordOnly.delete(parsed.id);
-          this.statusCounts[status]--; // addRow counts it again, as a row's
-          this.addRow(parsed.id, spec.weight, status);
-        } else if (this.pool.rowOf(parsed.id) < 0) {
-          this.specOnly.set(parsed.id, spec.weight);
-        }
+        const spec = this.readable('spec', key, value, parsed.id);
+        this.place(parsed.id, spec?.weight, this.statusOf(parsed.id));
         return 'spec';
       }
       case 'split': {
-        const rec = decodeRecord('split', key, value, this.fp);
-        this.setOwner(parsed.id, rec.owner);
-        const r = this.pool.rowOf(parsed.id);
-        if (r >= 0) {
-          this.setStatus(r, parsed.id, rec.status);
-          return 'split';
-        }
-        const weight = this.specOnly.get(parsed.id);
-        if (weight !== undefined) {
-          this.specOnly.delete(parsed.id);
-          this.addRow(parsed.id, weight, rec.status);
-        } else {
-          const before = this.recordOnly.get(parsed.id);
-          if (before !== undefined) this.statusCounts[before]--;
-          this.recordOnly.set(parsed.id, rec.status);
-          this.statusCounts[rec.status]++;
-        }
+        const rec = this.readable('split', key, value, parsed.id);
+        this.setOwner(parsed.id, rec?.owner ?? '');
+        this.place(parsed.id, this.weightOf(parsed.id), rec?.status);
         return 'split';
       }
     }
@@ -354,63 +373,102 @@ export class LeaderView {
         return 'assign';
       case 'lease':
         if (revision <= this.floor) return undefined;
+        this.problems.get(parsed.id)?.delete('lease');
         this.setLease(parsed.id, undefined);
+        this.place(parsed.id, this.weightOf(parsed.id), this.statusOf(parsed.id));
         return 'lease';
       case 'spec':
-        this.specOnly.delete(parsed.id);
-        this.dropRow(parsed.id);
+        this.problems.get(parsed.id)?.delete('spec');
+        this.place(parsed.id, undefined, this.statusOf(parsed.id));
         return 'spec';
-      case 'split': {
+      case 'split':
+        this.problems.get(parsed.id)?.delete('split');
         this.setOwner(parsed.id, '');
-        const before = this.recordOnly.get(parsed.id);
-        if (before !== undefined) {
-          this.recordOnly.delete(parsed.id);
-          this.statusCounts[before]--;
-        }
-        this.dropRow(parsed.id);
+        this.place(parsed.id, this.weightOf(parsed.id), undefined);
         return 'split';
+    }
+  }
+
+  /**
+   * Decodes a record; one this build cannot read is reported and, for a
+   * split's records (`id` given), sets that split aside as a problem until a
+   * readable value (or a deletion) replaces it. Undefined when unreadable.
+   */
+  private readable<K extends 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {
+    try {
+      const rec = decodeRecord(kind, key, value, this.fp);
+      if (id !== undefined) this.problems.get(id)?.delete(kind);
+      return rec;
+    } catch (e) {
+      const err = asError(e);
+      if (id !== undefined) {
+        let p = this.problems.get(id);
+        if (!p) this.problems.set(id, (p = new Map()));
+        p.set(kind, err.message);
       }
+      this.onUnreadable(key, err);
+      return undefined;
     }
   }
 
-  private addRow(id: string, weight: number, status: SplitStatus): void {
-    this.pool.upsertSplit(id, weight, status);
+  /**
+   * Puts a split where its halves say: a pool row when its spec (`weight`)
+   * and its record (`status`) are both known and none of its records is a
+   * problem; else the halves wait in `specOnly` / `recordOnly`. Status counts
+   * follow every readable record, row or not.
+   */
+  private place(id: string, weight: number | undefined, status: SplitStatus | undefined): void {
+    const p = this.problems.get(id);
+    if (p && p.size === 0) this.problems.delete(id);
     const r = this.pool.rowOf(id);
-    if (r >= this.status.length) {
-      const size = Math.max(2 * this.status.length, r + 1);
-      const grown = new Uint8Array(size).fill(NO_STATUS);
-      grown.set(this.status);
-      this.status = grown;
-      const w = new Float64Array(size);
-      w.set(this.weights);
-      this.weights = w;
+    const before = this.statusOf(id);
+    if (before !== undefined) this.statusCounts[before]--;
+    if (status !== undefined) this.statusCounts[status]++;
+    if (weight !== undefined && status !== undefined && !this.problems.has(id)) {
+      this.specOnly.delete(id);
+      this.recordOnly.delete(id);
+      const code = STATUS_CODE[status];
+      if (r >= 0) {
+        if (this.weights[r] !== weight || this.status[r] !== code) this.pool.upsertSplit(id, weight, status);
+        this.weights[r] = weight;
+        this.status[r] = code;
+        return;
+      }
+      this.pool.upsertSplit(id, weight, status);
+      const row = this.pool.rowOf(id);
+      this.grow(row);
+      this.weights[row] = weight;
+      this.status[row] = code;
+      const owner = this.owners.get(id);
+      if (owner !== undefined) this.pool.setRecordOwner(id, owner);
+      const lease = this.leases.get(id);
+      if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
+      return;
     }
-    this.weights[r] = weight;
-    this.status[r] = STATUS_CODE[status];
-    this.statusCounts[status]++;
-    const owner = this.owners.get(id);
-    if (owner !== undefined) this.pool.setRecordOwner(id, owner);
-    const lease = this.leases.get(id);
-    if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
+    if (r >= 0) {
+      this.status[r] = NO_STATUS;
+      this.pool.removeSplit(id);
+    }
+    if (weight !== undefined) this.specOnly.set(id, weight);
+    else this.specOnly.delete(id);
+    if (status !== undefined) this.recordOnly.set(id, status);
+    else this.recordOnly.delete(id);
   }
 
-  private dropRow(id: string): void {
+  private weightOf(id: string): number | undefined {
     const r = this.pool.rowOf(id);
-    if (r < 0) return;
-    const before = this.status[r]!;
-    if (before !== NO_STATUS) this.statusCounts[STATUS_NAME[before]!]--;
-    this.status[r] = NO_STATUS;
-    this.pool.removeSplit(id);
+    return r >= 0 ? this.weights[r] : this.specOnly.get(id);
   }
 
-  private setStatus(r: number, id: string, status: SplitStatus): void {
-    const before = this.status[r]!;
-    const code = STATUS_CODE[status];
-    if (before === code) return;
-    if (before !== NO_STATUS) this.statusCounts[STATUS_NAME[before]!]--;
-    this.statusCounts[status]++;
-    this.status[r] = code;
-    this.pool.upsertSplit(id, this.weights[r]!, status);
+  private grow(row: number): void {
+    if (row < this.status.length) return;
+    const size = Math.max(2 * this.status.length, row + 1);
+    const status = new Uint8Array(size).fill(NO_STATUS);
+    status.set(this.status);
+    this.status = status;
+    const weights = new Float64Array(size);
+    weights.set(this.weights);
+    this.weights = weights;
   }
 
   private setOwner(id: string, owner: string): void {

@@ -54,7 +54,12 @@ export interface LeaderContext {
   metrics: Metrics;
   log: Logger;
   onFatal: (e: SplitfleetError) => void;
+  /** A record that cannot be read (logged once, counted; it costs only what it concerns). */
+  onUnreadable: (key: string, e: SplitfleetError) => void;
 }
+
+/** Split records re-seeded per step when they were deleted (by hand, to clear an unreadable one). */
+const RESEED_BATCH = 60;
 
 /** Counters for tests, benches and inspection. */
 export interface LeaderStats {
@@ -106,6 +111,7 @@ export class Leader {
   /** Splits given a previous assignee by the last decision (publishAssignments clears them). */
   private readonly previousIds = new Set<string>();
   private writingVerdict = false;
+  private reseeding = false;
 
   constructor(private readonly ctx: LeaderContext) {
     this.store = ctx.store;
@@ -226,11 +232,15 @@ export class Leader {
 
   /** Builds the whole-job view for a term just won (paged, yielding), then plans and publishes. */
   private async openJobView(term: NonNullable<Leader['term']>): Promise<void> {
-    const job = new LeaderView(this.store, this.view.prefix, this.view.fp, this.config.fingerprint, (e) => this.ctx.onFatal(e), this.clock);
+    const job = new LeaderView(
+      this.store, this.view.prefix, this.view.fp, this.config.fingerprint, (e) => this.ctx.onFatal(e), this.clock, (key, e) => this.ctx.onUnreadable(key, e),
+    );
     job.onChange(() => {
       if (this.job !== job || this.term !== term) return;
+      this.metrics.parked.set(job.parked.size);
       this.schedulePublish();
       this.checkVerdict();
+      this.reseed();
     });
     this.job = job;
     this.previousIds.clear();
@@ -295,8 +305,17 @@ export class Leader {
     const plan = this.view.plan;
     if (!this.term || !job || this.writingVerdict || !plan || !plan.rec.final || plan.rec.verdict) return;
     const counts = job.statusCounts;
-    if (job.splitCount < plan.rec.planned || counts.runnable > 0) return;
-    const verdict = counts.quarantined > 0 ? 'stalled' : 'complete';
+    // A parked split (a record of it cannot be read) cannot run: like a quarantined one, it leaves
+    // the job stalled once nothing else can run. Its readable record, if any, counts as runnable.
+    let parkedRunnable = 0;
+    let parkedUnrecorded = 0;
+    for (const id of job.parked.keys()) {
+      const st = job.statusOf(id);
+      if (st === 'runnable') parkedRunnable++;
+      else if (st === undefined) parkedUnrecorded++;
+    }
+    if (job.splitCount + parkedUnrecorded < plan.rec.planned || counts.runnable > parkedRunnable) return;
+    const verdict = counts.quarantined > 0 || job.parked.size > 0 ? 'stalled' : 'complete';
     this.writingVerdict = true;
     const key = planKey(this.view.prefix);
     void withTimeout(this.store.txn({
@@ -310,6 +329,31 @@ export class Leader {
       .finally(() => {
         this.writingVerdict = false;
         // Lost or failed: the next change (or the backstop) tries again.
+      });
+  }
+
+  /**
+   * A split with a spec but no record (deleted by hand, typically to get rid
+   * of an unreadable one) is seeded again: a fresh record, created only if
+   * absent and guarded by leadership. It then runs again from its last
+   * committed progress (at-least-once).
+   */
+  private reseed(): void {
+    const job = this.job;
+    if (!this.term || !job || this.reseeding) return;
+    const ids = job.unrecorded(RESEED_BATCH);
+    if (ids.length === 0) return;
+    this.reseeding = true;
+    const fp = fingerprintHash(this.config.fingerprint);
+    const writes = ids.map((id) => op.put(splitKey(this.view.prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
+    // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
+    void withTimeout(this.store.txn({ compares: [this.guard, ...writes.map((w) => cmp.absent(w.key))], success: writes }), this.config.opTimeoutMs, 'seeding deleted split records again', this.clock)
+      .then((res) => {
+        if (res.won) this.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
+      })
+      .catch((e) => this.log.warn({ err: (e as Error).message }, 're-seeding split records failed; will retry'))
+      .finally(() => {
+        this.reseeding = false;
       });
   }
 

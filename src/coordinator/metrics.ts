@@ -19,6 +19,8 @@ export class Metrics {
   readonly imbalance: Gauge;
   readonly lanes: Gauge;
   readonly isLeader: Gauge;
+  readonly unreadable: Counter<'kind'>;
+  readonly parked: Gauge;
 
   constructor(registry: Registry = new Registry(), labels: Record<string, string> = {}) {
     this.registry = registry;
@@ -38,5 +40,7 @@ export class Metrics {
     this.imbalance = new Gauge({ name: 'splitfleet_imbalance_ratio', help: 'Max load over its lower bound in the last decision (leader).', registers });
     this.lanes = new Gauge({ name: 'splitfleet_lanes', help: 'Lanes (held splits) open in this instance.', registers });
     this.isLeader = new Gauge({ name: 'splitfleet_is_leader', help: '1 while this instance leads.', registers });
+    this.unreadable = new Counter({ name: 'splitfleet_unreadable_records_total', help: 'Records this instance could not read, by kind (each costs only what it concerns: a split, an instance\'s membership or assignment).', labelNames: ['kind'], registers });
+    this.parked = new Gauge({ name: 'splitfleet_parked_splits', help: 'Splits set aside because a record of theirs cannot be read (leader): neither assigned nor claimable until repaired.', registers });
   }
 }

@@ -20,7 +20,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import { workerKey } from '../protocol/keys.js';
-import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
 import { withTimeout } from './timeout.js';
 
@@ -114,11 +114,31 @@ export class Session {
     }
   }
 
-  /** Recreates the presence key if it vanished while the lease lives (deleted by hand). */
+  /**
+   * Recreates the presence key if it vanished while the lease lives (deleted
+   * by hand), or rewrites it if what is there cannot be read (written by
+   * hand or by a script): until then the leader does not count this instance
+   * as a member. A readable key of another run is left alone: that is a
+   * duplicate, which the coordinator's presence check reports.
+   */
   async ensurePresence(): Promise<void> {
     if (this.ended) return;
-    const res = await this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId);
-    if (res.won) this.presenceRevision = res.revision;
+    const res = await withTimeout(this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `creating ${this.presenceKey}`, this.clock);
+    if (res.won) {
+      this.presenceRevision = res.revision;
+      return;
+    }
+    const existing = res.reads[0];
+    if (!existing) return;
+    try {
+      decodeRecord('worker', existing.key, existing.value, fingerprintHash(this.config.fingerprint));
+      return;
+    } catch {
+      const took = await withTimeout(
+        this.store.compareAndSwap(this.presenceKey, existing.modRevision, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `repairing ${this.presenceKey}`, this.clock,
+      );
+      if (took.won) this.presenceRevision = took.revision;
+    }
   }
 
   /** Called when the end (loss or close) happens; at most once. */

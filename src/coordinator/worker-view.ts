@@ -10,8 +10,13 @@
  * commits (committed progress lives in `progress.{id}`, which nobody watches).
  *
  * Invariants:
- * - Every record is decoded strictly; one this build cannot read is reported
- *   once through `onFatal` and the view stops applying changes.
+ * - Every record is decoded strictly. What one that cannot be read costs
+ *   follows what it concerns (issue 11's blast radius): the job's `plan` or
+ *   `leader` → `onFatal`, and the view stops; this instance's presence or
+ *   assignment record → treated as absent (no record: hold everything); a
+ *   split's record, lease key or spec → that split is unobserved (`problem`
+ *   set) until a readable value replaces it. Each is reported through
+ *   `onUnreadable`.
  * - A split is observed once its first read has landed (`loaded`); until
  *   then the worker treats it as unobserved and claims nothing for it.
  * - `refresh()` re-reads every followed key in a few transactions (the
@@ -40,6 +45,8 @@ export interface Seen<R> {
 export interface ObservedSplitKeys {
   /** The first read of its keys has landed. */
   loaded: boolean;
+  /** Keys of this split that cannot be read now, with the problem: the split is not to be touched. */
+  problems: Map<string, string>;
   record: Seen<SplitRecord> | undefined;
   lease: Seen<LeaseRecord> | undefined;
   spec: SpecRecord | undefined;
@@ -86,22 +93,24 @@ export class WorkerView {
     readonly instance: string,
     private readonly onFatal: (error: SplitfleetError) => void,
     private readonly clock: Clock,
+    /** A record that cannot be read, and what it costs (see the invariants); reported on every such value. */
+    private readonly onUnreadable: (key: string, error: SplitfleetError) => void = () => undefined,
   ) {
     this.job = [
       this.follower(planKey(prefix), (u) => {
-        this.plan = this.seen('plan', u);
+        this.plan = this.seen('plan', u, 'fatal');
         this.notify('plan');
       }),
       this.follower(leaderKey(prefix), (u) => {
-        this.leader = this.seen('leader', u);
+        this.leader = this.seen('leader', u, 'fatal');
         this.notify('leader');
       }),
       this.follower(workerKey(prefix, instance), (u) => {
-        this.self = this.seen('worker', u);
+        this.self = this.seen('worker', u, 'absent');
         this.notify('worker', instance);
       }),
       this.follower(assignKey(prefix, instance), (u) => {
-        this.assign = this.seen('assign', u);
+        this.assign = this.seen('assign', u, 'absent');
         this.notify('assign', instance);
       }),
     ];
@@ -142,15 +151,15 @@ export class WorkerView {
     const added: string[] = [];
     for (const id of ids) {
       if (this.splits.has(id)) continue;
-      const obs: ObservedSplitKeys = { loaded: false, record: undefined, lease: undefined, spec: undefined };
+      const obs: ObservedSplitKeys = { loaded: false, problems: new Map(), record: undefined, lease: undefined, spec: undefined };
       const followed: Followed = {
         obs,
         split: this.follower(splitKey(this.prefix, id), (u) => {
-          obs.record = this.seen('split', u);
+          obs.record = this.seen('split', u, obs.problems);
           this.notify('split', id);
         }),
         lease: this.follower(leaseKey(this.prefix, id), (u) => {
-          obs.lease = this.seen('lease', u);
+          obs.lease = this.seen('lease', u, obs.problems);
           this.notify('lease', id);
         }),
         spec: undefined,
@@ -194,13 +203,14 @@ export class WorkerView {
   /** The spec is immutable: read once; followed only while it is missing (seeding still in flight). */
   private offerSpec(id: string, f: Followed, kv: KeyValue | undefined, revision: number): void {
     if (kv) {
-      f.obs.spec = this.decode('spec', kv);
-      return;
+      f.obs.spec = this.decode('spec', kv, f.obs.problems);
+      if (f.obs.spec) return;
     }
     if (f.spec) return;
+    // Missing (seeding in flight) or unreadable: follow it until a readable spec appears.
     f.spec = this.follower(specKey(this.prefix, id), (u) => {
       if (!u.kv) return;
-      f.obs.spec = this.decode('spec', u.kv);
+      f.obs.spec = this.decode('spec', u.kv, f.obs.problems);
       this.notify('spec', id);
     });
     f.spec.follow(revision + 1);
@@ -250,20 +260,36 @@ export class WorkerView {
     }, (e) => this.fail(e));
   }
 
-  private seen<K extends RecordKind>(kind: K, u: KeyUpdate): Seen<RecordTypes[K]> | undefined {
-    if (!u.kv) return undefined;
-    const rec = this.decode(kind, u.kv);
+  /**
+   * Decodes an update. `onError` says what an unreadable value costs: 'fatal'
+   * (the job's records), 'absent' (this instance's: as if missing), or a
+   * split's problem map (the split is set aside until the key reads again).
+   */
+  private seen<K extends RecordKind>(kind: K, u: KeyUpdate, onError: 'fatal' | 'absent' | Map<string, string>): Seen<RecordTypes[K]> | undefined {
+    if (!u.kv) {
+      if (onError instanceof Map) onError.delete(kind);
+      return undefined;
+    }
+    const rec = this.decode(kind, u.kv, onError);
     if (rec === undefined) return undefined;
     const out: Seen<RecordTypes[K]> = { rec, modRevision: u.kv.modRevision };
     if (u.kv.lease !== undefined && u.kv.lease !== '0') out.lease = u.kv.lease;
     return out;
   }
 
-  private decode<K extends RecordKind>(kind: K, kv: KeyValue): RecordTypes[K] | undefined {
+  private decode<K extends RecordKind>(kind: K, kv: KeyValue, onError: 'fatal' | 'absent' | Map<string, string>): RecordTypes[K] | undefined {
     try {
-      return decodeRecord(kind, kv.key, kv.value, this.fp);
+      const rec = decodeRecord(kind, kv.key, kv.value, this.fp);
+      if (onError instanceof Map) onError.delete(kind);
+      return rec;
     } catch (e) {
-      this.fail(isSplitfleetError(e) ? e : new SplitfleetError('INVALID_RECORD', String(e), { cause: e }));
+      const err = isSplitfleetError(e) ? e : new SplitfleetError('INVALID_RECORD', String(e), { cause: e });
+      if (onError === 'fatal') {
+        this.fail(err);
+        return undefined;
+      }
+      if (onError instanceof Map) onError.set(kind, err.message);
+      this.onUnreadable(kv.key, err);
       return undefined;
     }
   }

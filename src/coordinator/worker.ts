@@ -119,6 +119,13 @@ export class Worker {
     for (const id of ids) {
       const seen = this.view.split(id);
       if (!seen) continue; // not read yet: unobserved, so nothing is claimed for it
+      if (seen.problems.size > 0) {
+        // A record of this split cannot be read: leave it alone. A lane on it stops without
+        // writing (what it would write rests on a record we cannot read); it comes back, adopted
+        // or claimed, once the record reads again.
+        this.lanes.get(id)?.lose(`a record of split ${id} cannot be read: ${[...seen.problems.values()].join('; ')}`);
+        continue;
+      }
       splits.set(id, {
         record: seen.record?.rec,
         leaseOwner: seen.lease?.rec.owner,
@@ -173,7 +180,7 @@ export class Worker {
     for (const id of this.uncertain) {
       if (this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id) || this.adopting.has(id)) continue;
       const seen = this.view.split(id);
-      if (!seen) continue; // not read yet
+      if (!seen || seen.problems.size > 0) continue; // not read yet, or unreadable for now
       const lanesInUse = this.lanes.size + this.claiming.size + this.adopting.size;
       const d = settleOrphan(
         { record: seen.record?.rec, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
@@ -285,7 +292,7 @@ export class Worker {
     const seen = this.view.split(id);
     const record = seen?.record;
     const spec = seen?.spec;
-    if (!seen || !record || !spec) return undefined;
+    if (!seen || !record || !spec || seen.problems.size > 0) return undefined;
     const lease = seen.lease;
     const c = classifyClaim(record.rec, lease?.rec.owner, this.me, this.config.maxAttempts);
     if (c.kind === 'unclaimable') return undefined;

@@ -59,6 +59,8 @@ export interface DemoSummary {
   planned: number;
   completed: number;
   quarantined: number;
+  /** Records this build could not read (each sets aside only what it concerns): `key: problem`. */
+  unreadable: string[];
   lost: number;
   duplicates: number;
   cooperativeRevocations: number;
@@ -268,6 +270,7 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
       planned: report.plan?.planned ?? o.splits,
       completed: report.splits.completed,
       quarantined: report.splits.quarantined,
+      unreadable: [...report.problems],
       lost: check.lost,
       duplicates: check.duplicates,
       cooperativeRevocations: revocations.cooperative,
@@ -289,10 +292,11 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
     const verdictText = summary.verdict === 'complete'
       ? p('green', 'complete')
       : summary.verdict === 'stalled'
-        ? p('red', `stalled${summary.quarantined > 0 ? ` (${summary.quarantined} quarantined)` : ''}`)
+        ? p('red', `stalled${summary.quarantined > 0 ? ` (${summary.quarantined} quarantined)` : ''}${summary.unreadable.length > 0 ? ` (${summary.unreadable.length} unreadable)` : ''}`)
         : p('yellow', 'interrupted');
     out.write(`${p('bold', 'verdict')}  ${verdictText} in ${seconds(durationMs).trim()}: ${summary.completed}/${summary.planned} splits completed, `
       + `${summary.quarantined} quarantined\n`
+      + summary.unreadable.slice(0, 5).map((line) => `         ${p('red', 'unreadable')} ${line}\n`).join('')
       + `         ${summary.moves} moves, ${summary.cooperativeRevocations} cooperative and ${summary.forcedRevocations} forced revocations, `
       + `${summary.leaderChanges} leader changes\n`
       + `         worst imbalance of a published assignment ${summary.maxImbalance.toFixed(3)} (max load / its lower bound)\n`);
