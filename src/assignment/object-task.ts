@@ -1,18 +1,19 @@
 /**
  * The object form through a pool thread, as row columns: the caller builds an
  * `ObjectTask` a chunk of splits per turn of its event loop
- * (`buildObjectTask`), the thread writes it straight into engine memory
- * (`writeObjectTask`) without rebuilding any object, and the caller turns
- * the reply's row indices back into its own id strings.
+ * (`buildObjectTask`: fields read with fields.ts, owners as handles, ids
+ * joined natively), the thread writes it straight into engine memory
+ * (`writeObjectTask`) without rebuilding any object, and the caller turns the
+ * reply's row indices back into its own id strings.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
- * (same keys: `hashUnits` is hash.ts `hashInto` over code units, and a test
- * holds them equal); the caller checks every rule of validate.ts except
+ * (same keys: `hashUnits` is hash.ts `hashInto` over code units in engine
+ * memory, and a test holds them equal); the caller checks every rule of validate.ts except
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
  * waiting is through the `turn` the caller passes in.
  */
 import { seedState } from '../hash.js';
-import { fieldsFor, readSplits } from './fields.js';
+import { fieldsFor, readSplits, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { shapeIsValid } from './marshal.js';
 import { memberTable, type MemberTable } from './members.js';
@@ -51,78 +52,114 @@ export async function buildObjectTask(
   const memberIds = input.members.map((mm) => mm.id);
   const memberCaps = Float64Array.from(input.members, (mm) => mm.cap ?? defaultCap);
   const reserved = input.reserved !== undefined && input.reserved.length > 0 ? new Set(input.reserved) : null;
-  const ids = new Array<string>(n);
-  const idOff = new Uint32Array(n + 1);
-  const weight = new Float64Array(n);
-  const pool = new Uint8Array(n);
-  const lease = new Int32Array(n);
-  const prev = new Int32Array(n);
-  const rec = new Int32Array(n);
-  const ownerIds: string[] = [];
-  const owners = new Map<string, number>();
-  const handle = (v: string | null): number => {
-    if (v === null) return -1;
-    let h = owners.get(v);
-    if (h === undefined) {
-      h = ownerIds.length;
-      owners.set(v, h);
-      ownerIds.push(v);
-    }
-    return h;
+  const c: Columns = {
+    ids: new Array<string>(n), idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
+    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), ownerIds: [], owners: new Map(), reserved, chars: 0,
   };
-  let units = new Uint16Array(Math.max(16, 12 * n));
-  let p = 0;
+  const parts: string[] = [];
   const f = fieldsFor(null, Math.min(n, chunk));
   for (let from = 0; from < n; from += chunk) {
     if (from > 0) await turn();
     const to = Math.min(n, from + chunk);
-    // readSplits fills rows [0, to − from) of the chunk's scratch.
-    if (readSplits(splits.slice(from, to), 0, to - from, f) >= 0) return null;
-    for (let i = from; i < to; i++) {
-      const c = i - from;
-      const id = f.ids[c]!;
-      ids[i] = id;
-      idOff[i] = p;
-      if (p + id.length > units.length) {
-        const grown = new Uint16Array(Math.max(p + id.length, 2 * units.length));
-        grown.set(units.subarray(0, p));
-        units = grown;
-      }
-      for (let k = 0; k < id.length; k++) units[p++] = id.charCodeAt(k);
-      weight[i] = f.weight[c]!;
-      pool[i] = f.status[c] === 0 && (reserved === null || !reserved.has(id)) ? 1 : 0;
-      lease[i] = handle(f.lease[c]!);
-      prev[i] = handle(f.prev[c]!);
-      rec[i] = handle(f.rec[c]!);
-    }
+    // A plain function per chunk: an async function's loop resumes unoptimised after each await.
+    if (!fillChunk(splits, from, to, f, c)) return null;
+    parts.push(c.ids.slice(from, to).join(''));
   }
-  idOff[n] = p;
+  c.idOff[n] = c.chars;
   const task: ObjectTask = {
-    kind: 'object', seed: input.seed, memberIds, memberCaps, idUnits: units.slice(0, p), idOff, weight, pool, lease, prev, rec, ownerIds,
+    kind: 'object', seed: input.seed, memberIds, memberCaps, idChars: parts.join(''), idOff: c.idOff, weight: c.weight, flags: c.flags,
+    lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.ownerIds,
   };
-  return { task, ids };
+  return { task, ids: c.ids };
+}
+
+/** What `buildObjectTask` fills, chunk by chunk. */
+interface Columns {
+  ids: string[];
+  idOff: Uint32Array<ArrayBuffer>;
+  weight: Float64Array<ArrayBuffer>;
+  flags: Uint8Array<ArrayBuffer>;
+  lease: Int32Array<ArrayBuffer>;
+  prev: Int32Array<ArrayBuffer>;
+  rec: Int32Array<ArrayBuffer>;
+  ownerIds: string[];
+  owners: Map<string, number>;
+  reserved: Set<string> | null;
+  /** Id characters so far. */
+  chars: number;
+}
+
+function ownerHandle(c: Columns, v: string): number {
+  let h = c.owners.get(v);
+  if (h === undefined) {
+    h = c.ownerIds.length;
+    c.owners.set(v, h);
+    c.ownerIds.push(v);
+  }
+  return h;
+}
+
+/** Rows [from, to) of `splits` into `c`; false when a rule is broken. */
+function fillChunk(splits: readonly unknown[], from: number, to: number, f: SplitFields, c: Columns): boolean {
+  // readSplits fills rows [0, to − from) of the chunk's scratch.
+  if (readSplits(splits.slice(from, to), 0, to - from, f) >= 0) return false;
+  const { ids: fid, weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
+  const { ids, idOff, weight, flags, lease, prev, rec, reserved } = c;
+  let p = c.chars;
+  for (let k = 0, i = from; i < to; k++, i++) {
+    const id = fid[k]!;
+    ids[i] = id;
+    idOff[i] = p;
+    p += id.length;
+    weight[i] = fw[k]!;
+    flags[i] = fs[k] === 0 && (reserved === null || !reserved.has(id)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
+    // Owners usually agree (lease = previous = record): one lookup for all three.
+    const lo = flo[k]!;
+    const pr = fpr[k]!;
+    const ro = fro[k]!;
+    const hl = lo === null ? -1 : ownerHandle(c, lo);
+    const hp = pr === null ? -1 : pr === lo ? hl : ownerHandle(c, pr);
+    lease[i] = hl;
+    prev[i] = hp;
+    rec[i] = ro === null ? -1 : ro === pr ? hp : ro === lo ? hl : ownerHandle(c, ro);
+  }
+  c.chars = p;
+  return true;
 }
 
 /** What a thread keeps from one object task for the next: reused only where the new one is equal. */
 export interface TaskMemo {
   seed: string;
   members: MemberTable;
-  idUnits: Uint16Array;
+  idChars: string;
   idOff: Uint32Array;
   keys: Uint32Array;
+  narrow: boolean;
   /** Set once the ids repeat. */
   byRank: Uint32Array | null;
   /** The pool order, and the weights and claimability it was computed from. */
   order: Uint32Array | null;
   weight: Float64Array | null;
-  pool: Uint8Array | null;
+  flags: Uint8Array | null;
 }
 
-const equalArrays = (a: ArrayLike<number>, b: ArrayLike<number>): boolean => {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/** Byte-for-byte equality of two typed arrays, compared as i32 words (one monomorphic loop for every element type). */
+function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  const words = a.byteLength >>> 2;
+  const aligned = a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0;
+  let from = 0;
+  if (aligned) {
+    const x = new Int32Array(a.buffer, a.byteOffset, words);
+    const y = new Int32Array(b.buffer, b.byteOffset, words);
+    for (let i = 0; i < words; i++) if (x[i] !== y[i]) return false;
+    from = words * 4;
+  }
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  for (let i = from; i < x.length; i++) if (x[i] !== y[i]) return false;
   return true;
-};
+}
 
 /**
  * Writes `t` into engine memory (rows in input order, owners as handles with
@@ -138,8 +175,9 @@ export function writeObjectTask(
   const members = memberTable({ seed: t.seed, members: given }, memo?.members ?? null);
   const m = members.ids.length;
   const H = t.ownerIds.length;
-  const sameIds = memo !== null && memo.seed === t.seed && equalArrays(memo.idOff, t.idOff) && equalArrays(memo.idUnits, t.idUnits);
-  const v = mem.reserve(n, m, H, t.idUnits.length);
+  const chars = t.idChars;
+  const sameIds = memo !== null && memo.seed === t.seed && memo.idChars === chars && sameBytes(memo.idOff, t.idOff);
+  const v = mem.reserve(n, m, H, chars.length);
   const cap = v.i32(L.H_CAP, m);
   for (let j = 0; j < m; j++) cap[j] = Math.min(members.caps[j]!, I32_MAX);
   const map = v.i32(L.H_HANDLE_MAP, H);
@@ -148,35 +186,42 @@ export function writeObjectTask(
   v.i32(L.H_LEASE, n).set(t.lease);
   v.i32(L.H_PREVIOUS, n).set(t.prev);
   v.i32(L.H_RECORD, n).set(t.rec);
-  const flags = v.u8(L.H_FLAGS, n);
-  for (let i = 0; i < n; i++) flags[i] = t.pool[i] === 1 ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
-  v.u16(L.H_STR, t.idUnits.length).set(t.idUnits);
+  v.u8(L.H_FLAGS, n).set(t.flags);
   v.u32(L.H_STR_OFF, n + 1).set(t.idOff);
-  let wide = 0;
-  for (let i = 0; i < t.idUnits.length; i++) wide |= t.idUnits[i]!;
-  v.setWord(L.H_NARROW, wide < 256 ? 1 : 0);
+  const str = v.u16(L.H_STR, chars.length);
   const key = v.u32(L.H_KEY, 2 * n);
   let keys: Uint32Array;
+  let narrow: boolean;
   if (sameIds) {
     keys = memo!.keys;
+    narrow = memo!.narrow;
     key.set(keys);
+    for (let k = 0; k < chars.length; k++) str[k] = chars.charCodeAt(k);
   } else {
+    let units = 0;
+    for (let k = 0; k < chars.length; k++) {
+      const c = chars.charCodeAt(k);
+      units |= c;
+      str[k] = c;
+    }
+    narrow = units < 256;
     const state = seedState(t.seed);
-    for (let i = 0; i < n; i++) hashUnits(state, t.idUnits, t.idOff[i]!, t.idOff[i + 1]!, key, 2 * i);
+    for (let i = 0; i < n; i++) hashUnits(state, str, t.idOff[i]!, t.idOff[i + 1]!, key, 2 * i);
     keys = key.slice();
   }
-  const sameOrder = sameIds && memo!.order !== null && equalArrays(memo!.weight!, t.weight) && equalArrays(memo!.pool!, t.pool);
+  v.setWord(L.H_NARROW, narrow ? 1 : 0);
+  const sameOrder = sameIds && memo!.order !== null && sameBytes(memo!.weight!, t.weight) && sameBytes(memo!.flags!, t.flags);
   if (sameOrder) {
     v.u32(L.H_ORDER, memo!.order!.length).set(memo!.order!);
     v.setWord(L.H_ORDER_LEN, memo!.order!.length);
   }
   const next: TaskMemo = sameIds
-    ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight: t.weight, pool: t.pool }
-    : { seed: t.seed, members, idUnits: t.idUnits, idOff: t.idOff, keys, byRank: null, order: null, weight: t.weight, pool: t.pool };
+    ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight: t.weight, flags: t.flags }
+    : { seed: t.seed, members, idChars: chars, idOff: t.idOff, keys, narrow, byRank: null, order: null, weight: t.weight, flags: t.flags };
   return { members, memo: next, sameIds, sameOrder };
 }
 
 /** Row r's id from a task's code units (the rare paths: key collisions). */
 export function taskId(t: ObjectTask, r: number): string {
-  return String.fromCharCode(...t.idUnits.subarray(t.idOff[r]!, t.idOff[r + 1]!));
+  return t.idChars.slice(t.idOff[r]!, t.idOff[r + 1]!);
 }

@@ -175,7 +175,7 @@ export class AssignmentPool {
     // A broken rule: desiredAssignment throws the validator's own error.
     if (built === null) return desiredAssignment(input);
     const t = built.task;
-    const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.pool, t.lease, t.prev, t.rec].map((a) => a.buffer);
+    const transfer = [t.memberCaps, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
     const reply = await this.call(t, transfer);
     // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
     if (reply.kind === 'duplicates') return desiredAssignment(input);
@@ -216,24 +216,33 @@ function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
 }
 
-/** The object result from the thread's rows and the caller's own input, a chunk of rows per turn. */
+/** The object result from the thread's rows and the caller's own ids, a chunk of rows per turn. */
 async function rebuild(
   input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number,
 ): Promise<AssignmentResult> {
-  const { memberOrder, off, rows } = reply;
   const assignment: Record<string, string[]> = {};
-  let sinceTurn = 0;
-  for (let k = 0; k < memberOrder.length; k++) {
+  const keys = reply.memberOrder.length;
+  for (let k = 0; k < keys; ) {
+    if (k > 0) await turn();
+    k = rebuildChunk(input, ids, reply, assignment, k, chunk);
+  }
+  return { assignment, stats: { ...reply.stats } };
+}
+
+/** Keys from `k` on until about `chunk` rows are built (a plain function: see object-task.ts fillChunk); the next key. */
+function rebuildChunk(
+  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>,
+  assignment: Record<string, string[]>, k: number, chunk: number,
+): number {
+  const { memberOrder, off, rows } = reply;
+  let built = 0;
+  for (; k < memberOrder.length && built < chunk; k++) {
     const s = off[k]!;
     const len = off[k + 1]! - s;
     const list = new Array<string>(len);
     for (let i = 0; i < len; i++) list[i] = ids[rows[s + i]!]!;
     Object.defineProperty(assignment, input.members[memberOrder[k]!]!.id, { value: list, enumerable: true, writable: true, configurable: true });
-    sinceTurn += len + 1;
-    if (sinceTurn >= chunk) {
-      sinceTurn = 0;
-      await turn();
-    }
+    built += len + 1;
   }
-  return { assignment, stats: { ...reply.stats } };
+  return k;
 }

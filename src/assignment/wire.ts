@@ -28,12 +28,15 @@ export interface ObjectTask {
   /** Members as given, with effective caps (defaultCap applied). */
   memberIds: string[];
   memberCaps: Float64Array<ArrayBuffer>;
-  /** Row i's id is the code units idUnits[idOff[i], idOff[i+1]). */
-  idUnits: Uint16Array<ArrayBuffer>;
+  /**
+   * Row i's id is idChars.slice(idOff[i], idOff[i+1]): the ids joined, one
+   * string (a native join on the caller, one flat copy across the boundary).
+   */
+  idChars: string;
   idOff: Uint32Array<ArrayBuffer>;
   weight: Float64Array<ArrayBuffer>;
-  /** 1: claimable (runnable and not reserved); 0: not. */
-  pool: Uint8Array<ArrayBuffer>;
+  /** Engine flags per row (layout.ts FLAG_LIVE, plus FLAG_POOL when claimable: runnable and not reserved). */
+  flags: Uint8Array<ArrayBuffer>;
   /** Owner handles: indices into `ownerIds`, or −1 (none). */
   lease: Int32Array<ArrayBuffer>;
   prev: Int32Array<ArrayBuffer>;
