@@ -31,7 +31,7 @@
  * Usage: npm run build && npm run bench:fleet -- [--splits 1000000] [--members 200] [--hosts 4]
  *   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
  *   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
- *   [--baseline-duration-s 60] [--warmup-s 15] [--start-concurrency 8] [--knobs JSON]
+ *   [--baseline-duration-s 30] [--warmup-s 15] [--probes 3] [--start-concurrency 8] [--knobs JSON]
  *   [--seed 1] [--timeout-s 900] [--json FILE]
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -135,7 +135,9 @@ function options(): Options {
     compaction,
     compactionRetention: values['compaction-retention'],
     baselineSplits: Math.round(num('baseline-splits', values['baseline-splits'], 0)),
-    baselineDurationS: values['baseline-duration-s'] !== undefined ? num('baseline-duration-s', values['baseline-duration-s'], 5) : Math.min(durationS, 60),
+    // Short by default: 200 members × 4 lanes complete ~80 splits a second, and a 10k job must
+    // not run dry before the window ends (the baseline is for one worker's figures).
+    baselineDurationS: values['baseline-duration-s'] !== undefined ? num('baseline-duration-s', values['baseline-duration-s'], 5) : Math.min(durationS, 30),
     warmupS: values['warmup-s'] !== undefined ? num('warmup-s', values['warmup-s'], 0) : handlerMs / 1000 + 5,
     startConcurrency: Math.round(num('start-concurrency', values['start-concurrency'], 1)),
     probes: Math.round(num('probes', values.probes, 1)),
@@ -151,7 +153,7 @@ function options(): Options {
 const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000] [--members 200] [--hosts 4]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
-  [--baseline-duration-s 60] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
+  [--baseline-duration-s 30] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
   [--seed 1] [--timeout-s 900] [--json FILE]`;
 
 // ---- child processes -----------------------------------------------------------
@@ -301,6 +303,14 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
   const loadStart = loadavg();
   log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts (+ leader + ${o.probes} probes), ${o.lanes} lanes each; ` +
     `handlers ${o.handlerMs} ms committing every ${o.commitEveryMs} ms; steady window ${p.durationS} s; etcd auto-compaction ${p.compaction ? `periodic ${o.compactionRetention}` : 'off'}`);
+  // Completions expected by the window's end (start-up guessed at 30 s): a job that runs out of
+  // runnable splits leaves lanes idle, which would read as lost utilisation.
+  const lanesPlanned = (o.members + 1 + o.probes) * o.lanes;
+  const expected = (lanesPlanned / (o.handlerMs / 1000)) * (30 + o.warmupS + p.durationS);
+  if (expected > 0.8 * p.splits) {
+    log(`${p.label}: warning: ${lanesPlanned} lanes may complete ~${Math.round(expected)} of the ${p.splits} splits by the window's end; ` +
+      'the job may run dry (use more splits or a shorter window)');
+  }
   const etcd = await startBenchEtcd({
     quotaBackendBytes: 8 * 1024 ** 3,
     ...(p.compaction ? { autoCompaction: { mode: 'periodic' as const, retention: o.compactionRetention } } : {}),
@@ -560,7 +570,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       },
       lanes: {
         utilisation: round(busyMs / (lanes * windowS * 1000), 4),
-        busyLaneS: round(busyMs / 1000), availableLaneS: lanes * windowS,
+        busyLaneS: round(busyMs / 1000), availableLaneS: round(lanes * windowS),
         completionsPerS: round(completions / windowS), commitsPerS: round(commits / windowS),
         drains: delta((c) => c.drains), lost: delta((c) => c.lost), errors: delta((c) => c.errors), aborts: delta((c) => c.aborts),
       },
