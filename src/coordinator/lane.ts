@@ -76,6 +76,8 @@ export class Lane {
     private progress: Json,
     /** modRevision of `progress.{id}` as this lane last wrote or read it (0: no such key yet). */
     private progressRev: number,
+    /** The `progress.{id}` record as read at the claim (its newer-minor fields are kept on rewrite). */
+    private progressRecord?: ProgressRecord,
   ) {
     this.claimedAt = ctx.clock.now();
     const lane = this;
@@ -205,7 +207,7 @@ export class Lane {
       }
       const record = next?.(this.rec);
       // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
-      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress);
+      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress, this.progressRecord);
       const write: PendingWrite = {
         what, record, committed, terminal, endAs,
         splitValue: record ? encodeRecord('split', record) : undefined,
@@ -252,6 +254,7 @@ export class Lane {
     }
     if (w.committed) {
       this.progress = w.committed.progress;
+      this.progressRecord = w.committed;
       this.progressRev = res.revision;
     }
     if (w.terminal) this.end(w.endAs!, w.what);

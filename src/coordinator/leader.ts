@@ -27,7 +27,7 @@ import type { Config } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
 import { initialSplitRecord } from '../protocol/claims.js';
 import { isValidId, leaderKey, planKey, specKey, splitKey, idProblem } from '../protocol/keys.js';
-import { encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
 import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
 import type { Logger } from './log.js';
@@ -436,7 +436,10 @@ export class Leader {
     // a stale revision would lose and postpone the plan by a whole replanIntervalMs.
     const plan = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
     const planned = Math.max(known, job.specCount);
-    const next: PlanRecord = { v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
+    // Restated over the record as read: fields of a newer minor version are kept.
+    const current = plan ? decodeRecord('plan', plan.key, plan.value, fp) : undefined;
+    const { cursor: _previousCursor, ...kept } = current ?? { v: SCHEMA_VERSION, fp };
+    const next: PlanRecord = { ...kept, v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
     const res = await withTimeout(this.store.txn({
       compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
       success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],

@@ -23,7 +23,7 @@ import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type O
 import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
 import { settleOrphan } from '../protocol/orphans.js';
 import { drainDecision, reconcileAssignment } from '../protocol/reconcile.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
 import { Lane, type LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
@@ -223,7 +223,7 @@ export class Worker {
       this.uncertain.delete(id);
       this.log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
       this.metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
-      this.openLane(id, spec, record.rec, record.modRevision, progress?.progress ?? null, kv?.modRevision ?? 0, true);
+      this.openLane(id, spec, record.rec, record.modRevision, progress, kv?.modRevision ?? 0, true);
     } catch (e) {
       this.log.warn({ split: id, err: (e as Error).message }, 'adopting a split failed; will retry');
     } finally {
@@ -370,20 +370,14 @@ export class Worker {
     this.metrics.claims.inc({ kind: p.kind, outcome: 'won' });
     const named = this.namedAt.get(p.id);
     if (named !== undefined) this.metrics.assignmentLatency.observe((this.clock.now() - named) / 1000);
-    let progress: Json = null;
-    let progressRev = 0;
-    if (progressKv) {
-      const rec = decodeRecord('progress', progressKv.key, progressKv.value, fingerprintHash(this.config.fingerprint));
-      progress = rec.progress;
-      progressRev = progressKv.modRevision;
-    }
+    const read = progressKv ? decodeRecord('progress', progressKv.key, progressKv.value, fingerprintHash(this.config.fingerprint)) : undefined;
     const run = !this.stopped && this.session.alive;
-    const lane = this.openLane(p.id, p.spec, p.next, revision, progress, progressRev, run);
+    const lane = this.openLane(p.id, p.spec, p.next, revision, read, progressKv?.modRevision ?? 0, run);
     // We won a claim while stopping: give it straight back.
     if (!run) void lane.finishNormally();
   }
 
-  private openLane(id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: Json, progressRev: number, run: boolean): Lane {
+  private openLane(id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: ProgressRecord | undefined, progressRev: number, run: boolean): Lane {
     const lane = new Lane(
       {
         store: this.store,
@@ -398,8 +392,9 @@ export class Worker {
       spec,
       rec,
       rev,
-      progress,
+      progress?.progress ?? null,
       progressRev,
+      progress,
     );
     this.lanes.set(id, lane);
     this.metrics.lanes.set(this.lanes.size);

@@ -166,9 +166,10 @@ export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): 
  * its epoch. Progress lives in a key of its own so that commits touch
  * neither `split.{id}` nor anybody who watches it (docs/decisions/0007).
  */
-export function progressRecord(split: SplitRecord, me: string, progress: Json): ProgressRecord {
+export function progressRecord(split: SplitRecord, me: string, progress: Json, previous?: ProgressRecord): ProgressRecord {
   mustOwn(split, me, 'commit');
-  return { v: SCHEMA_VERSION, fp: split.fp, id: split.id, epoch: split.epoch, progress };
+  // Fields a newer minor version put on the previous record ride along (forward compatibility).
+  return { ...previous, v: SCHEMA_VERSION, fp: split.fp, id: split.id, epoch: split.epoch, progress };
 }
 
 /** A graceful release (after a drain, or at shutdown): owner cleared, no attempt consumed. */

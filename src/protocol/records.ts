@@ -6,9 +6,12 @@
  * - Every record is one JSON object carrying `v` (the schema version, 1) and
  *   `fp` (fingerprintHash of the job's fingerprint). A record this build cannot
  *   read is a thrown, clearly worded error, never a silent skip.
- * - Decoding is strict: unknown fields, wrong types, another schema version,
+ * - Decoding is strict about what this build knows: wrong types, another major
+ *   schema version (a newer one is refused as such),
  *   an id that disagrees with its key → INVALID_RECORD naming the key; another
- *   job's fingerprint → FINGERPRINT_MISMATCH with both values.
+ *   job's fingerprint → FINGERPRINT_MISMATCH with both values. Fields it does
+ *   not know, within its major version, are a newer minor's: tolerated, and
+ *   kept (after the known ones, sorted) when the record is rewritten.
  * - Encoding is canonical: fixed field order and sorted assignment ids, so
  *   equal records encode to equal bytes and a leader can skip a write whose
  *   bytes are unchanged. What we encode always decodes (same schema both ways).
@@ -21,15 +24,28 @@ import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
 import { idProblem, utf8ByteLength, type KeyKind } from './keys.js';
 
-/** The schema version this build writes and the only one it reads. */
+/**
+ * The schema's major version (`v`), which this build writes and the only one
+ * it reads: a record of a newer major is refused. Within a major, records are
+ * forward-compatible (docs/decisions/0010-record-versions.md): a newer minor
+ * (`minor`) may add optional fields, which this build tolerates and keeps
+ * when it rewrites the record.
+ */
 export const SCHEMA_VERSION = 1;
+/** The schema's minor version this build writes (0: it adds nothing to major 1). */
+export const SCHEMA_MINOR = 0;
 
 /** Any JSON value: what descriptors, progress and planner cursors may hold. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 export type SplitStatus = 'runnable' | 'completed' | 'quarantined';
 
-interface Stamp { v: 1; fp: string }
+interface Stamp {
+  v: 1;
+  fp: string;
+  /** The writer's minor version, when above 0 (a newer build). Fields a newer minor adds ride along unread. */
+  minor?: number;
+}
 /** Of a final plan: every split terminal, all completed ('complete') or some quarantined ('stalled'). */
 export type JobVerdictRecord = 'complete' | 'stalled';
 export interface PlanRecord extends Stamp {
@@ -104,11 +120,12 @@ const json = () => z.custom<Json>(isJson, {
 const FP_SHAPE = /^[0-9a-f]{16}$/;
 const stamp = {
   v: z.literal(SCHEMA_VERSION),
+  minor: int(0).optional(),
   fp: str().regex(FP_SHAPE, { error: 'must be 16 lowercase hex characters' }),
 };
 
 const SCHEMAS = {
-  plan: z.strictObject({
+  plan: z.looseObject({
     ...stamp, generation: int(0),
     final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
     planned: int(0), cursor: json().optional(),
@@ -118,13 +135,13 @@ const SCHEMAS = {
   }).check(z.refine((r) => r.verdict === undefined || r.final, {
     error: 'only a final plan has a verdict', path: ['verdict'],
   })),
-  leader: z.strictObject({ ...stamp, instance: idStr(), generation: int(0) }),
-  worker: z.strictObject({
+  leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
+  worker: z.looseObject({
     ...stamp, instance: idStr(), maxInFlight: int(1),
     nonce: str().min(1, { error: 'must not be empty' }),
   }),
-  spec: z.strictObject({ ...stamp, id: idStr(), weight: int(0), descriptor: json(), generation: int(0) }),
-  split: z.strictObject({
+  spec: z.looseObject({ ...stamp, id: idStr(), weight: int(0), descriptor: json(), generation: int(0) }),
+  split: z.looseObject({
     ...stamp, id: idStr(), epoch: int(0),
     status: z.enum(['runnable', 'completed', 'quarantined'], {
       error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${show(iss.input)})`,
@@ -138,12 +155,12 @@ const SCHEMAS = {
     // only after a claim (which bumps the epoch from 0).
     error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
   })),
-  progress: z.strictObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
-  lease: z.strictObject({
+  progress: z.looseObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
+  lease: z.looseObject({
     ...stamp, id: idStr(), owner: idStr(),
     nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
   }),
-  assign: z.strictObject({
+  assign: z.looseObject({
     ...stamp, instance: idStr(), generation: int(0), splits: z.array(idStr(), {
       error: (iss) => `must be an array of split ids (got ${show(iss.input)})`,
     }),
@@ -204,8 +221,18 @@ function canonicalText<K extends RecordKind>(kind: K, record: RecordTypes[K]): s
       `refusing to write ${describeRecord(kind, record)}: ${describeIssues(parsed.error)}`);
   }
   const ordered: Record<string, unknown> = {};
-  for (const f of FIELD_ORDER[kind] as readonly string[]) {
+  const known = FIELD_ORDER[kind] as readonly string[];
+  for (const f of known) {
     if (source[f] !== undefined) ordered[f] = source[f];
+  }
+  // A newer minor's fields, kept as they came (sorted, so equal records still encode to equal bytes).
+  if (typeof source.minor === 'number' && source.minor > 0) ordered.minor = source.minor;
+  for (const f of Object.keys(source).filter((k) => k !== 'minor' && !known.includes(k)).sort()) {
+    if (source[f] === undefined) continue;
+    if (!isJson(source[f])) {
+      throw new SplitfleetError('INVALID_RECORD', `refusing to write ${describeRecord(kind, record)}: field ${JSON.stringify(f)} must be JSON`);
+    }
+    ordered[f] = source[f];
   }
   return JSON.stringify(ordered);
 }
@@ -288,7 +315,9 @@ export function decodeRecord<K extends RecordKind>(
   if (obj.v !== SCHEMA_VERSION) {
     throw invalid(key, kind, obj.v === undefined
       ? `has no schema version field v; this build reads version ${SCHEMA_VERSION}`
-      : `schema version ${show(obj.v)}; this build reads version ${SCHEMA_VERSION} only`);
+      : typeof obj.v === 'number' && Number.isInteger(obj.v) && obj.v > SCHEMA_VERSION
+        ? `schema version ${obj.v} is a newer major version than this build reads (${SCHEMA_VERSION}): upgrade splitfleet to read it`
+        : `schema version ${show(obj.v)}; this build reads version ${SCHEMA_VERSION} only`);
   }
   // Checked before the shape: a record of another job is best reported as such.
   if (typeof obj.fp === 'string' && FP_SHAPE.test(obj.fp) && obj.fp !== expectedFp) {

@@ -1,3 +1,4 @@
+import { claimedRecord } from '../../../src/protocol/claims.js';
 import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
@@ -65,9 +66,29 @@ describe('record codecs', () => {
       'INVALID_RECORD')).toMatch(/descriptor: must be JSON/);
     expect(failure(() => encodeRecord('progress', { ...samples.progress.record, progress: Number.NaN }), 'INVALID_RECORD'))
       .toMatch(/progress: must be JSON/);
-    // Progress is no longer a field of split.{id}: it has its own key.
-    expect(failure(() => encodeRecord('split', { ...samples.split.record, progress: 1 } as SplitRecord), 'INVALID_RECORD'))
-      .toMatch(/unknown field "progress"/);
+    // A field this build does not know must at least be JSON to be kept.
+    expect(failure(() => encodeRecord('split', { ...samples.split.record, hint: Number.NaN } as SplitRecord), 'INVALID_RECORD'))
+      .toMatch(/field "hint" must be JSON/);
+  });
+
+  describe('forward compatibility within a major version', () => {
+    const { key, record } = samples.split;
+    it('tolerates fields of a newer minor version, and keeps them (after the known ones, sorted) when rewriting', () => {
+      const newer = JSON.stringify({ ...record, minor: 3, zone: 'eu-west-1', apriority: { n: 1 } });
+      const read = decodeRecord('split', key, newer, fp);
+      expect(read).toMatchObject({ ...record, minor: 3, zone: 'eu-west-1', apriority: { n: 1 } });
+      const claimed = claimedRecord(read, 'pod-0', { kind: 'create', consumesAttempt: false, quarantine: false });
+      const text = encodeRecord('split', claimed);
+      expect(text.endsWith('"minor":3,"apriority":{"n":1},"zone":"eu-west-1"}')).toBe(true);
+      expect(decodeRecord('split', key, text, fp)).toMatchObject({ epoch: record.epoch + 1, owner: 'pod-0', minor: 3, zone: 'eu-west-1' });
+    });
+    it('still checks every field it knows, and the minor version itself', () => {
+      expect(failure(() => decodeRecord('split', key, JSON.stringify({ ...record, minor: 1, epoch: -1 }), fp), 'INVALID_RECORD')).toMatch(/epoch: /);
+      expect(failure(() => decodeRecord('split', key, JSON.stringify({ ...record, minor: 'x' }), fp), 'INVALID_RECORD')).toMatch(/minor: /);
+    });
+    it('a record of this build carries no minor (it is 0) and encodes as before', () => {
+      expect(encodeRecord('split', record)).not.toContain('minor');
+    });
   });
 
   it('plan verdict: only complete or stalled, only on a final plan, written last', () => {
@@ -82,12 +103,12 @@ describe('record codecs', () => {
       .toMatch(/verdict: must be 'complete' or 'stalled' \(got "done"\)/);
   });
 
-  it('progress records: epoch ≥ 1, the id of their key, no unknown field', () => {
+  it('progress records: epoch ≥ 1, the id of their key, known fields checked', () => {
     const { key, record } = samples.progress;
     expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, epoch: 0 }), fp), 'INVALID_RECORD'))
       .toMatch(/epoch: must be an integer ≥ 1 \(got 0\)/);
-    expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, status: 'runnable' }), fp), 'INVALID_RECORD'))
-      .toMatch(/unknown field "status"/);
+    expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, epoch: '1' }), fp), 'INVALID_RECORD'))
+      .toMatch(/epoch: /);
     expect(failure(() => decodeRecord('progress', progressKey(prefix, 'other'), JSON.stringify(record), fp), 'INVALID_RECORD'))
       .toMatch(/other/);
     expect(failure(() => decodeRecord('progress', key, JSON.stringify({ ...record, progress: undefined }), fp), 'INVALID_RECORD'))
@@ -130,7 +151,9 @@ describe('record codecs', () => {
 
     it('refuses another or a missing schema version', () => {
       expect(failure(() => decodeRecord('split', key, bad({ v: 2 }), fp), 'INVALID_RECORD'))
-        .toMatch(/schema version 2; this build reads version 1 only/);
+        .toMatch(/schema version 2 is a newer major version than this build reads \(1\): upgrade splitfleet/);
+      expect(failure(() => decodeRecord('split', key, bad({ v: '1' }), fp), 'INVALID_RECORD'))
+        .toMatch(/schema version "1"; this build reads version 1 only/);
       expect(failure(() => decodeRecord('split', key, bad({ v: undefined }), fp), 'INVALID_RECORD'))
         .toMatch(/has no schema version field v/);
     });
@@ -157,11 +180,10 @@ describe('record codecs', () => {
         .toMatch(/the key is not a plan key/);
     });
 
-    it('refuses wrong types, unknown fields, missing fields and broken invariants', () => {
+    it('refuses wrong types, missing fields and broken invariants', () => {
       const cases: [Record<string, unknown>, RegExp][] = [
         [{ epoch: '2' }, /epoch: must be an integer .* \(got "2"\)/],
         [{ status: 'done' }, /status: must be 'runnable', 'completed' or 'quarantined' \(got "done"\)/],
-        [{ extra: 1 }, /unknown field "extra"/],
         [{ attempts: undefined }, /attempts: must be an integer .*\(got nothing\)/],
         [{ owner: 'a/b' }, /owner: must be '' \(no owner\) or an instance id/],
         [{ status: 'completed' }, /owner: must be empty unless status is runnable and epoch ≥ 1/],
