@@ -509,6 +509,7 @@ export class Leader {
       this.stats.decisionMsTotal += res.stats.computeMs;
       this.stats.decisionMsMax = Math.max(this.stats.decisionMsMax, res.stats.computeMs);
       this.stats.stepMsMax = Math.max(this.stats.stepMsMax, this.clock.now() - started);
+      this.metrics.publishSeconds.observe((this.clock.now() - started) / 1000);
       if (!res.complete) this.publishAgain = true;
       this.cancelWindowTimer?.();
       this.cancelWindowTimer = undefined;

@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export class Metrics {
   readonly registry: Registry;
   readonly decisionSeconds: Histogram;
+  readonly publishSeconds: Histogram;
   readonly improvingMoves: Counter;
   readonly recordsPublished: Counter;
   readonly recordsRefused: Counter;
@@ -28,6 +29,7 @@ export class Metrics {
     const registers = [registry];
     const seconds = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
     this.decisionSeconds = new Histogram({ name: 'splitfleet_decision_seconds', help: 'Time to compute one desired assignment (leader).', buckets: seconds, registers });
+    this.publishSeconds = new Histogram({ name: 'splitfleet_publish_seconds', help: 'One publishing step (leader): from deciding to its last assignment write landing.', buckets: seconds, registers });
     this.improvingMoves = new Counter({ name: 'splitfleet_improving_moves_total', help: 'Moves made by the improving pass (leader).', registers });
     this.recordsPublished = new Counter({ name: 'splitfleet_assignment_records_published_total', help: 'assign.{instance} records written (leader).', registers });
     this.recordsRefused = new Counter({ name: 'splitfleet_assignment_records_refused_total', help: 'Assignment records refused because they would exceed the store request limit.', registers });

@@ -148,6 +148,9 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds);
   let assignment: Map<string, string[]>;
   let stats: AssignmentStats;
+  // The engines leave computeMs to their caller; measured here, around the whole decision (the
+  // pool thread's round trip included), on the wall clock: it is a metric, never an input.
+  const started = performance.now();
   try {
     if (ctx.assigner) {
       const result = await ctx.assigner(view.pool.toInput());
@@ -163,6 +166,7 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   } finally {
     prepared.restore();
   }
+  if (!(stats.computeMs > 0)) stats = { ...stats, computeMs: performance.now() - started };
   ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
   ctx.metrics.improvingMoves.inc(stats.improvingMoves);
   ctx.metrics.imbalance.set(stats.imbalance);

@@ -11,7 +11,9 @@
  */
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../coordinator/log.js';
+import type { Json } from '../protocol/records.js';
 import { EtcdStore } from '../store/etcd.js';
+import type { Op, Store, Txn } from '../store/store.js';
 import { pacedHandler, syntheticPlanner, type DrainBehaviour } from './synthetic.js';
 
 interface FleetProcessConfig {
@@ -42,6 +44,33 @@ interface FleetProcessConfig {
   stats?: boolean;
   /** Stop gracefully when stdin ends: the parent holds it open as a pipe (the demo does). */
   stopWithParent?: boolean;
+  /**
+   * Act as a newer build for rolling-upgrade tests: every record this member
+   * writes carries these extra fields (a `minor` version among them, say),
+   * as a release that adds optional fields would write them.
+   */
+  recordExtras?: Record<string, Json>;
+}
+
+/** Adds `extras` to every JSON record value this store writes (puts only; everything else passes through). */
+function writingExtras(store: Store, extras: Record<string, Json>): Store {
+  const withExtras = (value: string): string => {
+    try {
+      const v = JSON.parse(value) as unknown;
+      return typeof v === 'object' && v !== null && !Array.isArray(v) ? JSON.stringify({ ...v, ...extras }) : value;
+    } catch {
+      return value;
+    }
+  };
+  const rewrite = (ops: readonly Op[]): Op[] => ops.map((o) => (o.op === 'put' ? { ...o, value: withExtras(o.value) } : o));
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'txn') return (t: Txn) => target.txn({ ...t, success: rewrite(t.success), ...(t.failure ? { failure: rewrite(t.failure) } : {}) });
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      // Bound to the proxy: the store's own helpers (createIfAbsent, put, …) send through txn above.
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(receiver) : v;
+    },
+  });
 }
 
 const emit = (o: object) => process.stdout.write(`${JSON.stringify({ t: Date.now(), ...o })}\n`);
@@ -50,7 +79,8 @@ async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.SPLITFLEET_FLEET ?? '{}') as FleetProcessConfig;
   // The store's own per-call deadline follows the coordinator's opTimeoutMs when one is configured.
   const opTimeoutMs = cfg.config?.opTimeoutMs;
-  const store = new EtcdStore({ endpoints: cfg.endpoints ?? [cfg.endpoint], ...(opTimeoutMs !== undefined ? { opTimeoutMs } : {}) });
+  const etcd = new EtcdStore({ endpoints: cfg.endpoints ?? [cfg.endpoint], ...(opTimeoutMs !== undefined ? { opTimeoutMs } : {}) });
+  const store = cfg.recordExtras ? writingExtras(etcd, cfg.recordExtras) : etcd;
   const coordinator = await startCoordinator({
     store,
     job: cfg.job,
