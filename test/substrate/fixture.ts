@@ -1,7 +1,8 @@
 /**
  * What the substrate suite needs from a backend, and the helpers its tests
  * share: one job per test (its own name and prefix), coordinators that are
- * closed after the test, the split key's history through a prefix watch,
+ * closed after the test, the split and progress keys' histories through a
+ * prefix watch, a split's record read together with its `progress.{id}`,
  * decoded reads, and the claim transaction exactly as the worker sends it.
  *
  * The suite tests the substrate (claims, fencing, quarantine, completion,
@@ -17,9 +18,10 @@ import type { Planner, SplitHandler } from '../../src/coordinator/types.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { classifyClaim, claimedRecord, initialSplitRecord } from '../../src/protocol/claims.js';
-import { jobPrefix, leaseKey, parseKey, specKey, splitKey } from '../../src/protocol/keys.js';
+import { jobPrefix, leaseKey, parseKey, progressKey, specKey, splitKey } from '../../src/protocol/keys.js';
 import {
-  decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type RecordKind, type RecordTypes, type SplitRecord,
+  decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type ProgressRecord, type RecordKind, type RecordTypes,
+  type SplitRecord,
 } from '../../src/protocol/records.js';
 import { cmp, op, type Store, type TxnResult, type WatchHandle } from '../../src/store/store.js';
 import { waitUntil, type WaitOptions } from '../support/wait.js';
@@ -97,6 +99,26 @@ export class JobContext {
     return this.read('split', splitKey(this.prefix, id));
   }
 
+  /** Split `id`'s committed progress record (`progress.{id}`; undefined: nothing committed yet). */
+  progress(id: string): Promise<ProgressRecord | undefined> {
+    return this.read('progress', progressKey(this.prefix, id));
+  }
+
+  /**
+   * Split `id`'s record with its committed progress beside it, read in one
+   * transaction (one revision): what `split.{id}` alone held before progress
+   * got a key of its own. `progress` is null when nothing was committed.
+   */
+  async state(id: string): Promise<(SplitRecord & { progress: Json; progressEpoch: number | undefined }) | undefined> {
+    const sk = splitKey(this.prefix, id);
+    const pk = progressKey(this.prefix, id);
+    const res = await this.store.txn({ compares: [], success: [op.get(sk), op.get(pk)] });
+    const [s, p] = res.reads;
+    if (!s) return undefined;
+    const progress = p ? decodeRecord('progress', pk, p.value, this.fp) : undefined;
+    return { ...decodeRecord('split', sk, s.value, this.fp), progress: progress?.progress ?? null, progressEpoch: progress?.epoch };
+  }
+
   /** Polls until `check` holds on split `id`'s record; returns that record. */
   waitSplit(what: string, id: string, check: (r: SplitRecord) => boolean, options: WaitOptions = {}): Promise<SplitRecord> {
     let last: SplitRecord | undefined;
@@ -114,6 +136,22 @@ export class JobContext {
         const parsed = parseKey(this.prefix, e.key);
         if (e.type === 'put' && parsed.kind === 'split') {
           history.push({ revision: e.modRevision, rec: decodeRecord('split', e.key, e.value ?? '', this.fp) });
+        }
+      },
+    });
+    this.watches.push(h);
+    await h.ready;
+    return history;
+  }
+
+  /** Every put of a progress record under this job, from now on, decoded, in revision order. */
+  async progressHistory(): Promise<{ revision: number; rec: ProgressRecord }[]> {
+    const history: { revision: number; rec: ProgressRecord }[] = [];
+    const h = this.store.watch(this.prefix, {
+      onEvent: (e) => {
+        const parsed = parseKey(this.prefix, e.key);
+        if (e.type === 'put' && parsed.kind === 'progress') {
+          history.push({ revision: e.modRevision, rec: decodeRecord('progress', e.key, e.value ?? '', this.fp) });
         }
       },
     });

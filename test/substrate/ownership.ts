@@ -12,22 +12,36 @@ import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { assignKey, leaderKey, leaseKey, planKey, workerKey } from '../../src/protocol/keys.js';
-import { encodeRecord, SCHEMA_VERSION, type SplitRecord } from '../../src/protocol/records.js';
+import { encodeRecord, SCHEMA_VERSION, type ProgressRecord, type SplitRecord } from '../../src/protocol/records.js';
 import { cmp, op, type Store } from '../../src/store/store.js';
 import { partitionable } from '../support/partition.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { counterValue, finalPlan, gate, JobContext, type SubstrateFixture } from './fixture.js';
 
-/** Progress and epoch never go down across a split's history; returns the offending pair if they do. */
-function regression(history: { revision: number; rec: SplitRecord }[]): string | undefined {
+/**
+ * Committed progress (`progress.{id}`) and the epoch that wrote it never go
+ * down, and neither does `split.{id}`'s epoch; returns the offending pair if
+ * they do.
+ */
+function regression(splits: { revision: number; rec: SplitRecord }[], progress: { revision: number; rec: ProgressRecord }[]): string | undefined {
   const num = (p: unknown) => (typeof p === 'number' ? p : 0);
-  for (let i = 1; i < history.length; i++) {
-    const a = history[i - 1]!.rec;
-    const b = history[i]!.rec;
+  for (let i = 1; i < progress.length; i++) {
+    const a = progress[i - 1]!.rec;
+    const b = progress[i]!.rec;
     if (a.id !== b.id) continue;
     if (num(b.progress) < num(a.progress) || b.epoch < a.epoch) return `${JSON.stringify(a)} → ${JSON.stringify(b)}`;
   }
+  for (let i = 1; i < splits.length; i++) {
+    const a = splits[i - 1]!.rec;
+    const b = splits[i]!.rec;
+    if (a.id === b.id && b.epoch < a.epoch) return `${JSON.stringify(a)} → ${JSON.stringify(b)}`;
+  }
   return undefined;
+}
+
+/** The progress committed before store revision `revision` (what a claim at that revision resumed from). */
+function progressBefore(history: { revision: number; rec: ProgressRecord }[], revision: number): unknown {
+  return history.filter((h) => h.revision < revision).at(-1)?.rec.progress ?? null;
 }
 
 /** Revokes the etcd lease the live `lease.{id}` key hangs on (the owner's process lease): as if it expired. */
@@ -90,7 +104,7 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       })));
       expect(await Promise.all(fleet.map((c) => c.done))).toEqual(instances.map(() => 'complete'));
       expect(runs).toHaveLength(1);
-      expect(await ctx.split('only')).toMatchObject({ epoch: 1, status: 'completed', owner: '', attempts: 0, progress: 'done' });
+      expect(await ctx.state('only')).toMatchObject({ epoch: 1, status: 'completed', owner: '', attempts: 0, progress: 'done', progressEpoch: 1 });
       // One claim landed (the only put naming an owner); every other racer lost or saw the live lease.
       expect(history.filter((h) => h.rec.owner !== '').map((h) => h.rec.owner)).toEqual(runs);
       const wins = await Promise.all(fleet.map((c) => counterValue(c.metrics.claims, { outcome: 'won' })));
@@ -100,6 +114,7 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
     it('an owner paused past its lease cannot commit: nothing written, signal aborted, claimed elsewhere at epoch + 1, progress never regresses', async () => {
       const ctx = job('fence');
       const history = await ctx.splitHistory();
+      const commits = await ctx.progressHistory();
       const firstRan = gate<string>();
       const resume = gate();
       const fenced: { error?: unknown; abortedAfter?: boolean } = {};
@@ -125,27 +140,37 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       const b = await ctx.start('b', finalPlan(['s']), handler('b'), { maxInFlight: 1, store: links.b.store });
       const first = (await firstRan.promise) as 'a' | 'b';
       const other = first === 'a' ? 'b' : 'a';
-      expect(await ctx.split('s')).toMatchObject({ epoch: 1, owner: first, progress: 3 });
+      expect(await ctx.state('s')).toMatchObject({ epoch: 1, owner: first, progress: 3, progressEpoch: 1 });
       links[first].cut(); // paused
       await expireOwnerLease(ctx, 's'); // its lease runs out meanwhile
-      const taken = (await waitUntil('the split claimed elsewhere', () => history.find((h) => h.rec.epoch === 2))).rec;
-      expect(taken).toMatchObject({ owner: other, attempts: 1, progress: 3 });
+      const claimed = await waitUntil('the split claimed elsewhere', () => history.find((h) => h.rec.epoch === 2));
+      const taken = claimed.rec;
+      expect(taken).toMatchObject({ owner: other, attempts: 1 });
+      expect(progressBefore(commits, claimed.revision)).toBe(3); // what the takeover resumed from
       links[first].heal(); // resumed
       resume.open();
       await waitUntil('the stale commit to return', () => fenced.abortedAfter !== undefined);
       expect(isSplitfleetError(fenced.error, 'LEASE_LOST'), String(fenced.error)).toBe(true);
       expect(fenced.abortedAfter).toBe(true);
       expect(await Promise.all([a.done, b.done])).toEqual(['complete', 'complete']);
-      expect(await ctx.split('s')).toMatchObject({ status: 'completed', epoch: 2, attempts: 1, owner: '', progress: 6 });
+      expect(await ctx.state('s')).toMatchObject({ status: 'completed', epoch: 2, attempts: 1, owner: '', progress: 6, progressEpoch: 2 });
       expect(runs.map((r) => [r.instance, r.epoch])).toEqual([[first, 1], [other, 2]]);
       expect(runs[1]).toMatchObject({ progress: 3, attempts: 1 }); // resumed from the last committed progress
       expect(await counterValue({ a, b }[other].metrics.claims, { kind: 'expired', outcome: 'won' })).toBe(1);
       // Through the watch: the stale commit never landed, and nothing ever went backwards.
-      expect(history.some((h) => h.rec.epoch === 1 && h.rec.progress === 4)).toBe(false);
-      expect(regression(history)).toBeUndefined();
+      expect(commits.some((h) => h.rec.epoch === 1 && h.rec.progress === 4)).toBe(false);
+      expect(regression(history, commits)).toBeUndefined();
       const claim2 = history.findIndex((h) => h.rec.epoch === 2);
       expect(history.slice(claim2).every((h) => h.rec.epoch === 2 && h.rec.owner !== first)).toBe(true);
-      expect(history.at(-1)!.rec).toMatchObject({ status: 'completed', progress: 6 });
+      expect(commits.filter((h) => h.revision > claimed.revision).every((h) => h.rec.epoch === 2)).toBe(true);
+      // The terminal write: split completed and its final progress, in one transaction.
+      expect(history.at(-1)!.rec).toMatchObject({ status: 'completed' });
+      expect(commits.at(-1)!.rec).toMatchObject({ progress: 6, epoch: 2 });
+      expect(commits.at(-1)!.revision).toBe(history.at(-1)!.revision);
+      // Commits never touched split.{id}: it moved only with ownership (seeded, claim 1, claim 2, completion).
+      expect(history.map((h) => [h.rec.epoch, h.rec.owner, h.rec.status])).toEqual([
+        [0, '', 'runnable'], [1, first, 'runnable'], [2, other, 'runnable'], [2, '', 'completed'],
+      ]);
     });
     it('an owner that finds its lease gone rejoins with a fresh session instead of retrying with the dead lease', async () => {
       const ctx = job('rejoin');
@@ -257,7 +282,7 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       }
       expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete', 'complete']);
       expect(ran.size).toBe(1);
-      expect(await ctx.split('one')).toMatchObject({ status: 'completed', progress: 2, epoch: 1, attempts: 0 });
+      expect(await ctx.state('one')).toMatchObject({ status: 'completed', progress: 2, epoch: 1, attempts: 0 });
       // A standby that joins after the end sees the verdict at once.
       const late = await ctx.start('w-late', finalPlan(['one']), async () => undefined);
       expect(await late.done).toBe('complete');
