@@ -42,6 +42,8 @@ export interface FleetProcessConfig {
   maxUnits?: number;
   /** Numeric coordinator knobs: leaseDurationMs, opTimeoutMs, rebalanceDelayMs, … */
   config?: Record<string, number>;
+  /** Act as a newer build: every record this member writes carries these extra fields (a `minor` among them). */
+  recordExtras?: Record<string, unknown>;
 }
 
 /**
