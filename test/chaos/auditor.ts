@@ -41,6 +41,8 @@ export class Auditor {
   readonly status = new Map<string, string>();
   /** Live split records, whole (for describing a stuck job). */
   readonly records = new Map<string, Record<string, any>>();
+  /** Committed progress by split, from `progress.{id}` (split records no longer carry it). */
+  readonly committed = new Map<string, unknown>();
   /** Live assignment records: instance → split ids. */
   readonly assigned = new Map<string, string[]>();
   /** Live presence keys. */
@@ -125,7 +127,7 @@ export class Auditor {
     const assignee = new Map<string, string>();
     for (const [instance, ids] of this.assigned) for (const id of ids) assignee.set(id, instance);
     const open = [...this.records].filter(([, r]) => r.status === 'runnable').map(([id, r]) =>
-      `${id} epoch ${r.epoch} owner ${r.owner || '-'} progress ${r.progress} attempts ${r.attempts} lease ${this.leaseOwners.get(id) ?? '-'} assigned ${assignee.get(id) ?? '-'}`);
+      `${id} epoch ${r.epoch} owner ${r.owner || '-'} progress ${JSON.stringify(this.committed.get(id) ?? null)} attempts ${r.attempts} lease ${this.leaseOwners.get(id) ?? '-'} assigned ${assignee.get(id) ?? '-'}`);
     return `revision ${this.lastRevision}; leader ${this.leaderInstance ?? '-'}; presence ${[...this.presence].sort().join(',') || '-'}; ` +
       `planned ${this.planned ?? '?'}, completed ${this.completed}; assignments ${JSON.stringify(Object.fromEntries(this.assigned))}\n  open splits:\n    ${open.join('\n    ') || '(none)'}`;
   }
@@ -194,6 +196,8 @@ export class Auditor {
     } else if (kind === 'split' && id && type === 'put' && rec) {
       this.status.set(id, String(rec.status));
       this.records.set(id, rec);
+    } else if (kind === 'progress' && id && type === 'put' && rec) {
+      this.committed.set(id, rec.progress);
     } else if (kind === 'assign' && id) {
       if (type === 'put' && rec) this.assigned.set(id, rec.splits as string[]);
       else this.assigned.delete(id);

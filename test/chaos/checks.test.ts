@@ -16,7 +16,7 @@ class History {
   readonly events: HistoryEvent[] = [];
   private rev = 0;
 
-  write(...ws: ([kind: 'spec' | 'split' | 'lease', id: string, rec: Record<string, unknown>] | [kind: 'lease', id: string, rec: 'delete'])[]): number {
+  write(...ws: ([kind: 'spec' | 'split' | 'progress' | 'lease', id: string, rec: Record<string, unknown>] | [kind: 'lease', id: string, rec: 'delete'])[]): number {
     const rev = ++this.rev;
     for (const [kind, id, rec] of ws) {
       this.events.push(rec === 'delete'
@@ -27,8 +27,10 @@ class History {
   }
 }
 
-const split = (epoch: number, owner: string, progress: number | null, status = 'runnable', attempts = 0) =>
-  ({ v: 1, fp: FP, id: 's', epoch, status, owner, attempts, progress });
+const split = (epoch: number, owner: string, status = 'runnable', attempts = 0) =>
+  ({ v: 1, fp: FP, id: 's', epoch, status, owner, attempts });
+/** `progress.s`: committed progress, and the epoch whose fenced write put it there. */
+const prog = (epoch: number, progress: number) => ({ v: 1, fp: FP, id: 's', epoch, progress });
 const lease = (owner: string, epoch: number) => ({ v: 1, fp: FP, id: 's', owner, nonce: owner, epoch });
 const units = (instance: string, epoch: number, from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => ({ instance, id: 's', unit: from + i, epoch }));
@@ -36,14 +38,14 @@ const units = (instance: string, epoch: number, from: number, to: number) =>
 /** A clean run of one 20-unit split: a claims, commits 5 and 10, dies at 12; b takes over at 10 and completes. */
 function cleanRun(): { h: History; ledger: Ledger } {
   const h = new History();
-  h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '', null)]);
-  h.write(['split', 's', split(1, 'a', null)], ['lease', 's', lease('a', 1)]);
-  h.write(['split', 's', split(1, 'a', 5)]);
-  h.write(['split', 's', split(1, 'a', 10)]);
+  h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '')]);
+  h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+  h.write(['progress', 's', prog(1, 5)]);
+  h.write(['progress', 's', prog(1, 10)]);
   h.write(['lease', 's', 'delete']); // a's lease expires
-  h.write(['split', 's', split(2, 'b', 10, 'runnable', 1)], ['lease', 's', lease('b', 2)]);
-  h.write(['split', 's', split(2, 'b', 15, 'runnable', 1)]);
-  h.write(['split', 's', split(2, '', 20, 'completed', 1)], ['lease', 's', 'delete']);
+  h.write(['split', 's', split(2, 'b', 'runnable', 1)], ['lease', 's', lease('b', 2)]);
+  h.write(['progress', 's', prog(2, 15)]);
+  h.write(['split', 's', split(2, '', 'completed', 1)], ['progress', 's', prog(2, 20)], ['lease', 's', 'delete']);
   const ledger: Ledger = {
     units: [...units('a', 1, 1, 12), ...units('b', 2, 11, 20)],
     events: [{ instance: 'a', ev: 'claimed', id: 's', epoch: 1, progress: 0 }, { instance: 'b', ev: 'claimed', id: 's', epoch: 2, progress: 10 }],
@@ -72,14 +74,35 @@ describe('chaos auditor checks', () => {
 
   test('committed progress going backwards, and a completed record written again', () => {
     const { h, ledger } = cleanRun();
-    h.write(['split', 's', split(2, '', 3, 'completed', 1)]);
+    h.write(['split', 's', split(2, '', 'completed', 1)], ['progress', 's', prog(2, 3)]);
     expect(checks(h, ledger)).toEqual(expect.arrayContaining(['progress-regressed', 'terminal-rewritten']));
+  });
+
+  test('progress going backwards within a tenancy, a claim that writes progress, progress kept in split.{id}', () => {
+    const a = cleanRun();
+    const i = a.h.events.findIndex((e) => e.rev === 4);
+    a.h.events[i] = { ...a.h.events[i]!, rec: prog(1, 4) }; // 5 → 4
+    expect(checks(a.h, a.ledger)).toContain('progress-regressed');
+    const b = cleanRun();
+    b.h.events.splice(b.h.events.findIndex((e) => e.rev === 6), 0,
+      { rev: 6, type: 'put', key: `${P}progress.s`, kind: 'progress', id: 's', rec: prog(2, 10), lease: undefined, at: 6 });
+    expect(checks(b.h, b.ledger)).toContain('claim-changed-progress');
+    const c = cleanRun();
+    c.h.write(['split', 's', { ...split(2, '', 'completed', 1), progress: 20 }]);
+    expect(checks(c.h, c.ledger)).toContain('progress-in-split-record');
+  });
+
+  test('a commit that rewrites split.{id} instead of progress.{id}', () => {
+    const { h, ledger } = cleanRun();
+    const i = h.events.findIndex((e) => e.rev === 7);
+    h.events[i] = { ...h.events[i]!, key: `${P}split.s`, kind: 'split', rec: split(2, 'b', 'runnable', 1) };
+    expect(checks(h, ledger)).toContain('split-rewritten-without-ownership-change');
   });
 
   test('an owner change without an epoch bump', () => {
     const { h, ledger } = cleanRun();
     const i = h.events.findIndex((e) => e.rev === 6 && e.kind === 'split');
-    h.events[i] = { ...h.events[i]!, rec: split(1, 'b', 10) };
+    h.events[i] = { ...h.events[i]!, rec: split(1, 'b') };
     expect(checks(h, ledger)).toEqual(expect.arrayContaining(['owner-changed-without-epoch-bump']));
   });
 
@@ -87,7 +110,7 @@ describe('chaos auditor checks', () => {
     const { h, ledger } = cleanRun();
     // a's commit lands between the expiry (rev 5) and b's claim (rev 6): insert it as rev 5.5.
     h.events.splice(h.events.findIndex((e) => e.rev === 6), 0,
-      { rev: 5.5, type: 'put', key: `${P}split.s`, kind: 'split', id: 's', rec: split(1, 'a', 10), lease: undefined, at: 5.5 });
+      { rev: 5.5, type: 'put', key: `${P}progress.s`, kind: 'progress', id: 's', rec: prog(1, 12), lease: undefined, at: 5.5 });
     expect(checks(h, ledger)).toContain('unfenced-write');
   });
 
@@ -106,11 +129,11 @@ describe('chaos auditor checks', () => {
 
   test('a cooperative drain that still left work to redo', () => {
     const h = new History();
-    h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '', null)]);
-    h.write(['split', 's', split(1, 'a', null)], ['lease', 's', lease('a', 1)]);
-    h.write(['split', 's', split(1, '', 10)], ['lease', 's', 'delete']); // released at 10 after a drain
-    h.write(['split', 's', split(2, 'b', 10)], ['lease', 's', lease('b', 2)]);
-    h.write(['split', 's', split(2, '', 20, 'completed')], ['lease', 's', 'delete']);
+    h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '')]);
+    h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+    h.write(['split', 's', split(1, '')], ['progress', 's', prog(1, 10)], ['lease', 's', 'delete']); // released at 10 after a drain
+    h.write(['split', 's', split(2, 'b')], ['lease', 's', lease('b', 2)]);
+    h.write(['split', 's', split(2, '', 'completed')], ['progress', 's', prog(2, 20)], ['lease', 's', 'delete']);
     const ledger: Ledger = {
       units: [...units('a', 1, 1, 12), ...units('b', 2, 11, 20)],
       events: [{ instance: 'a', ev: 'drained', id: 's', progress: 10 }],
@@ -122,7 +145,14 @@ describe('chaos auditor checks', () => {
 
   test('a split that never completes', () => {
     const { h, ledger } = cleanRun();
-    h.events.splice(h.events.length - 2, 2);
+    h.events.splice(h.events.length - 3, 3);
+    expect(checks(h, ledger)).toContain('not-completed');
+  });
+
+  test('completed, but progress.{id} short of the split\'s size', () => {
+    const { h, ledger } = cleanRun();
+    const i = h.events.findIndex((e) => e.rev === 8 && e.kind === 'progress');
+    h.events.splice(i, 1); // completed with no final progress: progress.s stays at 15
     expect(checks(h, ledger)).toContain('not-completed');
   });
 });

@@ -10,13 +10,17 @@
  *   owner and epoch (so no revision ever shows two owners of one split);
  * - a split record's owner changes only by a claim, which bumps the epoch by
  *   exactly one and writes the claimant's lease key in the same revision;
- * - every other write by an owner (commit, release, completion, failure) is
- *   made while that owner's lease key is live, and the ending ones delete it;
- * - committed progress never decreases, epochs never go back, a terminal
- *   record is never written again.
+ * - every other write by an owner (a commit of `progress.{id}`, release,
+ *   completion, failure) is made while that owner's lease key is live, names
+ *   the owner's epoch, and the ending ones delete the lease key;
+ * - committed progress (`progress.{id}`, which split.{id} no longer carries)
+ *   never decreases, nor does its epoch; a claim never writes it; epochs never
+ *   go back; a terminal record (and its progress) is never written again;
+ *   `split.{id}` changes only with ownership.
  * And over the whole run:
  * - every planned unit appears in the ledger (processed at least once), and
- *   every split ends completed with all its units committed;
+ *   every split ends completed with all its units committed in `progress.{id}`
+ *   by the tenancy that completed it;
  * - every unit was processed by the owner of the epoch it names, after that
  *   tenancy's resume point;
  * - replay: each new tenancy re-processes at most `commitEvery` units already
@@ -115,6 +119,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   };
   const splits = new Map<string, { rec: Rec; rev: number }>();
   const leases = new Map<string, { rec: Rec; rev: number }>();
+  const progress = new Map<string, { rec: Rec; rev: number }>();
   const units = new Map<string, number>();
   const claims = new Map<string, Map<number, Transition>>();
   const ends = new Map<string, { how: 'released' | 'failed'; owner: string; progress: number; rev: number }>();
@@ -127,8 +132,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
     const group = history.slice(i, j);
     i = j;
     const touched = new Set<string>();
-    for (const e of group) if ((e.kind === 'split' || e.kind === 'lease') && e.id) touched.add(e.id);
-    const before = new Map([...touched].map((id) => [id, { split: splits.get(id), lease: leases.get(id) }]));
+    for (const e of group) if ((e.kind === 'split' || e.kind === 'lease' || e.kind === 'progress') && e.id) touched.add(e.id);
+    const before = new Map([...touched].map((id) => [id, { split: splits.get(id), lease: leases.get(id), progress: progress.get(id) }]));
     for (const e of group) {
       if (e.type === 'put' && e.rec === undefined) v('unparseable-record', e.id, [rev], `${e.key} holds a value that is not JSON`);
       if (e.kind === 'leader' && e.type === 'put') leaderTerms++;
@@ -141,6 +146,10 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
         if (e.type === 'put' && e.rec) leases.set(e.id, { rec: e.rec, rev });
         else leases.delete(e.id);
       }
+      if (e.kind === 'progress' && e.id) {
+        if (e.type === 'put' && e.rec) progress.set(e.id, { rec: e.rec, rev });
+        else v('progress-record-deleted', e.id, [rev], `${e.key} was deleted`);
+      }
     }
     for (const id of touched) {
       const bs = before.get(id)!.split?.rec;
@@ -150,19 +159,36 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       const splitPut = group.some((e) => e.kind === 'split' && e.id === id && e.type === 'put');
       const leasePut = group.some((e) => e.kind === 'lease' && e.id === id && e.type === 'put');
       const leaseDeleted = !al && !!bl;
+      const bp = before.get(id)!.progress?.rec;
+      const ap = progress.get(id)?.rec;
+      const progressPut = group.some((e) => e.kind === 'progress' && e.id === id && e.type === 'put');
       const revs = [bl?.rev, splits.get(id)?.rev, rev].filter((r): r is number => r !== undefined);
+      if (progressPut && ap) {
+        if (progressOf(ap) < progressOf(bp)) {
+          v('progress-regressed', id, revs, `progress.${id} went from ${progressOf(bp)} to ${progressOf(ap)} (epoch ${bp?.epoch} → ${ap.epoch})`);
+        }
+        if (bp && Number(ap.epoch) < Number(bp.epoch)) v('epoch-jump', id, revs, `progress.${id} epoch ${bp.epoch} → ${ap.epoch}`);
+        // Only the owner commits, in its tenancy, under its live lease key (the fence).
+        if (!bs || bs.status !== 'runnable' || bs.owner === '') {
+          v(bs && bs.status !== 'runnable' ? 'terminal-rewritten' : 'write-to-unowned', id, revs, `progress.${id} written while split.${id} is ${bs ? `${bs.status}, owner ${bs.owner || '(none)'}` : 'absent'}`);
+        } else {
+          if (ap.epoch !== bs.epoch) v('unfenced-write', id, revs, `progress.${id} names epoch ${ap.epoch}; split.${id} is at ${bs.epoch}`);
+          if (!(bl && bl.rec.owner === bs.owner && bl.rec.epoch === bs.epoch)) {
+            v('unfenced-write', id, revs, `progress.${id} written for ${bs.owner} epoch ${bs.epoch} while its lease key ${bl ? `named ${bl.rec.owner} epoch ${bl.rec.epoch}` : 'was absent'}`);
+          }
+          if (splitPut && as && as.epoch !== bs.epoch) v('claim-changed-progress', id, [rev], `claim of split.${id} wrote progress.${id}`);
+        }
+      }
       if (leasePut && bl && al && bl.rec.owner !== al.rec.owner) {
         v('lease-overwritten', id, [bl.rev, rev], `lease.${id} of ${bl.rec.owner} (written at ${bl.rev}) was overwritten by ${al.rec.owner} while live`);
       }
       if (splitPut && !bs) {
-        if (!(as?.epoch === 0 && as.owner === '' && as.status === 'runnable' && as.progress === null)) {
+        if (!(as?.epoch === 0 && as.owner === '' && as.status === 'runnable' && !('progress' in as))) {
           v('bad-seed', id, [rev], `split.${id} was created as ${JSON.stringify(as)}`);
         }
       } else if (splitPut && bs && as) {
         if (bs.status !== 'runnable') v('terminal-rewritten', id, revs, `split.${id} was ${bs.status} and was written again: ${JSON.stringify(as)}`);
-        if (progressOf(as) < progressOf(bs)) {
-          v('progress-regressed', id, revs, `split.${id} progress went from ${progressOf(bs)} to ${progressOf(as)} (owner ${bs.owner} → ${as.owner})`);
-        }
+        if ('progress' in as) v('progress-in-split-record', id, [rev], `split.${id} carries progress (it belongs in progress.${id}): ${JSON.stringify(as)}`);
         if (as.epoch === bs.epoch + 1) {
           if (!(as.owner !== '' && leasePut && al && al.rec.owner === as.owner && al.rec.epoch === as.epoch)) {
             v('claim-without-lease', id, [rev], `split.${id} epoch ${as.epoch} claimed by ${as.owner} without its lease key in the same revision`);
@@ -171,8 +197,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           if (bs.epoch === 0) kind = 'create';
           else if (bs.owner !== '') kind = bl && bl.rec.owner === as.owner ? 'reclaim' : 'takeover';
           else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
-          if (progressOf(as) !== progressOf(bs)) v('claim-changed-progress', id, [rev], `claim of split.${id} changed progress ${progressOf(bs)} → ${progressOf(as)}`);
-          const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bs), replay: 0 };
+          const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bp), replay: 0 };
           if (!claims.has(id)) claims.set(id, new Map());
           claims.get(id)!.set(as.epoch, t);
         } else if (as.epoch === bs.epoch) {
@@ -186,10 +211,13 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
             if (!(bl && bl.rec.owner === bs.owner && bl.rec.epoch === bs.epoch)) {
               v('unfenced-write', id, revs, `split.${id} written for ${bs.owner} epoch ${bs.epoch} while its lease key ${bl ? `named ${bl.rec.owner} epoch ${bl.rec.epoch}` : 'was absent'}`);
             }
+            if (as.owner !== '' && as.status === 'runnable') {
+              v('split-rewritten-without-ownership-change', id, revs, `split.${id} rewritten at epoch ${as.epoch} with its owner kept (a commit belongs in progress.${id})`);
+            }
             if (as.owner === '') {
               if (!leaseDeleted) v('lease-kept-after-release', id, revs, `split.${id} released by ${bs.owner} but lease.${id} was not deleted in the same revision`);
               if (as.status === 'runnable') {
-                ends.set(id, { how: as.attempts > bs.attempts ? 'failed' : 'released', owner: bs.owner, progress: progressOf(as), rev });
+                ends.set(id, { how: as.attempts > bs.attempts ? 'failed' : 'released', owner: bs.owner, progress: progressOf(ap), rev });
               }
             }
           }
@@ -258,8 +286,9 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
     if (missing.length > 0) v('unit-never-processed', id, [], `units ${ranges(missing)} of ${id} (of ${n}) appear in no ledger`);
     for (const c of counts.values()) duplicates += c - 1;
     const rec = splits.get(id);
-    if ((options.expectComplete ?? true) && !(rec?.rec.status === 'completed' && progressOf(rec.rec) === n)) {
-      v('not-completed', id, rec ? [rec.rev] : [], `split.${id} ended ${rec ? `${rec.rec.status} at progress ${progressOf(rec.rec)}` : 'absent'}, expected completed at ${n}`);
+    const p = progress.get(id)?.rec;
+    if ((options.expectComplete ?? true) && !(rec?.rec.status === 'completed' && progressOf(p) === n && p?.epoch === rec.rec.epoch)) {
+      v('not-completed', id, rec ? [rec.rev] : [], `split.${id} ended ${rec ? `${rec.rec.status} at epoch ${rec.rec.epoch}, progress.${id} ${p ? `${progressOf(p)} (epoch ${p.epoch})` : 'absent'}` : 'absent'}, expected completed at ${n}`);
     }
   }
   const counts = { create: 0, cooperative: 0, declined: 0, forced: 0, failed: 0, takeover: 0, reclaim: 0 } as Record<TransitionKind, number>;
