@@ -13,8 +13,8 @@
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
-import { leaderKey, planKey, splitKey } from '../../src/protocol/keys.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type RecordKind, type RecordTypes, type SplitRecord } from '../../src/protocol/records.js';
+import { leaderKey, parseKey, planKey, progressKey, splitKey } from '../../src/protocol/keys.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type RecordKind, type RecordTypes, type SplitRecord } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { cmp, op, type WatchHandle } from '../../src/store/store.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleet, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
@@ -43,6 +43,9 @@ afterAll(async () => {
 
 let jobCounter = 0;
 
+/** A split's record with its committed progress (`progress.{id}`, null before the first commit) beside it. */
+type SplitState = SplitRecord & { progress: Json };
+
 /** A job of `units`-unit splits, its key prefix and decoding helpers. */
 function job(label: string, overrides: Partial<FleetProcessConfig> = {}) {
   const name = `proc-${label}-${++jobCounter}-${Math.random().toString(36).slice(2, 7)}`;
@@ -58,13 +61,35 @@ function job(label: string, overrides: Partial<FleetProcessConfig> = {}) {
   };
   return {
     name, prefix, fp, base, read,
-    split: (id: string) => read('split', splitKey(prefix, id)),
-    /** Every put of a split record from now on, decoded, in revision order. */
-    async history(): Promise<SplitRecord[]> {
-      const out: SplitRecord[] = [];
-      const h = store.watch(`${prefix}split.`, {
+    /** `split.{id}` and `progress.{id}` read in one transaction (one revision). */
+    split: async (id: string): Promise<SplitState | undefined> => {
+      const res = await store.txn({ compares: [], success: [op.get(splitKey(prefix, id)), op.get(progressKey(prefix, id))] });
+      const [sk, pk] = res.reads;
+      if (!sk) return undefined;
+      const progress = pk ? decodeRecord('progress', pk.key, pk.value, fp).progress : null;
+      return { ...decodeRecord('split', sk.key, sk.value, fp), progress };
+    },
+    /**
+     * The split's state (record and committed progress) after every revision
+     * that wrote either, from now on, in revision order (one job, one split).
+     */
+    async history(): Promise<SplitState[]> {
+      const out: SplitState[] = [];
+      let split: SplitRecord | undefined;
+      let progress: Json = null;
+      let lastRev = 0;
+      const h = store.watch(prefix, {
         onEvent: (e) => {
-          if (e.type === 'put') out.push(decodeRecord('split', e.key, e.value ?? '', fp));
+          const parsed = parseKey(prefix, e.key);
+          if (e.type !== 'put' || (parsed.kind !== 'split' && parsed.kind !== 'progress')) return;
+          if (parsed.kind === 'split') split = decodeRecord('split', e.key, e.value ?? '', fp);
+          else progress = decodeRecord('progress', e.key, e.value ?? '', fp).progress;
+          if (!split) return;
+          const state = { ...split, progress };
+          // One entry per revision: a release or completion writes both keys at once.
+          if (e.modRevision === lastRev) out[out.length - 1] = state;
+          else out.push(state);
+          lastRev = e.modRevision;
         },
       });
       watches.push(h);
@@ -84,7 +109,7 @@ const firstClaimer = (members: FleetMember[]) =>
 const splitId = (i: number, n: number) => `obj-${String(i).padStart(String(n - 1).length, '0')}`;
 
 /** Progress and epoch never go down across one split's history. */
-function regressions(history: SplitRecord[]): string[] {
+function regressions(history: SplitState[]): string[] {
   const bad: string[] = [];
   const num = (p: unknown) => (typeof p === 'number' ? p : 0);
   for (let i = 1; i < history.length; i++) {

@@ -298,6 +298,11 @@ export interface HistoryEvent {
   lease: string | undefined;
   /** Local receive time. */
   at: number;
+  /**
+   * On a 'split' event: the state was produced by a write of `progress.{id}`
+   * alone (a commit), not of `split.{id}`; see `Recorder`.
+   */
+  commit?: boolean;
 }
 
 /** Outside every job's prefix (`<root>/<job>/`), inside the recorder's watch. */
@@ -307,12 +312,22 @@ const SYNC_KEY = 'splitfleet/test-sync';
  * Follows one job's prefix from the moment it starts (start it before the
  * job's first member): every put and delete, in revision order. `sync()`
  * makes sure everything written before it has been recorded.
+ *
+ * Committed progress lives in `progress.{id}`, which split.{id} no longer
+ * carries. The 'split' events are the split's *state* after each revision
+ * that wrote either key: the record with `progress` set to the committed
+ * progress then (null before the first commit). A commit (progress.{id}
+ * alone) is a 'split' event with `commit: true`; a release or completion,
+ * which writes both keys in one transaction, is one event. The raw
+ * 'progress' events are recorded too.
  */
 export class Recorder {
   readonly events: HistoryEvent[] = [];
   private readonly handle;
   private syncRev = 0;
   private lastRev = 0;
+  private readonly splitRecs = new Map<string, Record<string, any>>();
+  private readonly committed = new Map<string, unknown>();
 
   static async start(store: Store, prefix: string): Promise<Recorder> {
     const { revision } = await store.list('splitfleet/', { limit: 1 });
@@ -337,16 +352,24 @@ export class Recorder {
             rec = undefined;
           }
         }
-        this.events.push({
-          rev: e.modRevision,
-          type: e.type,
-          key: e.key,
-          kind: parsed.kind,
-          id: parsed.kind === 'unknown' || parsed.kind === 'plan' || parsed.kind === 'leader' ? undefined : parsed.id,
-          rec,
-          lease: e.lease,
-          at: Date.now(),
-        });
+        const id = parsed.kind === 'unknown' || parsed.kind === 'plan' || parsed.kind === 'leader' ? undefined : parsed.id;
+        const event: HistoryEvent = { rev: e.modRevision, type: e.type, key: e.key, kind: parsed.kind, id, rec, lease: e.lease, at: Date.now() };
+        if (parsed.kind === 'split' && id !== undefined && e.type === 'put' && rec) {
+          this.splitRecs.set(id, rec);
+          event.rec = { ...rec, progress: this.committed.get(id) ?? null };
+        }
+        this.events.push(event);
+        if (parsed.kind === 'progress' && id !== undefined && e.type === 'put' && rec) {
+          this.committed.set(id, rec.progress);
+          const split = this.splitRecs.get(id);
+          if (!split) return;
+          let same: HistoryEvent | undefined;
+          for (let i = this.events.length - 1; i >= 0 && !same; i--) if (this.events[i]!.kind === 'split' && this.events[i]!.id === id) same = this.events[i];
+          if (same && same.rev === e.modRevision && same.rec) same.rec = { ...same.rec, progress: rec.progress };
+          else {
+            this.events.push({ rev: e.modRevision, type: 'put', key: e.key.replace(`${prefix}progress.`, `${prefix}split.`), kind: 'split', id, rec: { ...split, progress: rec.progress }, lease: undefined, at: Date.now(), commit: true });
+          }
+        }
       },
     });
   }
@@ -417,6 +440,7 @@ export interface JobState {
   plan: Record<string, any> | undefined;
   leader: { rec: Record<string, any>; modRevision: number; createRevision: number } | undefined;
   workers: Map<string, Record<string, any>>;
+  /** Each split's record with its committed progress (`progress.{id}`, null before the first commit) as `progress`. */
   splits: Map<string, Record<string, any> & { modRevision: number }>;
   leases: Map<string, { owner: string; epoch: number; createRevision: number; lease?: string }>;
   assigns: Map<string, { splits: string[]; generation: number; modRevision: number }>;
@@ -426,6 +450,7 @@ export interface JobState {
 export async function readJob(store: Store, prefix: string): Promise<JobState> {
   const { kvs, revision } = await store.listAll(prefix);
   const s: JobState = { revision, plan: undefined, leader: undefined, workers: new Map(), splits: new Map(), leases: new Map(), assigns: new Map() };
+  const committed = new Map<string, unknown>();
   for (const kv of kvs) {
     const p = parseKey(prefix, kv.key);
     const rec = JSON.parse(kv.value) as Record<string, any>;
@@ -440,7 +465,10 @@ export async function readJob(store: Store, prefix: string): Promise<JobState> {
         s.workers.set(p.id, rec);
         break;
       case 'split':
-        s.splits.set(p.id, { ...rec, modRevision: kv.modRevision });
+        s.splits.set(p.id, { ...rec, progress: committed.get(p.id) ?? null, modRevision: kv.modRevision });
+        break;
+      case 'progress':
+        committed.set(p.id, rec.progress); // progress.* lists before split.* (key order)
         break;
       case 'lease':
         s.leases.set(p.id, { owner: rec.owner, epoch: rec.epoch, createRevision: kv.createRevision, ...(kv.lease ? { lease: kv.lease } : {}) });
