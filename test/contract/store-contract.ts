@@ -9,7 +9,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isSplitfleetError } from '../../src/errors.js';
-import { cmp, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
+import { cmp, exactKey, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
 
 /** What a backend provides to the suite. */
 export interface ContractFixture {
@@ -60,6 +60,83 @@ export function storeContract(name: string, setup: () => Promise<ContractFixture
     });
     afterEach(async () => {
       await f.close();
+    });
+
+    it('list narrows to [rangeStart, rangeEnd) within the prefix, pages inside it, and reads a past revision', async () => {
+      for (const k of ['assign.a', 'lease.a', 'plan', 'progress.a', 'progress.b', 'spec.a', 'split.a', 'split.ab', 'worker.a']) await store.put(`${p}${k}`, k);
+      const keys = (kvs: KeyValue[]) => kvs.map((kv) => kv.key.slice(p.length));
+      // Everything but progress.*: below `progress.` and from `progress/` ('/' follows '.').
+      expect(keys((await store.list(p, { rangeEnd: `${p}progress.` })).kvs)).toEqual(['assign.a', 'lease.a', 'plan']);
+      expect(keys((await store.list(p, { rangeStart: `${p}progress/` })).kvs)).toEqual(['spec.a', 'split.a', 'split.ab', 'worker.a']);
+      expect(keys((await store.list(p, { rangeStart: `${p}lease.`, rangeEnd: `${p}lease/` })).kvs)).toEqual(['lease.a']);
+      // Pages within a range, with startAfter.
+      const first = await store.list(p, { rangeStart: `${p}progress/`, rangeEnd: `${p}worker.`, limit: 2 });
+      expect(keys(first.kvs)).toEqual(['spec.a', 'split.a']);
+      expect(first.more).toBe(true);
+      const second = await store.list(p, { rangeStart: `${p}progress/`, rangeEnd: `${p}worker.`, limit: 2, startAfter: first.kvs[1]!.key });
+      expect(keys(second.kvs)).toEqual(['split.ab']);
+      expect(second.more).toBe(false);
+      // A range reaching outside the prefix is still clipped to the prefix.
+      expect(keys((await store.list(`${p}split.`, { rangeStart: p, rangeEnd: `${p}zzz` })).kvs)).toEqual(['split.a', 'split.ab']);
+      // At a past revision, and through listAll.
+      const rev = (await store.list(p, { limit: 1 })).revision;
+      await store.put(`${p}lease.b`, 'later');
+      expect(keys((await store.list(p, { rangeStart: `${p}lease.`, rangeEnd: `${p}lease/`, revision: rev })).kvs)).toEqual(['lease.a']);
+      expect(keys((await store.listAll(p, 1, { rangeStart: `${p}lease.`, rangeEnd: `${p}lease/` })).kvs)).toEqual(['lease.a', 'lease.b']);
+    });
+
+    it('exactKey lists and watches one key only, not its longer siblings', async () => {
+      await store.put(`${p}split.a`, 'a0');
+      await store.put(`${p}split.ab`, 'ab0');
+      await store.put(`${p}split.a.b`, 'a.b0');
+      expect((await store.list(`${p}split.a`, exactKey(`${p}split.a`))).kvs.map((kv) => kv.value)).toEqual(['a0']);
+      expect((await store.listAll(`${p}split.a`, 10, exactKey(`${p}split.a`))).kvs.map((kv) => kv.value)).toEqual(['a0']);
+      const seen: WatchEvent[] = [];
+      const h = store.watch(`${p}split.a`, { ...exactKey(`${p}split.a`), onEvent: (e) => seen.push(e) });
+      await h.ready;
+      await store.put(`${p}split.ab`, 'ab1');
+      await store.put(`${p}split.a.b`, 'a.b1');
+      await store.put(`${p}split.a`, 'a1');
+      await store.delete(`${p}split.ab`);
+      await store.delete(`${p}split.a`);
+      const last = await store.put(`${p}split.a`, 'a2');
+      await waitFor('the watch to reach the last put', () => seen.some((e) => e.modRevision === last));
+      expect(seen.map((e) => [e.type, e.key.slice(p.length), e.value ?? null])).toEqual([
+        ['put', 'split.a', 'a1'], ['delete', 'split.a', null], ['put', 'split.a', 'a2'],
+      ]);
+      await h.close();
+    });
+
+    it('a ranged watch delivers only its range, from a past revision too, and snapshotAndWatch narrows both halves', async () => {
+      const from = await store.put(`${p}progress.a`, '1');
+      await store.put(`${p}split.a`, 's1');
+      await store.put(`${p}lease.a`, 'l1');
+      const low: string[] = [];
+      const high: string[] = [];
+      const h1 = store.watch(p, { rangeEnd: `${p}progress.`, fromRevision: from, onEvent: (e) => low.push(e.key.slice(p.length)) });
+      const h2 = store.watch(p, { rangeStart: `${p}progress/`, fromRevision: from, onEvent: (e) => high.push(e.key.slice(p.length)) });
+      await Promise.all([h1.ready, h2.ready]);
+      await store.put(`${p}progress.a`, '2');
+      await store.put(`${p}assign.w`, 'x');
+      const last = await store.put(`${p}worker.w`, 'y');
+      await waitFor('both watches to catch up', () => low.includes('assign.w') && high.includes('worker.w'));
+      expect(low).toEqual(['lease.a', 'assign.w']);
+      expect(high).toEqual(['split.a', 'worker.w']);
+      await Promise.all([h1.close(), h2.close()]);
+      const snap: string[] = [];
+      const live: string[] = [];
+      const h3 = store.snapshotAndWatch(p, {
+        onSnapshot: (kvs) => snap.push(...kvs.map((kv) => kv.key.slice(p.length))),
+        onEvent: (e) => live.push(e.key.slice(p.length)),
+      }, { rangeStart: `${p}progress/`, pageSize: 1 });
+      await h3.ready;
+      await store.put(`${p}progress.b`, '1');
+      const end = await store.put(`${p}split.b`, 's');
+      expect(end).toBeGreaterThan(last);
+      await waitFor('the snapshot watch to see split.b', () => live.includes('split.b'));
+      expect(snap).toEqual(['split.a', 'worker.w']);
+      expect(live).toEqual(['split.b']);
+      await h3.close();
     });
 
     it('tracks create and mod revisions; a losing txn writes nothing and keeps the revision', async () => {
