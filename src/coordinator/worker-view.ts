@@ -173,7 +173,9 @@ export class WorkerView {
       this.splits.delete(id);
       dropped.push(f);
     }
-    await Promise.all(dropped.flatMap((f) => [f.split.close(), f.lease.close(), f.spec?.close()]));
+    // Let go in the background: a cancellation waits for etcd's answer on the watch stream,
+    // which queues behind other watches' set-up, and the next claim must not wait for it.
+    void Promise.all(dropped.flatMap((f) => [f.split.close(), f.lease.close(), f.spec?.close()])).catch(() => undefined);
     if (added.length > 0) await this.load(added);
   }
 
