@@ -191,8 +191,8 @@ export class AssignmentPool {
       let copy = ColumnarPool.fromSnapshot(snapshot);
       let d = columnarDecisionOrNull(copy);
       if (d === null) d = columnarAssignment((copy = ColumnarPool.fromSnapshot(pool.snapshot(true))));
-      const order = copy.cachedOrder();
-      if (snapshot.order === null && order !== null) pool.adoptOrder(snapshot.epoch, order);
+      const sorted = copy.sortedState();
+      if (snapshot.order === null && sorted !== null) pool.adoptSorted(snapshot.epoch, sorted);
       return d;
     }
     let s = snapshot;
@@ -203,7 +203,7 @@ export class AssignmentPool {
       reply = await this.call({ kind: 'columnar', snapshot: s }, snapshotBuffers(s));
     }
     if (reply.kind !== 'columnar') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
-    if (reply.order !== null) pool.adoptOrder(s.epoch, reply.order);
+    if (reply.sorted !== null) pool.adoptSorted(s.epoch, reply.sorted);
     return { members: reply.members, assignee: reply.assignee, stats: reply.stats };
   }
 }

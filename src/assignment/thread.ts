@@ -22,8 +22,9 @@ function runColumnar(t: ColumnarTask): ThreadReply {
   const pool = ColumnarPool.fromSnapshot(t.snapshot);
   const d = columnarDecisionOrNull(pool);
   if (d === null) return { ok: true, kind: 'needs-ids' };
-  const order = t.snapshot.order === null ? pool.cachedOrder() : null;
-  return { ok: true, kind: 'columnar', members: d.members.slice(), assignee: d.assignee as Int32Array<ArrayBuffer>, stats: d.stats, order: order as Uint32Array<ArrayBuffer> | null };
+  // The thread lays the sorted columns out, so that the caller adopts them without gathering 1M rows.
+  const sorted = t.snapshot.order === null ? pool.sortedState() : null;
+  return { ok: true, kind: 'columnar', members: d.members.slice(), assignee: d.assignee as Int32Array<ArrayBuffer>, stats: d.stats, sorted };
 }
 
 /** Runs one task; never throws. Exported for the in-thread tests of the wire format. */

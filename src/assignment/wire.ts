@@ -69,8 +69,8 @@ export type ThreadReply =
       members: string[];
       assignee: Int32Array<ArrayBuffer>;
       stats: AssignmentStats;
-      /** The sort of a snapshot that had no cached order (the caller's pool adopts it). */
-      order: Uint32Array<ArrayBuffer> | null;
+      /** The sort of a snapshot that had no cached order, laid out (the caller's pool adopts it: `adoptSorted`). */
+      sorted: import('./columnar.js').SortedState | null;
     }
   /** Two rows share a 64-bit key: the caller validates (a duplicate id) or decides in-thread (a true collision). */
   | { ok: true; kind: 'duplicates' }

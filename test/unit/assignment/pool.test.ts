@@ -99,6 +99,31 @@ describe('AssignmentPool equals desiredAssignment', () => {
     );
   });
 
+  it('changes made while a thread sorts a snapshot are kept in the order the pool adopts', async () => {
+    for (const [which, p] of [['threads', pool], ['in-thread', local]] as const) {
+      const input = bigInput(4000, 20, 11);
+      const cp = toPool(input);
+      const pending = p.assignColumnar(cp); // snapshot taken, no cached order yet
+      input.splits.slice(0, 300).forEach((s, k) => {
+        cp.setLeaseOwner(s.id, `m-${k % 23}`);
+        cp.setPrevious(s.id, k % 3 === 0 ? null : `m-${k % 5}`);
+        cp.setRecordOwner(s.id, `m-${k % 7}`);
+        if (k % 11 === 0) cp.upsertSplit(s.id, s.weight, 'completed'); // same weight: the order holds
+        if (k % 13 === 0) cp.removeSplit(s.id);
+      });
+      await pending;
+      expect(cp.cachedOrder(), which).not.toBeNull();
+      // The same state built afresh (sorted from scratch) must decide the same.
+      const fresh = toPool({ ...cp.toInput(), reserved: input.reserved ?? [] });
+      const d = columnarAssignment(cp);
+      const f = columnarAssignment(fresh);
+      const byId = (dd: ColumnarDecision, q: ColumnarPool): Record<string, string | null> =>
+        Object.fromEntries(input.splits.map((s) => [s.id, q.rowOf(s.id) < 0 ? null : q.assigneeOf(dd, s.id)]));
+      expect(byId(d, cp), which).toEqual(byId(f, fresh));
+      expect(d.stats, which).toEqual({ ...f.stats, computeMs: d.stats.computeMs });
+    }
+  });
+
   it('columnar form: pool = in-thread = columnarAssignment, cold then with the adopted order', async () => {
     await fc.assert(
       fc.asyncProperty(assignmentInput(), async (input) => {
