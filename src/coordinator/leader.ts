@@ -74,7 +74,13 @@ export interface LeaderStats {
 }
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
-const SEED_SLICE = 2000;
+const SEED_SLICE = 500;
+/**
+ * While a plan is being seeded, decisions are spaced this far apart: every
+ * batch of new splits drops the pool's cached order, and deciding on each
+ * would re-sort a growing pool dozens of times a second for nothing.
+ */
+const SEEDING_PUBLISH_MS = 1000;
 /** Yields to the event loop (seeding a large plan must not hold it). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -112,6 +118,8 @@ export class Leader {
   private readonly previousIds = new Set<string>();
   private writingVerdict = false;
   private reseeding = false;
+  /** A plan is being seeded (see SEEDING_PUBLISH_MS). */
+  private seeding = false;
 
   constructor(private readonly ctx: LeaderContext) {
     this.store = ctx.store;
@@ -365,7 +373,18 @@ export class Leader {
     try {
       const result = await this.ctx.planner({ cursor: plan?.cursor, generation: this.term!.generation, signal });
       if (signal.aborted) return;
-      await this.seed(result.splits, result.final, result.cursor, signal);
+      this.seeding = true;
+      try {
+        await this.seed(result.splits, result.final, result.cursor, signal);
+      } finally {
+        this.seeding = false;
+      }
+      // Decide now on the whole plan, rather than when a seeding-paced timer would fire.
+      if (this.cancelPublishTimer) {
+        this.cancelPublishTimer();
+        this.cancelPublishTimer = undefined;
+      }
+      this.schedulePublish();
       if (!result.final && !signal.aborted) {
         this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => void this.planLoop(signal));
       }
@@ -470,7 +489,7 @@ export class Leader {
       return;
     }
     if (this.cancelPublishTimer) return;
-    this.cancelPublishTimer = this.clock.setTimer(PUBLISH_DEBOUNCE_MS, () => {
+    this.cancelPublishTimer = this.clock.setTimer(this.seeding ? SEEDING_PUBLISH_MS : PUBLISH_DEBOUNCE_MS, () => {
       this.cancelPublishTimer = undefined;
       void this.publish();
     });

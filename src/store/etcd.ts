@@ -79,6 +79,9 @@ export interface EtcdStoreOptions {
   keepAliveTimeoutMs?: number;
 }
 
+/** Watch events handed on per turn of the event loop (see `watch`). */
+const DELIVERY_CHUNK = 500;
+
 /** etcd's default `--grpc-keepalive-min-time`: pings more frequent than this are refused by the server. */
 export const ETCD_KEEPALIVE_MIN_MS = 5_000;
 
@@ -319,6 +322,26 @@ export class EtcdStore extends BaseStore {
       if (lastSeen === undefined) lastSeen = Number(res.header.revision);
       resolveReady();
     });
+    // Received events wait here and are handed on at most DELIVERY_CHUNK per turn of the event
+    // loop: a watch catching up gets up to a thousand revisions in one response, and handing them
+    // all on at once would hold the loop (and the session's renewal timer) for as long.
+    let queue: IEvent[] = [];
+    let head = 0;
+    let draining = false;
+    const drain = (): void => {
+      draining = false;
+      let n = 0;
+      while (head < queue.length && !stopped) {
+        if (n++ === DELIVERY_CHUNK) {
+          draining = true;
+          setImmediate(drain);
+          return;
+        }
+        options.onEvent(toWatchEvent(queue[head++]!));
+      }
+      queue = [];
+      head = 0;
+    };
     watcher.on('data', (res: IWatchResponse) => {
       if (stopped) return;
       const floor = lastSeen ?? 0;
@@ -326,13 +349,14 @@ export class EtcdStore extends BaseStore {
       for (const ev of res.events) {
         const rev = Number(ev.kv.mod_revision);
         if (rev <= floor) continue;
-        options.onEvent(toWatchEvent(ev));
-        if (stopped) return;
+        queue.push(ev);
         seen = Math.max(seen, rev);
       }
       // An empty response is a progress notification: etcd sends them only to caught-up watchers.
       if (res.events.length === 0) seen = Math.max(seen, Number(res.header.revision));
+      // The resume point follows what was received: what is queued is delivered from memory.
       lastSeen = seen;
+      if (!draining) drain();
     });
     watcher.on('disconnected', () => {
       if (lastSeen !== undefined) watcher.request.start_revision = String(lastSeen + 1);
