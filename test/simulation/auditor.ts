@@ -5,15 +5,24 @@
  * write a ledger of processed units and of how each tenancy ended. `audit()`
  * replays the history revision by revision and checks the properties:
  *
- * - no-loss: every committed progress step (a → b at epoch e) is covered by
- *   units a+1..b processed by the tenancy of epoch e; with progress monotone
- *   and ending at the split's size, every unit was processed at least once.
- * - monotone: committed progress never goes backwards; a terminal record is
- *   never rewritten; a split record is never deleted; epochs move by +1 only
- *   on a claim.
+ * Committed progress lives in `progress.{id}` (`{id, epoch, progress}`),
+ * written only by the owner's fenced transactions; `split.{id}` carries
+ * ownership only (epoch, status, owner, attempts) and moves only when
+ * ownership does.
+ *
+ * - no-loss: every committed progress step (a → b at epoch e, a put of
+ *   `progress.{id}`) is covered by units a+1..b processed by the tenancy of
+ *   epoch e; with progress monotone and ending at the split's size, every unit
+ *   was processed at least once.
+ * - monotone: committed progress never goes backwards, nor does the epoch a
+ *   progress record names; a terminal record is never rewritten (nor its
+ *   progress); neither a split nor a progress record is ever deleted; a claim
+ *   never writes progress; `split.{id}` never carries progress; epochs move
+ *   by +1 only on a claim.
  * - one owner per epoch: each epoch is installed by exactly one claim, made by
- *   the process it names; every later write at that epoch (commit, release,
- *   complete) comes from that same incarnation; units are processed only by
+ *   the process it names; every later write at that epoch (a progress commit,
+ *   release, complete) comes from that same incarnation, names that epoch, and
+ *   lands while that incarnation's lease key is live; units are processed only by
  *   the claimer of their epoch; a claim never lands over another owner's live
  *   lease key; at every revision a live `lease.{id}` agrees with `split.{id}`
  *   (owner, epoch, runnable) and hangs off a lease of the process it names.
@@ -25,7 +34,8 @@
  *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
  *   releases).
  * - completion (checked by the caller when the run finished): every split
- *   completed at its full size, no ephemeral key left behind.
+ *   completed with `progress.{id}` at its full size, written by the tenancy
+ *   that completed it, no ephemeral key left behind.
  *
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes.
@@ -53,7 +63,8 @@ export interface AuditStats {
   leaderTerms: number;
 }
 
-interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number; progress: unknown }
+interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
+interface ProgressRec { id: string; epoch: number; progress: unknown }
 interface LeaseRec { id: string; owner: string; epoch: number }
 interface Tenancy { epoch: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
 
@@ -113,6 +124,11 @@ export class Auditor {
       m.set(u.unit, [...(m.get(u.unit) ?? []), u.proc]);
     }
     const instanceOf = (proc: string | undefined) => (proc === undefined ? undefined : this.procInstance.get(proc));
+    /** Committed progress of split `id` as `state` holds it (before the revision being replayed). */
+    const committed = (id: string): number => {
+      const kv = state.get(`${P}progress.${id}`);
+      return kv ? prog((JSON.parse(kv.value) as ProgressRec).progress) : 0;
+    };
 
     // Group the history by revision.
     const byRev = new Map<number, WatchEvent[]>();
@@ -179,6 +195,47 @@ export class Auditor {
               if (!splitPut) fail('one-owner-per-epoch', `lease.${id} put without a claim of split.${id}`);
             }
             break;
+          case 'progress': {
+            if (c.type === 'delete') {
+              fail('monotone', `progress.${id} deleted`);
+              break;
+            }
+            const next = JSON.parse(c.value!) as ProgressRec;
+            const prevRaw = before && (JSON.parse(before.value) as ProgressRec);
+            const from = prog(prevRaw?.progress);
+            if (prog(next.progress) < from) fail('monotone', `progress.${id} went back from ${from} to ${prog(next.progress)}`, { prev: prevRaw, next });
+            if (prevRaw && next.epoch < prevRaw.epoch) fail('monotone', `progress.${id} epoch went back from ${prevRaw.epoch} to ${next.epoch}`, { prev: prevRaw, next });
+            // Only the owner of the split's current tenancy commits, at its epoch, under its live lease key.
+            const splitBefore = state.get(`${P}split.${id}`);
+            const sr = splitBefore && (JSON.parse(splitBefore.value) as SplitRec);
+            if (!sr || sr.status !== 'runnable' || sr.owner === '') {
+              fail('monotone', `progress.${id} written while split.${id} is ${sr ? `${sr.status} with ${sr.owner || 'no owner'}` : 'missing'}`, { next });
+              break;
+            }
+            if (group.some((x) => x.key === `${P}split.${id}` && x.type === 'put' && (JSON.parse(x.value!) as SplitRec).epoch !== sr.epoch)) {
+              fail('monotone', `claim of split.${id} wrote progress`, { next });
+            }
+            const t = tenancy(id, sr.epoch);
+            if (next.epoch !== sr.epoch) fail('one-owner-per-epoch', `progress.${id} names epoch ${next.epoch}, split.${id} is at ${sr.epoch}`, { next });
+            if (!t || t.proc !== writer) {
+              fail('one-owner-per-epoch', `progress.${id} written at epoch ${sr.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { next });
+            }
+            const lease = state.get(`${P}lease.${id}`);
+            const lr = lease && (JSON.parse(lease.value) as LeaseRec);
+            if (!lr || lr.owner !== sr.owner || lr.epoch !== sr.epoch || !lease!.lease || this.leaseProc.get(lease!.lease) !== writer) {
+              fail('one-owner-per-epoch', `progress.${id} written by ${writer} without its live lease key (${lr ? `${lr.owner}@${lr.epoch}` : 'none'})`, { next });
+            }
+            // No loss: the committed step is covered by this tenancy's processing.
+            const done = processed.get(`${id}\u0000${sr.epoch}`);
+            for (let u = from + 1; u <= prog(next.progress); u++) {
+              if (!done?.get(u)?.includes(writer ?? '')) {
+                fail('no-loss', `progress.${id} committed unit ${u} at epoch ${sr.epoch} that its tenancy never processed`, { prev: prevRaw, next });
+                break;
+              }
+            }
+            if (t) t.last = prog(next.progress);
+            break;
+          }
           case 'split': {
             touched.add(id);
             if (c.type === 'delete') {
@@ -186,15 +243,16 @@ export class Auditor {
               break;
             }
             const next = JSON.parse(c.value!) as SplitRec;
+            if ('progress' in next) fail('layout', `split.${id} carries progress (it belongs in progress.${id})`, { next });
             if (!before) {
               guarded(`seeding split.${id}`);
-              if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable' || next.progress !== null) fail('monotone', `split.${id} created non-initial`, { next });
+              if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable') fail('monotone', `split.${id} created non-initial`, { next });
+              if (state.has(`${P}progress.${id}`)) fail('monotone', `split.${id} seeded over an existing progress.${id}`);
               tenancies.set(id, []);
               break;
             }
             const prev = JSON.parse(before.value) as SplitRec;
             if (prev.status !== 'runnable') fail('monotone', `split.${id} rewritten after it became ${prev.status}`, { prev, next });
-            if (prog(next.progress) < prog(prev.progress)) fail('monotone', `split.${id} progress went back from ${prog(prev.progress)} to ${prog(next.progress)}`, { prev, next });
             if (next.epoch === prev.epoch + 1) {
               // A claim: installs a tenancy.
               stats.claims++;
@@ -211,7 +269,6 @@ export class Auditor {
                 const lr = JSON.parse(lk.value!) as LeaseRec;
                 if (lr.owner !== next.owner || lr.epoch !== next.epoch) fail('one-owner-per-epoch', `claim of split.${id}: lease key says ${lr.owner}@${lr.epoch}, record ${next.owner}@${next.epoch}`);
               }
-              if (prog(next.progress) !== prog(prev.progress)) fail('monotone', `claim of split.${id} changed progress`);
               const ts = tenancies.get(id) ?? [];
               const last = ts[ts.length - 1];
               const takeover = prev.owner !== '';
@@ -219,7 +276,7 @@ export class Auditor {
                 stats.takeovers++;
                 if (last && !last.end) last.end = 'taken-over';
               }
-              ts.push({ epoch: next.epoch, proc: writer, revision: rev, resume: prog(prev.progress), last: prog(prev.progress), takeover });
+              ts.push({ epoch: next.epoch, proc: writer, revision: rev, resume: committed(id), last: committed(id), takeover });
               tenancies.set(id, ts);
             } else if (next.epoch === prev.epoch) {
               if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1 && tenancy(id, prev.epoch)?.proc !== writer) {
@@ -234,16 +291,20 @@ export class Auditor {
                   fail('one-owner-per-epoch', `split.${id} written at epoch ${prev.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { prev, next });
                 }
                 if (next.owner !== '' && next.owner !== prev.owner) fail('one-owner-per-epoch', `split.${id} owner changed without a claim`, { prev, next });
-                // No loss: the committed step is covered by this tenancy's processing.
-                const done = processed.get(`${id}\u0000${prev.epoch}`);
-                for (let u = prog(prev.progress) + 1; u <= prog(next.progress); u++) {
-                  if (!done?.get(u)?.includes(writer ?? '')) {
-                    fail('no-loss', `split.${id} committed unit ${u} at epoch ${prev.epoch} that its tenancy never processed`, { prev, next });
-                    break;
-                  }
+                // Ownership changes only: a write at the same epoch that keeps the owner is a commit
+                // that belongs in progress.{id}.
+                if (next.owner !== '' && next.status === 'runnable') fail('layout', `split.${id} rewritten with no change of ownership`, { prev, next });
+                // Fenced like a commit: the owner's lease key is live (the same transaction deletes it).
+                const lease = state.get(`${P}lease.${id}`);
+                const lr = lease && (JSON.parse(lease.value) as LeaseRec);
+                if (!lr || lr.owner !== prev.owner || lr.epoch !== prev.epoch || !lease!.lease || this.leaseProc.get(lease!.lease) !== writer) {
+                  fail('one-owner-per-epoch', `split.${id} released/ended by ${writer} without its live lease key (${lr ? `${lr.owner}@${lr.epoch}` : 'none'})`, { prev, next });
+                }
+                // The simulated source completes with its final progress: both land in one transaction.
+                if (next.status === 'completed' && !group.some((x) => x.key === `${P}progress.${id}` && x.type === 'put')) {
+                  fail('terminal', `split.${id} completed without its final progress in the same transaction`, { prev, next });
                 }
                 if (t) {
-                  t.last = prog(next.progress);
                   if (next.status === 'completed') t.end = 'completed';
                   else if (next.status === 'quarantined') t.end = 'quarantined';
                   else if (next.owner === '' && next.attempts === prev.attempts) t.end = 'released';
@@ -351,8 +412,11 @@ export class Auditor {
     for (const [id, size] of sizes) {
       const raw = state.get(`${this.prefix}split.${id}`);
       const rec = raw && (JSON.parse(raw) as SplitRec);
-      if (!rec || rec.status !== 'completed' || prog(rec.progress) !== size) {
-        v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status} at ${JSON.stringify(rec.progress)}` : 'missing'} (size ${size})` });
+      const rawProgress = state.get(`${this.prefix}progress.${id}`);
+      const p = rawProgress && (JSON.parse(rawProgress) as ProgressRec);
+      if (!rec || rec.status !== 'completed' || !p || prog(p.progress) !== size || p.epoch !== rec.epoch) {
+        const at = p ? `${JSON.stringify(p.progress)} (epoch ${p.epoch})` : 'no progress record';
+        v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status}@${rec.epoch} at ${at}` : 'missing'} (size ${size})` });
       }
     }
     for (const key of state.keys()) {

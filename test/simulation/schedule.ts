@@ -103,7 +103,7 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
 /**
  * Deliberately broken coordinators, to show the auditor has teeth:
  * - 'unfenced-commit': a lane's commit/release/complete drops its guards
- *   (split revision, own lease key), so a zombie's write lands;
+ *   (split revision, progress revision, own lease key), so a zombie's write lands;
  * - 'claim-unguarded': a claim drops its guards (record revision, lease key
  *   absent or its own), so two can take one split, or take it from a live owner;
  * - 'leader-unguarded': leader writes drop the leadership guard, so a deposed
@@ -111,9 +111,10 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
  */
 export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
   'unfenced-commit': (txn) => {
-    const writesSplit = txn.success.some((o) => o.op === 'put' && o.key.includes('/split.'));
+    const writesSplit = txn.success.some((o) => o.op === 'put' && (o.key.includes('/split.') || o.key.includes('/progress.')));
     const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
-    return writesSplit && !writesLease ? { ...txn, compares: txn.compares.filter((c) => !c.key.includes('/split.') && !c.key.includes('/lease.')) } : txn;
+    const fence = (key: string) => key.includes('/split.') || key.includes('/progress.') || key.includes('/lease.');
+    return writesSplit && !writesLease ? { ...txn, compares: txn.compares.filter((c) => !fence(c.key)) } : txn;
   },
   'claim-unguarded': (txn) => {
     const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
