@@ -11,9 +11,9 @@
  *   lease duration (past that point the lease may have expired unseen).
  *   Declared loss is final for this session; the coordinator opens another.
  * - `worker.{instance}` is created under the lease. An existing presence key
- *   of another run is waited out for up to two lease durations (a restart after a
- *   crash); one still renewed after that belongs to a live duplicate, which
- *   is fatal (DUPLICATE_INSTANCE).
+ *   of another run is taken over at once (a restart after a crash pays
+ *   nothing); a process whose key then carries another run's nonce is a
+ *   live duplicate and stops (DUPLICATE_INSTANCE).
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
@@ -78,39 +78,33 @@ export class Session {
     });
   }
 
+  /**
+   * Writes the presence key under this session's lease. A key left by an
+   * earlier run of this instance (a restart after a crash or an OOM kill) is
+   * taken over at once, guarded by its revision: the restart pays nothing,
+   * and its splits are reclaimed from the old run's still-live lease keys. If
+   * that earlier run is in fact alive (two processes with one id), it sees
+   * its key carry another nonce and stops with DUPLICATE_INSTANCE; the fence
+   * keeps both safe meanwhile (decision 0003).
+   */
   private async createPresence(): Promise<void> {
     const key = this.presenceKey;
-    // A crashed predecessor's last renewal may still be in flight and land after we start,
-    // extending its lease by up to one more lease duration: only a key kept alive past two
-    // lease durations is a live duplicate (the deterministic simulation found the tighter bound).
-    const deadline = this.clock.now() + 2 * this.config.leaseDurationMs + this.config.opTimeoutMs;
-    let firstSeenLease: string | undefined;
     for (;;) {
-      const res = await withTimeout(
-        this.store.createIfAbsent(key, this.presenceValue(), this.leaseId),
-        this.config.opTimeoutMs,
-        `creating ${key}`,
-        this.clock,
-      );
+      const res = await withTimeout(this.store.createIfAbsent(key, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `creating ${key}`, this.clock);
       if (res.won) {
         this.presenceRevision = res.revision;
         return;
       }
       const existing = res.reads[0];
-      firstSeenLease ??= existing?.lease;
-      if (this.clock.now() >= deadline) {
-        throw new SplitfleetError(
-          'DUPLICATE_INSTANCE',
-          `instance "${this.config.instance}" is already running: ${key} has been kept alive for longer than ` +
-            `two lease durations (2 × ${this.config.leaseDurationMs} ms) by another process; instance ids must be unique`,
-        );
+      if (!existing) continue; // gone between the two branches: create again
+      const took = await withTimeout(
+        this.store.compareAndSwap(key, existing.modRevision, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `taking over ${key}`, this.clock,
+      );
+      if (took.won) {
+        this.presenceRevision = took.revision;
+        return;
       }
-      await sleep(this.clock, Math.min(500, this.config.leaseDurationMs / 6));
-      // Waiting out the old key can take a whole lease duration: keep our own new lease alive
-      // meanwhile, or it expires just as the old key does and the restart fails.
-      const renewing = this.clock.now();
-      await withTimeout(this.store.keepAliveOnce(this.leaseId), this.config.opTimeoutMs, 'renewing the session lease', this.clock);
-      this.lastRenewedAt = renewing;
+      // Rewritten meanwhile (another run starting at the same moment): look again.
     }
   }
 
@@ -202,6 +196,3 @@ export class Session {
   }
 }
 
-function sleep(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimer(ms, resolve));
-}

@@ -208,25 +208,27 @@ describe('fleet processes on etcd', () => {
     expect(survivors.map((m) => m.eventsOf('verdict')[0]!.verdict)).toEqual(['complete', 'complete']);
   });
 
-  it('a duplicate instance id: the second live process is refused (DUPLICATE_INSTANCE); a restart after a crash waits out the old presence and is not refused', async () => {
+  it('a duplicate instance id: the second live process takes the presence key and the first stops (DUPLICATE_INSTANCE); a restart after a crash takes its place at once', async () => {
     const j = job('dup', { minUnits: 5000, maxUnits: 5000 });
     const id = splitId(0, 1);
     const first = spawnFleetMember({ ...j.base, instance: 'pod-0' });
     await first.waitFor('claimed', 15_000);
     const second = spawnFleetMember({ ...j.base, instance: 'pod-0' });
-    const fatal = await second.waitFor('fatal', 15_000);
+    const fatal = await first.waitFor('fatal', 15_000);
     expect(fatal.code).toBe('DUPLICATE_INSTANCE');
     expect(fatal.message).toContain('"pod-0"');
-    expect((await second.exited).code).toBe(3);
-    expect(first.running).toBe(true);
-    expect(first.has('fatal')).toBe(false);
-    // Crash and restart under the same id at once: the old presence key is still there for up to a lease.
-    await first.kill('SIGKILL');
+    expect((await first.exited).code).toBe(3);
+    expect(second.running).toBe(true);
+    expect(second.has('fatal')).toBe(false);
+    const taken = await second.waitFor((e) => e.ev === 'claimed' && e.id === id, 15_000);
+    expect(taken.epoch).toBe(2);
+    // Crash and restart under the same id at once: the old presence key and lease keys are still live.
+    await second.kill('SIGKILL');
     const restarted = spawnFleetMember({ ...j.base, instance: 'pod-0' });
     await restarted.waitFor('started', 15_000);
     const reclaimed = await restarted.waitFor((e) => e.ev === 'claimed' && e.id === id, 15_000);
-    expect(reclaimed.epoch).toBe(2);
+    expect(reclaimed.epoch).toBe(3);
     expect(restarted.has('fatal')).toBe(false);
-    expect(await j.split(id)).toMatchObject({ owner: 'pod-0', epoch: 2, attempts: 1 });
+    expect(await j.split(id)).toMatchObject({ owner: 'pod-0', epoch: 3, attempts: 2 });
   });
 });

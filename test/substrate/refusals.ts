@@ -4,7 +4,7 @@
  * at start-up and fatal while running; a split's keys: nothing to a worker
  * that does not read them, parked by the leader, which reads them all), a
  * duplicate instance id (while a
- * restart of a crashed instance is waited in, not refused), impossible
+ * restart of a crashed instance takes its place at once; a live duplicate stops), impossible
  * configuration, and a planner whose output breaks the rules.
  */
 
@@ -140,20 +140,23 @@ export function refusalSuite(backend: string, fixture: () => SubstrateFixture): 
   });
 
   describe(`instance identity (${backend})`, () => {
-    it('a second live process under one instance id is refused with DUPLICATE_INSTANCE; the first keeps running', async () => {
+    it('a second live process under one instance id takes the presence key; the first, seeing another run\'s nonce on it, stops with DUPLICATE_INSTANCE', async () => {
       const ctx = job('dup');
-      let firstFailed: unknown;
       const first = await ctx.start('dup', openPlan, hold);
-      first.done.catch((e: unknown) => (firstFailed = e));
+      await ctx.waitSplit('claimed by the first run', 's-1', (r) => r.owner === 'dup' && r.epoch === 1);
       const presence = (await ctx.store.get(workerKey(ctx.prefix, 'dup')))!;
-      await expectCode(ctx.start('dup', openPlan, hold), 'DUPLICATE_INSTANCE', '"dup"', 'instance ids must be unique');
-      expect(firstFailed).toBeUndefined();
+      // A second process under the same id starts at once, as a restart would (it cannot tell the two apart).
+      const second = await ctx.start('dup', openPlan, hold);
+      await expectCode(first.done, 'DUPLICATE_INSTANCE', '"dup"', 'instance ids must be unique');
       const now = (await ctx.store.get(workerKey(ctx.prefix, 'dup')))!;
-      expect(now.value).toBe(presence.value); // the first run's presence (its nonce), untouched
-      expect(first.isLeader).toBe(true);
+      expect(now.value).not.toBe(presence.value); // the second run's nonce
+      expect(now.lease).not.toBe(presence.lease);
+      // The fence kept them apart: the split moved by a claim (epoch 2), and the second run holds it.
+      await ctx.waitSplit('reclaimed by the second run', 's-1', (r) => r.owner === 'dup' && r.epoch === 2);
+      await waitUntil('the second run to hold s-1', () => second.held.includes('s-1'));
     });
 
-    it('a restart of a crashed instance (same id) waits out the old presence key and is not refused', async () => {
+    it('a restart of a crashed instance (same id) takes its place at once and reclaims its split from the old run\'s live lease key', async () => {
       const ctx = job('restart');
       const link = partitionable(await ctx.f.connect());
       await ctx.start('pod-0', openPlan, hold, { store: link.store });
@@ -163,8 +166,9 @@ export function refusalSuite(backend: string, fixture: () => SubstrateFixture): 
       const restarted = await ctx.start('pod-0', openPlan, hold);
       const now = (await ctx.store.get(workerKey(ctx.prefix, 'pod-0')))!;
       expect(now.lease).not.toBe(old.lease);
-      expect(now.createRevision).toBeGreaterThan(old.modRevision);
-      // It takes its own split back: the old tenancy expired, so the claim consumes an attempt.
+      expect(now.modRevision).toBeGreaterThan(old.modRevision);
+      // It takes its own split back from the old run's still-live lease key: a reclaim, which
+      // consumes an attempt (substrate.md), with no wait for the old lease to expire.
       const rec = await ctx.waitSplit('reclaimed by the restarted pod-0', 's-1', (r) => r.owner === 'pod-0' && r.epoch === 2);
       expect(rec.attempts).toBe(1);
       await waitUntil('the restarted pod-0 to hold s-1', () => restarted.held.includes('s-1'));
