@@ -3,7 +3,8 @@
  * left through `desiredAssignment` (first call and repeat) and through
  * `AssignmentPool.assign` (with the caller's event-loop max delay), plus
  * `AssignmentPool.assignColumnar` on a `ColumnarPool` with and without a
- * cached order. Each shape runs in a child process of its own, so that one
+ * cached order (in a child of its own that keeps only the pool, as a leader
+ * does: the object inputs' heap would otherwise stretch every GC pause). Each shape runs in a child process of its own, so that one
  * shape's hidden classes cannot slow another's property loads (V8's inline
  * caches are per process). Ratios are to `Float64Array.prototype.sort` of the
  * n weights, timed in the same child.
@@ -117,9 +118,25 @@ async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }
     const repeat = await timed(RUNS, () => pool.assign(input));
     push({ scenario, path: 'pool', call: 'repeat', medianMs: repeat.ms, loopMaxMs: repeat.loopMaxMs });
   }
-  // The leader's path: a ColumnarPool with no cached order (a split was added), then with it.
-  const cp = toColumnar(settled);
+  await pool.close();
+  return { sortMs, rows };
+}
+
+/** Settled 1M × 10k as a ColumnarPool, the objects it was built from left to the collector (a leader's heap). */
+function settledColumnar(): ColumnarPool {
+  const base = coldInput(N, M, 'lognormal');
+  return toColumnar(settledFrom(base, desiredAssignment(base).assignment));
+}
+
+/** The leader's path: a ColumnarPool with no cached order (a split was added), then with it. */
+async function columnarChild(): Promise<{ sortMs: number; rows: ShapeRow[] }> {
+  const sortMs = sortYardstick(N);
+  const cp = settledColumnar();
+  const pool = new AssignmentPool({ threads: 1, fallback: false });
+  const rows: ShapeRow[] = [];
+  const push = (r: Omit<ShapeRow, 'xSort' | 'shape'>): void => void rows.push({ shape: 'literal', ...r, xSort: r.medianMs / sortMs });
   const r = rng(7);
+  await pool.assignColumnar(cp);
   const noOrder = await timed(RUNS, async () => {
     cp.upsertSplit(`shapes-new-${fresh++}`, 1 + Math.floor(r() * 1e6));
     await pool.assignColumnar(cp);
@@ -133,6 +150,10 @@ async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }
 }
 
 async function main(): Promise<void> {
+  if (argv.includes('--columnar-child')) {
+    console.log(JSON.stringify(await columnarChild()));
+    return;
+  }
   const childShape = argv.indexOf('--child') >= 0 ? (flag('--child', 'literal') as Shape) : null;
   if (childShape !== null) {
     console.log(JSON.stringify(await child(childShape)));
@@ -143,9 +164,11 @@ async function main(): Promise<void> {
   const self = fileURLToPath(import.meta.url);
   const all: ShapeRow[] = [];
   const sorts: Record<string, number> = {};
-  for (const shape of shapes) {
+  const runs: [string, string[]][] = shapes.map((shape) => [shape, ['--child', shape]]);
+  if (!argv.includes('--no-columnar')) runs.push(['columnar', ['--columnar-child']]);
+  for (const [shape, args] of runs) {
     process.stderr.write(`shape ${shape}\n`);
-    const out = spawnSync(process.execPath, [self, '--child', shape, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const out = spawnSync(process.execPath, [self, ...args, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (out.status !== 0) throw new Error(`shape ${shape} failed: ${out.stderr}`);
     const res = JSON.parse(out.stdout.trim().split('\n').pop()!) as { sortMs: number; rows: ShapeRow[] };
     sorts[shape] = res.sortMs;
