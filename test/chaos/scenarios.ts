@@ -219,6 +219,41 @@ export const SCENARIOS: Scenario[] = [
     }),
   },
   {
+    // Silent network failure: a member's path stops forwarding in both directions but keeps its
+    // connections open (no reset, no FIN: a load balancer's idle timeout, a half-open link). The
+    // member must notice within one lease (its renewals go unanswered), be fenced, and rejoin once
+    // the path heals (gRPC keepalive drops the dead connection); a leader behind it must lose its
+    // term to another member. First the leader, then workers holding splits.
+    name: 'proxy-blackhole',
+    topology: 'proxied',
+    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    chaos: ({ run, proxies }) => {
+      let first = true;
+      return run.schedule({
+        minGap: 800, maxGap: 2000, maxFaults: scale(3), budgetMs: scale(30_000),
+        step: async () => {
+          const leader = run.auditor.leaderInstance;
+          const victim = first && leader && run.member(leader)?.running ? leader : run.pick(run.live);
+          const proxy = victim ? proxies.get(victim) : undefined;
+          if (!victim || !proxy) return;
+          first = false;
+          const lease = run.settings.knobs.leaseDurationMs!;
+          const hold = run.between(lease + 500, lease + 2000);
+          run.fault(`blackhole ${victim}${victim === leader ? ' (the leader)' : ''} for ${hold} ms`);
+          proxy.blackhole();
+          if (victim === leader) {
+            await run.until('another member to lead', () => run.done || (run.auditor.leaderInstance !== undefined && run.auditor.leaderInstance !== victim), 20_000);
+          } else {
+            await sleep(hold);
+          }
+          proxy.healBlackhole();
+          run.note(`${victim}'s path forwards again (its open connections stay dead)`);
+        },
+      });
+    },
+    expect: expectAtLeast('leaderTerms', 2),
+  },
+  {
     name: 'drains',
     topology: 'shared',
     // Lanes enough for every split, so joins move splits (revocations) instead of filling from a queue;
