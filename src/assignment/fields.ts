@@ -14,7 +14,9 @@
  * no feedback): ~10 ns a field for every shape measured (literal, spread,
  * class instances, extra fields, another order), so this file reads every
  * field through it, once, into typed columns that the rest of the codec reads
- * monomorphically.
+ * monomorphically. What remains between shapes is the objects' own layout:
+ * a spread object keeps the added fields out of line (a second allocation),
+ * so reading 1M of them still costs ~230 ms against ~75 ms for literals.
  *
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null. Pure.
@@ -44,7 +46,6 @@ export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
   return f !== null && f.weight.length >= n ? f : splitFields(Math.max(n, f === null ? 0 : 2 * f.weight.length));
 }
 
-const get = Reflect.get;
 
 /**
  * Reads splits[from, to) into `f` and checks each split's own rules (object,
@@ -58,12 +59,12 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
   for (let i = from; i < to; i++) {
     const s = splits[i];
     if (typeof s !== 'object' || s === null) return i;
-    const id: unknown = get(s, 'id');
-    const w: unknown = get(s, 'weight');
-    const st: unknown = get(s, 'status');
-    const lo: unknown = get(s, 'leaseOwner');
-    const pr: unknown = get(s, 'previous');
-    const ro: unknown = get(s, 'recordOwner');
+    const id: unknown = Reflect.get(s, 'id');
+    const w: unknown = Reflect.get(s, 'weight');
+    const st: unknown = Reflect.get(s, 'status');
+    const lo: unknown = Reflect.get(s, 'leaseOwner');
+    const pr: unknown = Reflect.get(s, 'previous');
+    const ro: unknown = Reflect.get(s, 'recordOwner');
     if (typeof id !== 'string' || id === '' || typeof w !== 'number' || !Number.isSafeInteger(w) || w < 0) return i;
     let code = 0;
     if (st !== undefined) {
