@@ -11,7 +11,7 @@
  * cache on nearly every object and pay a runtime IC miss each (measured: the
  * same six loads over 1M literals 8 ms, over 1M spread objects 940–1,600 ms).
  * `Reflect.get` is a generic lookup (TurboFan calls the GetProperty builtin,
- * no feedback): ~10 ns a field for every shape measured (literal, spread,
+ * no feedback): 10–40 ns a field for every shape measured (literal, spread,
  * class instances, extra fields, another order), so this file reads every
  * field through it, once, into typed columns that the rest of the codec reads
  * monomorphically. What remains between shapes is the objects' own layout:
