@@ -183,7 +183,7 @@ export class Coordinator {
 
   private async openSession(): Promise<void> {
     if (this.stopping || this.fatal) return;
-    const session = await Session.open(this.store, this.config, this.clock, this.view.prefix);
+    const session = await Session.open(this.store, this.config, this.clock, this.view.prefix, () => this.stopping || this.fatal !== undefined);
     if (this.stopping || this.fatal) {
       // stop() (the job finished, say) or a fatal error came while the session was opening:
       // end it at once, or its presence key would stay renewed by a coordinator that is gone.
@@ -245,7 +245,9 @@ export class Coordinator {
   private checkPresence(): void {
     const seen = this.view.self;
     const session = this.session;
-    if (!session) return;
+    // Stopping: another run taking our key over is the restart that replaces us (a rolling
+    // restart under a stable id), not a duplicate; our lanes are fenced away either way.
+    if (!session || this.stopping) return;
     if (!seen) {
       void session.ensurePresence().catch(() => undefined);
       return;

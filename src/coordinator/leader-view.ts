@@ -183,6 +183,8 @@ export class LeaderView {
     if (!leader && this.leader && this.leader.modRevision <= revision) this.leader = undefined;
     else if (leader && (this.leader?.modRevision ?? 0) < leader.modRevision) this.leader = leader;
     this.floor = revision;
+    // The listing covered every kind of the first range (assign, leader, lease, plan) up to it.
+    this.saw(revision);
     this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader']), all: false });
   }
 
@@ -287,10 +289,14 @@ export class LeaderView {
 
   private applyEvent(e: WatchEvent, firstRange: boolean): void {
     if (this.failed || this.closed) return;
+    const before = this.revision;
     if (firstRange) this.saw(e.modRevision);
     try {
       const kind = e.type === 'put' ? this.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.remove(e.key, e.modRevision);
+      // A change already known (a backstop listing got there first) still moves the revision the
+      // leader waits on before deciding again: say so, or it would wait for a change that came.
       if (kind) this.notify({ kinds: new Set([kind]), all: false });
+      else if (this.revision > before) this.notify({ kinds: new Set(), all: false });
     } catch (err) {
       this.fail(asError(err));
     }

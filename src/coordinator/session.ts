@@ -49,12 +49,12 @@ export class Session {
    * Grants the lease and creates the presence key, waiting out a previous
    * run's key for at most two lease durations.
    */
-  static async open(store: Store, config: Config, clock: Clock, prefix: string): Promise<Session> {
+  static async open(store: Store, config: Config, clock: Clock, prefix: string, stopping: () => boolean = () => false): Promise<Session> {
     const ttl = Math.round(config.leaseDurationMs / 1000);
     const leaseId = await withTimeout(store.grantLease(ttl), config.opTimeoutMs, 'granting the session lease', clock);
     const session = new Session(store, config, clock, leaseId, prefix);
     try {
-      await session.createPresence();
+      await session.createPresence(stopping);
     } catch (e) {
       await store.revokeLease(leaseId).catch(() => undefined);
       throw e;
@@ -87,7 +87,7 @@ export class Session {
    * its key carry another nonce and stops with DUPLICATE_INSTANCE; the fence
    * keeps both safe meanwhile (decision 0003).
    */
-  private async createPresence(): Promise<void> {
+  private async createPresence(stopping: () => boolean): Promise<void> {
     const key = this.presenceKey;
     for (;;) {
       const res = await withTimeout(this.store.createIfAbsent(key, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `creating ${key}`, this.clock);
@@ -97,6 +97,8 @@ export class Session {
       }
       const existing = res.reads[0];
       if (!existing) continue; // gone between the two branches: create again
+      // A coordinator that is stopping takes nothing over: the key may be its successor's.
+      if (stopping()) throw new SplitfleetError('CLOSED', `not taking over ${key}: this coordinator is stopping`);
       const took = await withTimeout(
         this.store.compareAndSwap(key, existing.modRevision, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `taking over ${key}`, this.clock,
       );

@@ -75,6 +75,8 @@ export class Worker {
   private readonly uncertain = new Set<string>();
   /** Orphans being adopted (their progress being read). */
   private readonly adopting = new Set<string>();
+  /** Orphans whose adoption or release failed, by the observation it was based on (see settleBasis). */
+  private readonly settleTried = new Map<string, string>();
 
   constructor(
     private readonly store: Store,
@@ -181,6 +183,9 @@ export class Worker {
       if (this.lanes.has(id) || this.claiming.has(id) || this.releasing.has(id) || this.adopting.has(id)) continue;
       const seen = this.view.split(id);
       if (!seen || seen.problems.size > 0) continue; // not read yet, or unreadable for now
+      // An adoption or release that failed on this very observation fails again: wait for the view.
+      if (this.settleTried.get(id) === this.settleBasis(id)) continue;
+      this.settleTried.delete(id);
       const lanesInUse = this.lanes.size + this.claiming.size + this.adopting.size;
       const d = settleOrphan(
         { record: seen.record?.rec, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
@@ -218,18 +223,29 @@ export class Worker {
       const res = await withTimeout(this.store.txn({ compares: [], success: [op.get(pk)] }), this.config.opTimeoutMs, `reading the progress of ${id}`, this.clock);
       const kv = res.reads[0];
       const progress = kv ? decodeRecord('progress', kv.key, kv.value, fingerprintHash(this.config.fingerprint)) : undefined;
-      // Still the tenancy we are adopting? (Its record may have moved while we read.)
+      // Still the tenancy we are adopting? (Its record may have moved while we read.) If not, the
+      // view's change that shows it settles the split; trying again before that would loop.
       if (this.view.split(id)?.record?.modRevision !== record.modRevision || this.stopped || !this.session.alive) return;
       this.uncertain.delete(id);
+      // Should this lane be fenced at once (the view lags the store), the split comes back here:
+      // adopt it again only once the view has moved.
+      this.settleTried.set(id, this.settleBasis(id));
       this.log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
       this.metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
       this.openLane(id, spec, record.rec, record.modRevision, progress, kv?.modRevision ?? 0, true);
     } catch (e) {
       this.log.warn({ split: id, err: (e as Error).message }, 'adopting a split failed; will retry');
+      this.settleTried.set(id, this.settleBasis(id));
     } finally {
       this.adopting.delete(id);
-      this.schedule();
+      if (this.lanes.has(id)) this.schedule();
     }
+  }
+
+  /** What a settling attempt was based on: retried only once the view has moved. */
+  private settleBasis(id: string): string {
+    const seen = this.view.split(id);
+    return `${this.view.revision}:${seen?.record?.modRevision ?? 0}:${seen?.lease?.modRevision ?? 0}`;
   }
 
   /** Gives back a split this session owns with no lane and may not keep (owner cleared, lease key deleted). */
@@ -249,8 +265,9 @@ export class Worker {
     )
       .then((res) => {
         if (res.won) this.uncertain.delete(id);
+        else this.settleTried.set(id, this.settleBasis(id));
       })
-      .catch(() => undefined)
+      .catch(() => this.settleTried.set(id, this.settleBasis(id)))
       .finally(() => {
         this.releasing.delete(id);
         this.schedule();

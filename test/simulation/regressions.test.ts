@@ -129,6 +129,35 @@ const found: Record<string, Schedule> = {
       { gapMs: 805, fault: { kind: 'crash', target: 0 } },
     ],
   },
+  // leader-view.ts: the leader's backstop re-listed an assignment record before the watch
+  // delivered the leader's own write of it; the event then changed nothing, so nothing woke
+  // the leader, which waited forever to see its write before deciding again.
+  'a write the backstop saw first still wakes the leader': {
+    ...base, fleet: 2, splits: 5, maxUnits: 1, unitMs: 50, leaseSeconds: 1, rebalanceDelayMs: 50,
+    steps: [
+      { gapMs: 0, fault: { kind: 'crash', target: 0 } },
+      { gapMs: 0, fault: { kind: 'delay', target: 0, latencyMs: 493, durationMs: 1309 } },
+      { gapMs: 1137, fault: { kind: 'slow', target: 0, latencyMs: 1, durationMs: 100 } },
+      { gapMs: 171, fault: { kind: 'join' } },
+      { gapMs: 0, fault: { kind: 'delay', target: 0, latencyMs: 504, durationMs: 316 } },
+      { gapMs: 315, fault: { kind: 'leave', target: 49 } },
+    ],
+  },
+  // worker.ts: an orphan adopted on a view lagging the store was fenced at once, came back as an
+  // orphan on the same stale view, and was adopted again: a hot loop of reads and fenced writes.
+  'an adopted orphan fenced at once is not adopted again on the same view': {
+    ...base, fleet: 4, splits: 13, maxUnits: 3, unitMs: 436, leaseSeconds: 1, rebalanceDelayMs: 0,
+    steps: [
+      { gapMs: 0, fault: { kind: 'join' } },
+      { gapMs: 368, fault: { kind: 'expire', target: 0 } },
+      { gapMs: 964, fault: { kind: 'pause', target: 7, tenths: 18 } },
+      { gapMs: 179, fault: { kind: 'delay', target: 38, latencyMs: 2971, durationMs: 7303 } },
+      { gapMs: 614, fault: { kind: 'slow', target: 58, latencyMs: 685, durationMs: 1577 } },
+      { gapMs: 734, fault: { kind: 'pause', target: 24, tenths: 22 } },
+      { gapMs: 87, fault: { kind: 'leaderKill' } },
+      { gapMs: 753, fault: { kind: 'crash', target: 0 } },
+    ],
+  },
 };
 
 describe('schedules that found defects', () => {
