@@ -421,13 +421,17 @@ export function fenceProblems(history: HistoryEvent[], id: string): string[] {
     }
     prev = r;
   }
-  let leaseLive = false;
+  // A live lease key is overwritten only by a reclaim: the same instance (a restarted run)
+  // taking its own key over, at a new epoch. Another owner over a live key is a double owner.
+  let live: Record<string, any> | undefined;
   for (const e of history) {
     if (e.kind !== 'lease' || e.id !== id) continue;
-    if (e.type === 'delete') leaseLive = false;
+    if (e.type === 'delete') live = undefined;
     else {
-      if (leaseLive) problems.push(`${id}@${e.rev}: lease key overwritten while live (${e.rec?.owner})`);
-      leaseLive = true;
+      if (live && (e.rec?.owner !== live.owner || !(e.rec?.epoch > live.epoch))) {
+        problems.push(`${id}@${e.rev}: lease key of ${live.owner} (epoch ${live.epoch}) overwritten while live by ${e.rec?.owner} (epoch ${e.rec?.epoch})`);
+      }
+      live = e.rec;
     }
   }
   return problems;
