@@ -63,6 +63,8 @@ const READ_CHUNK = 96;
 
 interface Followed {
   obs: ObservedSplitKeys;
+  /** Its first read is in flight (a failed one is tried again by the next `concern` or `refresh`). */
+  loading: boolean;
   split: KeyFollower;
   lease: KeyFollower;
   spec: KeyFollower | undefined;
@@ -150,7 +152,12 @@ export class WorkerView {
     if (this.failed || this.closed) return;
     const added: string[] = [];
     for (const id of ids) {
-      if (this.splits.has(id)) continue;
+      const known = this.splits.get(id);
+      if (known) {
+        // Its first read failed (the store was away): read it again, or it stays unobserved.
+        if (!known.obs.loaded && !known.loading) added.push(id);
+        continue;
+      }
       const obs: ObservedSplitKeys = { loaded: false, problems: new Map(), record: undefined, lease: undefined, spec: undefined };
       const followed: Followed = {
         obs,
@@ -163,6 +170,7 @@ export class WorkerView {
           this.notify('lease', id);
         }),
         spec: undefined,
+        loading: false,
       };
       this.splits.set(id, followed);
       added.push(id);
@@ -185,7 +193,14 @@ export class WorkerView {
       const chunk = ids.slice(i, i + READ_CHUNK / 3).filter((id) => this.splits.has(id));
       if (chunk.length === 0) continue;
       const reads = chunk.flatMap((id) => [op.get(splitKey(this.prefix, id)), op.get(leaseKey(this.prefix, id)), op.get(specKey(this.prefix, id))]);
-      const res = await this.store.txn({ compares: [], success: reads });
+      const loading = chunk.map((id) => this.splits.get(id)!);
+      for (const f of loading) f.loading = true;
+      let res;
+      try {
+        res = await this.store.txn({ compares: [], success: reads });
+      } finally {
+        for (const f of loading) f.loading = false;
+      }
       if (this.failed || this.closed) return;
       this.saw(res.revision);
       chunk.forEach((id, j) => {
@@ -227,6 +242,9 @@ export class WorkerView {
     const jobRes = await this.store.txn({ compares: [], success: this.job.map((f) => op.get(f.key)) });
     this.saw(jobRes.revision);
     this.job.forEach((f, i) => f.offer(jobRes.reads[i], jobRes.revision));
+    // A split whose first read failed is read again, as a first read (then followed).
+    const unloaded = [...this.splits.entries()].filter(([, f]) => !f.obs.loaded && !f.loading).map(([id]) => id);
+    if (unloaded.length > 0) await this.load(unloaded);
     const loaded = [...this.splits.entries()].filter(([, f]) => f.obs.loaded);
     for (let i = 0; i < loaded.length; i += READ_CHUNK / 3) {
       const chunk = loaded.slice(i, i + READ_CHUNK / 3);
