@@ -245,9 +245,21 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
     const m = maxByEpoch.get(u.id)!;
     m.set(u.epoch, Math.max(m.get(u.epoch) ?? 0, u.unit));
   }
+  // An adoption (a claim or write of this session whose reply was lost, taken up as it landed:
+  // src/protocol/orphans.ts) restarts the handler within the same tenancy, from the progress the
+  // store holds: a second 'claimed' event at that epoch, by its owner, at or past the claim's
+  // resume point. It writes nothing, and may replay up to one commit interval, like a forced move.
+  const reported = new Set<string>();
+  let adoptions = 0;
   for (const e of ledger.events) {
     if (e.ev !== 'claimed' || !e.id || e.epoch === undefined) continue;
     const t = claims.get(e.id)?.get(e.epoch);
+    const again = `${e.id}|${e.epoch}`;
+    if (t && t.owner === e.instance && reported.has(again) && (e.progress ?? 0) >= t.resumeAt) {
+      adoptions++;
+      continue;
+    }
+    reported.add(again);
     if (!t || t.owner !== e.instance || t.resumeAt !== (e.progress ?? 0)) {
       v('claimed-event-mismatch', e.id, t ? [t.rev] : [], `${e.instance} reported claiming ${e.id} epoch ${e.epoch} at progress ${e.progress}; the store shows ${t ? `${t.owner} at ${t.resumeAt}` : 'no such claim'}`);
     }
@@ -293,7 +305,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   }
   const counts = { create: 0, cooperative: 0, declined: 0, forced: 0, failed: 0, takeover: 0, reclaim: 0 } as Record<TransitionKind, number>;
   for (const t of transitions) counts[t.kind]++;
-  const replayBound = options.commitEvery * transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').length;
+  const replayBound = options.commitEvery * (transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').length + adoptions);
   if (duplicates > replayBound) {
     v('duplicates-over-bound', undefined, [], `${duplicates} units were processed more than once; ${replayBound / options.commitEvery} forced moves and takeovers allow at most ${replayBound}`);
   }
