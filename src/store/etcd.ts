@@ -71,9 +71,11 @@ export interface EtcdStoreOptions {
    * when no answer comes within `keepAliveTimeoutMs`, so a connection whose
    * packets vanish (a load balancer's idle timeout, a half-open TCP link) is
    * noticed and re-dialled instead of silently starving watches. Defaults
-   * 5 000 and 5 000: both fit in a third of the default 30 s lease, and
-   * 5 000 is etcd's floor (`--grpc-keepalive-min-time`; a client pinging more
-   * often is sent GOAWAY). 0 turns keepalive off.
+   * 6 000 and 4 000: together a third of the default 30 s lease, and above
+   * etcd's floor of 5 000 (`--grpc-keepalive-min-time`; pings more frequent
+   * than that, or a hair's breadth from it, earn strikes and then a GOAWAY).
+   * Pings go only while a call or a watch is open (etcd does not permit them
+   * on an idle connection). 0 turns keepalive off.
    */
   keepAliveMs?: number;
   keepAliveTimeoutMs?: number;
@@ -158,8 +160,8 @@ export class EtcdStore extends BaseStore {
     if (endpoints.length === 0) throw new SplitfleetError('INVALID_CONFIG', 'etcd endpoints must name at least one client URL');
     this.opTimeoutMs = options.opTimeoutMs ?? 10_000;
     if (!(this.opTimeoutMs > 0)) throw new SplitfleetError('INVALID_CONFIG', `opTimeoutMs must be > 0, got ${this.opTimeoutMs}`);
-    const keepAliveMs = options.keepAliveMs ?? ETCD_KEEPALIVE_MIN_MS;
-    const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 5_000;
+    const keepAliveMs = options.keepAliveMs ?? 6_000;
+    const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4_000;
     if (!Number.isSafeInteger(keepAliveMs) || (keepAliveMs !== 0 && keepAliveMs < ETCD_KEEPALIVE_MIN_MS)) {
       throw new SplitfleetError('INVALID_CONFIG', `keepAliveMs: must be 0 (off) or an integer ≥ ${ETCD_KEEPALIVE_MIN_MS}, etcd's default --grpc-keepalive-min-time: it answers more frequent pings with GOAWAY (got ${keepAliveMs})`);
     }
@@ -176,8 +178,9 @@ export class EtcdStore extends BaseStore {
           ? {
             'grpc.keepalive_time_ms': keepAliveMs,
             'grpc.keepalive_timeout_ms': keepAliveTimeoutMs,
-            // Watches are long-lived streams with no unary call in flight: ping them too.
-            'grpc.keepalive_permit_without_calls': 1,
+            // A watch is an open stream, so it is pinged; an idle connection is not (etcd counts
+            // pings with no stream open as abuse and answers them with GOAWAY).
+            'grpc.keepalive_permit_without_calls': 0,
           }
           : {}),
       },
