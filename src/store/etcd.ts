@@ -74,8 +74,7 @@ export interface EtcdStoreOptions {
    * 6 000 and 4 000: together a third of the default 30 s lease, and above
    * etcd's floor of 5 000 (`--grpc-keepalive-min-time`; pings more frequent
    * than that, or a hair's breadth from it, earn strikes and then a GOAWAY).
-   * Pings go only while a call or a watch is open (etcd does not permit them
-   * on an idle connection). 0 turns keepalive off.
+   * 0 turns keepalive off.
    */
   keepAliveMs?: number;
   keepAliveTimeoutMs?: number;
@@ -178,8 +177,9 @@ export class EtcdStore extends BaseStore {
           ? {
             'grpc.keepalive_time_ms': keepAliveMs,
             'grpc.keepalive_timeout_ms': keepAliveTimeoutMs,
-            // A watch is an open stream, so it is pinged; an idle connection is not (etcd counts
-            // pings with no stream open as abuse and answers them with GOAWAY).
+            // Pings go while a call or a watch is open (a watch is a stream, and a session behind a
+            // dead connection keeps calling): etcd answers pings on an idle connection with
+            // GOAWAY (too many pings), and grpc-js then doubles its interval each time.
             'grpc.keepalive_permit_without_calls': 0,
           }
           : {}),

@@ -201,7 +201,9 @@ export class ChaosRun {
     await this.until('every split to be terminal', () => this.done, timeoutMs);
     const completedAt = Date.now();
     for (const m of this.current.values()) m.resume();
-    await this.until('every running member to exit after the verdict', () => [...this.current.values()].every((m) => !m.running), 30_000);
+    // A member whose connection died silently (proxy-blackhole) sees the verdict only once
+    // keepalive has dropped that connection and its watch has resumed: allow for it.
+    await this.until('every running member to exit after the verdict', () => [...this.current.values()].every((m) => !m.running), 90_000);
     await this.auditor.sync();
     return completedAt - this.started;
   }
