@@ -233,6 +233,21 @@ export class WorkerView {
     f.spec.follow(revision + 1);
   }
 
+  /** Re-reads the split and lease keys of `ids` now (a question the watches may answer late). */
+  async reread(ids: readonly string[]): Promise<void> {
+    const chunk = ids.filter((id) => this.splits.get(id)?.obs.loaded);
+    if (chunk.length === 0 || this.failed || this.closed) return;
+    const res = await this.store.txn({ compares: [], success: chunk.flatMap((id) => [op.get(splitKey(this.prefix, id)), op.get(leaseKey(this.prefix, id))]) });
+    if (this.failed || this.closed) return;
+    this.saw(res.revision);
+    chunk.forEach((id, j) => {
+      const f = this.splits.get(id);
+      if (!f) return;
+      f.split.offer(res.reads[2 * j], res.revision);
+      f.lease.offer(res.reads[2 * j + 1], res.revision);
+    });
+  }
+
   /**
    * The backstop: re-reads every followed key, treating a missing one as
    * deleted. A failure rejects (the caller logs it and tries next interval).

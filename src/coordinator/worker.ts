@@ -75,6 +75,9 @@ export class Worker {
   private readonly uncertain = new Set<string>();
   /** Orphans being adopted (their progress being read). */
   private readonly adopting = new Set<string>();
+  /** Splits of unknown outcome being read back, and those whose read-back is in the view (see settleOrphans). */
+  private readonly confirming = new Set<string>();
+  private readonly confirmed = new Set<string>();
   /** Orphans whose adoption or release failed, by the observation it was based on (see settleBasis). */
   private readonly settleTried = new Map<string, string>();
 
@@ -193,7 +196,15 @@ export class Worker {
       );
       switch (d.kind) {
         case 'forget':
-          this.uncertain.delete(id);
+          // The watch may not show a write that landed yet: only a read made after the write's
+          // outcome became unknown may say it did not land (else our own claim would come back
+          // as a reclaim, costing an attempt).
+          if (this.confirmed.has(id)) {
+            this.confirmed.delete(id);
+            this.uncertain.delete(id);
+          } else {
+            this.confirm(id);
+          }
           break;
         case 'wait':
           break;
@@ -209,6 +220,19 @@ export class Worker {
         }
       }
     }
+  }
+
+  /** Reads a split of unknown outcome back, then settles it on what the read showed. */
+  private confirm(id: string): void {
+    if (this.confirming.has(id)) return;
+    this.confirming.add(id);
+    void withTimeout(this.view.reread([id]), this.config.opTimeoutMs, `reading back ${id}`, this.clock)
+      .then(() => this.confirmed.add(id))
+      .catch(() => this.settleTried.set(id, this.settleBasis(id)))
+      .finally(() => {
+        this.confirming.delete(id);
+        this.schedule();
+      });
   }
 
   /** Opens a lane on a tenancy of ours that landed unseen, resuming from its committed progress. */
