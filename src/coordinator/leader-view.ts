@@ -32,6 +32,7 @@ import {
   decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type SplitStatus, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
+import { ChangeBatcher } from './batch.js';
 import type { Seen } from './worker-view.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
@@ -80,7 +81,16 @@ export class LeaderView {
   private floor = 0;
   private handles: WatchHandle[] = [];
   private listeners: ((change: LeaderViewChange) => void)[] = [];
-  private pending: LeaderViewChange | undefined;
+  private readonly batcher = new ChangeBatcher<LeaderViewChange>(
+    (into, more) => {
+      for (const k of more.kinds) into.kinds.add(k);
+      into.all ||= more.all;
+    },
+    (batch) => {
+      for (const l of this.listeners) l(batch);
+    },
+    () => this.failed || this.closed,
+  );
   private failed = false;
   private closed = false;
 
@@ -497,18 +507,7 @@ export class LeaderView {
   }
 
   private notify(change: LeaderViewChange): void {
-    if (this.pending) {
-      for (const k of change.kinds) this.pending.kinds.add(k);
-      this.pending.all ||= change.all;
-      return;
-    }
-    this.pending = change;
-    queueMicrotask(() => {
-      const c = this.pending!;
-      this.pending = undefined;
-      if (this.failed || this.closed) return;
-      for (const l of this.listeners) l(c);
-    });
+    this.batcher.add(change);
   }
 
   private fail(error: SplitfleetError): void {

@@ -32,6 +32,7 @@ import {
   type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
 import { op, type KeyValue, type Store } from '../store/store.js';
+import { ChangeBatcher } from './batch.js';
 import { KeyFollower, type KeyUpdate } from './follow.js';
 
 /** A decoded record with the store metadata the protocol needs. */
@@ -84,7 +85,16 @@ export class WorkerView {
   private readonly job: KeyFollower[];
   private readonly splits = new Map<string, Followed>();
   private listeners: ((change: WorkerViewChange) => void)[] = [];
-  private pending: WorkerViewChange | undefined;
+  private readonly batcher = new ChangeBatcher<WorkerViewChange>(
+    (into, more) => {
+      for (const k of more.kinds) into.kinds.add(k);
+      for (const id of more.ids) into.ids.add(id);
+    },
+    (batch) => {
+      for (const l of this.listeners) l(batch);
+    },
+    () => this.failed || this.closed,
+  );
   private failed = false;
   private closed = false;
 
@@ -334,18 +344,7 @@ export class WorkerView {
   }
 
   private notify(kind: string, id?: string): void {
-    if (this.pending) {
-      this.pending.kinds.add(kind);
-      if (id !== undefined) this.pending.ids.add(id);
-      return;
-    }
-    this.pending = { kinds: new Set([kind]), ids: new Set(id === undefined ? [] : [id]) };
-    queueMicrotask(() => {
-      const c = this.pending!;
-      this.pending = undefined;
-      if (this.failed || this.closed) return;
-      for (const l of this.listeners) l(c);
-    });
+    this.batcher.add({ kinds: new Set([kind]), ids: new Set(id === undefined ? [] : [id]) });
   }
 
   private fail(error: SplitfleetError): void {

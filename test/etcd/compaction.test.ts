@@ -12,11 +12,12 @@ import { startCoordinator, type Coordinator } from '../../src/coordinator/coordi
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { defaultFingerprint } from '../../src/config.js';
-import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
-import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { jobPrefix } from '../../src/protocol/keys.js';
+import { fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { isCompactedError, type Store, type WatchOptions } from '../../src/store/store.js';
 import { TcpProxy } from '../chaos/proxy.js';
+import { watchProgress } from '../support/progress-watch.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from './harness.js';
 
@@ -76,17 +77,7 @@ describe('compaction during a run (real etcd)', () => {
     const planner = () => ({ splits, final: true });
     const coordinators: Coordinator[] = [];
     // Progress as every write left it: it must never go backwards.
-    const last = new Map<string, number>();
-    const regressions: string[] = [];
-    const history = admin.watch(prefix, {
-      onEvent: (e) => {
-        const parsed = parseKey(prefix, e.key);
-        if (parsed.kind !== 'progress' || e.type !== 'put') return;
-        const p = decodeRecord('progress', e.key, e.value!, fp).progress as number;
-        if (p < (last.get(parsed.id) ?? 0)) regressions.push(`${parsed.id}: ${last.get(parsed.id)} → ${p}`);
-        last.set(parsed.id, p);
-      },
-    });
+    const { last, regressions, handle: history } = watchProgress(admin, prefix, fp);
     try {
       await history.ready;
       coordinators.push(await startCoordinator({ ...knobs, store: behind.store, instance: 'a', planner, handler }));

@@ -14,9 +14,10 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { isSplitfleetError, type SplitfleetError } from '../../src/errors.js';
-import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
-import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { jobPrefix } from '../../src/protocol/keys.js';
+import { fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
+import { watchProgress } from '../support/progress-watch.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from './harness.js';
 
@@ -62,17 +63,8 @@ describe('etcd out of space mid-job (real etcd)', () => {
     };
     const admin = new EtcdStore({ endpoints: etcd.endpoint });
     const stores = [new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 1000 }), new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 1000 })];
-    const last = new Map<string, number>();
-    const regressions: string[] = [];
-    const history = admin.watch(prefix, {
-      onEvent: (e) => {
-        const parsed = parseKey(prefix, e.key);
-        if (parsed.kind !== 'progress' || e.type !== 'put') return;
-        const p = decodeRecord('progress', e.key, e.value!, fp).progress as number;
-        if (p < (last.get(parsed.id) ?? 0)) regressions.push(`${parsed.id}: ${last.get(parsed.id)} → ${p}`);
-        last.set(parsed.id, p);
-      },
-    });
+    // Progress as every write left it: it must never go backwards.
+    const { last, regressions, handle: history } = watchProgress(admin, prefix, fp);
     const coordinators: Coordinator[] = [];
     try {
       await history.ready;
