@@ -19,6 +19,10 @@ export type {
 } from './coordinator/types.js';
 export type { Assigner } from './coordinator/publish.js';
 export { Metrics } from './coordinator/metrics.js';
+export { BACKLOG_STATES } from './coordinator/metrics.js';
+export type { BacklogCount, BacklogState } from './coordinator/metrics.js';
+export { serveMetrics } from './metrics-server.js';
+export type { MetricsServer, MetricsSource, ServeMetricsOptions } from './metrics-server.js';
 export { defaultLogger, silentLogger } from './coordinator/log.js';
 export type { Logger } from './coordinator/log.js';
 
@@ -36,6 +40,8 @@ export type { EtcdStoreOptions } from './store/etcd.js';
 export { MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions } from './store/memory.js';
 export { BaseStore, cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
+export { InstrumentedStore, instrumentStore } from './store/instrumented.js';
+export type { StoreCall, StoreCallRecorder } from './store/instrumented.js';
 export type {
   Compare,
   KeyValue,

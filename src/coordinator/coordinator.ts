@@ -25,6 +25,7 @@ import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
 import { jobPrefix, parseKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
+import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
 import { Leader, type LeaderStats } from './leader.js';
 import { defaultLogger, type Logger } from './log.js';
@@ -111,10 +112,11 @@ export class Coordinator {
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
-    this.store = options.store;
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
+    // One decorator times every store call (view, session, worker, leader) instead of each call site.
+    this.store = instrumentStore(options.store, this.metrics, this.clock);
     this.view = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),

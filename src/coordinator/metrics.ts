@@ -1,10 +1,21 @@
 /**
  * Metrics (prom-client), one registry per coordinator unless the user passes
- * their own to expose. Names and meanings are documented in docs/metrics.md.
+ * their own to expose. Names and meanings are documented in docs/metrics.md;
+ * every name is splitfleet_*. This is the only file that imports prom-client.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
 
-export class Metrics {
+/** The states the leader's backlog is counted in (`splitfleet_backlog_*{state}`). */
+export const BACKLOG_STATES = ['queued', 'running', 'draining', 'completed', 'quarantined'] as const;
+export type BacklogState = (typeof BACKLOG_STATES)[number];
+/** One state's share of the backlog: how many splits, and their summed weight. */
+export interface BacklogCount {
+  splits: number;
+  weight: number;
+}
+
+export class Metrics implements StoreCallRecorder {
   readonly registry: Registry;
   readonly decisionSeconds: Histogram;
   readonly publishSeconds: Histogram;
@@ -22,12 +33,43 @@ export class Metrics {
   readonly isLeader: Gauge;
   readonly unreadable: Counter<'kind'>;
   readonly parked: Gauge;
+  /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
+  readonly backlogSplits: Gauge<'state'>;
+  /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
+  readonly backlogWeight: Gauge<'state'>;
+  /**
+   * Worker: call `metrics.completions.inc()` once each time a lane ends
+   * `completed`, i.e. when the handler's `split.complete()` write has landed
+   * (not when the handler merely returns, and not for a lost or fenced one).
+   */
+  readonly completions: Counter;
+  /**
+   * Worker: call `metrics.handlerFailures.inc()` once each time a lane ends
+   * `failed`, i.e. when a failure report (the handler threw a non-retryable
+   * error, or called `split.fail()`) has landed and consumed a delivery
+   * attempt, whether or not it quarantined the split. A retryable store error
+   * rethrown by the handler releases the split instead and is not counted.
+   */
+  readonly handlerFailures: Counter;
+  /**
+   * Coordinator: call `metrics.sessionLosses.inc()` once per session that
+   * ends with kind `lost` (its lease expired or its renewals went
+   * unconfirmed), where the coordinator drops its lanes and rejoins. A
+   * graceful stop or close is not a loss.
+   */
+  readonly sessionLosses: Counter;
+  /** Filled by the store decorator (`instrumentStore`) through `storeCall`. */
+  readonly storeCallSeconds: Histogram<'call'>;
+  /** Filled by the store decorator (`instrumentStore`) through `storeError`. */
+  readonly storeErrors: Counter<'call' | 'code'>;
 
   constructor(registry: Registry = new Registry(), labels: Record<string, string> = {}) {
     this.registry = registry;
     if (Object.keys(labels).length > 0) registry.setDefaultLabels(labels);
     const registers = [registry];
     const seconds = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+    // Store round trips are sub-millisecond to a few seconds (an etcd election); finer at the bottom.
+    const storeSeconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
     this.decisionSeconds = new Histogram({ name: 'splitfleet_decision_seconds', help: 'Time to compute one desired assignment (leader).', buckets: seconds, registers });
     this.publishSeconds = new Histogram({ name: 'splitfleet_publish_seconds', help: 'One publishing step (leader): from deciding to its last assignment write landing.', buckets: seconds, registers });
     this.improvingMoves = new Counter({ name: 'splitfleet_improving_moves_total', help: 'Moves made by the improving pass (leader).', registers });
@@ -44,5 +86,52 @@ export class Metrics {
     this.isLeader = new Gauge({ name: 'splitfleet_is_leader', help: '1 while this instance leads.', registers });
     this.unreadable = new Counter({ name: 'splitfleet_unreadable_records_total', help: 'Records this instance could not read, by kind (each costs only what it concerns: a split, an instance\'s membership or assignment).', labelNames: ['kind'], registers });
     this.parked = new Gauge({ name: 'splitfleet_parked_splits', help: 'Splits set aside because a record of theirs cannot be read (leader): neither assigned nor claimable until repaired.', registers });
+    this.backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    this.backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    this.completions = new Counter({ name: 'splitfleet_completions_total', help: 'Splits this instance completed (the complete() write landed).', registers });
+    this.handlerFailures = new Counter({ name: 'splitfleet_handler_failures_total', help: 'Failure reports this instance landed (the handler threw or called fail()): one delivery attempt each.', registers });
+    this.sessionLosses = new Counter({ name: 'splitfleet_session_losses_total', help: 'Sessions this instance lost (lease expired or renewals unconfirmed): lanes dropped, fleet rejoined.', registers });
+    this.storeCallSeconds = new Histogram({ name: 'splitfleet_store_call_seconds', help: 'Store calls by method, from the call to its answer (failures included; watches until established).', labelNames: ['call'], buckets: storeSeconds, registers });
+    this.storeErrors = new Counter({ name: 'splitfleet_store_errors_total', help: 'Store calls that failed, by method and SplitfleetError code (a lost transaction is an answer, not an error).', labelNames: ['call', 'code'], registers });
+  }
+
+  /**
+   * Leader: sets `splitfleet_backlog_splits{state}` and
+   * `splitfleet_backlog_weight{state}` for all five states at once (a state
+   * missing from `counts` is a type error, so no series is left stale). Call
+   * it from the leader whenever its view of the job changes (at most once per
+   * publishing step is enough). States: `queued` runnable and held by no live
+   * lease (assigned or not yet); `running` held, its holder still assigned
+   * it; `draining` held but no longer assigned to its holder (a revocation
+   * in flight); `completed`; `quarantined`. Parked splits (unreadable
+   * records) are in `splitfleet_parked_splits`, not here.
+   */
+  setBacklog(counts: Record<BacklogState, BacklogCount>): void {
+    for (const state of BACKLOG_STATES) {
+      const c = counts[state];
+      this.backlogSplits.set({ state }, c.splits);
+      this.backlogWeight.set({ state }, c.weight);
+    }
+  }
+
+  /**
+   * Leader: removes every backlog series. Call it when this instance stops
+   * leading (deposed, resigned, stopped, session lost: wherever `isLeader` is
+   * set back to 0), so that only the current leader exports a backlog and a
+   * sum or max over instances does not count a former leader's stale view.
+   */
+  clearBacklog(): void {
+    this.backlogSplits.reset();
+    this.backlogWeight.reset();
+  }
+
+  /** The store decorator's hook: one store call answered (or failed) after `seconds`. */
+  storeCall(call: StoreCall, seconds: number): void {
+    this.storeCallSeconds.observe({ call }, seconds);
+  }
+
+  /** The store decorator's hook: one store call (or an established watch) failed with `code`. */
+  storeError(call: StoreCall, code: string): void {
+    this.storeErrors.inc({ call, code });
   }
 }

@@ -1,0 +1,115 @@
+/**
+ * An opt-in HTTP endpoint for one process: `/metrics` (Prometheus text from a
+ * registry), `/healthz` (liveness) and `/readyz` (readiness) from a health
+ * function the caller supplies. Nothing starts it implicitly; it binds to
+ * 127.0.0.1 unless told otherwise. It must not change the host process's
+ * globals (hono's node adapter would replace `Request`/`Response` by default).
+ */
+import { createAdaptorServer } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Metrics } from './coordinator/metrics.js';
+import { SplitfleetError } from './errors.js';
+
+/** A coordinator's life: `stopped` is final (a fatal error also ends there). */
+export type HealthState = 'starting' | 'running' | 'degraded' | 'stopping' | 'stopped';
+
+/** What a health function reports; extra fields are passed through into the JSON body. */
+export interface HealthReport {
+  state: HealthState;
+  reason: string;
+}
+
+/** What serves Prometheus text: a prom-client `Registry` (or anything shaped like one). */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+export interface ServeMetricsOptions {
+  /** The metrics to serve (`coordinator.metrics`); or give `registry`. */
+  metrics?: Metrics;
+  /** A registry to serve instead of `metrics.registry` (one holding several coordinators' metrics, say). */
+  registry?: MetricsSource;
+  /**
+   * Called on every `/healthz` and `/readyz` request (`() => coordinator.health()`).
+   * Without it those two paths answer 404: the server cannot know.
+   */
+  health?: () => HealthReport;
+  /** 0 picks a free port (see `url`). */
+  port: number;
+  /** Default 127.0.0.1; `0.0.0.0` (or `::`) to be scraped from other hosts. */
+  host?: string;
+}
+
+export interface MetricsServer {
+  /** `http://host:port`, with the port actually bound. */
+  readonly url: string;
+  /** Stops listening and ends open connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the endpoint; resolves once it listens. `/healthz` is 200 unless the
+ * state is `stopped` or the health function throws (503); `/readyz` is 200
+ * only in `running` (503 otherwise). Both answer `{ state, reason }` as JSON
+ * (state `unknown` when the health function threw).
+ */
+export async function serveMetrics(options: ServeMetricsOptions): Promise<MetricsServer> {
+  const source = options.registry ?? options.metrics?.registry;
+  if (!source) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: give `metrics` (coordinator.metrics) or `registry`');
+  if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
+    throw new SplitfleetError('INVALID_CONFIG', `serveMetrics: port must be an integer 0 to 65535 (0: any free port), got ${options.port}`);
+  }
+  const host = options.host ?? '127.0.0.1';
+  const app = new Hono();
+  app.get('/metrics', async (c) => c.body(await source.metrics(), 200, { 'content-type': source.contentType }));
+  // A registry whose collect callback throws: say so, without hono's default console.error.
+  app.onError((e, c) => c.text(`splitfleet metrics endpoint: ${e.message}\n`, 500));
+  const health = options.health;
+  if (health) {
+    app.get('/healthz', (c) => {
+      const report = probe(health);
+      return c.json(report.body, report.ok && report.body.state !== 'stopped' ? 200 : 503);
+    });
+    app.get('/readyz', (c) => {
+      const report = probe(health);
+      return c.json(report.body, report.ok && report.body.state === 'running' ? 200 : 503);
+    });
+  }
+
+  const server = createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: false }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((e: unknown) => {
+    throw new SplitfleetError('INVALID_CONFIG', `serveMetrics: cannot listen on ${host}:${options.port}: ${(e as Error).message}`, { cause: e });
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A scraper's keep-alive connection would hold close() open until it idles out.
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/** A throwing health function is itself a failure to report, not a crash of the endpoint. */
+function probe(health: () => HealthReport): { ok: boolean; body: { state: string; reason: string } } {
+  try {
+    const r = health();
+    return { ok: true, body: { ...r, reason: r.reason ?? '' } };
+  } catch (e) {
+    return { ok: false, body: { state: 'unknown', reason: `health check threw: ${e instanceof Error ? e.message : String(e)}` } };
+  }
+}

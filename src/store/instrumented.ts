@@ -1,0 +1,184 @@
+/**
+ * A `Store` decorator that times every call and counts every failure, by
+ * method and `SplitfleetError` code, into a recorder (`Metrics` is one). It
+ * forwards arguments, results, errors and watch handles untouched: the same
+ * promise outcomes, the same synchronous throws, the inner store's own
+ * `WatchHandle` object. A transaction that loses its compares is an answer,
+ * not an error. It must not import coordinator/ (store/ sits below it), so the
+ * recorder is an interface here; time comes from the injected clock.
+ */
+import { systemClock, type Clock } from '../clock.js';
+import { isSplitfleetError } from '../errors.js';
+import type {
+  KeyRange, KeyValue, ListOptions, ListPage, SnapshotHandler, Store, StoreLimits, Txn, TxnResult, WatchHandle, WatchOptions,
+} from './store.js';
+
+/** The `call` label: the `Store` method's name. */
+export type StoreCall =
+  | 'get' | 'list' | 'listAll' | 'txn' | 'put' | 'delete' | 'createIfAbsent' | 'compareAndSwap' | 'deleteIf'
+  | 'grantLease' | 'keepAliveOnce' | 'revokeLease' | 'watch' | 'snapshotAndWatch' | 'compact' | 'close';
+
+/** Where the decorator records (`Metrics` implements it). */
+export interface StoreCallRecorder {
+  /** One call answered or failed after `seconds` (a watch: until `ready` settled). */
+  storeCall(call: StoreCall, seconds: number): void;
+  /** One call failed, or an established watch stopped for good, with this error code. */
+  storeError(call: StoreCall, code: string): void;
+}
+
+/** The `code` label of a failure that is not a `SplitfleetError` (a backend bug, or a foreign store). */
+export const UNKNOWN_ERROR_CODE = 'UNKNOWN';
+
+/**
+ * Wraps `store` so every call is recorded into `recorder`. Wrapping a store
+ * already instrumented into the same recorder returns it as is: a call is
+ * never counted twice.
+ */
+export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock): Store {
+  if (store instanceof InstrumentedStore && store.recorder === recorder) return store;
+  return new InstrumentedStore(store, recorder, clock);
+}
+
+export class InstrumentedStore implements Store {
+  constructor(readonly inner: Store, readonly recorder: StoreCallRecorder, private readonly clock: Clock = systemClock) {}
+
+  get limits(): StoreLimits {
+    return this.inner.limits;
+  }
+
+  get(key: string): Promise<KeyValue | undefined> {
+    return this.timed('get', () => this.inner.get(key));
+  }
+
+  list(prefix: string, options?: ListOptions): Promise<ListPage> {
+    return this.timed('list', () => this.inner.list(prefix, options));
+  }
+
+  /** One observation for the whole listing: the inner store pages through its own `list`, not ours. */
+  listAll(prefix: string, pageSize?: number, range?: KeyRange): Promise<{ kvs: KeyValue[]; revision: number }> {
+    return this.timed('listAll', () => this.inner.listAll(prefix, pageSize, range));
+  }
+
+  txn(txn: Txn): Promise<TxnResult> {
+    return this.timed('txn', () => this.inner.txn(txn));
+  }
+
+  put(key: string, value: string, options?: { lease?: string }): Promise<number> {
+    return this.timed('put', () => this.inner.put(key, value, options));
+  }
+
+  delete(key: string): Promise<number> {
+    return this.timed('delete', () => this.inner.delete(key));
+  }
+
+  createIfAbsent(key: string, value: string, lease?: string): Promise<TxnResult> {
+    return this.timed('createIfAbsent', () => this.inner.createIfAbsent(key, value, lease));
+  }
+
+  compareAndSwap(key: string, modRevision: number, value: string, lease?: string): Promise<TxnResult> {
+    return this.timed('compareAndSwap', () => this.inner.compareAndSwap(key, modRevision, value, lease));
+  }
+
+  deleteIf(key: string, modRevision: number): Promise<TxnResult> {
+    return this.timed('deleteIf', () => this.inner.deleteIf(key, modRevision));
+  }
+
+  grantLease(ttlSeconds: number): Promise<string> {
+    return this.timed('grantLease', () => this.inner.grantLease(ttlSeconds));
+  }
+
+  keepAliveOnce(id: string): Promise<{ ttl: number }> {
+    return this.timed('keepAliveOnce', () => this.inner.keepAliveOnce(id));
+  }
+
+  revokeLease(id: string): Promise<void> {
+    return this.timed('revokeLease', () => this.inner.revokeLease(id));
+  }
+
+  compact(revision: number): Promise<void> {
+    return this.timed('compact', () => this.inner.compact(revision));
+  }
+
+  close(): Promise<void> {
+    return this.timed('close', () => this.inner.close());
+  }
+
+  watch(prefix: string, options: WatchOptions): WatchHandle {
+    const once = this.failureOnce('watch');
+    const counted: WatchOptions = { ...options, onError: (e) => { once(e); options.onError?.(e); } };
+    return this.watched('watch', once, () => this.inner.watch(prefix, counted));
+  }
+
+  snapshotAndWatch(prefix: string, handler: SnapshotHandler, options?: { pageSize?: number } & KeyRange): WatchHandle {
+    const once = this.failureOnce('snapshotAndWatch');
+    const counted: SnapshotHandler = { ...handler, onError: (e) => { once(e); handler.onError?.(e); } };
+    return this.watched('snapshotAndWatch', once, () => this.inner.snapshotAndWatch(prefix, counted, options));
+  }
+
+  /** Times `run` to its settlement; a synchronous throw is recorded and rethrown as such. */
+  private timed<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    const started = this.clock.now();
+    let pending: Promise<T>;
+    try {
+      pending = run();
+    } catch (e) {
+      this.failed(call, started, e);
+      throw e;
+    }
+    return pending.then(
+      (v) => {
+        this.recorder.storeCall(call, this.elapsed(started));
+        return v;
+      },
+      (e: unknown) => {
+        this.failed(call, started, e);
+        throw e;
+      },
+    );
+  }
+
+  /** Times a watch's set-up (to `ready`) and hands back the inner handle itself. */
+  private watched(call: StoreCall, failed: (e: unknown) => void, open: () => WatchHandle): WatchHandle {
+    const started = this.clock.now();
+    let handle: WatchHandle;
+    try {
+      handle = open();
+    } catch (e) {
+      this.recorder.storeCall(call, this.elapsed(started));
+      failed(e);
+      throw e;
+    }
+    // Observers only: the caller still gets the inner `ready`, and this branch never rejects unhandled.
+    handle.ready.then(
+      () => this.recorder.storeCall(call, this.elapsed(started)),
+      (e: unknown) => {
+        this.recorder.storeCall(call, this.elapsed(started));
+        failed(e);
+      },
+    );
+    return handle;
+  }
+
+  /** A watch fails at most once: a snapshot reports a failed listing both through `onError` and `ready`. */
+  private failureOnce(call: StoreCall): (e: unknown) => void {
+    let counted = false;
+    return (e) => {
+      if (counted) return;
+      counted = true;
+      this.recorder.storeError(call, errorCode(e));
+    };
+  }
+
+  private failed(call: StoreCall, started: number, error: unknown): void {
+    this.recorder.storeCall(call, this.elapsed(started));
+    this.recorder.storeError(call, errorCode(error));
+  }
+
+  private elapsed(started: number): number {
+    return Math.max(0, this.clock.now() - started) / 1000;
+  }
+}
+
+function errorCode(e: unknown): string {
+  return isSplitfleetError(e) ? e.code : UNKNOWN_ERROR_CODE;
+}
