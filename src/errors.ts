@@ -31,6 +31,8 @@ export type SplitfleetErrorCode =
   | 'PLANNER_FAILURE'
   /** The coordinator or pool was used after it was closed. */
   | 'CLOSED'
+  /** The job was deleted under a running process (`splitfleet delete --force`): it stops. */
+  | 'JOB_DELETED'
   /** A queued assignment request was replaced by a newer one before it ran (AssignmentPool, latest-wins). */
   | 'SUPERSEDED';
 

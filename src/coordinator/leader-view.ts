@@ -29,7 +29,7 @@ import type { Clock } from '../clock.js';
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import { kindPrefix, parseKey, type KeyKind } from '../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type SplitStatus, type WorkerRecord,
+  decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type SplitStatus, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
 import { ChangeBatcher } from './batch.js';
@@ -55,6 +55,8 @@ const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(r
 export class LeaderView {
   plan: Seen<PlanRecord> | undefined;
   leader: Seen<LeaderRecord> | undefined;
+  /** The operators' record (pause, evacuations); undefined when absent or unreadable (decision 0011). */
+  control: Seen<ControlRecord> | undefined;
   readonly workers = new Map<string, Seen<WorkerRecord>>();
   readonly assigns = new Map<string, Seen<AssignRecord>>();
   /** Live lease keys, by split id (at most the fleet's lanes). */
@@ -162,8 +164,9 @@ export class LeaderView {
     const leases = new Map<string, Seen<LeaseRecord>>();
     let plan: Seen<PlanRecord> | undefined;
     let leader: Seen<LeaderRecord> | undefined;
+    let control: Seen<ControlRecord> | undefined;
     const sparse = (['worker', 'assign', 'lease'] as const).map((k) => ({ rangeStart: kindPrefix(this.prefix, k), rangeEnd: `${kindPrefix(this.prefix, k).slice(0, -1)}/` }));
-    const singles = [{ rangeStart: `${this.prefix}leader`, rangeEnd: `${this.prefix}leader\0` }, { rangeStart: `${this.prefix}plan`, rangeEnd: `${this.prefix}plan\0` }];
+    const singles = ['leader', 'plan', 'control'].map((k) => ({ rangeStart: `${this.prefix}${k}`, rangeEnd: `${this.prefix}${k}\0` }));
     const revision = await this.list([...sparse, ...singles], undefined, (kv) => {
       const parsed = parseKey(this.prefix, kv.key);
       const seen = <R>(rec: R): Seen<R> => meta(rec, kv);
@@ -177,6 +180,7 @@ export class LeaderView {
         case 'lease': put('lease', leases, parsed.id); break;
         case 'plan': plan = seen(decodeRecord('plan', kv.key, kv.value, this.fp)); break;
         case 'leader': leader = seen(decodeRecord('leader', kv.key, kv.value, this.fp)); break;
+        case 'control': { const rec = this.readable('control', kv.key, kv.value); control = rec ? seen(rec) : undefined; break; }
         default: break;
       }
     });
@@ -192,10 +196,12 @@ export class LeaderView {
     if (plan && (this.plan?.modRevision ?? 0) < plan.modRevision) this.plan = plan;
     if (!leader && this.leader && this.leader.modRevision <= revision) this.leader = undefined;
     else if (leader && (this.leader?.modRevision ?? 0) < leader.modRevision) this.leader = leader;
+    if (!control && this.control && this.control.modRevision <= revision) this.control = undefined;
+    else if (control && (this.control?.modRevision ?? 0) < control.modRevision) this.control = control;
     this.floor = revision;
     // The listing covered every kind of the first range (assign, leader, lease, plan) up to it.
     this.saw(revision);
-    this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader']), all: false });
+    this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader', 'control']), all: false });
   }
 
   /** Specs known (in the pool, or waiting for their record). */
@@ -330,6 +336,12 @@ export class LeaderView {
       case 'leader':
         this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);
         return 'leader';
+      case 'control': {
+        // Unreadable: as if absent (nothing paused or evacuated), reported; an operator rewrites it.
+        const rec = this.readable('control', key, value);
+        this.control = rec ? meta(rec, kv) : undefined;
+        return 'control';
+      }
       case 'worker': {
         if ((this.workers.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
         // Unreadable: not a member (it costs that instance its membership, not the job).
@@ -379,6 +391,9 @@ export class LeaderView {
       case 'leader':
         this.leader = undefined;
         return 'leader';
+      case 'control':
+        this.control = undefined;
+        return 'control';
       case 'worker':
         if (revision <= this.floor) return undefined;
         this.workers.delete(parsed.id);
@@ -410,7 +425,7 @@ export class LeaderView {
    * split's records (`id` given), sets that split aside as a problem until a
    * readable value (or a deletion) replaces it. Undefined when unreadable.
    */
-  private readable<K extends 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {
+  private readable<K extends 'control' | 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {
     try {
       const rec = decodeRecord(kind, key, value, this.fp);
       if (id !== undefined) this.problems.get(id)?.delete(kind);

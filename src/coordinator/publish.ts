@@ -30,6 +30,7 @@ import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assi
 import { isSplitfleetError } from '../errors.js';
 import { assignKey } from '../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
+import { operatorHold, type OperatorHold } from '../protocol/control.js';
 import { reservedSplits, type ReservedWindowState, type SplitOwnership } from '../protocol/reserved.js';
 import { op, type Compare, type Op, type Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
@@ -89,6 +90,7 @@ export interface PreparedDecision {
  */
 export function prepareDecision(
   view: LeaderView, now: number, window: ReservedWindowState | undefined, rebalanceDelayMs: number, previousIds: Set<string>,
+  hold: OperatorHold = { paused: false, evacuated: new Set() },
 ): PreparedDecision {
   const { pool } = view;
   const live = new Set(view.workers.keys());
@@ -114,7 +116,11 @@ export function prepareDecision(
   }
   const r = reservedSplits({ previous: window, now, live, splits: ownership, rebalanceDelayMs });
   pool.setReserved(r.reserved);
-  pool.setMembers([...view.workers.values()].map((w) => ({ id: w.rec.instance, cap: w.rec.maxInFlight })));
+  // An evacuated member (or every member, paused) is no member to the engine: its splits go to the
+  // others at once (it is live, so nothing is withheld for it), and publishAssignments gives it [].
+  pool.setMembers(hold.paused ? [] : [...view.workers.values()]
+    .filter((w) => !hold.evacuated.has(w.rec.instance))
+    .map((w) => ({ id: w.rec.instance, cap: w.rec.maxInFlight })));
   return {
     window: r.state,
     nextChangeAt: r.nextChangeAt,
@@ -142,17 +148,27 @@ export function assignmentOf(pool: ColumnarPool, decision: ColumnarDecision): Ma
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** The hold the operators' record puts on this decision (pause, evacuations of live runs). */
+export function holdOf(view: LeaderView): OperatorHold {
+  return operatorHold(view.control?.rec, new Map([...view.workers.values()].map((w) => [w.rec.instance, w.rec.nonce])));
+}
+
 /** One publishing step: decide, diff against the view, write what changed. */
 export async function publishAssignments(ctx: PublishContext, previousIds: Set<string>): Promise<PublishResult> {
   const { view } = ctx;
-  const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds);
+  const hold = holdOf(view);
+  const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds, hold);
   let assignment: Map<string, string[]>;
   let stats: AssignmentStats;
   // The engines leave computeMs to their caller; measured here, around the whole decision (the
   // pool thread's round trip included), on the wall clock: it is a metric, never an input.
   const started = performance.now();
   try {
-    if (ctx.assigner) {
+    if (hold.paused) {
+      // Paused: nothing to decide. Every live member gets an empty record, so every lane drains.
+      assignment = new Map();
+      stats = { assigned: 0, queued: 0, improvingMoves: 0, backstopHit: false, maxLoad: 0, minLoad: 0, lowerBound: 0, imbalance: 1, computeMs: 0 };
+    } else if (ctx.assigner) {
       const result = await ctx.assigner(view.pool.toInput());
       assignment = new Map(Object.entries(result.assignment));
       stats = result.stats;
@@ -166,6 +182,8 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   } finally {
     prepared.restore();
   }
+  // Held members are live: an empty record drains them (a missing one would mean "hold everything").
+  for (const w of view.workers.values()) if (!assignment.has(w.rec.instance)) assignment.set(w.rec.instance, []);
   if (!(stats.computeMs > 0)) stats = { ...stats, computeMs: performance.now() - started };
   ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
   ctx.metrics.improvingMoves.inc(stats.improvingMoves);

@@ -73,6 +73,11 @@ interface Followed {
 
 export class WorkerView {
   plan: Seen<PlanRecord> | undefined;
+  /**
+   * A plan record was seen: its absence now means the job was deleted (`splitfleet delete
+   * --force`), which must stop this process rather than start the job over from nothing.
+   */
+  planSeen = false;
   leader: Seen<LeaderRecord> | undefined;
   /** This instance's presence key, as the store holds it (ours, or another run's). */
   self: Seen<WorkerRecord> | undefined;
@@ -111,6 +116,7 @@ export class WorkerView {
     this.job = [
       this.follower(planKey(prefix), (u) => {
         this.plan = this.seen('plan', u, 'fatal');
+        if (this.plan) this.planSeen = true;
         this.notify('plan');
       }),
       this.follower(leaderKey(prefix), (u) => {

@@ -72,6 +72,13 @@ export function renderReport(report: JobReport, options: RenderOptions = {}): st
   const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';
   out.push(`progress   ${bar(p.fraction, options.barWidth ?? 30)} ${(p.fraction * 100).toFixed(1)}% by weight, `
     + `${p.completed}/${p.planned} splits completed${verdict}`);
+  if (report.paused || report.evacuated.length > 0) {
+    const evac = report.evacuated.map((e) => `${e.instance}${e.inForce ? '' : ' (restarted or gone: no longer held)'}`);
+    out.push(`operators  ${[
+      report.paused ? c('yellow', 'PAUSED (every assignment empty; `splitfleet resume` undoes it)') : '',
+      evac.length > 0 ? `evacuated ${evac.join(', ')}` : '',
+    ].filter((x) => x !== '').join('; ')}`);
+  }
   const s = report.splits;
   out.push(`splits     queued ${s.queued}  running ${s.running}  draining ${s.draining}  completed ${s.completed}  `
     + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
@@ -109,7 +116,7 @@ export function renderReport(report: JobReport, options: RenderOptions = {}): st
   }
   if (report.quarantined.length > 0) {
     out.push('');
-    out.push(c('red', `quarantined (${report.quarantined.length}: parked, never offered again)`));
+    out.push(c('red', `quarantined (${report.quarantined.length}: parked until \`splitfleet retry\`)`));
     for (const q of report.quarantined.slice(0, 20)) {
       out.push(`  ${q.id}  after ${q.attempts} attempts${q.reason === null ? '' : `: ${q.reason}`}`);
     }

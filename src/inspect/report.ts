@@ -17,7 +17,7 @@
  */
 import { parseKey } from '../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
+  decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
   type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
@@ -26,6 +26,8 @@ import type { KeyValue } from '../store/store.js';
 export interface JobRecords {
   plan: PlanRecord | undefined;
   leader: LeaderRecord | undefined;
+  /** The operators' record (pause, evacuations). */
+  control: ControlRecord | undefined;
   workers: Map<string, WorkerRecord>;
   specs: Map<string, SpecRecord>;
   splits: Map<string, SplitRecord>;
@@ -38,7 +40,7 @@ export interface JobRecords {
 /** An empty set of records. */
 export function emptyJobRecords(): JobRecords {
   return {
-    plan: undefined, leader: undefined, workers: new Map(), specs: new Map(), splits: new Map(), progress: new Map(), leases: new Map(), assigns: new Map(),
+    plan: undefined, leader: undefined, control: undefined, workers: new Map(), specs: new Map(), splits: new Map(), progress: new Map(), leases: new Map(), assigns: new Map(),
   };
 }
 
@@ -81,6 +83,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
     switch (parsed.kind) {
       case 'plan': records.plan = undefined; break;
       case 'leader': records.leader = undefined; break;
+      case 'control': records.control = undefined; break;
       case 'worker': records.workers.delete(id); break;
       case 'spec': records.specs.delete(id); break;
       case 'split': records.splits.delete(id); break;
@@ -98,6 +101,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
     switch (parsed.kind) {
       case 'plan': records.plan = decode('plan'); break;
       case 'leader': records.leader = decode('leader'); break;
+      case 'control': records.control = decode('control'); break;
       case 'worker': records.workers.set(id, decode('worker')); break;
       case 'spec': records.specs.set(id, decode('spec')); break;
       case 'split': records.splits.set(id, decode('split')); break;
@@ -194,6 +198,13 @@ export interface JobReport {
   };
   revocations: RevocationReport[];
   quarantined: { id: string; attempts: number; reason: string | null }[];
+  /** The leader publishes empty assignments (`splitfleet pause`): lanes drain, nothing is claimed. */
+  paused: boolean;
+  /**
+   * Evacuated instances (`splitfleet evacuate`). `inForce` is false once the instance has restarted
+   * (another run) or left: the entry is kept until the next operator action but no longer holds it.
+   */
+  evacuated: { instance: string; inForce: boolean }[];
   /** Records that could not be decoded, one line each, naming the key. */
   problems: string[];
 }
@@ -312,6 +323,8 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
     },
     revocations,
     quarantined,
+    paused: records.control?.paused ?? false,
+    evacuated: (records.control?.evacuated ?? []).map((e) => ({ instance: e.instance, inForce: records.workers.get(e.instance)?.nonce === e.nonce })),
     problems: [...(info.problems ?? [])],
   };
 }

@@ -203,3 +203,15 @@ export function quarantinedRecord(prev: SplitRecord, reason: string): SplitRecor
   if (prev.status !== 'runnable') refuse(prev, 'quarantine', `it is ${prev.status}`);
   return { ...prev, status: 'quarantined', owner: '', attempts: prev.attempts + 1, reason };
 }
+
+/**
+ * An operator's retry (`splitfleet retry`): a quarantined split is runnable
+ * again with its attempts reset and its reason cleared. The epoch stays (the
+ * next claim bumps it), and so does its committed progress, which the next
+ * owner resumes from.
+ */
+export function retriedRecord(prev: SplitRecord): SplitRecord {
+  if (prev.status !== 'quarantined') refuse(prev, 'retry', `it is ${prev.status}, not quarantined`);
+  const { reason: _reason, ...rest } = prev;
+  return { ...rest, status: 'runnable', owner: '', attempts: 0 };
+}

@@ -54,6 +54,13 @@ export interface PlanRecord extends Stamp {
   verdict?: JobVerdictRecord;
 }
 export interface LeaderRecord extends Stamp { instance: string; generation: number }
+/** One evacuated instance: the run (its presence nonce) the operator evacuated. A restart is a new run, which is not evacuated. */
+export interface Evacuation { instance: string; nonce: string }
+/**
+ * `control`: what operators asked for (decision 0011). `paused`: the leader publishes empty
+ * assignments. `evacuated`: sorted by instance, one entry per instance; each is assigned nothing.
+ */
+export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacuation[] }
 export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
 export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
 /** `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts. */
@@ -68,7 +75,7 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 
 /** Each key kind's record type. */
 export interface RecordTypes {
-  plan: PlanRecord; leader: LeaderRecord; worker: WorkerRecord; spec: SpecRecord;
+  plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;
@@ -136,6 +143,15 @@ const SCHEMAS = {
     error: 'only a final plan has a verdict', path: ['verdict'],
   })),
   leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
+  control: z.looseObject({
+    ...stamp,
+    paused: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
+    evacuated: z.array(z.looseObject({ instance: idStr(), nonce: str().min(1, { error: 'must not be empty' }) }), {
+      error: (iss) => `must be an array of { instance, nonce } (got ${show(iss.input)})`,
+    }),
+  }).check(z.refine((r) => r.evacuated.every((e, i) => i === 0 || r.evacuated[i - 1]!.instance < e.instance), {
+    error: 'must be sorted by instance in JS string order, one entry per instance', path: ['evacuated'],
+  })),
   worker: z.looseObject({
     ...stamp, instance: idStr(), maxInFlight: int(1),
     nonce: str().min(1, { error: 'must not be empty' }),
@@ -171,7 +187,7 @@ const SCHEMAS = {
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
-  plan: undefined, leader: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
+  plan: undefined, leader: undefined, control: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
 };
 
 function describeIssues(error: z.ZodError): string {
@@ -195,6 +211,7 @@ function keyTail(key: string): { kind: string; id: string | undefined } {
 const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict'],
   leader: ['v', 'fp', 'instance', 'generation'],
+  control: ['v', 'fp', 'paused', 'evacuated'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
   split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason'],
@@ -211,10 +228,24 @@ function describeRecord(kind: RecordKind, record: object): string {
   return `${kind} record`;
 }
 
+/** Sorted by instance, each entry with its fields in order (any newer-minor fields kept after them). */
+function canonicalEvacuations(list: readonly Evacuation[] | unknown): unknown {
+  if (!Array.isArray(list)) return list;
+  return [...(list as Evacuation[])]
+    .map((e) => {
+      if (typeof e !== 'object' || e === null) return e;
+      const { instance, nonce, ...rest } = e;
+      return { instance, nonce, ...rest };
+    })
+    .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+}
+
 function canonicalText<K extends RecordKind>(kind: K, record: RecordTypes[K]): string {
   const source = (kind === 'assign'
     ? { ...record, splits: [...(record as AssignRecord).splits].sort() }
-    : record) as Record<string, unknown>;
+    : kind === 'control'
+      ? { ...record, evacuated: canonicalEvacuations((record as ControlRecord).evacuated) }
+      : record) as Record<string, unknown>;
   const parsed = SCHEMAS[kind].safeParse(source);
   if (!parsed.success) {
     throw new SplitfleetError('INVALID_RECORD',

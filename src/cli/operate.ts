@@ -1,0 +1,125 @@
+/**
+ * The operator commands: `jobs`, `retry`, `pause`, `resume`, `evacuate`,
+ * `delete`. Argument parsing and output only; each action is the library's
+ * (src/operator/), so a program can do what the CLI does. Every command
+ * prints one line per fact it changed, or `--json` one object; a refusal is
+ * one line on stderr with exit code 2 (main.ts).
+ */
+import type { Command } from 'commander';
+import {
+  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, resumeInstance, resumeJob, retrySplits,
+  type ControlResult, type JobSummary, type Store,
+} from '../index.js';
+import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+
+interface Common extends EtcdCliOptions {
+  root: string;
+  json?: boolean;
+}
+
+function common(command: Command): Command {
+  command
+    .requiredOption('--etcd <urls>', 'etcd client URL(s), comma-separated')
+    .option('--root <prefix>', 'key prefix root the jobs live under', 'splitfleet')
+    .option('--json', 'print the result as one JSON object');
+  return addEtcdSecurityOptions(command);
+}
+
+async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Promise<T>): Promise<T> {
+  const store = new EtcdStore(etcdStoreOptions(options));
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function print(options: Common, json: unknown, lines: string[]): void {
+  process.stdout.write(options.json ? `${JSON.stringify(json)}\n` : `${lines.join('\n')}\n`);
+}
+
+function controlLines(job: string, r: ControlResult, did: string, undid: string): string[] {
+  return [
+    r.changed ? `job ${job}: ${did}` : `job ${job}: ${undid} (nothing changed)`,
+    `  paused ${r.paused ? 'yes' : 'no'}; evacuated ${r.evacuated.length === 0 ? 'none' : r.evacuated.join(', ')}`,
+  ];
+}
+
+/** Adds the operator commands to `program`. */
+export function registerOperate(program: Command): void {
+  common(program.command('jobs').description('list the jobs under a root: verdict, progress, members'))
+    .action(async (o: Common) => {
+      const jobs = await withStore(o, (store) => listJobs({ store, root: o.root }));
+      print(o, { root: o.root, jobs }, jobs.length === 0 ? [`no jobs under ${o.root}/`] : jobTable(jobs));
+    });
+
+  common(program.command('retry').description('return quarantined splits to runnable, attempts reset'))
+    .requiredOption('--job <name>', 'the job')
+    .option('--split <id...>', 'the quarantined split(s) to retry')
+    .option('--all-quarantined', 'retry every quarantined split of the job')
+    .action(async (o: Common & { job: string; split?: string[]; allQuarantined?: boolean }) => {
+      const r = await withStore(o, (store) => retrySplits({
+        store, root: o.root, job: o.job, ...(o.split ? { splits: o.split } : {}), ...(o.allQuarantined ? { allQuarantined: true } : {}),
+      }));
+      print(o, { job: o.job, ...r }, [
+        `job ${o.job}: ${r.retried.length} split${r.retried.length === 1 ? '' : 's'} runnable again, attempts reset${r.retried.length > 0 ? `: ${r.retried.slice(0, 20).join(', ')}${r.retried.length > 20 ? ', …' : ''}` : ''}`,
+        ...(r.verdictCleared ? ['  the stalled verdict is cleared: processes that stopped on it must be started again'] : []),
+      ]);
+    });
+
+  common(program.command('pause').description('pause a job: empty assignments, lanes drain, nothing is claimed, progress is kept'))
+    .requiredOption('--job <name>', 'the job')
+    .action(async (o: Common & { job: string }) => {
+      const r = await withStore(o, (store) => pauseJob({ store, root: o.root, job: o.job }));
+      print(o, { job: o.job, ...r }, controlLines(o.job, r, 'paused; every lane drains and nothing is claimed until `splitfleet resume`', 'already paused'));
+    });
+
+  common(program.command('resume').description('resume a paused job, or (--instance) undo an evacuation'))
+    .requiredOption('--job <name>', 'the job')
+    .option('--instance <id>', 'undo the evacuation of this instance (the job\'s pause is left as it is)')
+    .action(async (o: Common & { job: string; instance?: string }) => {
+      const r = await withStore(o, (store) => (o.instance !== undefined
+        ? resumeInstance({ store, root: o.root, job: o.job, instance: o.instance })
+        : resumeJob({ store, root: o.root, job: o.job })));
+      print(o, { job: o.job, ...r }, o.instance !== undefined
+        ? controlLines(o.job, r, `instance ${o.instance} is assigned work again`, `instance ${o.instance} was not evacuated`)
+        : controlLines(o.job, r, 'resumed; the leader assigns work again', 'was not paused'));
+    });
+
+  common(program.command('evacuate').description('drain one instance and assign it nothing (ahead of a deploy)'))
+    .requiredOption('--job <name>', 'the job')
+    .requiredOption('--instance <id>', 'the live member to evacuate')
+    .action(async (o: Common & { job: string; instance: string }) => {
+      const r = await withStore(o, (store) => evacuateInstance({ store, root: o.root, job: o.job, instance: o.instance }));
+      print(o, { job: o.job, ...r }, controlLines(o.job, r,
+        `instance ${o.instance} evacuated: it drains and is assigned nothing until it restarts or \`splitfleet resume --instance ${o.instance}\``,
+        `instance ${o.instance} was already evacuated`));
+    });
+
+  common(program.command('delete').description('remove a finished job\'s keys (a running job needs --force)'))
+    .requiredOption('--job <name>', 'the job')
+    .option('--force', 'delete a job that is running or has live processes: they stop (JOB_DELETED)')
+    .action(async (o: Common & { job: string; force?: boolean }) => {
+      const r = await withStore(o, (store) => deleteJob({ store, root: o.root, job: o.job, force: o.force === true }));
+      print(o, { job: o.job, ...r }, [
+        `job ${o.job}: deleted ${r.deleted} key${r.deleted === 1 ? '' : 's'}${r.verdict === null ? ' (it had no verdict)' : ` (verdict ${r.verdict})`}`,
+        ...(r.stopped.length > 0 ? [`  stopped: ${r.stopped.join(', ')}`] : []),
+      ]);
+    });
+}
+
+function jobTable(jobs: JobSummary[]): string[] {
+  const rows = [['job', 'verdict', 'progress', 'queued', 'quarantined', 'members', 'leader']];
+  for (const j of jobs) {
+    const s = j.splits;
+    const planned = j.plan?.planned ?? s.total;
+    const state = j.problem !== null ? `unreadable: ${j.problem}` : j.verdict ?? (j.paused ? 'paused' : j.plan?.final ? 'running' : 'running (open plan)');
+    rows.push([
+      j.job, state, `${s.completed}/${planned} completed`, String(s.runnable), String(s.quarantined),
+      j.members.length === 0 ? '0' : `${j.members.length} (${j.members.slice(0, 4).join(', ')}${j.members.length > 4 ? ', …' : ''})`,
+      j.leader ?? '-',
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+}

@@ -1,0 +1,131 @@
+/**
+ * pauseJob, resumeJob, evacuateInstance, resumeInstance: the operator
+ * actions that edit the job's `control` record (decision 0011), which the
+ * leader honours on its next decision. Each is one compare-and-swap on the
+ * record (created if absent, deleted once it asks nothing), re-read and
+ * retried when it loses, and written only when it changes something.
+ */
+import { SplitfleetError } from '../errors.js';
+import {
+  isNeutral, NO_CONTROL, staleEvacuations, withEvacuated, withoutEvacuated, withPaused, type ControlState,
+} from '../protocol/control.js';
+import { controlKey, idProblem, isValidId, kindPrefix } from '../protocol/keys.js';
+import { decodeRecord, encodeRecord, SCHEMA_VERSION, type ControlRecord, type WorkerRecord } from '../protocol/records.js';
+import { cmp, op, type Store } from '../store/store.js';
+import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
+
+/** What a control action did. */
+export interface ControlResult {
+  /** False when the record already said so (nothing was written). */
+  changed: boolean;
+  paused: boolean;
+  evacuated: string[];
+}
+
+/** Pause: the leader publishes empty assignments; lanes drain cooperatively, nothing new is claimed, progress is kept. */
+export async function pauseJob(target: JobTarget): Promise<ControlResult> {
+  const job = await findJob(target);
+  if (job.plan.verdict) throw finished(job, 'pause');
+  return editControl(target.store, job, (s) => withPaused(s, true));
+}
+
+/** Resume: undoes pause. */
+export async function resumeJob(target: JobTarget): Promise<ControlResult> {
+  const job = await findJob(target);
+  return editControl(target.store, job, (s) => withPaused(s, false));
+}
+
+/**
+ * Evacuate: the instance's current run is assigned nothing and drains, ahead
+ * of a deploy. Its restart (a new run) or `resumeInstance` undoes it.
+ */
+export async function evacuateInstance(target: JobTarget & { instance: string }): Promise<ControlResult> {
+  const job = await findJob(target);
+  checkInstance(target.instance);
+  if (job.plan.verdict) throw finished(job, 'evacuate an instance of');
+  const members = await liveMembers(target.store, job);
+  const run = members.get(target.instance);
+  if (run === undefined) {
+    const names = [...members.keys()].sort();
+    throw new SplitfleetError('INVALID_INPUT', `instance: "${target.instance}" is not a live member of job "${job.job}" `
+      + `(${names.length === 0 ? 'it has no live members' : `members: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}`})`);
+  }
+  return editControl(target.store, job, (s) => withEvacuated(s, target.instance, run.nonce), members);
+}
+
+/** Undoes the evacuation of one instance. Refused when the instance is not evacuated. */
+export async function resumeInstance(target: JobTarget & { instance: string }): Promise<ControlResult> {
+  const job = await findJob(target);
+  checkInstance(target.instance);
+  return editControl(target.store, job, (s) => {
+    if (!s.evacuated.some((e) => e.instance === target.instance)) {
+      const names = s.evacuated.map((e) => e.instance);
+      throw new SplitfleetError('INVALID_INPUT', `instance: "${target.instance}" is not evacuated in job "${job.job}" `
+        + `(${names.length === 0 ? 'no instance is' : `evacuated: ${names.join(', ')}`})`);
+    }
+    return withoutEvacuated(s, target.instance);
+  });
+}
+
+/** The job's live members: instance → presence record. */
+export async function liveMembers(store: Store, job: FoundJob): Promise<Map<string, WorkerRecord>> {
+  const { kvs } = await store.listAll(kindPrefix(job.prefix, 'worker'));
+  const out = new Map<string, WorkerRecord>();
+  for (const kv of kvs) {
+    try {
+      const rec = decodeRecord('worker', kv.key, kv.value, job.fp);
+      out.set(rec.instance, rec);
+    } catch {
+      // An unreadable presence record is no member (as the leader sees it).
+    }
+  }
+  return out;
+}
+
+function checkInstance(instance: string): void {
+  if (!isValidId(instance)) throw new SplitfleetError('INVALID_INPUT', `instance: ${idProblem(instance)}`);
+}
+
+function finished(job: FoundJob, what: string): SplitfleetError {
+  return new SplitfleetError('INVALID_INPUT', `job: "${job.job}" is finished (verdict ${job.plan.verdict}): there is nothing to ${what}`);
+}
+
+/**
+ * Reads the control record, applies `edit`, and writes the result by CAS
+ * (deleting the record when it asks nothing). Evacuations of runs that are no
+ * longer live are dropped on the way: they hold nothing any more.
+ */
+async function editControl(
+  store: Store, job: FoundJob, edit: (state: ControlState) => ControlState, members?: Map<string, WorkerRecord>,
+): Promise<ControlResult> {
+  const key = controlKey(job.prefix);
+  for (let attempt = 0; attempt < ACTION_ATTEMPTS; attempt++) {
+    const kv = await store.get(key);
+    const current: ControlRecord | undefined = kv ? decodeRecord('control', kv.key, kv.value, job.fp) : undefined;
+    const before: ControlState = current ? { paused: current.paused, evacuated: current.evacuated } : NO_CONTROL;
+    const live = members ?? await liveMembers(store, job);
+    const nonces = new Map([...live].map(([i, w]) => [i, w.nonce]));
+    const edited = edit(before);
+    const stale = new Set(staleEvacuations(edited, nonces));
+    const next: ControlState = { ...edited, evacuated: edited.evacuated.filter((e) => !stale.has(e)) };
+    const result = { paused: next.paused, evacuated: next.evacuated.map((e) => e.instance) };
+    const guard = kv ? cmp.modRevision(key, kv.modRevision) : cmp.absent(key);
+    let write;
+    if (isNeutral(next)) {
+      if (!kv) return { changed: false, ...result };
+      write = op.delete(key);
+    } else {
+      // Restated over the record as read: fields of a newer minor version are kept.
+      const value = encodeRecord('control', { ...(current ?? {}), v: SCHEMA_VERSION, fp: job.fp, paused: next.paused, evacuated: next.evacuated });
+      if (kv && kv.value === value) return { changed: false, ...result };
+      write = op.put(key, value);
+    }
+    const res = await store.txn({ compares: [guard], success: [write] });
+    if (res.won) return { changed: isNeutral(before) !== isNeutral(next) || before.paused !== next.paused || !sameEvacuations(before, next), ...result };
+  }
+  throw contended(`writing ${key}`);
+}
+
+function sameEvacuations(a: ControlState, b: ControlState): boolean {
+  return a.evacuated.length === b.evacuated.length && a.evacuated.every((e, i) => e.instance === b.evacuated[i]!.instance && e.nonce === b.evacuated[i]!.nonce);
+}

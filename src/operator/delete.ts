@@ -1,0 +1,96 @@
+/**
+ * deleteJob: removes every key of a job (`splitfleet delete`). A finished job
+ * (its plan carries a verdict) with no live process is deleted outright; one
+ * that runs, or still has processes, is refused unless forced, and the
+ * refusal says what deleting it would stop.
+ *
+ * Forced, it first deletes the `plan` record alone (by CAS): every process of
+ * the job sees its plan gone and stops with JOB_DELETED rather than start the
+ * job over (a new leader would otherwise re-plan into the empty prefix). It
+ * then waits for their presence keys to go, and deletes the rest in batches,
+ * listing again until nothing is left (a straggler's write may land between).
+ */
+import { SplitfleetError } from '../errors.js';
+import { kindPrefix, leaderKey, planKey } from '../protocol/keys.js';
+import { decodeRecord } from '../protocol/records.js';
+import { cmp, op, type Store } from '../store/store.js';
+import { findJob, type FoundJob, type JobTarget } from './job.js';
+import { liveMembers } from './control.js';
+
+export interface DeleteOptions extends JobTarget {
+  /** Delete a job that is running or has live processes (they stop). */
+  force?: boolean;
+  /** How long a forced delete waits for the job's processes to leave, ms (default 15 000). */
+  waitMs?: number;
+}
+
+export interface DeleteResult {
+  /** Keys deleted. */
+  deleted: number;
+  /** Live processes the deletion stopped (or found still present when the wait ran out). */
+  stopped: string[];
+  /** The job had a verdict ('complete' | 'stalled'), or null when it was still running. */
+  verdict: 'complete' | 'stalled' | null;
+}
+
+/** What deleting the job would stop: its live members, its leader, the splits they hold. */
+export async function whatDeleteStops(store: Store, job: FoundJob): Promise<{ members: string[]; leader: string | null; held: number }> {
+  const members = [...(await liveMembers(store, job)).keys()].sort();
+  const leaderKv = await store.get(leaderKey(job.prefix));
+  let leader: string | null = null;
+  if (leaderKv) {
+    try {
+      leader = decodeRecord('leader', leaderKv.key, leaderKv.value, job.fp).instance;
+    } catch {
+      leader = '(unreadable leader record)';
+    }
+  }
+  const held = (await store.listAll(kindPrefix(job.prefix, 'lease'))).kvs.length;
+  return { members, leader, held };
+}
+
+export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
+  const job = await findJob(options);
+  const { store } = options;
+  const verdict = job.plan.verdict ?? null;
+  const stops = await whatDeleteStops(store, job);
+  const running = verdict === null || stops.members.length > 0 || stops.leader !== null;
+  if (running && options.force !== true) {
+    const what = [
+      verdict === null ? 'it has no verdict (still running or never finished)' : `verdict ${verdict}`,
+      stops.leader !== null ? `leader ${stops.leader}` : 'no leader',
+      `${stops.members.length} live member${stops.members.length === 1 ? '' : 's'}${stops.members.length > 0 ? ` (${stops.members.slice(0, 10).join(', ')}${stops.members.length > 10 ? ', …' : ''})` : ''}`,
+      `${stops.held} held split${stops.held === 1 ? '' : 's'}`,
+    ].join('; ');
+    throw new SplitfleetError('INVALID_INPUT', `force: job "${job.job}" is not finished and idle (${what}); deleting it stops every process of it: pass --force to delete it anyway`);
+  }
+  let deleted = 0;
+  if (running) {
+    // The plan first, alone: its disappearance is what stops every process of the job.
+    const res = await store.txn({ compares: [cmp.modRevision(job.planKv.key, job.planKv.modRevision)], success: [op.delete(planKey(job.prefix))] });
+    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', `the plan record of job "${job.job}" changed while deleting; run the command again`, { retryable: true });
+    deleted++;
+    await untilGone(store, job, options.waitMs ?? 15_000);
+  }
+  const left = [...(await liveMembers(store, job)).keys()];
+  for (let round = 0; round < 5; round++) {
+    const { kvs } = await store.listAll(job.prefix);
+    if (kvs.length === 0) break;
+    const per = store.limits.maxOpsPerTxn;
+    for (let i = 0; i < kvs.length; i += per) {
+      const res = await store.txn({ compares: [], success: kvs.slice(i, i + per).map((kv) => op.delete(kv.key)) });
+      if (res.won) deleted += Math.min(per, kvs.length - i);
+    }
+  }
+  return { deleted, stopped: [...new Set([...stops.members, ...left])].sort(), verdict };
+}
+
+/** Waits (polling) until the job has no live presence key, or `waitMs` passes. */
+async function untilGone(store: Store, job: FoundJob, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const { kvs } = await store.list(kindPrefix(job.prefix, 'worker'), { limit: 1 });
+    if (kvs.length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

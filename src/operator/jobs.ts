@@ -1,0 +1,105 @@
+/**
+ * listJobs: the jobs under a root (`splitfleet jobs`), each with its verdict,
+ * progress and members. Jobs are found by skipping from one job's prefix to
+ * the next (one small read per job, not a listing of every key), then each
+ * job's split records are counted page by page.
+ */
+import { SplitfleetError } from '../errors.js';
+import { kindPrefix, planKey } from '../protocol/keys.js';
+import { decodeRecord, type PlanRecord } from '../protocol/records.js';
+import type { Store } from '../store/store.js';
+import { checkJobNames } from './job.js';
+import { liveMembers } from './control.js';
+
+export interface JobSummary {
+  job: string;
+  /** The plan record; null when the prefix has keys but no (readable) plan. */
+  plan: { final: boolean; planned: number; generation: number } | null;
+  verdict: 'complete' | 'stalled' | null;
+  paused: boolean;
+  leader: string | null;
+  members: string[];
+  splits: { runnable: number; completed: number; quarantined: number; total: number };
+  /** A problem reading the job (its plan record, say), or null. */
+  problem: string | null;
+}
+
+const PAGE = 1000;
+
+export async function listJobs(options: { store: Store; root?: string }): Promise<JobSummary[]> {
+  const root = options.root ?? 'splitfleet';
+  checkJobNames('x', root);
+  const base = `${root}/`;
+  const out: JobSummary[] = [];
+  let from: string | undefined;
+  for (;;) {
+    const page = await options.store.list(base, { limit: 1, ...(from !== undefined ? { rangeStart: from } : {}) });
+    const kv = page.kvs[0];
+    if (!kv) return out;
+    const rest = kv.key.slice(base.length);
+    const slash = rest.indexOf('/');
+    if (slash <= 0) {
+      from = `${kv.key}\0`; // a key directly under the root: no job
+      continue;
+    }
+    const job = rest.slice(0, slash);
+    // The next job's keys start after `<root>/<job>/…`: '0' is the character after '/'.
+    from = `${base}${job}0`;
+    try {
+      checkJobNames(job, root);
+    } catch {
+      continue; // not a name a job can have: not ours
+    }
+    out.push(await summarise(options.store, base, job));
+  }
+}
+
+async function summarise(store: Store, base: string, job: string): Promise<JobSummary> {
+  const prefix = `${base}${job}/`;
+  const summary: JobSummary = {
+    job, plan: null, verdict: null, paused: false, leader: null, members: [],
+    splits: { runnable: 0, completed: 0, quarantined: 0, total: 0 }, problem: null,
+  };
+  const planKv = await store.get(planKey(prefix));
+  let fp: string | undefined;
+  let plan: PlanRecord | undefined;
+  try {
+    if (!planKv) throw new SplitfleetError('INVALID_INPUT', 'no plan record (a job that never planned, or a partial delete)');
+    fp = (JSON.parse(planKv.value) as { fp?: string }).fp;
+    plan = decodeRecord('plan', planKv.key, planKv.value, fp ?? '');
+  } catch (e) {
+    summary.problem = (e as Error).message;
+    return summary;
+  }
+  summary.plan = { final: plan.final, planned: plan.planned, generation: plan.generation };
+  summary.verdict = plan.verdict ?? null;
+  const found = { job, root: base.slice(0, -1), prefix, fp: plan.fp, plan, planKv };
+  summary.members = [...(await liveMembers(store, found)).keys()].sort();
+  const readOne = async (key: string) => {
+    const kv = await store.get(key);
+    try {
+      return kv ? JSON.parse(kv.value) as Record<string, unknown> : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  summary.leader = ((await readOne(`${prefix}leader`))?.instance as string | undefined) ?? null;
+  summary.paused = (await readOne(`${prefix}control`))?.paused === true;
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.list(kindPrefix(prefix, 'split'), { limit: PAGE, ...(after !== undefined ? { startAfter: after } : {}) });
+    for (const kv of page.kvs) {
+      let status: unknown;
+      try {
+        status = (JSON.parse(kv.value) as { status?: unknown }).status;
+      } catch {
+        status = undefined; // unreadable: counted in the total only (`inspect` names it)
+      }
+      summary.splits.total++;
+      if (status === 'runnable' || status === 'completed' || status === 'quarantined') summary.splits[status]++;
+    }
+    if (!page.more || page.kvs.length === 0) break;
+    after = page.kvs[page.kvs.length - 1]!.key;
+  }
+  return summary;
+}

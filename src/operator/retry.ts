@@ -1,0 +1,124 @@
+/**
+ * retrySplits: returns quarantined splits to runnable with their attempts
+ * reset (`splitfleet retry`). Each batch is one transaction guarded by every
+ * split record's revision as read, so a split that changed meanwhile is read
+ * again, never overwritten. A final plan that had stopped as `stalled` has
+ * its verdict cleared last (by CAS), so the job can run again: while a fleet
+ * runs, its leader assigns the splits at once; a fleet that had stopped on
+ * the verdict is started again.
+ */
+import { SplitfleetError } from '../errors.js';
+import { retriedRecord } from '../protocol/claims.js';
+import { idProblem, isValidId, kindPrefix, planKey, splitKey } from '../protocol/keys.js';
+import { decodeRecord, encodeRecord, type SplitRecord } from '../protocol/records.js';
+import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
+import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
+
+export interface RetryOptions extends JobTarget {
+  /** These splits (each must be quarantined). */
+  splits?: string[];
+  /** Every quarantined split of the job. */
+  allQuarantined?: boolean;
+}
+
+export interface RetryResult {
+  /** Split ids returned to runnable, sorted. */
+  retried: string[];
+  /** The plan's `stalled` verdict was cleared: a fleet that had stopped on it must be started again. */
+  verdictCleared: boolean;
+}
+
+/** Page size of the listing `allQuarantined` makes. */
+const PAGE = 1000;
+
+export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
+  const given = options.splits ?? [];
+  if ((given.length > 0) === (options.allQuarantined === true)) {
+    throw new SplitfleetError('INVALID_INPUT', 'split: name the splits to retry (--split ID…) or pass --all-quarantined, not both and not neither');
+  }
+  const seen = new Set<string>();
+  for (const id of given) {
+    if (!isValidId(id)) throw new SplitfleetError('INVALID_INPUT', `split ${JSON.stringify(id)}: ${idProblem(id)}`);
+    if (seen.has(id)) throw new SplitfleetError('INVALID_INPUT', `split "${id}": named twice`);
+    seen.add(id);
+  }
+  const job = await findJob(options);
+  const { store } = options;
+  let targets = options.allQuarantined ? await quarantined(store, job) : await named(store, job, given);
+  const retried: string[] = [];
+  // Compares and ops are limited per branch: a split costs one of each.
+  const perTxn = store.limits.maxOpsPerTxn;
+  for (let attempt = 0; targets.length > 0; attempt++) {
+    if (attempt >= ACTION_ATTEMPTS) throw contended('retrying quarantined splits');
+    const lost: string[] = [];
+    for (let i = 0; i < targets.length; i += perTxn) {
+      const batch = targets.slice(i, i + perTxn);
+      const compares: Compare[] = batch.map((t) => cmp.modRevision(t.kv.key, t.kv.modRevision));
+      const success: Op[] = batch.map((t) => op.put(t.kv.key, encodeRecord('split', retriedRecord(t.rec))));
+      const res = await store.txn({ compares, success });
+      if (res.won) retried.push(...batch.map((t) => t.rec.id));
+      else lost.push(...batch.map((t) => t.rec.id));
+    }
+    // A batch lost: one of its splits changed. Read them again; those still quarantined are retried.
+    targets = lost.length === 0 ? [] : (await Promise.all(lost.map((id) => readSplit(store, job, id))))
+      .filter((t): t is Target => t !== undefined && t.rec.status === 'quarantined');
+  }
+  const verdictCleared = retried.length > 0 || job.plan.verdict === 'stalled' ? await clearStalled(store, job) : false;
+  return { retried: retried.sort(), verdictCleared };
+}
+
+interface Target { kv: KeyValue; rec: SplitRecord }
+
+async function readSplit(store: Store, job: FoundJob, id: string): Promise<Target | undefined> {
+  const kv = await store.get(splitKey(job.prefix, id));
+  return kv ? { kv, rec: decodeRecord('split', kv.key, kv.value, job.fp) } : undefined;
+}
+
+/** The named splits, every one checked before anything is written. */
+async function named(store: Store, job: FoundJob, ids: string[]): Promise<Target[]> {
+  const out: Target[] = [];
+  for (const id of ids) {
+    const t = await readSplit(store, job, id);
+    if (!t) throw new SplitfleetError('INVALID_INPUT', `split "${id}": job "${job.job}" has no such split`);
+    if (t.rec.status !== 'quarantined') {
+      throw new SplitfleetError('INVALID_INPUT', `split "${id}": is ${t.rec.status}, not quarantined; only a quarantined split can be retried`);
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+/** Every quarantined split, listed page by page (an unreadable record is not retried: it is no known state). */
+async function quarantined(store: Store, job: FoundJob): Promise<Target[]> {
+  const prefix = kindPrefix(job.prefix, 'split');
+  const out: Target[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.list(prefix, { limit: PAGE, ...(after !== undefined ? { startAfter: after } : {}) });
+    for (const kv of page.kvs) {
+      try {
+        const rec = decodeRecord('split', kv.key, kv.value, job.fp);
+        if (rec.status === 'quarantined') out.push({ kv, rec });
+      } catch {
+        // Parked by the leader; `inspect` lists it as a problem.
+      }
+    }
+    if (!page.more || page.kvs.length === 0) return out;
+    after = page.kvs[page.kvs.length - 1]!.key;
+  }
+}
+
+/** Clears a `stalled` verdict by CAS, re-reading when the plan moved meanwhile. */
+async function clearStalled(store: Store, job: FoundJob): Promise<boolean> {
+  const key = planKey(job.prefix);
+  for (let attempt = 0; attempt < ACTION_ATTEMPTS; attempt++) {
+    const kv = await store.get(key);
+    if (!kv) return false;
+    const plan = decodeRecord('plan', kv.key, kv.value, job.fp);
+    if (plan.verdict !== 'stalled') return false;
+    const { verdict: _verdict, ...rest } = plan;
+    const res = await store.txn({ compares: [cmp.modRevision(key, kv.modRevision)], success: [op.put(key, encodeRecord('plan', rest))] });
+    if (res.won) return true;
+  }
+  throw contended(`clearing the verdict on ${key}`);
+}
