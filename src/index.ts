@@ -66,6 +66,11 @@ export { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, readJob
 export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
 export { renderReport } from './inspect/render.js';
 export type { RenderOptions } from './inspect/render.js';
+export { serveDashboard } from './inspect/serve.js';
+export type { Dashboard, DashboardOptions } from './inspect/serve.js';
+export type { DashboardEvent, DashboardMember, DashboardReport, DashboardView } from './inspect/live.js';
+export { ChangeTracker, describeChange } from './inspect/changes.js';
+export type { ChangeEvent, RecordChange } from './inspect/changes.js';
 
 // The desired assignment.
 export { desiredAssignment } from './assignment/engine.js';

@@ -4,7 +4,8 @@
  * weight), each instance's assignment against what it holds, splits by
  * status, revocations in flight, plan finality and progress. `--json` prints
  * the same report as one JSON object per line; `--watch` re-lists on every
- * watch event (at most twice a second) until interrupted.
+ * watch event (at most twice a second) until interrupted; `--serve PORT`
+ * serves the same live as a web dashboard (src/inspect/serve.ts).
  *
  * Read-only: it never writes to the store. It never prints credentials: the
  * store options are built in connect.ts and go nowhere but the store.
@@ -13,7 +14,7 @@
  */
 import type { Command } from 'commander';
 import {
-  EtcdStore, isSplitfleetError, jobPrefix, jobReport, readJobRecords, renderReport, resolveConfig, SplitfleetError,
+  EtcdStore, isSplitfleetError, jobPrefix, jobReport, readJobRecords, renderReport, resolveConfig, serveDashboard, SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
@@ -23,6 +24,8 @@ export interface InspectOptions extends EtcdCliOptions {
   root?: string;
   json?: boolean;
   watch?: boolean;
+  serve?: string;
+  host?: string;
 }
 
 /** Adds the `inspect` subcommand to `program`. */
@@ -34,7 +37,9 @@ export function registerInspect(program: Command): void {
     .requiredOption('--job <name>', 'the job\'s name')
     .option('--root <prefix>', 'key prefix root the job lives under', 'splitfleet')
     .option('--json', 'print the report as one JSON object (one per refresh with --watch)')
-    .option('--watch', 'keep watching and refresh on every change (Ctrl-C to stop)');
+    .option('--watch', 'keep watching and refresh on every change (Ctrl-C to stop)')
+    .option('--serve <port>', 'serve a live, read-only web dashboard of the job on this port (0: any free port) until Ctrl-C')
+    .option('--host <address>', 'address the dashboard binds (with --serve)', '127.0.0.1');
   addEtcdSecurityOptions(command)
     .addHelpText(
       'after',
@@ -69,8 +74,13 @@ export async function readReport(store: Store, root: string, job: string): Promi
 export async function inspect(options: InspectOptions): Promise<void> {
   const root = options.root ?? 'splitfleet';
   checkNames(options.job, root);
+  const port = options.serve === undefined ? undefined : servePort(options);
   const store = new EtcdStore(etcdStoreOptions(options));
   try {
+    if (port !== undefined) {
+      await serve(store, root, port, options);
+      return;
+    }
     if (options.watch) {
       await watch(store, root, options);
       return;
@@ -82,6 +92,36 @@ export async function inspect(options: InspectOptions): Promise<void> {
     process.stdout.write(options.json ? `${JSON.stringify(report)}\n` : renderReport(report, { color: useColor() }));
   } finally {
     await store.close();
+  }
+}
+
+/** Checks --serve's port and what it cannot be combined with. */
+function servePort(options: InspectOptions): number {
+  const port = Number(options.serve);
+  if (options.serve!.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new SplitfleetError('INVALID_INPUT', `--serve: must be a port number 0 ≤ port ≤ 65535 (got ${JSON.stringify(options.serve)})`);
+  }
+  if (options.watch || options.json) {
+    throw new SplitfleetError('INVALID_INPUT', `--serve: cannot be combined with ${options.watch ? '--watch' : '--json'} (the dashboard is its own live view)`);
+  }
+  return port;
+}
+
+/** Serves the dashboard until SIGINT or SIGTERM. */
+async function serve(store: Store, root: string, port: number, options: InspectOptions): Promise<void> {
+  const host = options.host ?? '127.0.0.1';
+  const dashboard = await serveDashboard({ store, job: options.job, root, host, port });
+  try {
+    process.stdout.write(`dashboard of ${jobPrefix(root, options.job)} at ${dashboard.url} (read-only; Ctrl-C to stop)\n`);
+    if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
+      process.stderr.write(`splitfleet inspect: the dashboard has no authentication: anyone who can reach ${host}:${dashboard.port} can read the job's state\n`);
+    }
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+  } finally {
+    await dashboard.close();
   }
 }
 

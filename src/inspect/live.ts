@@ -1,0 +1,289 @@
+/**
+ * One job kept live from one prefix watch, for the dashboard: the decoded
+ * records (applied key by key with `applyRecord`), a fresh `jobReport` at
+ * most every `refreshMs` after a change, and the event log diffed from each
+ * record's change (`ChangeTracker`). Subscribers get every refreshed view.
+ *
+ * Invariants:
+ * - Read-only: it lists and watches, never writes.
+ * - Never throws on what it reads: an undecodable record is a problem line.
+ * - The fingerprint is detected from the job's own records (as `inspect`
+ *   does): until something is stored, raw values are held and decoded once
+ *   it is known, so a dashboard may start before its job.
+ * - A watch that stops (compaction, etcd away) is re-snapshotted after a
+ *   pause; the event log and the diff state survive it.
+ */
+import type { KeyValue, Store, WatchHandle } from '../store/store.js';
+import { jobPrefix, parseKey } from '../protocol/keys.js';
+import { ChangeTracker, describeChange, type ChangeEvent, type RecordChange } from './changes.js';
+import { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, type JobRecords, type JobReport, type MemberReport } from './report.js';
+
+/** One line of the event log. */
+export type DashboardEvent = ChangeEvent & {
+  /** Increasing from 1: lets a client tell new lines from seen ones. */
+  seq: number;
+  /** Milliseconds since the epoch, when the dashboard saw it. */
+  at: number;
+  text: string;
+};
+
+/** A member as the page shows it: counts instead of id lists (a member may hold thousands). */
+export type DashboardMember = Omit<MemberReport, 'assigned' | 'held' | 'claiming' | 'revoking'> & {
+  heldCount: number;
+  /** Null when it has no assignment record. */
+  assignedCount: number | null;
+  claimingCount: number;
+  revokingCount: number;
+};
+
+/**
+ * The report as the page gets it: the JobReport's fields (any this build
+ * does not name are passed through as they are), members slimmed, long lists
+ * cut to their first entries with their full length beside them.
+ */
+export type DashboardReport = Omit<JobReport, 'members'> & {
+  members: DashboardMember[];
+  revocationsTotal: number;
+  quarantinedTotal: number;
+  problemsTotal: number;
+};
+
+export interface DashboardView {
+  job: string;
+  root: string;
+  prefix: string;
+  /** Milliseconds since the epoch of this view. */
+  generatedAt: number;
+  watch: { live: boolean; error: string | null };
+  report: DashboardReport;
+  /** The latest events, oldest first. */
+  events: DashboardEvent[];
+}
+
+export interface LiveJobOptions {
+  store: Store;
+  job: string;
+  root?: string;
+  /** Least time between two refreshes, ms (default 250). */
+  refreshMs?: number;
+  /** Events kept (default 300). */
+  maxEvents?: number;
+  /** Entries kept of each long list (revocations, quarantined, problems; default 200). */
+  maxListed?: number;
+  /** Pause before re-snapshotting a stopped watch, ms (default 2000). */
+  retryMs?: number;
+  now?: () => number;
+}
+
+export class LiveJob {
+  readonly job: string;
+  readonly root: string;
+  readonly prefix: string;
+  private readonly store: Store;
+  private readonly refreshMs: number;
+  private readonly maxEvents: number;
+  private readonly maxListed: number;
+  private readonly retryMs: number;
+  private readonly now: () => number;
+  private records: JobRecords = emptyJobRecords();
+  private fp: string | undefined;
+  /** Raw values, only until the fingerprint is known. */
+  private pending = new Map<string, KeyValue>();
+  private readonly problems = new Map<string, string>();
+  private revision = 0;
+  private handle: WatchHandle | undefined;
+  private readonly tracker = new ChangeTracker();
+  private readonly events: DashboardEvent[] = [];
+  private seq = 0;
+  private error: string | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private lastRefresh = 0;
+  private closed = false;
+  private current: DashboardView;
+  private readonly listeners = new Set<(view: DashboardView) => void>();
+
+  constructor(options: LiveJobOptions) {
+    this.store = options.store;
+    this.job = options.job;
+    this.root = options.root ?? 'splitfleet';
+    this.prefix = jobPrefix(this.root, this.job);
+    this.refreshMs = options.refreshMs ?? 250;
+    this.maxEvents = options.maxEvents ?? 300;
+    this.maxListed = options.maxListed ?? 200;
+    this.retryMs = options.retryMs ?? 2000;
+    this.now = options.now ?? Date.now;
+    this.current = this.build();
+  }
+
+  /** Starts the watch; rejects when the first snapshot cannot be read (etcd unreachable, refused). */
+  async start(): Promise<void> {
+    await this.watch();
+    this.refresh();
+  }
+
+  /** The latest view. */
+  view(): DashboardView {
+    return this.current;
+  }
+
+  /** Calls `listener` with every refreshed view; returns the unsubscribe. */
+  subscribe(listener: (view: DashboardView) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.retry);
+    this.listeners.clear();
+    await this.handle?.close().catch(() => undefined);
+  }
+
+  private async watch(): Promise<void> {
+    const handle = this.store.snapshotAndWatch(this.prefix, {
+      onSnapshot: (kvs, revision) => {
+        // A re-snapshot replaces everything: keys deleted while the watch was down are gone from it.
+        this.records = emptyJobRecords();
+        this.pending = new Map();
+        this.problems.clear();
+        for (const kv of kvs) this.apply(kv.key, kv, false);
+        if (this.fp !== undefined) this.tracker.seed(this.records);
+        this.revision = revision;
+        this.error = null;
+        this.dirty();
+      },
+      onEvent: (e) => {
+        this.revision = Math.max(this.revision, e.modRevision);
+        this.apply(e.key, e.type === 'put' ? { key: e.key, value: e.value ?? '', createRevision: e.createRevision ?? 0, modRevision: e.modRevision } : undefined, true);
+        this.dirty();
+      },
+      onError: (e) => {
+        if (handle !== this.handle || this.closed) return;
+        this.error = `the watch stopped: ${e.message}; re-reading in ${this.retryMs / 1000} s`;
+        this.dirty();
+        void handle.close().catch(() => undefined);
+        this.scheduleRetry();
+      },
+    });
+    this.handle = handle;
+    await handle.ready;
+    if (this.closed) await handle.close();
+  }
+
+  private scheduleRetry(): void {
+    // Both the watch's onError and a failed `ready` may ask; one retry at a time.
+    if (this.retry !== undefined || this.closed) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      if (this.closed) return;
+      this.watch().catch((e: unknown) => {
+        void this.handle?.close().catch(() => undefined);
+        if (this.closed) return;
+        this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.retryMs / 1000} s`;
+        this.dirty();
+        this.scheduleRetry();
+      });
+    }, this.retryMs);
+  }
+
+  /** Applies one key's value (undefined: deleted); `narrate`: turn it into events (not while reading a snapshot). */
+  private apply(key: string, kv: KeyValue | undefined, narrate: boolean): void {
+    if (this.fp === undefined) {
+      if (kv) this.pending.set(key, kv);
+      else this.pending.delete(key);
+      this.fp = detectFingerprintHash(this.prefix, [...this.pending.values()]);
+      if (this.fp === undefined) return;
+      // Now readable: what was held replays in order (news when it came by the watch; a snapshot seeds instead).
+      const held = [...this.pending.values()];
+      this.pending = new Map();
+      for (const each of held) this.applyKnown(each.key, each.value, narrate);
+      return;
+    }
+    this.applyKnown(key, kv?.value, narrate);
+  }
+
+  private applyKnown(key: string, value: string | undefined, narrate: boolean): void {
+    const before = narrate ? this.recordAt(key) : undefined;
+    this.decode(key, value);
+    if (!before) return;
+    // The same kind and id, read again after the change: its `before` is now the record's new value.
+    const change = { ...before, after: this.recordAt(key)?.before } as RecordChange;
+    const at = this.now();
+    for (const e of this.tracker.change(this.records, change)) this.events.push({ ...e, seq: ++this.seq, at, text: describeChange(e) });
+    if (this.events.length > this.maxEvents) this.events.splice(0, this.events.length - this.maxEvents);
+  }
+
+  /** The record `key` holds now, as a change's `before` (undefined for keys that make no events). */
+  private recordAt(key: string): RecordChange | undefined {
+    const parsed = parseKey(this.prefix, key);
+    const r = this.records;
+    switch (parsed.kind) {
+      case 'plan': return { kind: 'plan', before: r.plan };
+      case 'leader': return { kind: 'leader', before: r.leader };
+      case 'worker': return { kind: 'worker', id: parsed.id, before: r.workers.get(parsed.id) };
+      case 'assign': return { kind: 'assign', id: parsed.id, before: r.assigns.get(parsed.id) };
+      case 'lease': return { kind: 'lease', id: parsed.id, before: r.leases.get(parsed.id) };
+      case 'split': return { kind: 'split', id: parsed.id, before: r.splits.get(parsed.id) };
+      default: return undefined;
+    }
+  }
+
+  private decode(key: string, value: string | undefined): void {
+    const problem = applyRecord(this.records, this.prefix, this.fp!, key, value);
+    if (problem === undefined) this.problems.delete(key);
+    else this.problems.set(key, problem);
+  }
+
+  /** Refreshes now if the last refresh is old enough, else once it is. */
+  private dirty(): void {
+    if (this.timer !== undefined || this.closed) return;
+    const wait = Math.max(0, this.lastRefresh + this.refreshMs - this.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.refresh();
+    }, wait);
+  }
+
+  private refresh(): void {
+    if (this.closed) return;
+    this.lastRefresh = this.now();
+    this.current = this.build();
+    for (const listener of this.listeners) listener(this.current);
+  }
+
+  private build(): DashboardView {
+    const report = jobReport(this.records, {
+      root: this.root, job: this.job, prefix: this.prefix, revision: this.revision, fingerprintHash: this.fp, problems: [...this.problems.values()],
+    });
+    const at = this.now();
+    return {
+      job: this.job,
+      root: this.root,
+      prefix: this.prefix,
+      generatedAt: at,
+      watch: { live: this.error === null && this.handle !== undefined, error: this.error },
+      report: slim(report, this.maxListed),
+      events: [...this.events],
+    };
+  }
+}
+
+/** The report without per-member id lists, long lists cut. Fields this build does not know pass through. */
+export function slim(report: JobReport, maxListed: number): DashboardReport {
+  const members = report.members.map((m): DashboardMember => {
+    const { assigned, held, claiming, revoking, ...rest } = m;
+    return { ...rest, heldCount: held.length, assignedCount: assigned?.length ?? null, claimingCount: claiming.length, revokingCount: revoking.length };
+  });
+  return {
+    ...report,
+    members,
+    revocations: report.revocations.slice(0, maxListed),
+    revocationsTotal: report.revocations.length,
+    quarantined: report.quarantined.slice(0, maxListed),
+    quarantinedTotal: report.quarantined.length,
+    problems: report.problems.slice(0, maxListed),
+    problemsTotal: report.problems.length,
+  };
+}
