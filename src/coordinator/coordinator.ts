@@ -33,17 +33,27 @@ import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
 import { Session } from './session.js';
 import { withTimeout } from './timeout.js';
-import type { JobVerdict, Planner, SplitHandler } from './types.js';
+import type { JobVerdict, Json, Planner, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
 import { WorkerView } from './worker-view.js';
 
-export interface CoordinatorOptions extends ConfigOptions {
+/**
+ * What `startCoordinator` takes: the store, the job's planner and handler,
+ * and every `ConfigOptions` knob. `Descriptor` and `Progress` type the job's
+ * descriptors and progress (both default to `Json`; see `SplitHandle`).
+ */
+export interface CoordinatorOptions<Descriptor extends Json = Json, Progress extends Json = Json> extends ConfigOptions {
   /** The store: `EtcdStore` in production, `MemoryStore` for the demo and simulation. */
   store: Store;
-  /** Enumerates the job's splits; runs only while this instance leads. */
-  planner: Planner;
+  /**
+   * Enumerates the job's splits; runs only while this instance leads.
+   * NoInfer: the descriptor type comes from the handler or the type
+   * arguments, and the planner is checked against it (inferring it from a
+   * planner's literals would narrow it to whatever one plan happened to return).
+   */
+  planner: Planner<NoInfer<Descriptor>>;
   /** Processes one split in one lane. */
-  handler: SplitHandler;
+  handler: SplitHandler<Descriptor, Progress>;
   /** Defaults to the system clock. */
   clock?: Clock;
   /** Defaults to pino on stderr at SPLITFLEET_LOG_LEVEL (default 'warn'). */
@@ -70,13 +80,22 @@ export const OFF_THREAD_SPLITS = 200_000;
 
 const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'clock', 'logger', 'metrics', 'assigner']);
 
-/** Starts a coordinator; resolves once the job is observed and the session is open. */
-export async function startCoordinator(options: CoordinatorOptions): Promise<Coordinator> {
+/**
+ * Starts a coordinator; resolves once the job is observed and the session is
+ * open. `startCoordinator<Descriptor, Progress>({ ... })` (or a handler
+ * annotated with `SplitHandle<Descriptor, Progress>`) types `split.descriptor`,
+ * `split.progress` and `split.commit` without casts.
+ */
+export async function startCoordinator<Descriptor extends Json = Json, Progress extends Json = Json>(
+  options: CoordinatorOptions<Descriptor, Progress>,
+): Promise<Coordinator> {
   const configOptions = Object.fromEntries(Object.entries(options).filter(([k]) => !CONFIG_KEYS.has(k))) as unknown as ConfigOptions;
   const config = resolveConfig(configOptions);
   if (typeof options.handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void>');
   if (typeof options.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (context) => { splits, final }');
-  const c = new Coordinator(options, config);
+  // The internals carry Json: the handler only gets descriptors its own planner wrote and
+  // progress its own commits wrote, so narrowing here is the one (unchecked) cast.
+  const c = new Coordinator(options as unknown as CoordinatorOptions, config);
   try {
     await c.start();
   } catch (e) {

@@ -1,29 +1,50 @@
 /**
  * The user-facing shapes of a coordinated job: the planner the leader runs
  * and the split handler every worker runs in each lane.
+ *
+ * `Descriptor` and `Progress` type a job's descriptors and committed
+ * progress; both default to `Json`, so untyped callers see what they always
+ * did. They are promises the job's own code keeps, not runtime checks: the
+ * store holds JSON, and a handler is given whatever the planner wrote and
+ * the split's previous owner committed (possibly an older build of the job).
+ * Both must be JSON types: use `type` aliases, not `interface`s (an interface
+ * has no index signature, so TypeScript does not treat it as `Json`).
  */
 import type { Json } from '../protocol/records.js';
 
 export type { Json };
 
-/** One split as the planner reports it. */
-export interface PlannedSplit {
+/**
+ * One split as the planner reports it. `descriptor` may be left out (it is
+ * stored as `null`) only when `Descriptor` admits `null`, as the default
+ * `Json` does: a handler typed for a descriptor always gets one.
+ */
+export type PlannedSplit<Descriptor extends Json = Json> = {
   /** Deterministic id: re-planning the same work yields the same id. */
   id: string;
   /** Integer cost estimate (bytes, rows), 0 ≤ weight ≤ Number.MAX_SAFE_INTEGER. */
   weight: number;
-  /** Everything a worker needs to start the split (JSON). */
-  descriptor?: Json;
-}
+} & (null extends Descriptor
+  ? {
+      /** Everything a worker needs to start the split (JSON); left out, it is `null`. */
+      descriptor?: Descriptor;
+    }
+  : {
+      /** Everything a worker needs to start the split (JSON). */
+      descriptor: Descriptor;
+    });
 
-export interface PlanResult {
-  splits: PlannedSplit[];
+/** What one run of the planner returns. */
+export interface PlanResult<Descriptor extends Json = Json> {
+  /** Every split of the job known so far; splits already created are left as they are. */
+  splits: PlannedSplit<Descriptor>[];
   /** True for a bounded job: no split will ever be added. */
   final: boolean;
   /** Opaque planner state, handed back on the next plan (open plans). */
   cursor?: Json;
 }
 
+/** What the leader hands the planner on each run. */
 export interface PlannerContext {
   /** The cursor the previous plan returned (stored on the plan record). */
   cursor: Json | undefined;
@@ -38,15 +59,19 @@ export interface PlannerContext {
  * `replanIntervalMs` while the plan is open; must be idempotent (same ids for
  * the same work): existing splits are never re-created.
  */
-export type Planner = (context: PlannerContext) => Promise<PlanResult> | PlanResult;
+export type Planner<Descriptor extends Json = Json> =
+  (context: PlannerContext) => Promise<PlanResult<Descriptor>> | PlanResult<Descriptor>;
 
 /** A held split, as the handler sees it. */
-export interface SplitHandle {
+export interface SplitHandle<Descriptor extends Json = Json, Progress extends Json = Json> {
+  /** The split's id, as the planner gave it. */
   readonly id: string;
+  /** The split's weight, as the planner gave it. */
   readonly weight: number;
-  readonly descriptor: Json;
+  /** The planner's descriptor for this split. */
+  readonly descriptor: Descriptor;
   /** The last committed progress (null for a fresh split): resume from here. */
-  readonly progress: Json;
+  readonly progress: Progress | null;
   /** Tenancy number of this claim. */
   readonly epoch: number;
   /** Delivery attempts consumed before this claim. */
@@ -63,13 +88,13 @@ export interface SplitHandle {
    */
   readonly drainSignal: AbortSignal;
   /** Fenced progress commit. Throws SplitfleetError('LEASE_LOST') when the split is no longer ours (nothing written). */
-  commit(progress: Json): Promise<void>;
+  commit(progress: Progress): Promise<void>;
   /** Terminal commit: the split is done. */
-  complete(progress?: Json): Promise<void>;
+  complete(progress?: Progress): Promise<void>;
   /** The split cannot be processed: consumes one attempt; quarantined at the cap. */
   fail(reason: string): Promise<void>;
   /** Gives the split up now (its final progress optional). */
-  release(progress?: Json): Promise<void>;
+  release(progress?: Progress): Promise<void>;
   /** Declines a requested drain: the release is forced at once and the uncommitted tail replays elsewhere. */
   decline(): void;
 }
@@ -82,7 +107,8 @@ export interface SplitHandle {
  * handle's own writes raised): that releases the split without consuming a
  * delivery attempt, since a store outage says nothing about the split.
  */
-export type SplitHandler = (split: SplitHandle) => Promise<void>;
+export type SplitHandler<Descriptor extends Json = Json, Progress extends Json = Json> =
+  (split: SplitHandle<Descriptor, Progress>) => Promise<void>;
 
 /** How a job ended, for a final plan. */
 export type JobVerdict = 'complete' | 'stalled';
