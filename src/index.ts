@@ -18,7 +18,12 @@ export type {
   SplitHandler,
 } from './coordinator/types.js';
 export type { Assigner } from './coordinator/publish.js';
+export type { LeaderStats } from './coordinator/leader.js';
+export type { ClaimEventKind, CoordinatorEventMap, CoordinatorEventName, CoordinatorListener, CoordinatorListeners, DrainOutcome, DrainReason, ReleaseCause } from './coordinator/events.js';
+export type { Health, HealthState } from './coordinator/health.js';
 export { Metrics } from './coordinator/metrics.js';
+export { sandboxedHandler } from './coordinator/sandbox.js';
+export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js';
 export { BACKLOG_STATES } from './coordinator/metrics.js';
 export type { BacklogCount, BacklogState } from './coordinator/metrics.js';
 export { serveMetrics } from './metrics-server.js';
@@ -38,12 +43,14 @@ export type { Clock } from './clock.js';
 export { EtcdStore } from './store/etcd.js';
 export type { EtcdStoreOptions } from './store/etcd.js';
 export { MemoryStore } from './store/memory.js';
-export type { MemoryStoreOptions } from './store/memory.js';
+export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export { BaseStore, cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
 export { InstrumentedStore, instrumentStore } from './store/instrumented.js';
 export type { StoreCall, StoreCallRecorder } from './store/instrumented.js';
 export type {
+  CompactedError,
   Compare,
+  KeyRange,
   KeyValue,
   ListOptions,
   ListPage,
@@ -61,9 +68,23 @@ export type {
 // Keys (where a job lives on the store).
 export { jobPrefix } from './protocol/keys.js';
 
+// Operator actions: list, retry, pause, resume, evacuate, delete (one guarded write each; decision 0011).
+export { listJobs } from './operator/jobs.js';
+export type { JobSummary } from './operator/jobs.js';
+export { retrySplits } from './operator/retry.js';
+export type { RetryOptions, RetryResult } from './operator/retry.js';
+export { evacuateInstance, pauseJob, resumeInstance, resumeJob } from './operator/control.js';
+export type { ControlResult } from './operator/control.js';
+export { deleteJob } from './operator/delete.js';
+export type { DeleteOptions, DeleteResult } from './operator/delete.js';
+export type { JobTarget } from './operator/job.js';
+
 // Inspection: a job's state from its records.
 export { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, readJobRecords, splitState } from './inspect/report.js';
 export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
+export type {
+  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, SpecRecord, SplitRecord, WorkerRecord,
+} from './protocol/records.js';
 export { renderReport } from './inspect/render.js';
 export type { RenderOptions } from './inspect/render.js';
 export { serveDashboard } from './inspect/serve.js';

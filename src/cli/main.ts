@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `splitfleet` command: a thin dispatcher. Each subcommand lives in its
- * own module and registers itself here: `plan`, `demo`, `inspect`.
+ * own module and registers itself here: `plan`, `demo`, `inspect`, and the
+ * operator commands (`jobs`, `retry`, `pause`, `resume`, `evacuate`, `delete`).
  *
  * Exit codes, for every subcommand: 0 success; 2 refused (input that breaks a
  * rule, unknown options or commands); 1 any other failure. A refusal or
@@ -13,6 +14,7 @@ import { Command, CommanderError } from 'commander';
 import { isSplitfleetError } from '../index.js';
 import { registerDemo } from './demo.js';
 import { registerInspect } from './inspect.js';
+import { registerOperate } from './operate.js';
 import { registerPlan } from './plan.js';
 
 const EXIT_FAILURE = 1;
@@ -49,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
   registerPlan(program);
   registerDemo(program);
   registerInspect(program);
+  registerOperate(program);
 
   let running = 'splitfleet';
   for (const command of program.commands) command.configureOutput(errorOutput(`splitfleet ${command.name()}`));

@@ -16,6 +16,8 @@
  *   instance, which then stops.
  * - stop(): graceful (drain and release every lane, resign, revoke the
  *   lease); what SIGTERM should call.
+ * - throughout: lifecycle events (events.ts) from the parts where things
+ *   happen, and health (health.ts) judged from what this class observes.
  */
 import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
 import { AssignmentPool } from '../assignment/pool.js';
@@ -23,14 +25,17 @@ import { columnarAssignment } from '../assignment/wasm.js';
 import { systemClock, type Clock } from '../clock.js';
 import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
-import { jobPrefix, parseKey } from '../protocol/keys.js';
+import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
 import { Leader, type LeaderStats } from './leader.js';
+import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener, type CoordinatorListeners } from './events.js';
+import { HealthMonitor, type Health, type HealthObservations } from './health.js';
 import { defaultLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
+import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
 import { withTimeout } from './timeout.js';
 import type { JobVerdict, Json, Planner, SplitHandler } from './types.js';
@@ -52,8 +57,15 @@ export interface CoordinatorOptions<Descriptor extends Json = Json, Progress ext
    * planner's literals would narrow it to whatever one plan happened to return).
    */
   planner: Planner<NoInfer<Descriptor>>;
-  /** Processes one split in one lane. */
-  handler: SplitHandler<Descriptor, Progress>;
+  /** Processes one split in one lane. Give this or `handlerModule`. */
+  handler?: SplitHandler<Descriptor, Progress>;
+  /**
+   * A module whose default export is the handler, run on worker threads (one
+   * per lane), so a CPU-bound handler cannot stall the lease renewals: a
+   * path (against the working directory) or a URL. Give this or `handler`.
+   * The threads end with the coordinator (see `sandboxedHandler`).
+   */
+  handlerModule?: string | URL;
   /** Defaults to the system clock. */
   clock?: Clock;
   /** Defaults to pino on stderr at SPLITFLEET_LOG_LEVEL (default 'warn'). */
@@ -68,6 +80,8 @@ export interface CoordinatorOptions<Descriptor extends Json = Json, Progress ext
    * (docs/decisions/0006-when-decisions-leave-the-thread.md).
    */
   assigner?: Assigner;
+  /** Lifecycle event listeners attached before start-up, so its events (health, a first term, first claims) are seen too. */
+  on?: CoordinatorListeners;
 }
 
 /**
@@ -78,7 +92,7 @@ export interface CoordinatorOptions<Descriptor extends Json = Json, Progress ext
  */
 export const OFF_THREAD_SPLITS = 200_000;
 
-const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'clock', 'logger', 'metrics', 'assigner']);
+const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'handlerModule', 'clock', 'logger', 'metrics', 'assigner', 'on']);
 
 /**
  * Starts a coordinator; resolves once the job is observed and the session is
@@ -91,7 +105,15 @@ export async function startCoordinator<Descriptor extends Json = Json, Progress 
 ): Promise<Coordinator> {
   const configOptions = Object.fromEntries(Object.entries(options).filter(([k]) => !CONFIG_KEYS.has(k))) as unknown as ConfigOptions;
   const config = resolveConfig(configOptions);
-  if (typeof options.handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void>');
+  if (options.handler !== undefined && options.handlerModule !== undefined) {
+    throw new SplitfleetError('INVALID_CONFIG', 'handler, handlerModule: give one of them, not both');
+  }
+  if (options.handlerModule === undefined && typeof options.handler !== 'function') {
+    throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void> (or give handlerModule, a module path or URL)');
+  }
+  if (options.handlerModule !== undefined && typeof options.handlerModule !== 'string' && !(options.handlerModule instanceof URL)) {
+    throw new SplitfleetError('INVALID_CONFIG', `handlerModule: must be a module path or a URL (got ${typeof options.handlerModule})`);
+  }
   if (typeof options.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (context) => { splits, final }');
   // The internals carry Json: the handler only gets descriptors its own planner wrote and
   // progress its own commits wrote, so narrowing here is the one (unchecked) cast.
@@ -118,6 +140,9 @@ export class Coordinator {
 
   private session: Session | undefined;
   private pool: AssignmentPool | undefined;
+  private readonly handler: SplitHandler;
+  /** The threads of `handlerModule`, ended with this coordinator. */
+  private readonly sandbox: SandboxedHandler | undefined;
   private worker: Worker | undefined;
   private leader: Leader | undefined;
   private resolveDone!: (v: JobVerdict) => void;
@@ -128,12 +153,32 @@ export class Coordinator {
   private verdict: JobVerdict | undefined;
   /** Unreadable records already logged (key + problem). */
   private readonly reported = new Set<string>();
+  /** Lifecycle events (`on`, `once`, `off`), and the health judged from what this coordinator observes. */
+  private readonly events: LifecycleEvents;
+  private readonly monitor: HealthMonitor;
+  /** Why stop() runs when the user did not call it (the job's verdict). */
+  private stopReason: string | undefined;
+  /** Sessions opened so far: every one after the first is a rejoin. */
+  private sessions = 0;
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
     this.metrics = options.metrics ?? new Metrics();
+    if (options.handlerModule !== undefined) {
+      try {
+        this.sandbox = sandboxedHandler(options.handlerModule, { threads: config.maxInFlight });
+      } catch (e) {
+        throw isSplitfleetError(e) ? new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`) : e;
+      }
+    }
+    this.handler = this.sandbox ?? options.handler!;
+    this.events = new LifecycleEvents(config.instance, this.log);
+    for (const [event, listener] of Object.entries(options.on ?? {})) {
+      this.events.on(event as CoordinatorEventName, listener as CoordinatorListener<CoordinatorEventName>);
+    }
+    this.monitor = new HealthMonitor(this.clock.now());
     // One decorator times every store call (view, session, worker, leader) instead of each call site.
     this.store = instrumentStore(options.store, this.metrics, this.clock);
     this.view = new WorkerView(
@@ -166,12 +211,43 @@ export class Coordinator {
     return this.leader?.stats;
   }
 
+  /** Calls `listener` on every `event` from now on, on a microtask after it happened (the events: `CoordinatorEventMap`). */
+  on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** Calls `listener` on the next `event` only. */
+  once<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    this.events.once(event, listener);
+    return this;
+  }
+
+  off<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  /** starting, running, degraded, stopping or stopped, with why and since when (clock ms); each change is a `health` event. */
+  health(): Health {
+    return this.monitor.health;
+  }
+
+  private observe(change: Partial<HealthObservations>): void {
+    const next = this.monitor.observe(change, this.clock.now());
+    if (next) this.events.emit('health', next);
+  }
+
   async start(): Promise<void> {
     this.view.onChange((change) => {
       if (change.kinds.has('leader') || change.kinds.has('plan')) this.leader?.onViewChange();
       this.worker?.schedule();
       this.checkCompletion();
       if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
+    });
+    // A handler module that cannot be loaded refuses the start, rather than failing every split it is given.
+    await this.sandbox?.ready().catch((e: SplitfleetError) => {
+      throw new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`);
     });
     await this.untilStarted('reading the job', () => this.view.start());
     if (this.fatal) throw this.fatal;
@@ -188,6 +264,7 @@ export class Coordinator {
   private async untilStarted(what: string, step: () => Promise<void>): Promise<void> {
     const deadline = this.clock.now() + this.config.startTimeoutMs;
     let delay = 100;
+    this.observe({ startStep: what });
     for (;;) {
       try {
         await step();
@@ -196,6 +273,7 @@ export class Coordinator {
         const retryable = isSplitfleetError(e) && e.retryable;
         if (!retryable || this.stopping || this.fatal || this.clock.now() + delay > deadline) throw e;
         this.log.warn({ err: (e as Error).message, retryInMs: delay }, `${what} failed; retrying`);
+        this.observe({ startStep: `${what}: retrying after ${(e as Error).message}` });
         await new Promise<void>((resolve) => this.clock.setTimer(delay, resolve));
         delay = Math.min(2 * delay, 2000);
       }
@@ -212,20 +290,39 @@ export class Coordinator {
       return;
     }
     this.session = session;
-    this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.options.handler, this.metrics, this.log);
+    const rejoined = this.sessions++ > 0;
+    this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.handler, this.metrics, this.log, {
+      emit: this.events.emit,
+      // Start-up ends with the first reconciliation on the first session: only then does this instance act on its assignment.
+      reconciled: () => {
+        if (!this.monitor.observations.started) this.observe({ started: true });
+      },
+    });
     this.leader = new Leader({
       store: this.store, config: this.config, clock: this.clock, view: this.view, session, planner: this.options.planner,
       onUnreadable: (key, e) => this.unreadable(key, e),
       assigner: this.options.assigner, decide: (pool) => this.decide(pool), metrics: this.metrics, log: this.log,
-      onFatal: (e) => this.fail(e),
+      onFatal: (e) => this.fail(e), emit: this.events.emit,
+    });
+    session.onRenewal((error) => {
+      if (this.session !== session) return;
+      const failures = error === undefined ? 0 : this.monitor.observations.renewalFailures + 1;
+      this.observe({ renewalFailures: failures, lastRenewalError: error === undefined ? undefined : (error as Error)?.message ?? String(error) });
     });
     session.onEnd((end) => {
       if (end.kind !== 'lost') return;
       this.log.warn({ reason: end.reason }, 'session lease lost; dropping lanes and rejoining');
+      this.metrics.sessionLosses.inc();
+      this.events.emit('session-lost', { reason: end.reason });
+      this.observe({ sessionLost: end.reason, rejoinError: undefined, renewalFailures: 0, lastRenewalError: undefined });
       this.worker?.loseAll(end.reason);
-      void this.leader?.stop();
+      void this.leader?.stop('session lost');
       if (!this.stopping && !this.fatal) this.rejoin(session.leaseId);
     });
+    if (rejoined) {
+      this.events.emit('session-rejoined', {});
+      this.observe({ sessionLost: undefined, rejoinError: undefined });
+    }
     this.leader.onViewChange();
     this.worker.schedule();
   }
@@ -255,6 +352,7 @@ export class Coordinator {
       const err = isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e });
       if (err.retryable || err.code === 'LEASE_LOST') {
         this.log.warn({ err: err.message }, 'rejoining the fleet failed; retrying');
+        this.observe({ rejoinError: err.message });
         this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => this.rejoin(lostLease));
         return;
       }
@@ -293,19 +391,26 @@ export class Coordinator {
     try {
       await this.view.refresh();
       await this.leader?.resync();
+      this.observe({ viewError: undefined });
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'reconcile backstop failed; will retry');
+      this.observe({ viewError: (e as Error).message });
     }
   }
 
   /** The leader wrote the verdict on the plan record: the job is over for every instance. */
   private checkCompletion(): void {
     if (this.verdict) return;
+    if (this.view.planSeen && !this.view.plan && !this.stopping) {
+      this.fail(new SplitfleetError('JOB_DELETED', `the job's plan record ${planKey(this.view.prefix)} was deleted (splitfleet delete --force?): stopping, rather than start the job over`));
+      return;
+    }
     const plan = this.view.plan?.rec;
     if (!plan?.final || plan.verdict === undefined) return;
     this.verdict = plan.verdict;
     this.log.info({ verdict: this.verdict, planned: plan.planned }, 'job finished');
     const verdict = this.verdict;
+    this.stopReason = `job finished: verdict ${verdict}`;
     void this.stop().then(() => this.resolveDone(verdict));
   }
 
@@ -324,6 +429,7 @@ export class Coordinator {
     if (this.fatal) return;
     this.fatal = e;
     this.log.error({ code: e.code, err: e.message }, 'fatal');
+    this.events.emit('fatal', { error: e });
     this.rejectDone(e);
     void this.close();
   }
@@ -339,22 +445,30 @@ export class Coordinator {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    const reason = this.stopReason ?? 'stop() called';
+    this.observe({ stopping: reason });
     this.cancelBackstop?.();
     await this.worker?.stop();
     await this.leader?.stop();
     await this.session?.close();
     await this.view.close();
     await this.pool?.close();
+    await this.sandbox?.close();
+    this.observe({ stopped: reason });
   }
 
   /** Abrupt close: lanes are dropped without release (they replay elsewhere after the lease expires). */
   async close(): Promise<void> {
     this.stopping = true;
+    const reason = this.fatal ? `fatal: ${this.fatal.code}: ${this.fatal.message}` : this.monitor.observations.started ? 'close() called' : 'closed during start-up';
+    this.observe({ stopping: reason });
     this.cancelBackstop?.();
     this.worker?.abortAll();
     await this.leader?.stop().catch(() => undefined);
     await this.session?.close();
     await this.view.close();
     await this.pool?.close();
+    await this.sandbox?.close();
+    this.observe({ stopped: reason });
   }
 }

@@ -67,6 +67,8 @@ export class LeaderView {
   readonly pool: ColumnarPool;
   /** Counts of split records by status, kept incrementally. */
   readonly statusCounts = { runnable: 0, completed: 0, quarantined: 0 };
+  /** Summed weight of the pool's rows by status, kept incrementally (the backlog metric's weights). */
+  private readonly statusWeights = { runnable: 0, completed: 0, quarantined: 0 };
   /** Highest revision seen in the range holding `assign`, `leader`, `lease` and `plan`. */
   revision = 0;
   unknownKeys = 0;
@@ -219,6 +221,32 @@ export class LeaderView {
     const r = this.pool.rowOf(id);
     if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAME[this.status[r]!];
     return this.recordOnly.get(id);
+  }
+
+  /**
+   * The backlog by state, in splits and weight (the leader's metric). Held
+   * splits are running while their holder's record names them (or it has no
+   * record: it holds everything) and draining otherwise; queued is the rest
+   * of the runnable ones. Costs the leases (sparse), not the split count.
+   */
+  backlog(): Record<'queued' | 'running' | 'draining' | 'completed' | 'quarantined', { splits: number; weight: number }> {
+    const running = { splits: 0, weight: 0 };
+    const draining = { splits: 0, weight: 0 };
+    for (const [id, lease] of this.leases) {
+      if (this.statusOf(id) !== 'runnable') continue;
+      const splits = this.assigns.get(lease.rec.owner)?.rec.splits;
+      const into = splits === undefined || sortedHas(splits, id) ? running : draining;
+      into.splits++;
+      into.weight += this.weightOf(id) ?? 0;
+    }
+    const w = this.statusWeights;
+    const c = this.statusCounts;
+    return {
+      queued: { splits: Math.max(0, c.runnable - running.splits - draining.splits), weight: Math.max(0, w.runnable - running.weight - draining.weight) },
+      running, draining,
+      completed: { splits: c.completed, weight: w.completed },
+      quarantined: { splits: c.quarantined, weight: w.quarantined },
+    };
   }
 
   async close(): Promise<void> {
@@ -454,6 +482,7 @@ export class LeaderView {
     const r = this.pool.rowOf(id);
     const before = this.statusOf(id);
     if (before !== undefined) this.statusCounts[before]--;
+    if (r >= 0 && this.status[r] !== NO_STATUS) this.statusWeights[STATUS_NAME[this.status[r]!]!] -= this.weights[r]!;
     if (status !== undefined) this.statusCounts[status]++;
     if (weight !== undefined && status !== undefined && !this.problems.has(id)) {
       this.specOnly.delete(id);
@@ -463,6 +492,7 @@ export class LeaderView {
         if (this.weights[r] !== weight || this.status[r] !== code) this.pool.upsertSplit(id, weight, status);
         this.weights[r] = weight;
         this.status[r] = code;
+        this.statusWeights[status] += weight;
         return;
       }
       this.pool.upsertSplit(id, weight, status);
@@ -470,6 +500,7 @@ export class LeaderView {
       this.grow(row);
       this.weights[row] = weight;
       this.status[row] = code;
+      this.statusWeights[status] += weight;
       const owner = this.owners.get(id);
       if (owner !== undefined) this.pool.setRecordOwner(id, owner);
       const lease = this.leases.get(id);
@@ -536,6 +567,20 @@ function meta<R>(rec: R, kv: { modRevision: number; lease?: string }): Seen<R> {
   const out: Seen<R> = { rec, modRevision: kv.modRevision };
   if (kv.lease !== undefined && kv.lease !== '0') out.lease = kv.lease;
   return out;
+}
+
+/** Binary search in ids sorted in JS string order (assignment records are). */
+function sortedHas(ids: readonly string[], id: string): boolean {
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = ids[mid]!;
+    if (v === id) return true;
+    if (v < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }
 
 function asError(e: unknown): SplitfleetError {

@@ -30,6 +30,7 @@ import { isValidId, leaderKey, planKey, specKey, splitKey, idProblem } from '../
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
 import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
+import type { Emit } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { LeaderView } from './leader-view.js';
@@ -56,6 +57,8 @@ export interface LeaderContext {
   onFatal: (e: SplitfleetError) => void;
   /** A record that cannot be read (logged once, counted; it costs only what it concerns). */
   onUnreadable: (key: string, e: SplitfleetError) => void;
+  /** Reports leadership-gained / leadership-lost. */
+  emit?: Emit;
 }
 
 /** Split records re-seeded per step when they were deleted (by hand, to clear an unreadable one). */
@@ -102,6 +105,8 @@ export class Leader {
   private publishedRevision = 0;
   private stopped = false;
   private droppingOrphan = false;
+  /** The generation reported as gained: only a term announced is reported lost (a lost bump never led). */
+  private announced: number | undefined;
   /** Counters for tests and inspection. */
   readonly stats: LeaderStats = { decisions: 0, recordsWritten: 0, terms: 0, decisionMsTotal: 0, decisionMsMax: 0, stepMsMax: 0 };
 
@@ -192,6 +197,8 @@ export class Leader {
   private async campaign(): Promise<void> {
     this.campaigning = true;
     try {
+      // A job whose plan was deleted under us is gone: never re-create it (the coordinator stops).
+      if (!this.view.plan && this.view.planSeen) return;
       const generation = (this.view.plan?.rec.generation ?? 0) + 1;
       const fp = fingerprintHash(this.config.fingerprint);
       const key = leaderKey(this.view.prefix);
@@ -219,6 +226,8 @@ export class Leader {
       this.metrics.leaderChanges.inc();
       this.metrics.isLeader.set(1);
       this.log.info({ generation }, 'leading');
+      this.announced = generation;
+      this.ctx.emit?.('leadership-gained', { generation });
       await this.openJobView(term);
     } catch (e) {
       // Our session lease is gone (it expired under us): that is a lost session, which the
@@ -246,6 +255,7 @@ export class Leader {
     job.onChange(() => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
+      this.metrics.setBacklog(job.backlog());
       this.schedulePublish();
       this.checkVerdict();
       this.reseed();
@@ -273,9 +283,12 @@ export class Leader {
   private depose(reason: string): void {
     if (!this.term) return;
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
+    if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
+    this.announced = undefined;
     this.term.abort.abort();
     this.term = undefined;
     this.metrics.isLeader.set(0);
+    this.metrics.clearBacklog();
     this.cancelReplan?.();
     this.cancelWindowTimer?.();
     this.cancelPublishTimer?.();
@@ -287,9 +300,9 @@ export class Leader {
   }
 
   /** Gives leadership up (graceful stop, or a lost generation bump). */
-  async resign(): Promise<void> {
+  async resign(reason = 'resigning'): Promise<void> {
     const term = this.term;
-    this.depose('resigning');
+    this.depose(reason);
     if (!term) return;
     await withTimeout(
       this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] }),
@@ -297,9 +310,9 @@ export class Leader {
     ).catch(() => undefined);
   }
 
-  async stop(): Promise<void> {
+  async stop(reason = 'stopping'): Promise<void> {
     this.stopped = true;
-    await this.resign();
+    await this.resign(reason);
   }
 
   // ---- the verdict ------------------------------------------------------------
@@ -454,6 +467,7 @@ export class Leader {
     // store, not the view: the view may not have seen our own generation bump yet, and a CAS at
     // a stale revision would lose and postpone the plan by a whole replanIntervalMs.
     const plan = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
+    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${planKey(this.view.prefix)} was deleted while seeding: not re-creating it`);
     const planned = Math.max(known, job.specCount);
     // Restated over the record as read: fields of a newer minor version are kept.
     const current = plan ? decodeRecord('plan', plan.key, plan.value, fp) : undefined;

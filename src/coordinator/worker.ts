@@ -19,12 +19,13 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isSplitfleetError } from '../errors.js';
-import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type ObservedSplit } from '../protocol/claims.js';
+import { classifyClaim, claimedRecord, quarantinedRecord, releasedRecord, type ClaimKind, type ObservedSplit } from '../protocol/claims.js';
 import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
 import { settleOrphan } from '../protocol/orphans.js';
 import { drainDecision, reconcileAssignment } from '../protocol/reconcile.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
+import { emitLaneEnd, noEmit, type LifecycleHooks } from './events.js';
 import { Lane, type LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -39,7 +40,7 @@ const CLAIMS_PER_TXN = 24;
 /** One prepared claim: the transaction parts for one split, and what to do once it lands. */
 interface PreparedClaim {
   id: string;
-  kind: ReturnType<typeof classifyClaim>['kind'];
+  kind: ClaimKind;
   basis: string;
   spec: SpecRecord;
   next: SplitRecord;
@@ -90,7 +91,12 @@ export class Worker {
     private readonly handler: SplitHandler,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    private readonly hooks: LifecycleHooks = {},
   ) {}
+
+  private get emit() {
+    return this.hooks.emit ?? noEmit;
+  }
 
   get me(): string {
     return this.config.instance;
@@ -172,6 +178,7 @@ export class Worker {
     }
     if (claims.length > 0) void this.claimAll(claims, false);
     this.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
+    this.hooks.reconciled?.();
   }
 
   /**
@@ -228,7 +235,7 @@ export class Worker {
     this.confirming.add(id);
     void withTimeout(this.view.reread([id]), this.config.opTimeoutMs, `reading back ${id}`, this.clock)
       .then(() => this.confirmed.add(id))
-      .catch(() => this.settleTried.set(id, this.settleBasis(id)))
+      .catch(() => this.settleAgainLater(id))
       .finally(() => {
         this.confirming.delete(id);
         this.schedule();
@@ -256,14 +263,30 @@ export class Worker {
       this.settleTried.set(id, this.settleBasis(id));
       this.log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
       this.metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
+      this.emit('split-claimed', { id, epoch: record.rec.epoch, attempts: record.rec.attempts, kind: 'adopted' });
       this.openLane(id, spec, record.rec, record.modRevision, progress, kv?.modRevision ?? 0, true);
     } catch (e) {
       this.log.warn({ split: id, err: (e as Error).message }, 'adopting a split failed; will retry');
-      this.settleTried.set(id, this.settleBasis(id));
+      this.settleAgainLater(id);
     } finally {
       this.adopting.delete(id);
       if (this.lanes.has(id)) this.schedule();
     }
+  }
+
+  /**
+   * A settling attempt failed on the store (a timeout, an outage): try again once the view
+   * moves, or after a short wait at the latest. Waiting for the view alone stalls a quiet
+   * job for good: nothing else may ever change (found by the simulation: a slow link, then
+   * the only other member leaving).
+   */
+  private settleAgainLater(id: string): void {
+    this.settleTried.set(id, this.settleBasis(id));
+    this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => {
+      if (this.stopped) return;
+      this.settleTried.delete(id);
+      this.schedule();
+    });
   }
 
   /** What a settling attempt was based on: retried only once the view has moved. */
@@ -291,7 +314,7 @@ export class Worker {
         if (res.won) this.uncertain.delete(id);
         else this.settleTried.set(id, this.settleBasis(id));
       })
-      .catch(() => this.settleTried.set(id, this.settleBasis(id)))
+      .catch(() => this.settleAgainLater(id))
       .finally(() => {
         this.releasing.delete(id);
         this.schedule();
@@ -383,6 +406,7 @@ export class Worker {
         if (p.quarantine) {
           this.metrics.quarantined.inc();
           this.log.warn({ split: p.id, attempts: p.next.attempts }, 'split quarantined');
+          this.emit('split-quarantined', { id: p.id, reason: p.next.reason ?? 'max_attempts reached', attempts: p.next.attempts });
           continue;
         }
         const progress = res.reads[read++];
@@ -413,9 +437,13 @@ export class Worker {
     if (named !== undefined) this.metrics.assignmentLatency.observe((this.clock.now() - named) / 1000);
     const read = progressKv ? decodeRecord('progress', progressKv.key, progressKv.value, fingerprintHash(this.config.fingerprint)) : undefined;
     const run = !this.stopped && this.session.alive;
+    this.emit('split-claimed', { id: p.id, epoch: p.next.epoch, attempts: p.next.attempts, kind: p.kind });
     const lane = this.openLane(p.id, p.spec, p.next, revision, read, progressKv?.modRevision ?? 0, run);
     // We won a claim while stopping: give it straight back.
-    if (!run) void lane.finishNormally();
+    if (!run) {
+      lane.releaseCause = 'stopping';
+      void lane.finishNormally();
+    }
   }
 
   private openLane(id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: ProgressRecord | undefined, progressRev: number, run: boolean): Lane {
@@ -426,7 +454,7 @@ export class Worker {
         clock: this.clock,
         prefix: this.view.prefix,
         leaseId: this.session.leaseId,
-        onEnd: (l, end) => this.laneEnded(l, end),
+        onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
         onDecline: () => this.serviceRevocations(),
       },
       id,
@@ -458,6 +486,7 @@ export class Worker {
             // would quarantine healthy splits after a few etcd elections. Release it instead (no
             // attempt consumed; the uncommitted tail replays, as after a forced release).
             this.log.warn({ split: id, err: e }, 'split handler stopped on a store failure; releasing the split');
+            lane.releaseCause = 'store-failure';
             await lane.finishNormally();
             return;
           }
@@ -469,11 +498,13 @@ export class Worker {
     return lane;
   }
 
-  private laneEnded(lane: Lane, end: LaneEnd): void {
+  private laneEnded(lane: Lane, end: LaneEnd, reason: string): void {
     this.lanes.delete(lane.id);
     // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
     if (end === 'lost' && this.session.alive) this.uncertain.add(lane.id);
     this.metrics.lanes.set(this.lanes.size);
+    if (end === 'completed') this.metrics.completions.inc();
+    else if (end === 'failed') this.metrics.handlerFailures.inc();
     this.drainTimers.get(lane.id)?.();
     this.drainTimers.delete(lane.id);
     if (lane.drainStartedAt !== undefined) {
@@ -483,6 +514,10 @@ export class Worker {
       if (end !== 'lost') this.metrics.revocations.inc({ outcome });
     }
     this.log.debug({ split: lane.id, end }, 'lane ended');
+    emitLaneEnd(this.emit, {
+      id: lane.id, epoch: lane.handle.epoch, end, reason, record: lane.record, draining: lane.drainStartedAt !== undefined,
+      drainHandlerState: lane.drainHandlerState, releaseCause: lane.releaseCause,
+    });
     if (this.lanes.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     this.schedule();
   }
@@ -493,6 +528,7 @@ export class Worker {
     if (!lane || lane.state !== 'running') return;
     this.log.info({ split: id }, 'revoking split (cooperative drain)');
     lane.beginDrain();
+    this.emit('drain-started', { id, epoch: lane.handle.epoch, reason: 'revoked' });
     this.serviceRevocations();
   }
 
@@ -536,7 +572,11 @@ export class Worker {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const lane of this.lanes.values()) lane.beginDrain();
+    for (const lane of this.lanes.values()) {
+      if (lane.state !== 'running') continue; // already draining (a revocation): reported when it began
+      lane.beginDrain();
+      this.emit('drain-started', { id: lane.id, epoch: lane.handle.epoch, reason: 'stopping' });
+    }
     this.serviceRevocations();
     if (this.lanes.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     for (const cancel of this.drainTimers.values()) cancel();

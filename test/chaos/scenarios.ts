@@ -8,6 +8,11 @@
  * Every run is reproducible from (scenario, seed) up to OS scheduling; the
  * seed is printed, and CHAOS_SEED replays one.
  */
+import { isSplitfleetError } from '../../src/errors.js';
+import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
+import { retrySplits } from '../../src/operator/retry.js';
+import { controlKey, jobPrefix } from '../../src/protocol/keys.js';
+import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
 import { Auditor } from './auditor.js';
 import type { AuditFigures, Violation } from './checks.js';
@@ -26,6 +31,8 @@ export interface ScenarioContext {
   cluster?: EtcdCluster;
   /** Per-member proxies (topology 'proxied'). */
   proxies: Map<string, TcpProxy>;
+  /** A direct connection for operator actions (`splitfleet pause` and so on). */
+  operator: EtcdStore;
 }
 
 export interface Scenario {
@@ -298,6 +305,59 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // The operator actions in the fault script: pause and resume, evacuate (undone by resume --instance
+    // or by the instance's restart), retry, with kills in between. Every promise of the auditor holds.
+    name: 'operator-actions',
+    topology: 'shared',
+    settings: (seed) => baseSettings(seed, { minUnits: 60, maxUnits: 160 }),
+    chaos: ({ run, operator }) => run.schedule({
+      minGap: 600, maxGap: 1500, maxFaults: scale(6), budgetMs: scale(30_000),
+      step: async () => {
+        const target = { store: operator, job: run.job };
+        const act = async (what: string, action: () => Promise<unknown>) => {
+          run.fault(what);
+          try {
+            await action();
+          } catch (e) {
+            if (!isSplitfleetError(e, 'INVALID_INPUT')) throw e; // finished, or not a member yet: an operator's miss
+            run.note(`  refused: ${(e as Error).message}`);
+          }
+        };
+        const roll = run.between(0, 3);
+        if (roll === 0) {
+          await act('operator: pause', () => pauseJob(target));
+          await sleep(run.between(800, 2500));
+          await act('operator: resume', () => resumeJob(target));
+        } else if (roll === 1) {
+          const victim = run.pick(run.live);
+          if (!victim) return;
+          await act(`operator: evacuate ${victim}`, () => evacuateInstance({ ...target, instance: victim }));
+          await sleep(run.between(800, 2500));
+          await act(`operator: resume --instance ${victim}`, () => resumeInstance({ ...target, instance: victim }));
+        } else if (roll === 2) {
+          // Evacuated ahead of a deploy, then restarted: the new run is assigned again.
+          const victim = run.pick(run.live);
+          if (!victim) return;
+          await act(`operator: evacuate ${victim}, then restart it`, () => evacuateInstance({ ...target, instance: victim }));
+          await sleep(run.between(500, 1500));
+          await run.stopGracefully(victim);
+          restartLater(run, victim, run.between(200, 800));
+        } else {
+          await act('operator: pause, a kill while paused, resume', () => pauseJob(target));
+          const victim = run.pick(run.live);
+          if (victim) {
+            await run.kill(victim);
+            restartLater(run, victim, run.between(200, 1500));
+          }
+          await sleep(run.between(500, 1500));
+          await act('operator: resume', () => resumeJob(target));
+          await act('operator: retry --all-quarantined', () => retrySplits({ ...target, allQuarantined: true }));
+        }
+      },
+    }),
+    expect: (f) => (f.transitions.cooperative > 0 ? undefined : `expected cooperative drains (pause, evacuate), got ${JSON.stringify(f.transitions)}`),
+  },
+  {
     name: 'cluster-member-loss',
     topology: 'cluster',
     settings: (seed) => baseSettings(seed, {}, { leaseDurationMs: 3000, opTimeoutMs: 1000, ...STORE_FAULT_KNOBS }),
@@ -326,6 +386,7 @@ export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle)
   let cluster: EtcdCluster | undefined;
   let auditor: Auditor | undefined;
   let run: ChaosRun | undefined;
+  let operator: EtcdStore | undefined;
   try {
     if (s.topology === 'private') etcd = await startEtcd();
     if (s.topology === 'cluster') cluster = await EtcdCluster.start(3);
@@ -336,7 +397,8 @@ export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle)
     auditor = await Auditor.start(direct, job);
     const settings = s.settings(seed);
     run = new ChaosRun(job, settings, auditor, (instance) => (proxies.has(instance) ? [proxies.get(instance)!.url] : direct), seed);
-    const ctx: ScenarioContext = { run, etcd, cluster, proxies };
+    operator = new EtcdStore({ endpoints: direct });
+    const ctx: ScenarioContext = { run, etcd, cluster, proxies, operator };
     if (s.start) await s.start(ctx);
     else for (const name of NAMES) run.spawn(name);
     await run.until('the plan to be seeded', () => auditor!.planned !== undefined, 30_000);
@@ -347,6 +409,7 @@ export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle)
       p.heal('deliver');
     }
     for (const name of run.live) run.resume(name);
+    await releaseOperatorHolds(operator, job);
     if (cluster) for (let i = 0; i < 3; i++) if (!cluster.isRunning(i)) await cluster.restart(i);
     run.note('chaos over');
     const completeMs = await run.waitComplete(SOAK ? 300_000 : 60_000);
@@ -362,8 +425,19 @@ export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle)
   } finally {
     await run?.finish();
     await auditor?.close().catch(() => undefined);
+    await operator?.close().catch(() => undefined);
     for (const p of proxies.values()) await p.close();
     await etcd?.stop();
     await cluster?.stop();
+  }
+}
+
+/** Heal: no operator hold outlives the script (resume the job and every evacuated instance). */
+async function releaseOperatorHolds(store: EtcdStore, job: string): Promise<void> {
+  const kv = await store.get(controlKey(jobPrefix('splitfleet', job)));
+  if (!kv) return;
+  await resumeJob({ store, job }).catch(() => undefined);
+  for (const e of (JSON.parse(kv.value) as { evacuated: { instance: string }[] }).evacuated) {
+    await resumeInstance({ store, job, instance: e.instance }).catch(() => undefined);
   }
 }

@@ -166,8 +166,17 @@ export class Auditor {
               stats.leaderTerms++;
             }
             break;
-          case 'plan':
+          case 'plan': {
+            // An operator's retry clears a stalled verdict (and nothing else); every other plan write is the leader's.
+            const prevPlan = before ? JSON.parse(before.value) as { verdict?: string } : undefined;
+            const nextPlan = c.value !== undefined ? JSON.parse(c.value) as { verdict?: string } : undefined;
+            if (writer === undefined && prevPlan?.verdict === 'stalled' && nextPlan && nextPlan.verdict === undefined) break;
             guarded('plan');
+            break;
+          }
+          case 'control':
+            // The operators' record: written from outside the fleet, never by one of its processes.
+            if (writer !== undefined) fail('layout', `control written by ${writer}: only operators write it`);
             break;
           case 'spec':
             guarded(`spec.${id}`);
@@ -252,6 +261,13 @@ export class Auditor {
               break;
             }
             const prev = JSON.parse(before.value) as SplitRec;
+            if (prev.status === 'quarantined' && writer === undefined) {
+              // An operator's retry: runnable again, attempts reset, same epoch, nobody owning it.
+              if (next.status !== 'runnable' || next.attempts !== 0 || next.epoch !== prev.epoch || next.owner !== '') {
+                fail('monotone', `split.${id} rewritten by an operator other than as a retry`, { prev, next });
+              }
+              break;
+            }
             if (prev.status !== 'runnable') fail('monotone', `split.${id} rewritten after it became ${prev.status}`, { prev, next });
             if (next.epoch === prev.epoch + 1) {
               // A claim: installs a tenancy.

@@ -158,6 +158,31 @@ const found: Record<string, Schedule> = {
       { gapMs: 753, fault: { kind: 'crash', target: 0 } },
     ],
   },
+  // worker.ts: adopting a split of unknown outcome timed out on a slow link, and the retry
+  // waited for the view to move; the only other member then left, nothing moved again, and
+  // the job never finished (the retry now also comes after a short wait).
+  'a failed adoption is retried even when nothing else moves': {
+    ...base, fleet: 2, splits: 5, maxUnits: 1, unitMs: 50, leaseSeconds: 1, rebalanceDelayMs: 0,
+    steps: [
+      { gapMs: 0, fault: { kind: 'slow', target: 63, latencyMs: 200, durationMs: 673 } },
+      { gapMs: 648, fault: { kind: 'leave', target: 2 } },
+    ],
+  },
+  // The operator actions in a schedule: pause at once (before any split ran), evacuate a member,
+  // a kill while paused, resume; every property holds and the job completes.
+  'operator actions: pause, evacuate, a crash while paused, resume': {
+    ...base, fleet: 3, splits: 12, maxUnits: 4, unitMs: 200, leaseSeconds: 1, rebalanceDelayMs: 0,
+    steps: [
+      { gapMs: 0, fault: { kind: 'operator', action: 'pause', target: 0 } },
+      { gapMs: 500, fault: { kind: 'operator', action: 'resume', target: 0 } },
+      { gapMs: 300, fault: { kind: 'operator', action: 'evacuate', target: 1 } },
+      { gapMs: 400, fault: { kind: 'operator', action: 'pause', target: 0 } },
+      { gapMs: 100, fault: { kind: 'crash', target: 0 } },
+      { gapMs: 700, fault: { kind: 'operator', action: 'resume', target: 0 } },
+      { gapMs: 300, fault: { kind: 'operator', action: 'resumeInstance', target: 1 } },
+      { gapMs: 200, fault: { kind: 'operator', action: 'retry', target: 0 } },
+    ],
+  },
 };
 
 describe('schedules that found defects', () => {

@@ -13,6 +13,10 @@
  */
 import fc from 'fast-check';
 import { prng } from '../../src/demo/synthetic.js';
+import { isSplitfleetError } from '../../src/errors.js';
+import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
+import { retrySplits } from '../../src/operator/retry.js';
+import { controlKey } from '../../src/protocol/keys.js';
 import type { Violation, AuditStats } from './auditor.js';
 import type { Txn } from '../../src/store/store.js';
 import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
@@ -27,7 +31,11 @@ export type Fault =
   | { kind: 'leave'; target: number }
   | { kind: 'expire'; target: number }
   | { kind: 'delay'; target: number; latencyMs: number; durationMs: number }
-  | { kind: 'slow'; target: number; latencyMs: number; durationMs: number };
+  | { kind: 'slow'; target: number; latencyMs: number; durationMs: number }
+  /** An operator action (`splitfleet pause` and so on), made on the store while the fleet runs. */
+  | { kind: 'operator'; action: OperatorAction; target: number };
+
+export type OperatorAction = 'pause' | 'resume' | 'evacuate' | 'resumeInstance' | 'retry';
 
 export interface Schedule {
   seed: number;
@@ -80,6 +88,14 @@ const fault: fc.Arbitrary<Fault> = fc.oneof(
       latencyMs: fc.integer({ min: 1, max: 4 * OP_TIMEOUT_MS }), durationMs: fc.integer({ min: 100, max: 6000 }),
     }),
     weight: 2,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('operator' as const),
+      action: fc.constantFrom<OperatorAction>('pause', 'resume', 'evacuate', 'resumeInstance', 'retry'),
+      target,
+    }),
+    weight: 3,
   },
 );
 
@@ -237,13 +253,17 @@ export async function runSchedule(
         if (p) fleet.slowLink(p, f.latencyMs, f.durationMs);
         break;
       }
+      case 'operator':
+        await operate(fleet, f.action, pick(running(), f.target)?.instance);
+        break;
     }
     if (fleet.events.length > before && fleet.live.some((p) => p.verdict === undefined)) faultsDuringWork++;
     await fleet.advance(0);
   }
 
-  // Faults stop.
+  // Faults stop; so do the operators' holds (the fleet must be able to finish).
   await fleet.calm();
+  await release(fleet);
   if (s.restartAtEnd) for (const id of restartable()) if (fleet.live.length < MAX_FLEET) fleet.start(id);
   if (fleet.live.length === 0) fleet.start(restartable()[0] ?? newInstance());
   await fleet.advance(0);
@@ -274,6 +294,36 @@ export async function runSchedule(
   await fleet.auditor.close();
   await fleet.store.close();
   return { violations, faultsDuringWork, stats: audit.stats, virtualMs, events: fleet.events, procs: fleet.describe() };
+}
+
+const job = (fleet: Fleet) => ({ store: fleet.store, job: 'sim' });
+
+/**
+ * One operator action, as the CLI makes it. A refusal (the job is finished,
+ * the instance not yet a member or not evacuated) is an operator's typo, not
+ * the fleet's failure: the run goes on.
+ */
+async function operate(fleet: Fleet, action: OperatorAction, instance: string | undefined): Promise<void> {
+  try {
+    switch (action) {
+      case 'pause': await pauseJob(job(fleet)); break;
+      case 'resume': await resumeJob(job(fleet)); break;
+      case 'evacuate': if (instance !== undefined) await evacuateInstance({ ...job(fleet), instance }); break;
+      case 'resumeInstance': if (instance !== undefined) await resumeInstance({ ...job(fleet), instance }); break;
+      case 'retry': await retrySplits({ ...job(fleet), allQuarantined: true }); break;
+    }
+    fleet.events.push(`operator ${action}${instance !== undefined && action !== 'pause' && action !== 'resume' && action !== 'retry' ? ` ${instance}` : ''}`);
+  } catch (e) {
+    if (!isSplitfleetError(e, 'INVALID_INPUT')) throw e;
+  }
+}
+
+/** Ends every operator hold: resume the job and every evacuated instance. */
+async function release(fleet: Fleet): Promise<void> {
+  await operate(fleet, 'resume', undefined);
+  const kv = await fleet.store.get(controlKey(fleet.prefix));
+  const evacuated = kv ? (JSON.parse(kv.value) as { evacuated: { instance: string }[] }).evacuated : [];
+  for (const e of evacuated) await operate(fleet, 'resumeInstance', e.instance);
 }
 
 async function flushAll(fleet: Fleet): Promise<void> {
