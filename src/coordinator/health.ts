@@ -1,0 +1,113 @@
+/**
+ * Health: what `coordinator.health()` says, decided from what the coordinator
+ * observes. `assessHealth` maps observations to a state and its reason;
+ * `HealthMonitor` keeps the observations and the current state, and says when
+ * it changed (the coordinator then emits the `health` event).
+ *
+ * States, in order of precedence:
+ * - stopped: the coordinator has ended (a verdict, stop(), close(), a fatal error);
+ * - stopping: stop() is draining (or close() is closing);
+ * - starting: until the first session is established and the worker has reconciled once;
+ * - degraded: the session is lost and being re-established, lease renewals are
+ *   failing, or the view could not be re-read;
+ * - running: otherwise.
+ *
+ * Invariants: stopped is final; from stopping only stopped follows; starting is
+ * never re-entered once left. `since` changes only with the state.
+ *
+ * Pure: no timers, no I/O; time comes in as an argument.
+ */
+
+export type HealthState = 'starting' | 'running' | 'degraded' | 'stopping' | 'stopped';
+
+/** What `coordinator.health()` returns. */
+export interface Health {
+  readonly state: HealthState;
+  /** Why, in words: what start-up is doing, what is failing, why it stopped. */
+  readonly reason: string;
+  /** When the current state began (ms on the coordinator's clock). */
+  readonly since: number;
+}
+
+/** What the coordinator has observed. Every field is the latest word on it. */
+export interface HealthObservations {
+  /** The first session is established and the worker has reconciled once (never unset). */
+  started: boolean;
+  /** What start-up is doing (or retrying), until started. */
+  startStep: string;
+  /** Why the session was lost, while a new one is being opened. */
+  sessionLost?: string;
+  /** The last attempt to open the replacement session failed with this. */
+  rejoinError?: string;
+  /** Consecutive failed lease renewals of the current session. */
+  renewalFailures: number;
+  lastRenewalError?: string;
+  /** The last backstop re-read of the view failed with this (cleared by one that succeeds). */
+  viewError?: string;
+  /** stop() or close() has begun: why. */
+  stopping?: string;
+  /** The coordinator has ended: why. */
+  stopped?: string;
+}
+
+/** Failed renewals in a row that make a session degraded: one, as a second one in a row usually declares it lost. */
+export const RENEWAL_FAILURES_DEGRADED = 1;
+
+/** The state and reason the observations call for (precedence as in the module comment). */
+export function assessHealth(o: HealthObservations): { state: HealthState; reason: string } {
+  if (o.stopped !== undefined) return { state: 'stopped', reason: o.stopped };
+  if (o.stopping !== undefined) return { state: 'stopping', reason: o.stopping };
+  if (!o.started) return { state: 'starting', reason: o.startStep };
+  if (o.sessionLost !== undefined) {
+    const retry = o.rejoinError !== undefined ? `; rejoining failed (${o.rejoinError}), retrying` : '; rejoining';
+    return { state: 'degraded', reason: `session lost: ${o.sessionLost}${retry}` };
+  }
+  if (o.renewalFailures >= RENEWAL_FAILURES_DEGRADED) {
+    const last = o.lastRenewalError !== undefined ? ` (last: ${o.lastRenewalError})` : '';
+    const n = o.renewalFailures;
+    return { state: 'degraded', reason: `store failing: ${n} lease renewal${n === 1 ? '' : 's'} in a row failed${last}` };
+  }
+  if (o.viewError !== undefined) return { state: 'degraded', reason: `the view could not be re-read: ${o.viewError}` };
+  return { state: 'running', reason: 'session established; reconciling' };
+}
+
+/**
+ * The next health after `prev`, or undefined when nothing changed (same
+ * state and reason) or the change is not allowed (out of stopped, back from
+ * stopping, back to starting).
+ */
+export function nextHealth(prev: Health, o: HealthObservations, now: number): Health | undefined {
+  const next = assessHealth(o);
+  if (next.state === prev.state && next.reason === prev.reason) return undefined;
+  if (prev.state === 'stopped') return undefined;
+  if (prev.state === 'stopping' && next.state !== 'stopping' && next.state !== 'stopped') return undefined;
+  if (prev.state !== 'starting' && next.state === 'starting') return undefined;
+  return { ...next, since: next.state === prev.state ? prev.since : now };
+}
+
+/** The observations and the health they gave, for one coordinator. */
+export class HealthMonitor {
+  private readonly seen: HealthObservations;
+  private current: Health;
+
+  constructor(now: number, startStep = 'reading the job') {
+    this.seen = { started: false, startStep, renewalFailures: 0 };
+    this.current = { ...assessHealth(this.seen), since: now };
+  }
+
+  get health(): Health {
+    return this.current;
+  }
+
+  get observations(): Readonly<HealthObservations> {
+    return this.seen;
+  }
+
+  /** Records what changed; returns the new health when it changed. */
+  observe(change: Partial<HealthObservations>, now: number): Health | undefined {
+    Object.assign(this.seen, change);
+    const next = nextHealth(this.current, this.seen, now);
+    if (next) this.current = next;
+    return next;
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The health state machine, pure: which state the observations call for (and
+ * in which precedence), which changes are allowed (stopped is final, nothing
+ * but stopped follows stopping, starting is never re-entered), and when
+ * `since` moves.
+ */
+import { describe, expect, it } from 'vitest';
+import { assessHealth, HealthMonitor, nextHealth, type Health, type HealthObservations } from '../../../src/coordinator/health.js';
+
+const base = (patch: Partial<HealthObservations> = {}): HealthObservations => ({ started: true, startStep: 'reading the job', renewalFailures: 0, ...patch });
+
+describe('assessHealth', () => {
+  it('is starting, with the step as its reason, until started', () => {
+    expect(assessHealth(base({ started: false, startStep: 'joining the fleet' }))).toEqual({ state: 'starting', reason: 'joining the fleet' });
+    // A lost session or failing renewals before start-up finished are still start-up.
+    expect(assessHealth(base({ started: false, startStep: 'joining the fleet', renewalFailures: 3 })).state).toBe('starting');
+  });
+
+  it('is running once started with nothing failing', () => {
+    expect(assessHealth(base()).state).toBe('running');
+  });
+
+  it('is degraded while the session is lost, naming why and the rejoin failure', () => {
+    const h = assessHealth(base({ sessionLost: 'lease 7 no longer exists', rejoinError: 'etcd unreachable' }));
+    expect(h.state).toBe('degraded');
+    expect(h.reason).toContain('lease 7 no longer exists');
+    expect(h.reason).toContain('etcd unreachable');
+  });
+
+  it('is degraded from the first failed renewal, and running again once one is confirmed', () => {
+    const failing = assessHealth(base({ renewalFailures: 1, lastRenewalError: 'timed out' }));
+    expect(failing.state).toBe('degraded');
+    expect(failing.reason).toContain('1 lease renewal in a row');
+    expect(failing.reason).toContain('timed out');
+    expect(assessHealth(base({ renewalFailures: 0 })).state).toBe('running');
+  });
+
+  it('is degraded while the view cannot be re-read', () => {
+    expect(assessHealth(base({ viewError: 'compacted' }))).toEqual({ state: 'degraded', reason: 'the view could not be re-read: compacted' });
+  });
+
+  it('ranks a lost session above failing renewals above the view', () => {
+    expect(assessHealth(base({ sessionLost: 'x', renewalFailures: 2, viewError: 'y' })).reason).toMatch(/^session lost: x/);
+    expect(assessHealth(base({ renewalFailures: 2, viewError: 'y' })).reason).toMatch(/^store failing: 2 lease renewals/);
+  });
+
+  it('ranks stopped above stopping above everything else', () => {
+    const troubled = { sessionLost: 'x', renewalFailures: 2, viewError: 'y', started: false };
+    expect(assessHealth(base({ ...troubled, stopping: 'stop() called' }))).toEqual({ state: 'stopping', reason: 'stop() called' });
+    expect(assessHealth(base({ ...troubled, stopping: 'stop() called', stopped: 'job finished: verdict complete' })))
+      .toEqual({ state: 'stopped', reason: 'job finished: verdict complete' });
+  });
+});
+
+describe('nextHealth', () => {
+  const at = (state: Health['state'], reason: string, since = 0): Health => ({ state, reason, since });
+
+  it('reports no change when state and reason are the same', () => {
+    expect(nextHealth(at('running', assessHealth(base()).reason), base(), 5)).toBeUndefined();
+  });
+
+  it('moves since with the state, and keeps it when only the reason changes', () => {
+    const degraded = nextHealth(at('running', assessHealth(base()).reason, 1), base({ renewalFailures: 1 }), 10);
+    expect(degraded).toMatchObject({ state: 'degraded', since: 10 });
+    const worse = nextHealth(degraded!, base({ renewalFailures: 1, sessionLost: 'gone' }), 20);
+    expect(worse).toMatchObject({ state: 'degraded', since: 10 });
+    expect(worse!.reason).toContain('gone');
+  });
+
+  it('never leaves stopped', () => {
+    const stopped = at('stopped', 'stop() called');
+    expect(nextHealth(stopped, base(), 9)).toBeUndefined();
+    expect(nextHealth(stopped, base({ stopping: 'x' }), 9)).toBeUndefined();
+    expect(nextHealth(stopped, base({ stopped: 'another reason' }), 9)).toBeUndefined();
+  });
+
+  it('goes from stopping only to stopped (or stopping for another reason)', () => {
+    const stopping = at('stopping', 'stop() called');
+    expect(nextHealth(stopping, base(), 9)).toBeUndefined();
+    expect(nextHealth(stopping, base({ sessionLost: 'x' }), 9)).toBeUndefined();
+    expect(nextHealth(stopping, base({ stopping: 'fatal: X: y' }), 9)).toMatchObject({ state: 'stopping', reason: 'fatal: X: y', since: 0 });
+    expect(nextHealth(stopping, base({ stopping: 'stop() called', stopped: 'stop() called' }), 9)).toMatchObject({ state: 'stopped', since: 9 });
+  });
+
+  it('never returns to starting', () => {
+    expect(nextHealth(at('running', 'ok'), base({ started: false }), 9)).toBeUndefined();
+    expect(nextHealth(at('degraded', 'x'), base({ started: false }), 9)).toBeUndefined();
+  });
+});
+
+describe('HealthMonitor', () => {
+  it('walks starting → running → degraded → running → stopping → stopped, reporting each change once', () => {
+    const m = new HealthMonitor(0);
+    expect(m.health).toEqual({ state: 'starting', reason: 'reading the job', since: 0 });
+    const seen: string[] = [];
+    const feed = (change: Partial<HealthObservations>, now: number) => {
+      const h = m.observe(change, now);
+      if (h) seen.push(`${h.state}@${h.since}`);
+    };
+    feed({ startStep: 'joining the fleet' }, 1); // starting, another reason: reported, same since
+    feed({ started: true }, 2);
+    feed({ renewalFailures: 0 }, 3); // a confirmed renewal: nothing changes
+    feed({ sessionLost: 'lease gone' }, 4);
+    feed({ sessionLost: undefined }, 5);
+    feed({ stopping: 'stop() called' }, 6);
+    feed({ stopped: 'stop() called' }, 7);
+    feed({ sessionLost: 'late' }, 8); // after the end: ignored
+    expect(seen).toEqual(['starting@0', 'running@2', 'degraded@4', 'running@5', 'stopping@6', 'stopped@7']);
+    expect(m.health).toEqual({ state: 'stopped', reason: 'stop() called', since: 7 });
+  });
+});
