@@ -18,13 +18,18 @@
  * It must not decide anything the coordinator acts on: events are reports.
  */
 import type { SplitfleetError } from '../errors.js';
-import type { ClaimKind } from '../protocol/claims.js';
 import type { Health } from './health.js';
 import type { LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
 
-/** How a split came to this instance: a claim's kind (protocol/claims.ts), or a tenancy of ours adopted after a lost reply. */
-export type ClaimEventKind = ClaimKind | 'adopted';
+/**
+ * How a split came to this instance: a claim's kind ('create' a fresh split,
+ * 'released' after a release, 'expired' a dead owner's, 'reclaim' our
+ * earlier run's live lease; protocol/claims.ts `ClaimKind`, spelled out so the
+ * public type does not reach into the protocol; the worker's emit fails to
+ * compile if the two drift), or 'adopted': a tenancy of ours whose claim reply was lost.
+ */
+export type ClaimEventKind = 'create' | 'released' | 'expired' | 'reclaim' | 'adopted';
 
 /**
  * Why a lane released its split (owner cleared at its last commit):
@@ -73,6 +78,7 @@ export interface CoordinatorEventMap {
   fatal: { instance: string; error: SplitfleetError };
 }
 
+/** The name of an event: a key of `CoordinatorEventMap`. */
 export type CoordinatorEventName = keyof CoordinatorEventMap;
 
 /** A listener of one event; a returned promise is awaited only to log its rejection. */
