@@ -78,6 +78,7 @@ export type { ControlResult } from './operator/control.js';
 export { deleteJob } from './operator/delete.js';
 export type { DeleteOptions, DeleteResult } from './operator/delete.js';
 export type { JobTarget } from './operator/job.js';
+export type { ControlRecord, Evacuation } from './protocol/records.js';
 
 // Inspection: a job's state from its records.
 export { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, readJobRecords, splitState } from './inspect/report.js';

@@ -109,7 +109,7 @@ export function registerOperate(program: Command): void {
 }
 
 function jobTable(jobs: JobSummary[]): string[] {
-  const rows = [['job', 'verdict', 'progress', 'queued', 'quarantined', 'members', 'leader']];
+  const rows = [['job', 'verdict', 'progress', 'runnable', 'quarantined', 'members', 'leader']];
   for (const j of jobs) {
     const s = j.splits;
     const planned = j.plan?.planned ?? s.total;

@@ -223,6 +223,7 @@ export class Coordinator {
     return this;
   }
 
+  /** Removes `listener` from `event` (events already queued for it are not delivered to it). */
   off<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
     this.events.off(event, listener);
     return this;

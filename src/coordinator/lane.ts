@@ -46,8 +46,8 @@ export interface LaneContext {
   clock: Clock;
   prefix: string;
   leaseId: string;
-  /** Called once when the lane ends, however it ends. */
-  onEnd: (lane: Lane, end: LaneEnd) => void;
+  /** Called once when the lane ends, however it ends; `reason` is the write that ended it, or why it was lost. */
+  onEnd: (lane: Lane, end: LaneEnd, reason: string) => void;
   /** Called when the handler declines a drain: the release is forced at once. */
   onDecline?: (lane: Lane) => void;
 }
@@ -58,6 +58,8 @@ export class Lane {
   drainStartedAt: number | undefined;
   /** The handler refused to drain, or its drain threw: force at once. */
   drainHandlerState: 'draining' | 'declined' | 'failed' = 'draining';
+  /** Set when the worker, not the handler, ends the lane with a release (for the split-released event). */
+  releaseCause: 'store-failure' | 'stopping' | undefined;
   readonly claimedAt: number;
   private readonly abort = new AbortController();
   private readonly drain = new AbortController();
@@ -287,14 +289,14 @@ export class Lane {
     return { won: false, revision: read.revision };
   }
 
-  private end(as: LaneEnd, _reason: string): void {
+  private end(as: LaneEnd, reason: string): void {
     if (this.endedAs) return;
     this.endedAs = as;
     this.state = 'ended';
     if (!this.abort.signal.aborted) {
       this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: lane ended (${as})`));
     }
-    this.ctx.onEnd(this, as);
+    this.ctx.onEnd(this, as, reason);
   }
 }
 

@@ -34,6 +34,8 @@ export class Session {
   private cancelTimer: (() => void) | undefined;
   private ended: SessionEnd | undefined;
   private readonly endListeners: ((end: SessionEnd) => void)[] = [];
+  /** Told of every renewal's outcome (undefined: confirmed), for the coordinator's health. */
+  private renewalListener: ((error: unknown) => void) | undefined;
 
   private constructor(
     private readonly store: Store,
@@ -143,6 +145,11 @@ export class Session {
     else this.endListeners.push(listener);
   }
 
+  /** Called after every renewal: with undefined when it was confirmed, else with its error. */
+  onRenewal(listener: (error: unknown) => void): void {
+    this.renewalListener = listener;
+  }
+
   get alive(): boolean {
     return this.ended === undefined;
   }
@@ -177,11 +184,13 @@ export class Session {
       await withTimeout(this.store.keepAliveOnce(this.leaseId), Math.min(this.config.opTimeoutMs, this.interval), 'renewing the session lease', this.clock);
       // Count from when the renewal was sent: the server's clock started then at the latest.
       this.lastRenewedAt = started;
+      this.renewalListener?.(undefined);
     } catch (e) {
       if (isSplitfleetError(e, 'LEASE_LOST')) {
         this.end({ kind: 'lost', reason: `lease ${this.leaseId} no longer exists` });
         return;
       }
+      this.renewalListener?.(e);
     }
     if (this.clock.now() - this.lastRenewedAt + this.interval >= this.config.leaseDurationMs) {
       this.end({ kind: 'lost', reason: `no confirmed renewal for ${Math.round(this.clock.now() - this.lastRenewedAt)} ms` });

@@ -17,6 +17,7 @@ import { cmp, op, type Store } from '../store/store.js';
 import { findJob, type FoundJob, type JobTarget } from './job.js';
 import { liveMembers } from './control.js';
 
+/** What `deleteJob` deletes, and whether it may stop a running job. */
 export interface DeleteOptions extends JobTarget {
   /** Delete a job that is running or has live processes (they stop). */
   force?: boolean;
@@ -24,6 +25,7 @@ export interface DeleteOptions extends JobTarget {
   waitMs?: number;
 }
 
+/** What `deleteJob` did. */
 export interface DeleteResult {
   /** Keys deleted. */
   deleted: number;
@@ -49,6 +51,10 @@ export async function whatDeleteStops(store: Store, job: FoundJob): Promise<{ me
   return { members, leader, held };
 }
 
+/**
+ * Deletes every key of a job. Refuses (INVALID_INPUT, naming what it would
+ * stop) a job without a verdict or with live processes unless `force`.
+ */
 export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   const job = await findJob(options);
   const { store } = options;
@@ -57,7 +63,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   const running = verdict === null || stops.members.length > 0 || stops.leader !== null;
   if (running && options.force !== true) {
     const what = [
-      verdict === null ? 'it has no verdict (still running or never finished)' : `verdict ${verdict}`,
+      verdict === null ? 'no verdict yet' : `verdict ${verdict}`,
       stops.leader !== null ? `leader ${stops.leader}` : 'no leader',
       `${stops.members.length} live member${stops.members.length === 1 ? '' : 's'}${stops.members.length > 0 ? ` (${stops.members.slice(0, 10).join(', ')}${stops.members.length > 10 ? ', …' : ''})` : ''}`,
       `${stops.held} held split${stops.held === 1 ? '' : 's'}`,

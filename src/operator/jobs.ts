@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import { checkJobNames } from './job.js';
 import { liveMembers } from './control.js';
 
+/** One job under a root, as `splitfleet jobs` lists it. */
 export interface JobSummary {
   job: string;
   /** The plan record; null when the prefix has keys but no (readable) plan. */
@@ -26,6 +27,10 @@ export interface JobSummary {
 
 const PAGE = 1000;
 
+/**
+ * Lists the jobs under `root` (default `splitfleet`), each with its verdict,
+ * split counts by status, live members and leader. Read-only.
+ */
 export async function listJobs(options: { store: Store; root?: string }): Promise<JobSummary[]> {
   const root = options.root ?? 'splitfleet';
   checkJobNames('x', root);

@@ -14,6 +14,7 @@ import { decodeRecord, encodeRecord, type SplitRecord } from '../protocol/record
 import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
 
+/** Which splits `retrySplits` returns to runnable: named ones, or every quarantined one. */
 export interface RetryOptions extends JobTarget {
   /** These splits (each must be quarantined). */
   splits?: string[];
@@ -21,6 +22,7 @@ export interface RetryOptions extends JobTarget {
   allQuarantined?: boolean;
 }
 
+/** What `retrySplits` did. */
 export interface RetryResult {
   /** Split ids returned to runnable, sorted. */
   retried: string[];
@@ -31,6 +33,11 @@ export interface RetryResult {
 /** Page size of the listing `allQuarantined` makes. */
 const PAGE = 1000;
 
+/**
+ * Returns quarantined splits to runnable with their attempts reset, then
+ * clears a `stalled` verdict. Refuses (INVALID_INPUT) a split that is not
+ * quarantined or does not exist, before writing anything.
+ */
 export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
   const given = options.splits ?? [];
   if ((given.length > 0) === (options.allQuarantined === true)) {

@@ -26,13 +26,14 @@ describe('key layout', () => {
     expect(kindPrefix(prefix, 'lease')).toBe('splitfleet/job-1/lease.');
     expect(kindPrefix(prefix, 'progress')).toBe('splitfleet/job-1/progress.');
     expect(KEY_LAYOUT.map((r) => r.pattern)).toEqual([
-      'plan', 'leader', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'progress.{id}', 'lease.{id}', 'assign.{instance}',
+      'plan', 'leader', 'control', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'progress.{id}', 'lease.{id}', 'assign.{instance}',
     ]);
   });
 
   it('parses every kind, including ids with dots', () => {
     expect(parseKey(prefix, 'splitfleet/job-1/plan')).toEqual({ kind: 'plan' });
     expect(parseKey(prefix, 'splitfleet/job-1/leader')).toEqual({ kind: 'leader' });
+    expect(parseKey(prefix, 'splitfleet/job-1/control')).toEqual({ kind: 'control' });
     expect(parseKey(prefix, 'splitfleet/job-1/worker.pod.0')).toEqual({ kind: 'worker', id: 'pod.0' });
     expect(parseKey(prefix, 'splitfleet/job-1/split.a.b.c')).toEqual({ kind: 'split', id: 'a.b.c' });
     expect(parseKey(prefix, 'splitfleet/job-1/progress.a.b')).toEqual({ kind: 'progress', id: 'a.b' });
@@ -44,7 +45,7 @@ describe('key layout', () => {
       'splitfleet/job-2/plan', 'splitfleet/job-1/plan.x', 'splitfleet/job-1/split', 'splitfleet/job-1/split.',
       'splitfleet/job-1/nope.x', 'splitfleet/job-1/x/split.a', 'splitfleet/job-1/split.a/b',
       'splitfleet/job-1/split.a\u0000', 'splitfleet/job-1/', 'splitfleet/job-1',
-      'splitfleet/job-1/progress', 'splitfleet/job-1/progress.', 'splitfleet/job-1/progress.a/b',
+      'splitfleet/job-1/progress', 'splitfleet/job-1/progress.', 'splitfleet/job-1/progress.a/b', 'splitfleet/job-1/control.x',
     ]) {
       expect(parseKey(prefix, key)).toEqual({ kind: 'unknown' });
     }
