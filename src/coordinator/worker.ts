@@ -251,7 +251,20 @@ export class Worker {
     this.adopting.add(id);
     try {
       const pk = progressKey(this.view.prefix, id);
-      const res = await withTimeout(this.store.txn({ compares: [], success: [op.get(pk)] }), this.config.opTimeoutMs, `reading the progress of ${id}`, this.clock);
+      // Guarded by the tenancy as the view shows it: a lagging view may still show a lease key
+      // that expired with the session, and a lane opened on it would process work in vain
+      // while the split's next owner runs it (found by the simulation: delayed events, then
+      // the session's leases expired at the store).
+      const res = await withTimeout(this.store.txn({
+        compares: [cmp.modRevision(splitKey(this.view.prefix, id), record.modRevision), cmp.lease(leaseKey(this.view.prefix, id), this.session.leaseId)],
+        success: [op.get(pk)],
+      }), this.config.opTimeoutMs, `reading the progress of ${id}`, this.clock);
+      if (!res.won) {
+        // Not ours at the store: read the split's keys again, so the view settles it.
+        this.settleTried.set(id, this.settleBasis(id));
+        this.confirm(id);
+        return;
+      }
       const kv = res.reads[0];
       const progress = kv ? decodeRecord('progress', kv.key, kv.value, fingerprintHash(this.config.fingerprint)) : undefined;
       // Still the tenancy we are adopting? (Its record may have moved while we read.) If not, the

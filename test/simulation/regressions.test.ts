@@ -168,6 +168,29 @@ const found: Record<string, Schedule> = {
       { gapMs: 648, fault: { kind: 'leave', target: 2 } },
     ],
   },
+  // The same stall, another way: a crash, then slow links on the survivor while it settled
+  // the crashed member's split.
+  'a failed settling is retried after a crash and slow links': {
+    ...base, fleet: 2, splits: 6, maxUnits: 2, unitMs: 301, leaseSeconds: 1, rebalanceDelayMs: 50,
+    steps: [
+      { gapMs: 884, fault: { kind: 'crash', target: 23 } },
+      { gapMs: 69, fault: { kind: 'slow', target: 0, latencyMs: 200, durationMs: 526 } },
+      { gapMs: 525, fault: { kind: 'slow', target: 0, latencyMs: 1, durationMs: 100 } },
+    ],
+  },
+  // worker.ts: a lane lost with its session's leases expired at the store was adopted again
+  // from a view that events reached late (it still showed the lease key): the adopted lane
+  // processed the split in vain while its next owner ran it (replay past the bound). Adoption
+  // is now guarded by the split's revision and the lease key at the store.
+  'a split is not adopted on a lease key that expired at the store': {
+    ...base, fleet: 2, splits: 19, maxUnits: 5, unitMs: 50, leaseSeconds: 1, rebalanceDelayMs: 0,
+    steps: [
+      { gapMs: 1275, fault: { kind: 'delay', target: 0, latencyMs: 43, durationMs: 100 } },
+      { gapMs: 11, fault: { kind: 'join' } },
+      { gapMs: 46, fault: { kind: 'expire', target: 0 } },
+      { gapMs: 25, fault: { kind: 'pause', target: 0, tenths: 1 } },
+    ],
+  },
   // The operator actions in a schedule: pause at once (before any split ran), evacuate a member,
   // a kill while paused, resume; every property holds and the job completes.
   'operator actions: pause, evacuate, a crash while paused, resume': {
