@@ -27,7 +27,7 @@ export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js'
 export { BACKLOG_STATES } from './coordinator/metrics.js';
 export type { BacklogCount, BacklogState } from './coordinator/metrics.js';
 export { serveMetrics } from './metrics-server.js';
-export type { MetricsServer, MetricsSource, ServeMetricsOptions } from './metrics-server.js';
+export type { HealthReport, MetricsServer, MetricsSource, ServeMetricsOptions } from './metrics-server.js';
 export { defaultLogger, silentLogger } from './coordinator/log.js';
 export type { Logger } from './coordinator/log.js';
 

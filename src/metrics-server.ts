@@ -9,11 +9,10 @@ import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { HealthState } from './coordinator/health.js';
 import type { Metrics } from './coordinator/metrics.js';
 import { SplitfleetError } from './errors.js';
 
-/** A coordinator's life: `stopped` is final (a fatal error also ends there). */
-export type HealthState = 'starting' | 'running' | 'degraded' | 'stopping' | 'stopped';
 
 /** What a health function reports; extra fields are passed through into the JSON body. */
 export interface HealthReport {
@@ -24,9 +23,11 @@ export interface HealthReport {
 /** What serves Prometheus text: a prom-client `Registry` (or anything shaped like one). */
 export interface MetricsSource {
   readonly contentType: string;
+  /** The exposition text of every series. */
   metrics(): Promise<string>;
 }
 
+/** What `serveMetrics` serves, and where. */
 export interface ServeMetricsOptions {
   /** The metrics to serve (`coordinator.metrics`); or give `registry`. */
   metrics?: Metrics;
@@ -43,6 +44,7 @@ export interface ServeMetricsOptions {
   host?: string;
 }
 
+/** A running endpoint (`serveMetrics`). */
 export interface MetricsServer {
   /** `http://host:port`, with the port actually bound. */
   readonly url: string;

@@ -8,6 +8,7 @@ import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
 
 /** The states the leader's backlog is counted in (`splitfleet_backlog_*{state}`). */
 export const BACKLOG_STATES = ['queued', 'running', 'draining', 'completed', 'quarantined'] as const;
+/** One of `BACKLOG_STATES`. */
 export type BacklogState = (typeof BACKLOG_STATES)[number];
 /** One state's share of the backlog: how many splits, and their summed weight. */
 export interface BacklogCount {

@@ -23,6 +23,7 @@ import type {
 } from '../protocol/records.js';
 import type { JobRecords } from './report.js';
 
+/** One thing the dashboard's event log says happened, derived from one record's change. */
 export type ChangeEvent =
   | { kind: 'join'; instance: string; lanes: number }
   | { kind: 'leave'; instance: string }

@@ -48,6 +48,7 @@ export type DashboardReport = Omit<JobReport, 'members'> & {
   problemsTotal: number;
 };
 
+/** What the dashboard page is sent on every refresh: the report, the members' rows and the events so far. */
 export interface DashboardView {
   job: string;
   root: string;

@@ -21,6 +21,7 @@ import type { Store } from '../store/store.js';
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard-page.js';
 import { LiveJob, type DashboardView } from './live.js';
 
+/** Which job `serveDashboard` shows, and where it listens. */
 export interface DashboardOptions {
   /** Where the job lives. Only read from; the caller closes it. */
   store: Store;
@@ -37,6 +38,7 @@ export interface DashboardOptions {
   maxEvents?: number;
 }
 
+/** A running dashboard server (`serveDashboard`). */
 export interface Dashboard {
   /** The page's address, e.g. `http://127.0.0.1:8080/`. */
   url: string;

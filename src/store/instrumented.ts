@@ -46,10 +46,12 @@ export class InstrumentedStore implements Store {
     return this.inner.limits;
   }
 
+  /** The inner store's `get`, timed into `splitfleet_store_call_seconds{call="get"}` (errors counted by code). */
   get(key: string): Promise<KeyValue | undefined> {
     return this.timed('get', () => this.inner.get(key));
   }
 
+  /** The inner store's `list`, timed into `splitfleet_store_call_seconds{call="list"}` (errors counted by code). */
   list(prefix: string, options?: ListOptions): Promise<ListPage> {
     return this.timed('list', () => this.inner.list(prefix, options));
   }
@@ -59,56 +61,69 @@ export class InstrumentedStore implements Store {
     return this.timed('listAll', () => this.inner.listAll(prefix, pageSize, range));
   }
 
+  /** The inner store's `txn`, timed into `splitfleet_store_call_seconds{call="txn"}` (errors counted by code). */
   txn(txn: Txn): Promise<TxnResult> {
     return this.timed('txn', () => this.inner.txn(txn));
   }
 
+  /** The inner store's `put`, timed into `splitfleet_store_call_seconds{call="put"}` (errors counted by code). */
   put(key: string, value: string, options?: { lease?: string }): Promise<number> {
     return this.timed('put', () => this.inner.put(key, value, options));
   }
 
+  /** The inner store's `delete`, timed into `splitfleet_store_call_seconds{call="delete"}` (errors counted by code). */
   delete(key: string): Promise<number> {
     return this.timed('delete', () => this.inner.delete(key));
   }
 
+  /** The inner store's `createIfAbsent`, timed into `splitfleet_store_call_seconds{call="createIfAbsent"}` (errors counted by code). */
   createIfAbsent(key: string, value: string, lease?: string): Promise<TxnResult> {
     return this.timed('createIfAbsent', () => this.inner.createIfAbsent(key, value, lease));
   }
 
+  /** The inner store's `compareAndSwap`, timed into `splitfleet_store_call_seconds{call="compareAndSwap"}` (errors counted by code). */
   compareAndSwap(key: string, modRevision: number, value: string, lease?: string): Promise<TxnResult> {
     return this.timed('compareAndSwap', () => this.inner.compareAndSwap(key, modRevision, value, lease));
   }
 
+  /** The inner store's `deleteIf`, timed into `splitfleet_store_call_seconds{call="deleteIf"}` (errors counted by code). */
   deleteIf(key: string, modRevision: number): Promise<TxnResult> {
     return this.timed('deleteIf', () => this.inner.deleteIf(key, modRevision));
   }
 
+  /** The inner store's `grantLease`, timed into `splitfleet_store_call_seconds{call="grantLease"}` (errors counted by code). */
   grantLease(ttlSeconds: number): Promise<string> {
     return this.timed('grantLease', () => this.inner.grantLease(ttlSeconds));
   }
 
+  /** The inner store's `keepAliveOnce`, timed into `splitfleet_store_call_seconds{call="keepAliveOnce"}` (errors counted by code). */
   keepAliveOnce(id: string): Promise<{ ttl: number }> {
     return this.timed('keepAliveOnce', () => this.inner.keepAliveOnce(id));
   }
 
+  /** The inner store's `revokeLease`, timed into `splitfleet_store_call_seconds{call="revokeLease"}` (errors counted by code). */
   revokeLease(id: string): Promise<void> {
     return this.timed('revokeLease', () => this.inner.revokeLease(id));
   }
 
+  /** The inner store's `compact`, timed into `splitfleet_store_call_seconds{call="compact"}` (errors counted by code). */
   compact(revision: number): Promise<void> {
     return this.timed('compact', () => this.inner.compact(revision));
   }
 
+  /** The inner store's `close`, timed into `splitfleet_store_call_seconds{call="close"}` (errors counted by code). */
   close(): Promise<void> {
     return this.timed('close', () => this.inner.close());
   }
 
+  /** The inner store's `watch`, timed into `splitfleet_store_call_seconds{call="watch"}` (errors counted by code). */
   watch(prefix: string, options: WatchOptions): WatchHandle {
     const once = this.failureOnce('watch');
     const counted: WatchOptions = { ...options, onError: (e) => { once(e); options.onError?.(e); } };
     return this.watched('watch', once, () => this.inner.watch(prefix, counted));
   }
 
+  /** The inner store's `snapshotAndWatch`, timed into `splitfleet_store_call_seconds{call="snapshotAndWatch"}` (errors counted by code). */
   snapshotAndWatch(prefix: string, handler: SnapshotHandler, options?: { pageSize?: number } & KeyRange): WatchHandle {
     const once = this.failureOnce('snapshotAndWatch');
     const counted: SnapshotHandler = { ...handler, onError: (e) => { once(e); handler.onError?.(e); } };
