@@ -37,7 +37,7 @@ import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
 import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../timeout.js';
 import type { JobVerdict, Json, Planner, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
 import { WorkerView } from './worker-view.js';
@@ -180,6 +180,9 @@ export class Coordinator {
     }
     this.monitor = new HealthMonitor(this.clock.now());
     // One decorator times every store call (view, session, worker, leader) instead of each call site.
+    // No blanket deadline here (InstrumentedStore can apply one): the leader's assignment writes
+    // are guarded by leadership only, so one that timed out could land after the next step's
+    // and name a split twice (the simulation showed it). They need per-record guards first.
     this.store = instrumentStore(options.store, this.metrics, this.clock);
     this.view = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,

@@ -20,7 +20,7 @@ import {
 import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
 import { encodeRecord, type Json, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Op, type Store } from '../store/store.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../timeout.js';
 import type { SplitHandle } from './types.js';
 
 /** How often a lane's ending write (release, failure report, forced release) is retried while the store fails. */

@@ -36,7 +36,7 @@ import type { Metrics } from './metrics.js';
 import { LeaderView } from './leader-view.js';
 import { batches, publishAssignments, type Assigner, type ColumnarAssigner } from './publish.js';
 import type { Session } from './session.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../timeout.js';
 import type { PlannedSplit, Planner } from './types.js';
 import type { WorkerView } from './worker-view.js';
 

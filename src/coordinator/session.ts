@@ -22,7 +22,7 @@ import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import { workerKey } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../timeout.js';
 
 export type SessionEnd = { kind: 'lost'; reason: string } | { kind: 'closed' };
 

@@ -30,7 +30,7 @@ import { Lane, type LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Session } from './session.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../timeout.js';
 import type { SplitHandler } from './types.js';
 import type { WorkerView } from './worker-view.js';
 

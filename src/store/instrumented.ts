@@ -1,6 +1,11 @@
 /**
  * A `Store` decorator that times every call and counts every failure, by
- * method and `SplitfleetError` code, into a recorder (`Metrics` is one). It
+ * method and `SplitfleetError` code, into a recorder (`Metrics` is one), and,
+ * given `deadlineMs`, bounds every request by it on the injected clock (a
+ * TIMEOUT, retryable; the request may still land, which every guarded write
+ * tolerates), so no call of the coordinator can hang for good on a backend
+ * without deadlines of its own. Exempt: `close`, `listAll` (many pages, each
+ * its own round trip) and watch set-up (which resumes internally). It
  * forwards arguments, results, errors and watch handles untouched: the same
  * promise outcomes, the same synchronous throws, the inner store's own
  * `WatchHandle` object. A transaction that loses its compares is an answer,
@@ -9,6 +14,7 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { isSplitfleetError } from '../errors.js';
+import { withTimeout } from '../timeout.js';
 import type {
   KeyRange, KeyValue, ListOptions, ListPage, SnapshotHandler, Store, StoreLimits, Txn, TxnResult, WatchHandle, WatchOptions,
 } from './store.js';
@@ -34,13 +40,21 @@ export const UNKNOWN_ERROR_CODE = 'UNKNOWN';
  * already instrumented into the same recorder returns it as is: a call is
  * never counted twice.
  */
-export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock): Store {
-  if (store instanceof InstrumentedStore && store.recorder === recorder) return store;
-  return new InstrumentedStore(store, recorder, clock);
+export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock, deadlineMs?: number): Store {
+  if (store instanceof InstrumentedStore && store.recorder === recorder && store.deadlineMs === deadlineMs) return store;
+  return new InstrumentedStore(store, recorder, clock, deadlineMs);
 }
 
+/** Calls a deadline does not bound (see the header). */
+const UNBOUNDED: ReadonlySet<StoreCall> = new Set(['close', 'listAll', 'compact']);
+
+/** The decorator `instrumentStore` returns: every `Store` method, recorded (and bounded by `deadlineMs`). */
 export class InstrumentedStore implements Store {
-  constructor(readonly inner: Store, readonly recorder: StoreCallRecorder, private readonly clock: Clock = systemClock) {}
+  constructor(
+    readonly inner: Store, readonly recorder: StoreCallRecorder, private readonly clock: Clock = systemClock,
+    /** Every request's deadline (the coordinator's opTimeoutMs); none when undefined. */
+    readonly deadlineMs?: number,
+  ) {}
 
   get limits(): StoreLimits {
     return this.inner.limits;
@@ -140,6 +154,7 @@ export class InstrumentedStore implements Store {
       this.failed(call, started, e);
       throw e;
     }
+    if (this.deadlineMs !== undefined && !UNBOUNDED.has(call)) pending = withTimeout(pending, this.deadlineMs, `store call ${call}`, this.clock);
     return pending.then(
       (v) => {
         this.recorder.storeCall(call, this.elapsed(started));

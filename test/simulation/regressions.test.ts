@@ -191,6 +191,17 @@ const found: Record<string, Schedule> = {
       { gapMs: 25, fault: { kind: 'pause', target: 0, tenths: 1 } },
     ],
   },
+  // coordinator.ts: with a blanket opTimeoutMs on every store call, a publishing transaction
+  // that timed out on a slow link landed after the next step's writes and named a split in
+  // two assignment records. Publishing waits for its writes' answers (no blanket deadline).
+  'a publishing write is never overtaken by the next step': {
+    ...base, fleet: 2, splits: 6, maxUnits: 4, unitMs: 151, leaseSeconds: 1, rebalanceDelayMs: 0,
+    steps: [
+      { gapMs: 80, fault: { kind: 'restart', target: 0 } },
+      { gapMs: 247, fault: { kind: 'slow', target: 0, latencyMs: 452, durationMs: 100 } },
+      { gapMs: 250, fault: { kind: 'leave', target: 0 } },
+    ],
+  },
   // The operator actions in a schedule: pause at once (before any split ran), evacuate a member,
   // a kill while paused, resume; every property holds and the job completes.
   'operator actions: pause, evacuate, a crash while paused, resume': {

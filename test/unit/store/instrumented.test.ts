@@ -124,6 +124,33 @@ describe('InstrumentedStore', () => {
     expect(bucket?.value).toBe(0); // 7 ms is above the 5 ms bucket
   });
 
+  it('bounds every request by its deadline on the injected clock (a hung call is a TIMEOUT), but not close or listAll', async () => {
+    const metrics = new Metrics();
+    const clock = new VirtualClock();
+    const inner = new MemoryStore({ clock: new VirtualClock() });
+    const hung = new Promise<never>(() => undefined);
+    // A backend whose get and listAll never answer.
+    const stuck = Object.assign(Object.create(inner) as MemoryStore, { get: () => hung, listAll: () => hung });
+    const store = instrumentStore(stuck, metrics, clock, 200);
+    const get = store.get('a').then(() => 'answered', (e: unknown) => e);
+    const listAll = store.listAll('a').then(() => 'answered', () => 'failed');
+    const put = store.put('b', '1');
+    await clock.advance(199);
+    expect(await put).toBeGreaterThan(0); // an answered call is untouched by its deadline
+    await clock.advance(1);
+    const e = await get;
+    expect(e).toBeInstanceOf(SplitfleetError);
+    expect((e as SplitfleetError).code).toBe('TIMEOUT');
+    expect((e as SplitfleetError).retryable).toBe(true);
+    expect(await errors(metrics)).toEqual({ 'get/TIMEOUT': 1 });
+    let settled = false;
+    void listAll.finally(() => (settled = true));
+    await clock.advance(10_000);
+    expect(settled).toBe(false); // many pages: no one deadline applies
+    expect(instrumentStore(store, metrics, clock, 200)).toBe(store);
+    expect(instrumentStore(store, metrics, clock, 300)).not.toBe(store);
+  });
+
   it('counts failures by call and SplitfleetError code, and rethrows the very same error', async () => {
     const metrics = new Metrics();
     const inner = new MemoryStore({ clock: new VirtualClock() });

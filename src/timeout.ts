@@ -5,8 +5,8 @@
  * deadline runs on the caller's clock (the injected one in the coordinator,
  * so a simulation's virtual time decides it, not the wall clock).
  */
-import { systemClock, type Clock } from '../clock.js';
-import { SplitfleetError } from '../errors.js';
+import { systemClock, type Clock } from './clock.js';
+import { SplitfleetError } from './errors.js';
 
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string, clock: Clock = systemClock): Promise<T> {
   let cancel: (() => void) | undefined;
