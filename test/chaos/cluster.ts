@@ -82,8 +82,22 @@ export interface ClusterMember {
 export class EtcdCluster {
   private constructor(readonly members: ClusterMember[], private readonly initialCluster: string, private readonly token: string) {}
 
-  /** Starts `size` members (default 3) and waits for every one of them to serve reads. */
+  /**
+   * Starts `size` members (default 3) and waits for every one of them to serve reads. A port
+   * found free can be taken (by another process's outgoing connection) before etcd binds it:
+   * that start is retried on fresh ports.
+   */
   static async start(size = 3): Promise<EtcdCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await EtcdCluster.startOnce(size);
+      } catch (e) {
+        if (attempt >= 3 || !String((e as Error)?.message).includes('address already in use')) throw e;
+      }
+    }
+  }
+
+  private static async startOnce(size: number): Promise<EtcdCluster> {
     const members: ClusterMember[] = [];
     for (let i = 0; i < size; i++) {
       const [c, p] = [await freePort(), await freePort()];

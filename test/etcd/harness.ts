@@ -67,8 +67,22 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-/** Starts a fresh etcd (with `extraArgs`, e.g. a small `--quota-backend-bytes`) and resolves once it answers a read. */
+/**
+ * Starts a fresh etcd (with `extraArgs`, e.g. a small `--quota-backend-bytes`) and resolves once
+ * it answers a read. A port found free can be taken before etcd binds it (another process's
+ * outgoing connection picks from the same range): that start is retried on fresh ports.
+ */
 export async function startEtcd(extraArgs: readonly string[] = []): Promise<EtcdHandle> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEtcdOnce(extraArgs);
+    } catch (e) {
+      if (attempt >= 3 || !String((e as Error)?.message).includes('address already in use')) throw e;
+    }
+  }
+}
+
+async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> {
   const binary = findEtcd();
   const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
   const clientPort = await freePort();

@@ -179,8 +179,12 @@ describe('operator actions on a running fleet (real etcd, the CLI)', () => {
       expect(await ok('resume', '--job', j.job)).toMatch(/resumed/);
       const verdicts = await Promise.all([...j.coordinators.values()].map((c) => c.done));
       expect(verdicts).toEqual(['complete', 'complete', 'complete']);
-      // A split drained at the pause was resumed from its committed progress, never from the start.
-      const resumed = drained.filter((id) => typeof progressAtPause.get(id) === 'number' && (progressAtPause.get(id) as number) > 0);
+      // A split drained at the pause was resumed from its committed progress, never from the start
+      // (one that had committed its last unit may have completed just before the drain).
+      const resumed = drained.filter((id) => {
+        const p = progressAtPause.get(id);
+        return typeof p === 'number' && p > 0 && p < 60;
+      });
       expect(resumed.length).toBeGreaterThan(0);
       for (const id of resumed) expect(j.startedFrom.get(id)!.slice(1)).toContain(progressAtPause.get(id));
       expect(await admin.get(controlKey(j.prefix))).toBeUndefined(); // a record that asks nothing is deleted
@@ -243,11 +247,14 @@ describe('operator actions on a running fleet (real etcd, the CLI)', () => {
       await j.close();
     }
 
-    // Mid-job: the rest is slow, so the fleet still runs when s-00 is quarantined and retried.
+    // Mid-job: the rest is slow (10 s a split), so the fleet still runs when s-00 is quarantined and retried.
     let bad = true;
-    const k = await job('retry-live', ['w0'], { splits: 4, units: 120, failing: (id) => bad && id === 's-00', maxAttempts: 1 });
+    const k = await job('retry-live', ['w0'], { splits: 4, units: 400, failing: (id) => bad && id === 's-00', maxAttempts: 1 });
     try {
-      await waitUntil('s-00 quarantined', async () => (await report(k.job)).quarantined.length === 1, { timeoutMs: 20_000 });
+      await waitUntil('s-00 quarantined', async () => {
+        const kv = await admin.get(splitKey(k.prefix, 's-00'));
+        return kv !== undefined && decodeRecord('split', kv.key, kv.value, k.fp).status === 'quarantined';
+      }, { timeoutMs: 20_000 });
       bad = false;
       expect(await ok('retry', '--job', k.job, '--split', 's-00')).toMatch(/1 split runnable again/);
       expect(await k.coordinators.get('w0')!.done).toBe('complete');
@@ -285,7 +292,9 @@ describe('operator actions on a running fleet (real etcd, the CLI)', () => {
   }, 90_000);
 
   it('refuses bad input in one line with exit code 2 and writes nothing', async () => {
-    const j = await job('refuse', ['w0'], { splits: 4, units: 400 });
+    // Splits that never end, and more of them than lanes: once both lanes are busy, no split
+    // record changes unless somebody writes one.
+    const j = await job('refuse', ['w0'], { splits: 4, units: 1_000_000 });
     try {
       await waitUntil('working', () => heldBy(j) === 2, { timeoutMs: 20_000 });
       const before = (await admin.listAll(j.prefix)).revision;

@@ -253,7 +253,8 @@ describe('on etcd: a CPU-bound handler and the session lease', () => {
       const job = await readJob(store, prefix).catch(() => undefined);
       return (job?.splits.get('s-0')?.epoch ?? 0) >= 2;
     }, { timeoutMs: 40_000 });
-    await recorder.sync();
+    // The sync's own write can time out the same way while the handler spins on: try again.
+    await waitUntil('the history recorder to sync', () => recorder.sync().then(() => true, () => false), { timeoutMs: 40_000 });
     // The lease key went with the session's lease (one revision deleting it and the presence
     // key: an expiry), not by a write of the lane; then a second tenancy.
     const firstDelete = recorder.of('lease', 's-0').find((e) => e.type === 'delete')!;

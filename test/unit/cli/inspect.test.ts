@@ -37,14 +37,23 @@ const stores: EtcdStore[] = [];
 
 interface Ran { code: number | null; stdout: string; stderr: string }
 
-function run(args: string[], env: Record<string, string> = {}, stopAfterMs?: number): Promise<Ran> {
+/** `stopAfter`: SIGINT after this many ms, or once stdout satisfies the predicate (a loaded machine starts slowly). */
+function run(args: string[], env: Record<string, string> = {}, stopAfter?: number | ((stdout: string) => boolean)): Promise<Ran> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    let interrupted = false;
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      // Once: a second SIGINT, after the command's own handler is gone, would kill it outright.
+      if (typeof stopAfter === 'function' && !interrupted && stopAfter(stdout)) {
+        interrupted = true;
+        child.kill('SIGINT');
+      }
+    });
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const stop = stopAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGINT'), stopAfterMs);
+    const stop = typeof stopAfter === 'number' ? setTimeout(() => child.kill('SIGINT'), stopAfter) : undefined;
     const hard = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.on('close', (code) => {
       clearTimeout(stop);
@@ -135,7 +144,8 @@ describe('splitfleet inspect on a running job', () => {
   });
 
   test('--watch --json refreshes until interrupted', async () => {
-    const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'inspected', '--watch', '--json'], {}, 2500);
+    // Interrupted once two reports are out (progress commits every second), however slowly it started.
+    const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'inspected', '--watch', '--json'], {}, (out) => out.split('\n').length > 2);
     expect(r.code).toBe(0);
     const reports = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as JobReport);
     expect(reports.length).toBeGreaterThanOrEqual(2); // progress commits every second
