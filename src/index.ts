@@ -116,9 +116,6 @@ export type {
 export { churn, loadFigures, lowerBound } from './assignment/quality.js';
 export type { Churn, LoadFigures } from './assignment/quality.js';
 
-// The demo's synthetic job (a skewed object-store-like planner, a paced handler).
-export { pacedHandler, syntheticPlanner, syntheticSplits } from './demo/synthetic.js';
-export type { DrainBehaviour, PacedHandlerOptions, SyntheticJob, SyntheticSplit } from './demo/synthetic.js';
 
 // Errors.
 export { isSplitfleetError, SplitfleetError } from './errors.js';

@@ -295,11 +295,14 @@ export class Coordinator {
     }
     this.session = session;
     const rejoined = this.sessions++ > 0;
-    this.worker = new Worker(this.store, this.config, this.clock, this.view, session, this.handler, this.metrics, this.log, {
-      emit: this.events.emit,
-      // Start-up ends with the first reconciliation on the first session: only then does this instance act on its assignment.
-      reconciled: () => {
-        if (!this.monitor.observations.started) this.observe({ started: true });
+    this.worker = new Worker({
+      store: this.store, config: this.config, clock: this.clock, view: this.view, session, handler: this.handler, metrics: this.metrics, log: this.log,
+      hooks: {
+        emit: this.events.emit,
+        // Start-up ends with the first reconciliation on the first session: only then does this instance act on its assignment.
+        reconciled: () => {
+          if (!this.monitor.observations.started) this.observe({ started: true });
+        },
       },
     });
     this.leader = new Leader({

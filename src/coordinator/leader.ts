@@ -199,8 +199,14 @@ export class Leader {
     try {
       // A job whose plan was deleted under us is gone: never re-create it (the coordinator stops).
       if (!this.view.plan && this.view.planSeen) return;
-      const generation = (this.view.plan?.rec.generation ?? 0) + 1;
       const fp = fingerprintHash(this.config.fingerprint);
+      // The plan as the store has it, not as this instance's view last saw it: a view that lags
+      // (its plan and leader keys are separate watches) would campaign at a generation already
+      // used, win the key, lose the bump and resign, and the fleet would lead nobody meanwhile.
+      const planKv = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
+      if (!planKv && this.view.planSeen) return;
+      const plan = planKv ? { rec: decodeRecord('plan', planKv.key, planKv.value, fp), modRevision: planKv.modRevision } : undefined;
+      const generation = (plan?.rec.generation ?? 0) + 1;
       const key = leaderKey(this.view.prefix);
       const value = encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance: this.config.instance, generation });
       const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning', this.clock);
@@ -209,7 +215,6 @@ export class Leader {
       const term = { generation, revision: won.revision, abort };
       this.term = term;
       // Bump the plan generation, guarded by the leadership just won.
-      const plan = this.view.plan;
       const next: PlanRecord = plan
         ? { ...plan.rec, generation }
         : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };

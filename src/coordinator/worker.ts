@@ -49,6 +49,21 @@ interface PreparedClaim {
   success: Op[];
 }
 
+/** What a Worker works with (one object, as the Leader's `LeaderContext`). */
+export interface WorkerContext {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  /** This instance's own view: its record, and the splits it is named for, holds or claims. */
+  view: WorkerView;
+  session: Session;
+  handler: SplitHandler;
+  metrics: Metrics;
+  log: Logger;
+  /** Lifecycle events and the start-up signal. */
+  hooks?: LifecycleHooks;
+}
+
 export class Worker {
   readonly lanes = new Map<string, Lane>();
   private readonly claiming = new Set<string>();
@@ -82,17 +97,27 @@ export class Worker {
   /** Orphans whose adoption or release failed, by the observation it was based on (see settleBasis). */
   private readonly settleTried = new Map<string, string>();
 
-  constructor(
-    private readonly store: Store,
-    private readonly config: Config,
-    private readonly clock: Clock,
-    private readonly view: WorkerView,
-    private readonly session: Session,
-    private readonly handler: SplitHandler,
-    private readonly metrics: Metrics,
-    private readonly log: Logger,
-    private readonly hooks: LifecycleHooks = {},
-  ) {}
+  private readonly store: Store;
+  private readonly config: Config;
+  private readonly clock: Clock;
+  private readonly view: WorkerView;
+  private readonly session: Session;
+  private readonly handler: SplitHandler;
+  private readonly metrics: Metrics;
+  private readonly log: Logger;
+  private readonly hooks: LifecycleHooks;
+
+  constructor(ctx: WorkerContext) {
+    this.store = ctx.store;
+    this.config = ctx.config;
+    this.clock = ctx.clock;
+    this.view = ctx.view;
+    this.session = ctx.session;
+    this.handler = ctx.handler;
+    this.metrics = ctx.metrics;
+    this.log = ctx.log;
+    this.hooks = ctx.hooks ?? {};
+  }
 
   private get emit() {
     return this.hooks.emit ?? noEmit;

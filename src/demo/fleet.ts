@@ -14,9 +14,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
-  EtcdStore, MemoryStore, Metrics, pacedHandler, silentLogger, startCoordinator, syntheticPlanner, type Coordinator,
-  type Store,
+  EtcdStore, MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
 } from '../index.js';
+import { pacedHandler, syntheticPlanner } from './synthetic.js';
 import { MemberClock, MemberStore } from './local.js';
 
 /** Everything that defines the demo's job and how its members run it. */

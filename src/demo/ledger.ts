@@ -7,7 +7,7 @@
  *
  * Pure bookkeeping: no I/O, no clock.
  */
-import type { SyntheticSplit } from '../index.js';
+import type { SyntheticSplit } from './synthetic.js';
 
 export interface LedgerCheck {
   /** Units planned, over every split. */

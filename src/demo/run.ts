@@ -13,7 +13,7 @@
  * It decides nothing about the job (the coordinators do) and never writes to
  * the store itself.
  */
-import { syntheticSplits } from '../index.js';
+import { syntheticSplits } from './synthetic.js';
 import { MemoryFleet, ProcessFleet, type DemoJobSettings, type Fleet, type FleetSink, type LaneEvent } from './fleet.js';
 import { Ledger } from './ledger.js';
 import { JobObserver, type Narrative } from './observer.js';
