@@ -180,10 +180,10 @@ export class Coordinator {
     }
     this.monitor = new HealthMonitor(this.clock.now());
     // One decorator times every store call (view, session, worker, leader) instead of each call site.
-    // No blanket deadline here (InstrumentedStore can apply one): the leader's assignment writes
-    // are guarded by leadership only, so one that timed out could land after the next step's
-    // and name a split twice (the simulation showed it). They need per-record guards first.
-    this.store = instrumentStore(options.store, this.metrics, this.clock);
+    // ...and bounds every request by opTimeoutMs on the injected clock, so no step can hang on a
+    // call that has no timeout of its own. (Safe since the publication fence, decision 0015:
+    // before it, an assignment write that timed out could land after the next step's.)
+    this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs);
     this.view = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),

@@ -364,6 +364,8 @@ export class LeaderView {
       case 'leader':
         this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);
         return 'leader';
+      case 'publish':
+        return undefined; // the leader's own fence: it tracks the revision itself (decision 0015)
       case 'control': {
         // Unreadable: as if absent (nothing paused or evacuated), reported; an operator rewrites it.
         const rec = this.readable('control', key, value);
@@ -419,6 +421,8 @@ export class LeaderView {
       case 'leader':
         this.leader = undefined;
         return 'leader';
+      case 'publish':
+        return undefined;
       case 'control':
         this.control = undefined;
         return 'control';

@@ -34,7 +34,7 @@ import type { Emit } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { LeaderView } from './leader-view.js';
-import { batches, publishAssignments, type Assigner, type ColumnarAssigner } from './publish.js';
+import { batches, publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
 import type { Session } from './session.js';
 import { withTimeout } from '../timeout.js';
 import type { PlannedSplit, Planner } from './types.js';
@@ -93,7 +93,7 @@ const SEED_PIPELINE = 8;
 const PUBLISH_DEBOUNCE_MS = 25;
 
 export class Leader {
-  private term: { generation: number; revision: number; abort: AbortController } | undefined;
+  private term: { generation: number; revision: number; abort: AbortController; fence: PublishFence } | undefined;
   private campaigning = false;
   private publishing = false;
   private publishAgain = false;
@@ -212,7 +212,8 @@ export class Leader {
       const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning', this.clock);
       if (!won.won || this.stopped) return;
       const abort = new AbortController();
-      const term = { generation, revision: won.revision, abort };
+      // The publication fence is read afresh by the term's first write (decision 0015).
+      const term = { generation, revision: won.revision, abort, fence: { revision: undefined } };
       this.term = term;
       // Bump the plan generation, guarded by the leadership just won.
       const next: PlanRecord = plan
@@ -527,6 +528,7 @@ export class Leader {
     try {
       const res = await publishAssignments({
         store: this.store,
+        fence: term.fence,
         view: job,
         fingerprint: this.config.fingerprint,
         generation: term.generation,

@@ -16,7 +16,9 @@
  *   mid-drain and flip splits back and forth.
  * - Only records whose split list changed are written (a steady fleet writes
  *   nothing; a new leader with the same decision writes nothing), each write
- *   guarded by leadership, batched under the store's limits.
+ *   guarded by leadership and by the publication fence (decision 0015: a
+ *   write whose outcome is unknown can never land after a later one),
+ *   batched under the store's limits.
  * - A departed instance's record keeps only its splits still withheld for it
  *   and is deleted once there are none, so no split is ever named in two
  *   records and records of pods that never return do not accumulate.
@@ -28,11 +30,11 @@
 import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assignment/types.js';
 import { isSplitfleetError } from '../errors.js';
-import { assignKey } from '../protocol/keys.js';
+import { assignKey, publishKey } from '../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
 import { operatorHold, type OperatorHold } from '../protocol/control.js';
 import { reservedSplits, type ReservedWindowState, type SplitOwnership } from '../protocol/reserved.js';
-import { op, type Compare, type Op, type Store } from '../store/store.js';
+import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -43,8 +45,20 @@ export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
 /** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
 export type ColumnarAssigner = (pool: ColumnarPool) => Promise<ColumnarDecision>;
 
+/**
+ * The leader's publication fence (decision 0015): the revision of `publish` as its last
+ * assignment write left it, or undefined when unknown (a write whose outcome is unknown, a
+ * lost compare, a new term). Every assignment write compares it and puts the key again, so
+ * a write that timed out can never land after a later step's: whichever lands second fails.
+ */
+export interface PublishFence {
+  revision: number | undefined;
+}
+
 export interface PublishContext {
   store: Store;
+  /** Kept by the leader for its term; publishAssignments reads and advances it. */
+  fence: PublishFence;
   view: LeaderView;
   fingerprint: string;
   generation: number;
@@ -225,16 +239,39 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   let written = 0;
   let complete = true;
   let revision = 0;
-  for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - 1, maxBytes)) {
+  const fenceKey = publishKey(view.prefix);
+  const fenceValue = encodeRecord('publish', { v: SCHEMA_VERSION, fp, generation: ctx.generation });
+  if (writes.length > 0 && ctx.fence.revision === undefined) {
     try {
-      const res = await ctx.store.txn({ compares: [ctx.guard], success: batch });
+      const kv = await ctx.store.get(fenceKey);
+      ctx.fence.revision = kv?.modRevision ?? 0;
+    } catch (e) {
+      ctx.log.warn({ err: (e as Error).message }, 'reading the publication fence failed; will retry');
+      return { written, deleted: 0, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: false, revision, stats };
+    }
+    // A write of ours (a step that timed out) landed after this decision's view: decide again once the view has it.
+    if (ctx.fence.revision > view.revision) {
+      return { written, deleted: 0, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: false, revision: ctx.fence.revision, stats };
+    }
+  }
+  // One op of each transaction is the fence's put.
+  for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - 2, maxBytes - fenceValue.length - fenceKey.length - 64)) {
+    try {
+      const res = await ctx.store.txn({
+        compares: [ctx.guard, cmp.modRevision(fenceKey, ctx.fence.revision ?? 0)],
+        success: [...batch, op.put(fenceKey, fenceValue)],
+      });
       if (!res.won) {
+        ctx.fence.revision = undefined; // leadership gone, or the fence moved: read it again
         complete = false;
         break;
       }
+      ctx.fence.revision = res.revision;
       written += batch.filter((o) => o.op === 'put').length;
       revision = res.revision;
     } catch (e) {
+      // Unknown outcome: it may still land. The fence makes it fail if a later write lands first.
+      ctx.fence.revision = undefined;
       complete = false;
       ctx.log.warn({ err: (e as Error).message }, 'publishing assignments failed; will retry');
       break;

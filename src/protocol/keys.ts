@@ -19,7 +19,7 @@
 import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
-export type KeyKind = 'plan' | 'leader' | 'control' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
+export type KeyKind = 'plan' | 'leader' | 'control' | 'publish' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
 
 /** Which kind of id, if any, follows the kind in a key. */
 export type KeyIdKind = 'none' | 'instance' | 'split';
@@ -41,6 +41,8 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'schema, fingerprint, leader generation, finality, planned count, planner cursor' },
   { kind: 'leader', pattern: 'leader', idKind: 'none', lifetime: 'ephemeral', writtenBy: 'candidates (create-if-absent)',
     holds: 'instance, generation' },
+  { kind: 'publish', pattern: 'publish', idKind: 'none', lifetime: 'durable', writtenBy: 'leader (in every assignment write)',
+    holds: 'the generation of the last publishing write: its revision orders the leader\'s assignment writes' },
   { kind: 'control', pattern: 'control', idKind: 'none', lifetime: 'durable', writtenBy: 'operators (CAS: pause, resume, evacuate)',
     holds: 'paused, the evacuated instances (each with the run nonce it was evacuated under)' },
   { kind: 'worker', pattern: 'worker.{instance}', idKind: 'instance', lifetime: 'ephemeral', writtenBy: 'the worker',
@@ -130,6 +132,11 @@ export function leaderKey(prefix: string): string {
   return `${prefix}leader`;
 }
 
+/** `<prefix>publish`: the leader's publication fence, put by every assignment write (its revision orders them). */
+export function publishKey(prefix: string): string {
+  return `${prefix}publish`;
+}
+
 /** `<prefix>control`: the operators' record (pause, evacuations), honoured by the leader. */
 export function controlKey(prefix: string): string {
   return `${prefix}control`;
@@ -166,7 +173,7 @@ export function progressKey(prefix: string, id: string): string {
 }
 
 /** The prefix under which every key of one kind lives, for ranged reads and watches. */
-export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader' | 'control'>): string {
+export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader' | 'control' | 'publish'>): string {
   return `${prefix}${kind}.`;
 }
 
@@ -174,6 +181,7 @@ export type ParsedKey =
   | { kind: 'plan' }
   | { kind: 'leader' }
   | { kind: 'control' }
+  | { kind: 'publish' }
   | { kind: 'worker' | 'assign'; id: string }
   | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
   | { kind: 'unknown' };
@@ -191,7 +199,7 @@ export function parseKey(prefix: string, key: string): ParsedKey {
   const idKind = ID_KIND.get(kind);
   if (idKind === undefined) return { kind: 'unknown' };
   if (idKind === 'none') {
-    return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' } : { kind: 'unknown' };
+    return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' } : { kind: 'unknown' };
   }
   if (dot < 0) return { kind: 'unknown' };
   const id = rest.slice(dot + 1);

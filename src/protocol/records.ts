@@ -54,6 +54,8 @@ export interface PlanRecord extends Stamp {
   verdict?: JobVerdictRecord;
 }
 export interface LeaderRecord extends Stamp { instance: string; generation: number }
+/** `publish`: the leader's publication fence; only its revision matters (decision 0015). */
+export interface PublishRecord extends Stamp { generation: number }
 /** One evacuated instance: the run (its presence nonce) the operator evacuated. A restart is a new run, which is not evacuated. */
 export interface Evacuation { instance: string; nonce: string }
 /**
@@ -75,7 +77,7 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 
 /** Each key kind's record type. */
 export interface RecordTypes {
-  plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; worker: WorkerRecord; spec: SpecRecord;
+  plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;
@@ -143,6 +145,7 @@ const SCHEMAS = {
     error: 'only a final plan has a verdict', path: ['verdict'],
   })),
   leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
+  publish: z.looseObject({ ...stamp, generation: int(0) }),
   control: z.looseObject({
     ...stamp,
     paused: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
@@ -187,7 +190,7 @@ const SCHEMAS = {
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
-  plan: undefined, leader: undefined, control: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
+  plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
 };
 
 function describeIssues(error: z.ZodError): string {
@@ -212,6 +215,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict'],
   leader: ['v', 'fp', 'instance', 'generation'],
   control: ['v', 'fp', 'paused', 'evacuated'],
+  publish: ['v', 'fp', 'generation'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
   split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason'],

@@ -77,7 +77,8 @@ describe('two leaders briefly overlapping', () => {
     }, systemClock);
     await stale.start();
     const res = await publishAssignments({
-      store: w0.store, view: stale, fingerprint, decide: async () => {
+      // The fence read afresh (as a term's first write does): only the leadership guard can refuse it here.
+      store: w0.store, fence: { revision: undefined }, view: stale, fingerprint, decide: async () => {
         throw new Error('the object-form assigner decides here');
       },
       generation: before.leader!.rec.generation as number, guard: cmp.modRevision(leaderKey(prefix), deposedRevision),

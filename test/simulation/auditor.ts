@@ -174,6 +174,10 @@ export class Auditor {
             guarded('plan');
             break;
           }
+          case 'publish':
+            // The leader's publication fence, put with every assignment write.
+            guarded('publish');
+            break;
           case 'control':
             // The operators' record: written from outside the fleet, never by one of its processes.
             if (writer !== undefined) fail('layout', `control written by ${writer}: only operators write it`);

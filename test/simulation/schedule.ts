@@ -122,8 +122,9 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
  *   (split revision, progress revision, own lease key), so a zombie's write lands;
  * - 'claim-unguarded': a claim drops its guards (record revision, lease key
  *   absent or its own), so two can take one split, or take it from a live owner;
- * - 'leader-unguarded': leader writes drop the leadership guard, so a deposed
- *   leader's writes land.
+ * - 'leader-unguarded': leader writes drop the leadership guard (and the
+ *   publication fence, which orders assignment writes), so a deposed leader's
+ *   writes land.
  */
 export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
   'unfenced-commit': (txn) => {
@@ -136,7 +137,9 @@ export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
     const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
     return writesLease ? { ...txn, compares: [] } : txn;
   },
-  'leader-unguarded': (txn) => ({ ...txn, compares: txn.compares.filter((c) => !(c.key.endsWith('/leader') && c.target === 'modRevision')) }),
+  'leader-unguarded': (txn) => ({
+    ...txn, compares: txn.compares.filter((c) => !((c.key.endsWith('/leader') || c.key.endsWith('/publish')) && c.target === 'modRevision')),
+  }),
 };
 
 export interface RunResult {
