@@ -7,24 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { WatchEvent } from '../../src/store/store.js';
-import { storeContract } from './store-contract.js';
+import { memoryContractFixture, storeContract } from './store-contract.js';
 
 /** Lets queued microtasks and timers run. */
 const settle = () => new Promise<void>((r) => setImmediate(r));
 
-storeContract('memory', async () => {
-  const clock = new VirtualClock();
-  const store = new MemoryStore({ clock });
-  return {
-    store,
-    connect: async () => store,
-    passTime: async (seconds) => {
-      clock.advance(seconds * 1000);
-      await settle();
-    },
-    close: () => store.close(),
-  };
-});
+storeContract('memory', memoryContractFixture());
 
 describe('MemoryStore simulation hooks', () => {
   it('counts txns, writes and reads; a losing txn is not a write', async () => {

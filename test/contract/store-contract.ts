@@ -8,7 +8,9 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../src/clock.js';
 import { isSplitfleetError } from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, exactKey, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
 
 /** What a backend provides to the suite. */
@@ -44,6 +46,26 @@ async function expectCode(p: Promise<unknown>, code: string, mentions?: string):
   expect((err as { code: string }).code).toBe(code);
   if (mentions !== undefined) expect((err as Error).message).toContain(mentions);
   return err as Error;
+}
+
+/**
+ * The fixture of a MemoryStore on a VirtualClock (leases expire as the test passes time),
+ * optionally seen through a decorator (`wrap`), so a decorator is held to the same contract.
+ */
+export function memoryContractFixture(wrap: (store: MemoryStore) => Store = (s) => s): () => Promise<ContractFixture> {
+  return async () => {
+    const clock = new VirtualClock();
+    const store = wrap(new MemoryStore({ clock }));
+    return {
+      store,
+      connect: async () => store,
+      passTime: async (seconds) => {
+        clock.advance(seconds * 1000);
+        await new Promise<void>((r) => setImmediate(r)); // queued microtasks and timers run
+      },
+      close: () => store.close(),
+    };
+  };
 }
 
 /** Runs the contract against the store made by `setup`, fresh for each test. */

@@ -15,7 +15,7 @@ import { SplitfleetError } from '../../../src/errors.js';
 import { InstrumentedStore, instrumentStore, type StoreCall } from '../../../src/store/instrumented.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { cmp, op, type KeyValue, type Store, type WatchEvent, type WatchHandle, type WatchOptions } from '../../../src/store/store.js';
-import { storeContract } from '../../contract/store-contract.js';
+import { memoryContractFixture, storeContract } from '../../contract/store-contract.js';
 
 const settle = () => new Promise<void>((r) => setImmediate(r));
 
@@ -282,17 +282,4 @@ describe('InstrumentedStore', () => {
 });
 
 // The whole behavioural contract, through the wrapper: a decorator that changed any answer fails here.
-storeContract('memory, instrumented', async () => {
-  const clock = new VirtualClock();
-  const inner = new MemoryStore({ clock });
-  const store = instrumentStore(inner, new Metrics());
-  return {
-    store,
-    connect: async () => store,
-    passTime: async (seconds) => {
-      clock.advance(seconds * 1000);
-      await settle();
-    },
-    close: () => store.close(),
-  };
-});
+storeContract('memory, instrumented', memoryContractFixture((inner) => instrumentStore(inner, new Metrics())));
