@@ -173,6 +173,13 @@ export class EtcdStore extends BaseStore {
       grpcOptions: {
         // A listing page of large records may exceed gRPC's 4 MiB default.
         'grpc.max_receive_message_length': 256 * 1024 * 1024,
+        // Subchannels of this client's own, not grpc-js's process-wide pool. grpc-js has no
+        // connect timeout: a connection accepted into a black hole (a proxy or middlebox that
+        // drops a flow's bytes without a reset) stays CONNECTING forever, and keepalive only
+        // watches established connections (grpc/grpc-node#2785). etcd3 resets its service
+        // clients on a deadline; with the shared pool the new clients got the same stuck
+        // subchannel back, so a member behind it never recovered (chaos proxy-blackhole).
+        'grpc.use_local_subchannel_pool': 1,
         ...(keepAliveMs > 0
           ? {
             'grpc.keepalive_time_ms': keepAliveMs,

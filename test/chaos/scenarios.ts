@@ -225,9 +225,7 @@ export const SCENARIOS: Scenario[] = [
       },
     }),
   },
-  // Opt-in (CHAOS_BLACKHOLE=1) until its open defect is fixed: in about one run in three, a member
-  // whose connections died silently never sees the verdict (docs/reliability.md, Known limits).
-  ...(process.env.CHAOS_BLACKHOLE === '1' ? [{
+  {
     // Silent network failure: a member's path stops forwarding in both directions but keeps its
     // connections open (no reset, no FIN: a load balancer's idle timeout, a half-open link). The
     // member must notice within one lease (its renewals go unanswered), be fenced, and rejoin once
@@ -261,7 +259,7 @@ export const SCENARIOS: Scenario[] = [
       });
     },
     expect: expectAtLeast('leaderTerms', 2),
-  } satisfies Scenario] : []),
+  },
   {
     name: 'drains',
     topology: 'shared',
