@@ -10,6 +10,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import { MUTANTS, runSchedule, scheduleArb, type Schedule } from './schedule.js';
 
 const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconcileIntervalMs' | 'lanes' | 'drains' | 'restartAtEnd'> = {
@@ -218,6 +219,44 @@ const found: Record<string, Schedule> = {
     ],
   },
 };
+
+/**
+ * Slow links only (round trips past opTimeoutMs while writes land), found by sampling the
+ * schedule generator for a run in which a landed claim is adopted.
+ */
+const LOST_REPLY: Schedule = {
+  seed: 11, fleet: 5, splits: 38, maxUnits: 8, commitEvery: 3, unitMs: 182, leaseSeconds: 2, rebalanceDelayMs: 4997,
+  drainDeadlineMs: 1752, reconcileIntervalMs: 3986, lanes: [4], drains: ['ignore', 'slow'], restartAtEnd: true,
+  steps: [
+    { gapMs: 836, fault: { kind: 'slow', target: 0, latencyMs: 562, durationMs: 1168 } },
+    { gapMs: 731, fault: { kind: 'slow', target: 1, latencyMs: 327, durationMs: 2303 } },
+    { gapMs: 63, fault: { kind: 'slow', target: 2, latencyMs: 651, durationMs: 1119 } },
+    { gapMs: 366, fault: { kind: 'slow', target: 3, latencyMs: 272, durationMs: 2558 } },
+    { gapMs: 1022, fault: { kind: 'slow', target: 4, latencyMs: 364, durationMs: 1086 } },
+    { gapMs: 1294, fault: { kind: 'slow', target: 5, latencyMs: 268, durationMs: 2122 } },
+    { gapMs: 1388, fault: { kind: 'slow', target: 6, latencyMs: 426, durationMs: 844 } },
+    { gapMs: 560, fault: { kind: 'slow', target: 7, latencyMs: 630, durationMs: 2580 } },
+  ],
+};
+
+describe('the slow link produces the lost-reply case', () => {
+  // Issue 11: a claim whose reply the slow link lost, but which landed, is adopted (one tenancy,
+  // no second claim), and the job completes; the auditor holds every property meanwhile.
+  test('a claim that landed with its reply lost is adopted, not claimed again', async () => {
+    const coordinators: Coordinator[] = [];
+    const r = await runSchedule(LOST_REPLY, {
+      inspect: (fleet) => {
+        for (const p of fleet.procs) if (p.coordinator) coordinators.push(p.coordinator);
+      },
+    });
+    expect(r.violations).toEqual([]);
+    let adopted = 0;
+    for (const c of coordinators) {
+      for (const v of (await c.metrics.claims.get()).values) if (v.labels.kind === 'adopted' && v.labels.outcome === 'won') adopted += v.value;
+    }
+    expect(adopted).toBeGreaterThan(0);
+  });
+});
 
 describe('schedules that found defects', () => {
   for (const [name, schedule] of Object.entries(found)) {
