@@ -50,6 +50,8 @@ export interface LaneContext {
   onEnd: (lane: Lane, end: LaneEnd, reason: string) => void;
   /** Called when the handler declines a drain: the release is forced at once. */
   onDecline?: (lane: Lane) => void;
+  /** A write of unknown outcome was read back: what it turned out to be (metrics). */
+  onSettled?: (resolution: 'landed' | 'not-landed' | 'moved') => void;
 }
 
 export class Lane {
@@ -282,10 +284,17 @@ export class Lane {
     const splitLanded = u.splitValue !== undefined && split?.value === u.splitValue && split.modRevision > this.rev;
     const progressLanded = u.progressValue !== undefined && progress?.value === u.progressValue && progress.modRevision > this.progressRev;
     // What one transaction wrote shares one revision: either key tells.
-    if (splitLanded) return { won: true, revision: split!.modRevision };
-    if (u.splitValue === undefined && progressLanded) return { won: true, revision: progress!.modRevision };
+    const settled = this.ctx.onSettled ?? (() => undefined);
+    if (splitLanded || (u.splitValue === undefined && progressLanded)) {
+      settled('landed');
+      return { won: true, revision: splitLanded ? split!.modRevision : progress!.modRevision };
+    }
     const untouched = (split?.modRevision ?? 0) === this.rev && (progress?.modRevision ?? 0) === this.progressRev && lease?.lease === leaseId;
-    if (untouched) throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what} did not land; it may be sent again`, { retryable: true });
+    if (untouched) {
+      settled('not-landed');
+      throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what} did not land; it may be sent again`, { retryable: true });
+    }
+    settled('moved');
     return { won: false, revision: read.revision };
   }
 

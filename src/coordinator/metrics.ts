@@ -34,6 +34,7 @@ export class Metrics implements StoreCallRecorder {
   readonly isLeader: Gauge;
   readonly unreadable: Counter<'kind'>;
   readonly parked: Gauge;
+  readonly unknownOutcomes: Counter<'resolution'>;
   /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
   readonly backlogSplits: Gauge<'state'>;
   /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
@@ -86,6 +87,7 @@ export class Metrics implements StoreCallRecorder {
     this.lanes = new Gauge({ name: 'splitfleet_lanes', help: 'Lanes (held splits) open in this instance.', registers });
     this.isLeader = new Gauge({ name: 'splitfleet_is_leader', help: '1 while this instance leads.', registers });
     this.unreadable = new Counter({ name: 'splitfleet_unreadable_records_total', help: 'Records this instance could not read, by kind (each costs only what it concerns: a split, an instance\'s membership or assignment).', labelNames: ['kind'], registers });
+    this.unknownOutcomes = new Counter({ name: 'splitfleet_unknown_outcomes_total', help: 'A lane\'s write whose reply was lost, read back (worker): landed (adopted, no attempt spent), not-landed (sent again) or moved (someone else wrote: the lane ends).', labelNames: ['resolution'], registers });
     this.parked = new Gauge({ name: 'splitfleet_parked_splits', help: 'Splits set aside because a record of theirs cannot be read (leader): neither assigned nor claimable until repaired.', registers });
     this.backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
     this.backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });

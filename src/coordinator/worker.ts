@@ -494,6 +494,7 @@ export class Worker {
         leaseId: this.session.leaseId,
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
         onDecline: () => this.serviceRevocations(),
+        onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
       },
       id,
       spec,

@@ -240,9 +240,10 @@ const LOST_REPLY: Schedule = {
 };
 
 describe('the slow link produces the lost-reply case', () => {
-  // Issue 11: a claim whose reply the slow link lost, but which landed, is adopted (one tenancy,
-  // no second claim), and the job completes; the auditor holds every property meanwhile.
-  test('a claim that landed with its reply lost is adopted, not claimed again', async () => {
+  // Issue 11: a claim or a commit whose reply the slow link lost, but which landed, is read back
+  // and adopted (the claim: one tenancy, no second claim; the commit: its revision becomes the
+  // lane's guard, no LEASE_LOST, no reclaim), and the job completes with every property held.
+  test('a claim and commits that landed with their replies lost are adopted, not redone', async () => {
     const coordinators: Coordinator[] = [];
     const r = await runSchedule(LOST_REPLY, {
       inspect: (fleet) => {
@@ -251,10 +252,14 @@ describe('the slow link produces the lost-reply case', () => {
     });
     expect(r.violations).toEqual([]);
     let adopted = 0;
+    let landed = 0;
     for (const c of coordinators) {
       for (const v of (await c.metrics.claims.get()).values) if (v.labels.kind === 'adopted' && v.labels.outcome === 'won') adopted += v.value;
+      for (const v of (await c.metrics.unknownOutcomes.get()).values) if (v.labels.resolution === 'landed') landed += v.value;
     }
+    console.log(`lost-reply schedule: ${adopted} adopted claims, ${landed} lane writes read back as landed`);
     expect(adopted).toBeGreaterThan(0);
+    expect(landed).toBeGreaterThan(0);
   });
 });
 
