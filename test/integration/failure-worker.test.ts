@@ -37,26 +37,26 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-function config(job: string, instance: string, rebalanceDelayMs: number): MemberConfig {
+function config(job: string, instance: string, rebalanceDelayMs: number, leaseDurationMs: number = FAST.leaseDurationMs): MemberConfig {
   return {
     endpoint: etcd.endpoint, job, instance, splits: 9, seed: 7,
     // Nine equal splits (far longer than any test): three per member; cap 5 leaves room for a dead member's share.
     maxInFlight: 5, unitMs: 20, commitEvery: COMMIT_EVERY, minUnits: 5000, maxUnits: 5000,
-    config: { ...FAST, rebalanceDelayMs },
+    config: { ...FAST, rebalanceDelayMs, leaseDurationMs },
   };
 }
 
 /** Starts w0 (the leader), then w1 and w2, and waits until every split is held as assigned. */
-async function settledFleet(job: string, rebalanceDelayMs: number, ledger: Ledger): Promise<{ recorder: Recorder; byName: Map<string, Member> }> {
+async function settledFleet(job: string, rebalanceDelayMs: number, ledger: Ledger, leaseDurationMs?: number): Promise<{ recorder: Recorder; byName: Map<string, Member> }> {
   const prefix = jobPrefix('splitfleet', job);
   const recorder = await Recorder.start(store, prefix);
   const byName = new Map<string, Member>();
-  const first = new Member(config(job, 'w0', rebalanceDelayMs), ledger);
+  const first = new Member(config(job, 'w0', rebalanceDelayMs, leaseDurationMs), ledger);
   members.push(first);
   byName.set('w0', first);
   await first.waitFor('leading', (e) => e.ev === 'leading');
   for (const name of NAMES.slice(1)) {
-    const m = new Member(config(job, name, rebalanceDelayMs), ledger);
+    const m = new Member(config(job, name, rebalanceDelayMs, leaseDurationMs), ledger);
     members.push(m);
     byName.set(name, m);
   }
@@ -182,14 +182,17 @@ describe('a worker dies (SIGKILL)', () => {
 describe('rebalance delay', () => {
   test('a worker restarted under the same instance id inside the window gets its own splits back and nothing moves', async () => {
     const delay = 8000;
+    // A lease longer than a process's start-up on a loaded machine: the restart must take the
+    // presence key over before the dead run's lease could expire, or the test shows nothing.
+    const lease = 6000;
     const ledger = new Ledger();
-    const { recorder } = await settledFleet('restart-in-window', delay, ledger);
+    const { recorder } = await settledFleet('restart-in-window', delay, ledger, lease);
     const prefix = recorder.prefix;
     const before = await readJob(store, prefix);
     const own = new Map(heldBy(before, 'w2').map((id) => [id, before.splits.get(id)!.epoch as number]));
     const killRev = await recorder.sync();
     await members.find((m) => m.instance === 'w2')!.kill();
-    const again = new Member(config('restart-in-window', 'w2', delay), ledger);
+    const again = new Member(config('restart-in-window', 'w2', delay, lease), ledger);
     members.push(again);
 
     await waitUntil('the restarted w2 to hold its own splits again', async () => {

@@ -174,7 +174,11 @@ export class JobContext {
    * read: lease key absent and the record at the revision read; writes the
    * record (epoch + 1, owner) and the lease key under `leaseId`.
    */
-  async claimTxn(client: Store, id: string, me: string, leaseId: string, read?: { rec: SplitRecord; modRevision: number }): Promise<TxnResult | 'unclaimable'> {
+  async claimTxn(
+    client: Store, id: string, me: string, leaseId: string,
+    /** The record as read, and optionally the lease key's owner as read (then nothing is read here). */
+    read?: { rec: SplitRecord; modRevision: number; leaseOwner?: string | null },
+  ): Promise<TxnResult | 'unclaimable'> {
     const sk = splitKey(this.prefix, id);
     const lk = leaseKey(this.prefix, id);
     let seen = read;
@@ -183,8 +187,13 @@ export class JobContext {
       if (!kv) throw new Error(`no record at ${sk}`);
       seen = { rec: decodeRecord('split', sk, kv.value, this.fp), modRevision: kv.modRevision };
     }
-    const leaseKv = await client.get(lk);
-    const leaseOwner = leaseKv && decodeRecord('lease', lk, leaseKv.value, this.fp).owner;
+    let leaseOwner: string | undefined;
+    if (read && read.leaseOwner !== undefined) {
+      leaseOwner = read.leaseOwner ?? undefined;
+    } else {
+      const leaseKv = await client.get(lk);
+      leaseOwner = leaseKv ? decodeRecord('lease', lk, leaseKv.value, this.fp).owner : undefined;
+    }
     const c = classifyClaim(seen.rec, leaseOwner, me, 4);
     if (c.kind === 'unclaimable') return 'unclaimable';
     const next = claimedRecord(seen.rec, me, c);

@@ -70,8 +70,9 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       const clients: Store[] = await Promise.all(Array.from({ length: 8 }, () => ctx.f.connect()));
       const leases = await Promise.all(clients.map((c) => c.grantLease(5)));
       const kv = (await ctx.store.get(`${ctx.prefix}split.only`))!;
-      const read = { rec: (await ctx.split('only'))!, modRevision: kv.modRevision };
-      // Every racer read the same record; all eight transactions are in flight at once.
+      // Every racer read the same record and no lease key (null: read, absent): all eight
+      // transactions are in flight at once, none reads after another's landed.
+      const read = { rec: (await ctx.split('only'))!, modRevision: kv.modRevision, leaseOwner: null };
       const results = await Promise.all(clients.map((c, i) => ctx.claimTxn(c, 'only', `w-${i}`, leases[i]!, read)));
       const won = results.flatMap((r, i) => (r !== 'unclaimable' && r.won ? [i] : []));
       const lost = results.filter((r) => r !== 'unclaimable' && !r.won);
