@@ -35,7 +35,9 @@ describe('a rolling upgrade across record versions (real etcd)', () => {
     const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
     const SPLITS = 24;
     const base = {
-      endpoint: etcd.endpoint, job, splits: SPLITS, seed: 7, maxInFlight: 3, unitMs: 15, commitEvery: 3, minUnits: 20, maxUnits: 40,
+      // Splits of 1–2 s: the newer build still holds some when it is killed and stopped, so today's
+      // build completes splits the newer one wrote (a faster job could finish them all first).
+      endpoint: etcd.endpoint, job, splits: SPLITS, seed: 7, maxInFlight: 3, unitMs: 50, commitEvery: 3, minUnits: 20, maxUnits: 40,
       config: { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 2000 },
     };
     const newer = [spawnFleetMember({ ...base, instance: 'new-0', recordExtras: NEWER }), spawnFleetMember({ ...base, instance: 'new-1', recordExtras: NEWER })];
@@ -44,6 +46,8 @@ describe('a rolling upgrade across record versions (real etcd)', () => {
     const today: FleetMember[] = [spawnFleetMember({ ...base, instance: 'old-0' }), spawnFleetMember({ ...base, instance: 'old-1' })];
     for (const m of today) await m.waitFor('started', 20_000);
     await waitUntil('units to be processed by both builds', () => [...newer, ...today].filter((m) => m.eventsOf('unit').length > 0).length >= 3, { timeoutMs: 20_000 });
+    // Killed while it holds a split it has not completed.
+    await waitUntil('the newer build to hold an unfinished split', () => newer[0]!.eventsOf('claimed').length > newer[0]!.eventsOf('completed').length, { timeoutMs: 20_000 });
     await newer[0]!.kill('SIGKILL');
     await newer[1]!.stop();
     for (const m of today) await m.waitFor('verdict', 60_000);
