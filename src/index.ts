@@ -44,7 +44,8 @@ export { EtcdStore } from './store/etcd.js';
 export type { EtcdStoreOptions } from './store/etcd.js';
 export { MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
-export { BaseStore, cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
+export { BaseStore } from './store/base.js';
+export { cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
 export { InstrumentedStore, instrumentStore } from './store/instrumented.js';
 export type { StoreCall, StoreCallRecorder } from './store/instrumented.js';
 export type {

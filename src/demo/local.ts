@@ -17,9 +17,9 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import {
-  BaseStore, type KeyValue, type ListOptions, type ListPage, type Store, type Txn, type TxnResult, type WatchHandle,
-  type WatchOptions,
+  type KeyValue, type ListOptions, type ListPage, type Store, type Txn, type TxnResult, type WatchHandle, type WatchOptions,
 } from '../store/store.js';
+import { BaseStore } from '../store/base.js';
 
 interface MemberTimer { at: number; seq: number; fn: () => void; cancel: () => void }
 

@@ -36,23 +36,10 @@ import {
 } from 'etcd3';
 import { SplitfleetError } from '../errors.js';
 import {
-  BaseStore,
-  CompactedError,
-  checkTtl,
+  CompactedError, isCompactedError, type Compare, type KeyValue, type ListOptions, type KeyRange, type ListPage, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
   compareKeys,
-  isCompactedError,
-  type Compare,
-  type KeyValue,
-  type ListOptions,
-  type KeyRange,
-  type ListPage,
-  type Op,
-  type Txn,
-  type TxnResult,
-  type WatchEvent,
-  type WatchHandle,
-  type WatchOptions,
 } from './store.js';
+import { BaseStore, checkTtl } from './base.js';
 
 /** How to reach etcd. TLS and auth are passed to etcd3 unchanged. */
 export interface EtcdStoreOptions {

@@ -15,23 +15,10 @@
 import { systemClock, type Clock } from '../clock.js';
 import { SplitfleetError } from '../errors.js';
 import {
-  BaseStore,
-  CompactedError,
-  checkTtl,
-  compareKeys,
-  inKeyRange,
-  rangeOptions,
-  type KeyRange,
-  type Compare,
-  type KeyValue,
-  type ListOptions,
-  type ListPage,
-  type Txn,
-  type TxnResult,
-  type WatchEvent,
-  type WatchHandle,
-  type WatchOptions,
+  CompactedError, compareKeys, inKeyRange, type Compare, type KeyRange, type KeyValue, type ListOptions, type ListPage,
+  type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
+import { BaseStore, checkTtl, rangeOptions } from './base.js';
 
 interface Entry {
   value: string;

@@ -20,9 +20,9 @@
 import type { Clock, VirtualClock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
 import {
-  BaseStore, type KeyValue, type ListOptions, type ListPage, type Txn, type TxnResult, type WatchEvent,
-  type WatchHandle, type WatchOptions,
+  type KeyValue, type ListOptions, type ListPage, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from '../../src/store/store.js';
+import { BaseStore } from '../../src/store/base.js';
 import type { Auditor } from './auditor.js';
 
 /** Drains the microtask queue: everything MemoryStore and the coordinator chain on it settles. */
