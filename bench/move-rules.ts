@@ -21,20 +21,10 @@
  *
  * Usage: npm run build:ts && node dist/bench/move-rules.js [--seeds 7]
  */
+import { prng } from '../src/prng.js';
 
 type Rule = 'best-gain' | 'heaviest' | 'keeps-most';
 const RULES: Rule[] = ['best-gain', 'heaviest', 'keeps-most'];
-
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** owner[i] = member index of split i (weights sorted heaviest first), -1 = unowned. */
 function decide(w: number[], m: number, owner0: Int32Array, rule: Rule): { owner: Int32Array; moves: number } {
@@ -125,7 +115,7 @@ function main(): void {
       const leave: number[] = [];
       const leaveCount: number[] = [];
       for (let seed = 1; seed <= seeds; seed++) {
-        const rand = mulberry32(seed);
+        const rand = prng(seed);
         const w = Array.from({ length: members * perMember }, () => {
           const u = rand() || 1e-12;
           return Math.round(64 * 2 ** 20 * Math.exp(Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand())));

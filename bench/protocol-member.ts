@@ -14,7 +14,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startCoordinator, type Coordinator } from '../src/coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../src/coordinator/log.js';
 import type { PlanResult, SplitHandle } from '../src/coordinator/types.js';
-import { prng } from '../src/demo/synthetic.js';
+import { prng } from '../src/prng.js';
 import { EtcdStore } from '../src/store/etcd.js';
 
 export interface BenchMemberConfig {

@@ -20,6 +20,7 @@
  * Usage: npm run build:ts && npm run bench:quality [-- --seeds 9 --cap 40 --engine reference --json]
  */
 import { churn, desiredAssignment, type AssignmentInput, type EngineName, type SplitInput } from '../src/index.js';
+import { prng } from '../src/prng.js';
 
 interface Options {
   seeds: number;
@@ -51,17 +52,6 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const MEDIAN_WEIGHT = 64 * 2 ** 20;
 const SIGMA = 1;
 
@@ -78,7 +68,7 @@ interface Run {
 }
 
 function runOnce(seed: number, memberCount: number, perMember: number, cap: number, engine: EngineName): Run {
-  const rand = mulberry32(seed);
+  const rand = prng(seed);
   const lognormal = (): number => {
     const u = rand() || 1e-12;
     const z = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());

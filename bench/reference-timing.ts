@@ -11,20 +11,10 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/index.js';
-
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../src/prng.js';
 
 function coldInput(splitCount: number, memberCount: number, seed: number): AssignmentInput {
-  const rand = mulberry32(seed);
+  const rand = prng(seed);
   const lognormal = (): number => {
     const u = rand() || 1e-12;
     return Math.round(64 * 2 ** 20 * Math.exp(Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand())));

@@ -27,6 +27,7 @@ import { classifyClaim, claimedRecord, initialSplitRecord } from '../src/protoco
 import { jobPrefix, leaseKey, specKey, splitKey } from '../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../src/protocol/records.js';
 import { EtcdStore } from '../src/store/etcd.js';
+import { shuffled } from '../src/prng.js';
 import { cmp, op, type Op } from '../src/store/store.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
@@ -37,23 +38,6 @@ interface Row { measure: string; setting: string; result: string }
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
-}
-
-/** Deterministic shuffle (mulberry32), so each worker walks the splits in its own order. */
-function shuffled<T>(xs: T[], seed: number): T[] {
-  let s = seed >>> 0;
-  const rnd = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const out = [...xs];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(rnd() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(5, '0')}`);

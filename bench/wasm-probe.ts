@@ -13,23 +13,13 @@ import { ColumnarPool } from '../src/assignment/codec.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
+import { prng } from '../src/prng.js';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const N = Number(args[0] ?? 1_000_000);
 const M = Number(args[1] ?? 10_000);
 const RUNS = Number(args[2] ?? 5);
 const withReference = process.argv.includes('--reference');
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Median wall time and median CPU time (user + system) of `runs` calls, ms. */
 function median(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: number] {
@@ -48,7 +38,7 @@ function median(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: n
   return [mid(wall), mid(cpu)];
 }
 
-const r = rng(1);
+const r = prng(1);
 const lognormal = (): number => {
   const u = r() || 1e-9;
   return Math.round(Math.exp(16 + Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r())));

@@ -11,6 +11,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Planner, SplitHandle, SplitHandler } from '../coordinator/types.js';
+import { prng } from '../prng.js';
 
 export interface SyntheticJob {
   /** Number of splits. */
@@ -27,18 +28,6 @@ export interface SyntheticSplit {
   id: string;
   weight: number;
   units: number;
-}
-
-/** mulberry32: a tiny deterministic PRNG. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** The splits of a synthetic job: skewed (Pareto-like) unit counts, weight = units × 1 MiB. */

@@ -9,7 +9,7 @@
  * so a failure message shows the schedule that produced it; `finish()` leaves
  * no process running; randomness comes only from the seeded `rng`.
  */
-import { prng } from '../../src/demo/synthetic.js';
+import { prng } from '../../src/prng.js';
 import { FleetMember, type FleetEvent, type FleetProcessConfig } from '../support/fleet.js';
 import type { Auditor } from './auditor.js';
 import type { Ledger } from './checks.js';

@@ -12,7 +12,7 @@
  * and the final state is checked.
  */
 import fc from 'fast-check';
-import { prng } from '../../src/demo/synthetic.js';
+import { prng } from '../../src/prng.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
 import { retrySplits } from '../../src/operator/retry.js';
