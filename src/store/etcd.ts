@@ -1,8 +1,11 @@
 /**
  * `EtcdStore`: the store contract over a real etcd (v3 API), through etcd3.
- * This is the only file that imports etcd3; none of its types appear in an
- * exported signature, and every etcd failure becomes a `SplitfleetError` in
- * `toStoreError`, the one conversion function.
+ * This is the only file that imports etcd3 (STYLE rule 3); none of its types
+ * appear in an exported signature, and every etcd failure becomes a
+ * `SplitfleetError` in `toStoreError`, the one conversion function. What does
+ * not need etcd3 lives beside it: options and fault policies
+ * (etcd-options.ts), the conversion's rules (etcd-errors.ts), key ranges
+ * (etcd-ranges.ts), a watch's resume point and delivery (etcd-watch.ts).
  *
  * Invariants: revisions are converted to numbers (they fit in 2^53), lease ids
  * stay strings (they do not); over-limit transactions are refused before they
@@ -35,100 +38,20 @@ import {
   type IWatchResponse,
 } from 'etcd3';
 import { SplitfleetError } from '../errors.js';
+import { withTimeout } from '../timeout.js';
 import {
-  CompactedError, isCompactedError, type Compare, type KeyValue, type ListOptions, type KeyRange, type ListPage, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
-  compareKeys,
+  CompactedError, isCompactedError, type Compare, type KeyValue, type ListOptions, type ListPage, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
 import { BaseStore, checkTtl } from './base.js';
+import { closedError, etcdFailureToStoreError, type EtcdFailureClass } from './etcd-errors.js';
+import { grpcChannelOptions, hostPolicy, resolveEtcdSettings, RUN_ONCE, watchBackoff, type EtcdStoreOptions } from './etcd-options.js';
+import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from './etcd-ranges.js';
+import { WatchDelivery } from './etcd-watch.js';
 
-/** How to reach etcd. TLS and auth are passed to etcd3 unchanged. */
-export interface EtcdStoreOptions {
-  /** Client URLs, e.g. `['https://etcd-0:2379']`. */
-  endpoints: string[] | string;
-  /** TLS material (PEM buffers): CA, and for client-certificate auth the key and chain. */
-  credentials?: { rootCertificate: Buffer; privateKey?: Buffer; certChain?: Buffer };
-  /** etcd user/password authentication. */
-  auth?: { username: string; password: string };
-  /** Deadline of one store round trip, in ms (the spec's `op_timeout`); default 10 000. */
-  opTimeoutMs?: number;
-  /** Longest pause between watch reconnection attempts, in ms; default 2 000. */
-  watchRetryMaxMs?: number;
-  /**
-   * gRPC keepalive: ping an idle connection every `keepAliveMs` and drop it
-   * when no answer comes within `keepAliveTimeoutMs`, so a connection whose
-   * packets vanish (a load balancer's idle timeout, a half-open TCP link) is
-   * noticed and re-dialled instead of silently starving watches. Defaults
-   * 6 000 and 4 000: together a third of the default 30 s lease, and above
-   * etcd's floor of 5 000 (`--grpc-keepalive-min-time`; pings more frequent
-   * than that, or a hair's breadth from it, earn strikes and then a GOAWAY).
-   * 0 turns keepalive off.
-   */
-  keepAliveMs?: number;
-  keepAliveTimeoutMs?: number;
-}
-
-/** Watch events handed on per turn of the event loop (see `watch`). */
-const DELIVERY_CHUNK = 500;
-
-/** etcd's default `--grpc-keepalive-min-time`: pings more frequent than this are refused by the server. */
-export const ETCD_KEEPALIVE_MIN_MS = 5_000;
+// Importers find the options where they always were.
+export { ETCD_KEEPALIVE_MIN_MS, type EtcdStoreOptions } from './etcd-options.js';
 
 type FaultHandling = Required<NonNullable<IOptions['faultHandling']>>;
-
-/** etcd3's global policy, minus the retry: run the call once. */
-const RUN_ONCE = {
-  execute: <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> =>
-    Promise.resolve().then(() => fn({ signal: new AbortController().signal })),
-  onSuccess: () => ({ dispose: () => undefined }),
-  onFailure: () => ({ dispose: () => undefined }),
-} as unknown as FaultHandling['global'];
-
-/** How long a host that failed three calls in a row is skipped, when there are others to try. */
-const HOST_COOLDOWN_MS = 1000;
-
-/**
- * etcd3's per-host policy. Its default circuit breaker refuses every call to a
- * host for 5 s after three failures in a row: with one endpoint that turns a
- * sub-second etcd restart into 5 s of refusals (every session with a shorter
- * lease is lost), and in a cluster an election that fails calls on every
- * member blacks them all out. So: one endpoint, no breaker (skipping the only
- * host never helps); several, a host is skipped for HOST_COOLDOWN_MS after
- * three connection-level failures in a row, so calls go to members that answer.
- */
-function hostPolicy(endpoints: number): FaultHandling['host'] {
-  if (endpoints === 1) return () => RUN_ONCE;
-  return () => {
-    let failures = 0;
-    let skipUntil = 0;
-    return {
-      execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => {
-        if (Date.now() < skipUntil) throw new Error(`host skipped for ${HOST_COOLDOWN_MS} ms after repeated failures`);
-        try {
-          const result = await fn({ signal: new AbortController().signal });
-          failures = 0;
-          return result;
-        } catch (e) {
-          if (e instanceof Error && isRecoverableError(e) && ++failures >= 3) {
-            failures = 0;
-            skipUntil = Date.now() + HOST_COOLDOWN_MS;
-          }
-          throw e;
-        }
-      },
-      onSuccess: () => ({ dispose: () => undefined }),
-      onFailure: () => ({ dispose: () => undefined }),
-    } as unknown as ReturnType<FaultHandling['host']>;
-  };
-}
-
-/** Doubling reconnection delay for watches, from 100 ms up to `max`. */
-function watchBackoff(max: number): FaultHandling['watchBackoff'] {
-  const step = (duration: number): FaultHandling['watchBackoff'] => ({
-    duration,
-    next: () => step(Math.min(max, duration * 2)),
-  });
-  return { duration: 100, next: () => step(100) };
-}
 
 /** The store over etcd. See the file header for its invariants. */
 export class EtcdStore extends BaseStore {
@@ -142,43 +65,18 @@ export class EtcdStore extends BaseStore {
   /** Connects lazily: the first call opens the connection. */
   constructor(options: EtcdStoreOptions) {
     super();
-    const endpoints = typeof options.endpoints === 'string' ? [options.endpoints] : options.endpoints;
-    if (endpoints.length === 0) throw new SplitfleetError('INVALID_CONFIG', 'etcd endpoints must name at least one client URL');
-    this.opTimeoutMs = options.opTimeoutMs ?? 10_000;
-    if (!(this.opTimeoutMs > 0)) throw new SplitfleetError('INVALID_CONFIG', `opTimeoutMs must be > 0, got ${this.opTimeoutMs}`);
-    const keepAliveMs = options.keepAliveMs ?? 6_000;
-    const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4_000;
-    if (!Number.isSafeInteger(keepAliveMs) || (keepAliveMs !== 0 && keepAliveMs < ETCD_KEEPALIVE_MIN_MS)) {
-      throw new SplitfleetError('INVALID_CONFIG', `keepAliveMs: must be 0 (off) or an integer ≥ ${ETCD_KEEPALIVE_MIN_MS}, etcd's default --grpc-keepalive-min-time: it answers more frequent pings with GOAWAY (got ${keepAliveMs})`);
-    }
-    if (!Number.isSafeInteger(keepAliveTimeoutMs) || keepAliveTimeoutMs < 1) {
-      throw new SplitfleetError('INVALID_CONFIG', `keepAliveTimeoutMs: must be an integer ≥ 1 (got ${keepAliveTimeoutMs})`);
-    }
+    const settings = resolveEtcdSettings(options);
+    this.opTimeoutMs = settings.opTimeoutMs;
     const etcdOptions: IOptions = {
-      hosts: endpoints,
+      hosts: settings.endpoints,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.opTimeoutMs }),
-      grpcOptions: {
-        // A listing page of large records may exceed gRPC's 4 MiB default.
-        'grpc.max_receive_message_length': 256 * 1024 * 1024,
-        // Subchannels of this client's own, not grpc-js's process-wide pool. grpc-js has no
-        // connect timeout: a connection accepted into a black hole (a proxy or middlebox that
-        // drops a flow's bytes without a reset) stays CONNECTING forever, and keepalive only
-        // watches established connections (grpc/grpc-node#2785). etcd3 resets its service
-        // clients on a deadline; with the shared pool the new clients got the same stuck
-        // subchannel back, so a member behind it never recovered (chaos proxy-blackhole).
-        'grpc.use_local_subchannel_pool': 1,
-        ...(keepAliveMs > 0
-          ? {
-            'grpc.keepalive_time_ms': keepAliveMs,
-            'grpc.keepalive_timeout_ms': keepAliveTimeoutMs,
-            // Pings go while a call or a watch is open (a watch is a stream, and a session behind a
-            // dead connection keeps calling): etcd answers pings on an idle connection with
-            // GOAWAY (too many pings), and grpc-js then doubles its interval each time.
-            'grpc.keepalive_permit_without_calls': 0,
-          }
-          : {}),
+      grpcOptions: grpcChannelOptions(settings),
+      faultHandling: {
+        // The policies are written against the shape etcd3 calls, not cockatiel's classes.
+        global: RUN_ONCE as unknown as FaultHandling['global'],
+        host: hostPolicy(settings.endpoints.length, isRecoverableError) as unknown as FaultHandling['host'],
+        watchBackoff: watchBackoff(settings.watchRetryMaxMs),
       },
-      faultHandling: { global: RUN_ONCE, host: hostPolicy(endpoints.length), watchBackoff: watchBackoff(options.watchRetryMaxMs ?? 2_000) },
     };
     if (options.credentials) etcdOptions.credentials = options.credentials;
     if (options.auth) etcdOptions.auth = { username: options.auth.username, password: options.auth.password };
@@ -201,16 +99,11 @@ export class EtcdStore extends BaseStore {
 
   /** Reads one page under `prefix` (etcd range with limit), now or at a past revision. */
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
-    const { limit, startAfter, revision } = options;
+    const { limit, revision } = options;
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
       throw new SplitfleetError('INVALID_INPUT', `list limit must be a positive integer, got ${limit}`);
     }
-    let start = prefixStart(prefix);
-    if (options.rangeStart !== undefined && compareKeys(options.rangeStart, prefix) > 0) start = Buffer.from(options.rangeStart);
-    if (startAfter !== undefined && compareKeys(startAfter, prefix) >= 0 && (options.rangeStart === undefined || compareKeys(startAfter, options.rangeStart) >= 0)) {
-      start = Buffer.concat([Buffer.from(startAfter), Buffer.from([0])]);
-    }
-    const req: IRangeRequest = { key: start, range_end: rangeEndOf(prefix, options) };
+    const req: IRangeRequest = { key: listStartOf(prefix, options), range_end: rangeEndOf(prefix, options) };
     if (limit !== undefined) req.limit = limit;
     if (revision !== undefined) req.revision = revision;
     const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision);
@@ -305,64 +198,27 @@ export class EtcdStore extends BaseStore {
     if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
       throw new SplitfleetError('INVALID_INPUT', `watch fromRevision must be an integer >= 1, got ${from}`);
     }
-    let lastSeen = from === undefined ? undefined : from - 1;
-    let stopped = false;
+    const delivery = new WatchDelivery<IEvent>((ev) => Number(ev.kv.mod_revision), (ev) => options.onEvent(toWatchEvent(ev)), from);
     const ranged = options.rangeStart !== undefined || options.rangeEnd !== undefined;
-    const rangeStart = options.rangeStart !== undefined && compareKeys(options.rangeStart, prefix) > 0 ? Buffer.from(options.rangeStart) : prefixStart(prefix);
     const builder = (ranged
-      ? this.client.watch().inRange({ start: rangeStart, end: rangeEndOf(prefix, options) })
+      ? this.client.watch().inRange({ start: rangeStartOf(prefix, options), end: rangeEndOf(prefix, options) })
       : this.client.watch().prefix(prefix)).withPreviousKV();
     if (from !== undefined) builder.startRevision(String(from));
     const watcher = builder.watcher();
 
     watcher.on('connected', (res: IWatchResponse) => {
-      if (lastSeen === undefined) lastSeen = Number(res.header.revision);
+      delivery.connected(Number(res.header.revision));
       resolveReady();
     });
-    // Received events wait here and are handed on at most DELIVERY_CHUNK per turn of the event
-    // loop: a watch catching up gets up to a thousand revisions in one response, and handing them
-    // all on at once would hold the loop (and the session's renewal timer) for as long.
-    let queue: IEvent[] = [];
-    let head = 0;
-    let draining = false;
-    const drain = (): void => {
-      draining = false;
-      let n = 0;
-      while (head < queue.length && !stopped) {
-        if (n++ === DELIVERY_CHUNK) {
-          draining = true;
-          setImmediate(drain);
-          return;
-        }
-        options.onEvent(toWatchEvent(queue[head++]!));
-      }
-      queue = [];
-      head = 0;
-    };
-    watcher.on('data', (res: IWatchResponse) => {
-      if (stopped) return;
-      const floor = lastSeen ?? 0;
-      let seen = floor;
-      for (const ev of res.events) {
-        const rev = Number(ev.kv.mod_revision);
-        if (rev <= floor) continue;
-        queue.push(ev);
-        seen = Math.max(seen, rev);
-      }
-      // An empty response is a progress notification: etcd sends them only to caught-up watchers.
-      if (res.events.length === 0) seen = Math.max(seen, Number(res.header.revision));
-      // The resume point follows what was received: what is queued is delivered from memory.
-      lastSeen = seen;
-      if (!draining) drain();
-    });
+    watcher.on('data', (res: IWatchResponse) => delivery.received(res.events, Number(res.header.revision)));
     watcher.on('disconnected', () => {
-      if (lastSeen !== undefined) watcher.request.start_revision = String(lastSeen + 1);
+      const resume = delivery.resumeRevision;
+      if (resume !== undefined) watcher.request.start_revision = String(resume);
     });
     watcher.on('error', (err: unknown) => {
-      if (stopped) return;
-      stopped = true;
+      if (!delivery.stop()) return;
       this.watchClosers.delete(close);
-      const resume = (lastSeen ?? 0) + 1;
+      const resume = delivery.resumeRevision ?? 1;
       void this.explainWatchFailure(prefix, err, resume).then((e) => {
         rejectReady(e);
         options.onError?.(e);
@@ -370,13 +226,16 @@ export class EtcdStore extends BaseStore {
     });
 
     const close = async (): Promise<void> => {
-      if (stopped) return;
-      stopped = true;
+      if (!delivery.stop()) return;
       // Closed before etcd confirmed it: settle `ready` (as snapshotAndWatch does when closed while
       // listing), or whoever awaits it waits forever, and a process with nothing else pending exits.
       resolveReady();
       this.watchClosers.delete(close);
-      await withTimeout(watcher.cancel().catch(() => undefined), this.opTimeoutMs);
+      // Bounded, and never a failure: delivery has already stopped here, so a cancel that etcd
+      // never confirms (the connection is gone) or refuses changes nothing for the caller, and
+      // close() (the store's, a coordinator's stop) must not hang or throw on it. So the one
+      // deadline helper, with its TIMEOUT (and the cancel's own error) swallowed.
+      await withTimeout(watcher.cancel(), this.opTimeoutMs, `cancel watch '${prefix}'`).catch(() => undefined);
     };
     this.watchClosers.add(close);
     return { ready, close };
@@ -414,77 +273,27 @@ export class EtcdStore extends BaseStore {
 }
 
 /**
- * THE conversion from an etcd/etcd3/gRPC failure to a SplitfleetError. Store
- * outages, deadlines and unknown etcd errors are retryable; credentials
- * (refused login, denied permission, failed TLS handshake), limits and bad
- * input are not. Messages quote etcd's message, never the credentials.
+ * THE conversion from an etcd/etcd3/gRPC failure to a SplitfleetError: etcd3's
+ * error class is recognised here, and etcd-errors.ts decides the code,
+ * retryability and message from it and etcd's message.
  */
 export function toStoreError(err: unknown, what: string, revision?: number): SplitfleetError {
   if (err instanceof SplitfleetError) return err;
   const e = err instanceof Error ? err : new Error(String(err));
-  const msg = e.message;
-  const fail = (code: SplitfleetError['code'], text: string, retryable = false) =>
-    new SplitfleetError(code, `${what}: ${text} (${msg})`, { retryable, cause: e });
-  if (e instanceof ClientClosedError) return fail('CLOSED', 'the etcd store was used after close()');
-  if (msg.includes('required revision has been compacted')) return new CompactedError(revision ?? 0, e);
-  if (msg.includes('request is too large') || msg.includes('too many operations in txn') || /larger than max/i.test(msg)) {
-    return fail('RECORD_TOO_LARGE', 'etcd refused the request as over its size or operation limits');
-  }
-  if (msg.includes('database space exceeded') || msg.includes('NOSPACE')) {
-    // Retryable: nothing is lost (the write did not land), and the fleet resumes by itself once
-    // an operator has made room; every writer keeps retrying meanwhile.
-    return fail('STORE_FULL', 'etcd is out of space (its NOSPACE alarm is raised) and refuses writes until an operator makes room: '
-      + 'compact its history (etcdctl compact <revision>), defragment (etcdctl defrag), then disarm the alarm (etcdctl alarm disarm); '
-      + 'see docs/operations.md', true);
-  }
-  if (e instanceof EtcdLeaseInvalidError || msg.includes('lease not found')) return fail('LEASE_LOST', 'the lease no longer exists');
-  if (e instanceof GRPCDeadlineExceededError) return fail('TIMEOUT', 'etcd did not answer before the deadline', true);
-  if (e instanceof EtcdPermissionDeniedError) {
-    return fail('STORE_UNAVAILABLE', "etcd denied permission: this user's roles do not grant that access to the key");
-  }
-  if (
-    e instanceof EtcdAuthenticationFailedError ||
-    e instanceof EtcdInvalidAuthTokenError ||
-    e instanceof GRPCUnauthenticatedError ||
-    msg.includes('user name is empty') ||
-    msg.includes('authentication is not enabled')
-  ) {
-    return fail('STORE_UNAVAILABLE', 'etcd refused to authenticate this client; check the auth username and password, and that etcd has auth enabled');
-  }
-  if (e instanceof GRPCInvalidArgumentError || msg.includes('future revision') || msg.includes('duplicate key')) {
-    return fail('INVALID_INPUT', 'etcd refused the request as invalid');
-  }
-  // Certificate problems only: other TLS errors (a reset or EOF mid-handshake) happen when etcd restarts, and are retried.
-  if (/certificate|alert unknown ca/i.test(msg)) {
-    return fail('STORE_UNAVAILABLE', 'the TLS handshake with etcd failed; check credentials (rootCertificate, and privateKey and certChain if etcd requires client certificates)');
-  }
-  return fail('STORE_UNAVAILABLE', 'etcd is unreachable or failed the request', true);
+  return etcdFailureToStoreError(e, failureClass(e), what, revision);
 }
 
-/** The end of `prefix` narrowed by `range.rangeEnd`, whichever comes first. */
-function rangeEndOf(prefix: string, range: KeyRange): Buffer {
-  const end = prefixEnd(prefix);
-  if (range.rangeEnd === undefined) return end;
-  const narrowed = Buffer.from(range.rangeEnd);
-  return end.length === 1 && end[0] === 0 ? narrowed : Buffer.compare(narrowed, end) < 0 ? narrowed : end;
-}
-
-/** The first key a prefix range starts at (etcd refuses an empty key; "\0" means "from the start"). */
-function prefixStart(prefix: string): Buffer {
-  return prefix === '' ? Buffer.from([0]) : Buffer.from(prefix);
-}
-
-/** The first key after every key that starts with `prefix` (etcd's range_end for a prefix). */
-function prefixEnd(prefix: string): Buffer {
-  const bytes = Buffer.from(prefix);
-  for (let i = bytes.length - 1; i >= 0; i--) {
-    if (bytes[i]! < 0xff) {
-      const end = Buffer.from(bytes.subarray(0, i + 1));
-      end[i]!++;
-      return end;
-    }
+/** Which of the etcd3 error classes the conversion tells apart `e` is (they are disjoint). */
+function failureClass(e: Error): EtcdFailureClass {
+  if (e instanceof ClientClosedError) return 'closed';
+  if (e instanceof EtcdLeaseInvalidError) return 'lease-invalid';
+  if (e instanceof GRPCDeadlineExceededError) return 'deadline';
+  if (e instanceof EtcdPermissionDeniedError) return 'permission-denied';
+  if (e instanceof EtcdAuthenticationFailedError || e instanceof EtcdInvalidAuthTokenError || e instanceof GRPCUnauthenticatedError) {
+    return 'unauthenticated';
   }
-  return Buffer.from([0]);
+  if (e instanceof GRPCInvalidArgumentError) return 'invalid-argument';
+  return 'other';
 }
 
 function fromKv(kv: IKeyValue): KeyValue {
@@ -533,13 +342,4 @@ function toRequestOp(o: Op): IRequestOp {
     case 'get':
       return { request_range: { key } };
   }
-}
-
-function closedError(): SplitfleetError {
-  return new SplitfleetError('CLOSED', 'the etcd store was used after close()');
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | void> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
 }
