@@ -52,6 +52,28 @@ export class SplitfleetError extends Error {
   }
 }
 
+/**
+ * The one classification of a failure of a store call (or of anything the
+ * coordinator awaits on the store's behalf): a SplitfleetError keeps its own
+ * `code` and `retryable`; anything else (a backend bug, a foreign store that
+ * breaks the contract's one-error-type rule) is STORE_UNAVAILABLE, retryable,
+ * with the original as `cause`. Retryable because retrying never costs
+ * safety (every write is fenced), while a fatal verdict would stop a healthy
+ * process over one odd reply (docs/decisions/0017-unknown-errors-are-retryable.md).
+ * Not for the user's own code: a planner or handler that throws is judged by
+ * its own rule (PLANNER_FAILURE; `handlerFailure` in protocol/lanes.ts).
+ */
+export function storeFailure(e: unknown): SplitfleetError {
+  if (e instanceof SplitfleetError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new SplitfleetError('STORE_UNAVAILABLE', message, { cause: e, retryable: true });
+}
+
+/** Whether retrying the store call that failed with `e` can help (see `storeFailure`). */
+export function isRetryable(e: unknown): boolean {
+  return storeFailure(e).retryable;
+}
+
 /** True when `e` is a SplitfleetError, optionally with the given code. */
 export function isSplitfleetError(e: unknown, code?: SplitfleetErrorCode): e is SplitfleetError {
   return e instanceof SplitfleetError && (code === undefined || e.code === code);

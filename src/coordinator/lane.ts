@@ -13,31 +13,17 @@
  */
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { SplitfleetError } from '../errors.js';
-import {
-  completedRecord, failedRecord, progressRecord, releasedRecord,
-} from '../protocol/claims.js';
-import { leaseKey, progressKey, splitKey } from '../protocol/keys.js';
-import { encodeRecord, type Json, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
-import { cmp, op, type Op, type Store } from '../store/store.js';
-import { withTimeout } from '../timeout.js';
+import { isRetryable, SplitfleetError } from '../errors.js';
+import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteKind } from '../protocol/lanes.js';
+import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../protocol/records.js';
+import { laneTxn, readBackTxn } from '../protocol/txns.js';
+import type { Store } from '../store/store.js';
 import type { SplitHandle } from './types.js';
 
 /** How often a lane's ending write (release, failure report, forced release) is retried while the store fails. */
 const TERMINAL_RETRY_MS = 250;
 
-/** One fenced write as sent: what it changes, and its exact bytes (to recognise it when read back). */
-interface PendingWrite {
-  what: string;
-  record: SplitRecord | undefined;
-  committed: ProgressRecord | undefined;
-  terminal: boolean;
-  endAs: LaneEnd | undefined;
-  splitValue: string | undefined;
-  progressValue: string | undefined;
-}
-
-export type LaneEnd = 'released' | 'completed' | 'failed' | 'lost' | 'forced';
+export type { LaneEnd };
 export type LaneState = 'running' | 'draining' | 'ended';
 
 export interface LaneContext {
@@ -68,7 +54,7 @@ export class Lane {
   private chain: Promise<unknown> = Promise.resolve();
   private endedAs: LaneEnd | undefined;
   /** The last write's outcome was unknown (its reply was lost): what it wrote, to recognise it by. */
-  private unknown: PendingWrite | undefined;
+  private unknown: LaneWrite | undefined;
   readonly handle: SplitHandle;
 
   constructor(
@@ -95,13 +81,10 @@ export class Lane {
       attempts: rec.attempts,
       signal: this.abort.signal,
       drainSignal: this.drain.signal,
-      commit: (progress) => lane.write('commit', undefined, progress, false),
-      complete: (progress) =>
-        lane.write('complete', (r) => completedRecord(r, ctx.config.instance), progress, true, 'completed'),
-      fail: (reason) =>
-        lane.write('fail', (r) => failedRecord(r, ctx.config.instance, String(reason), ctx.config.maxAttempts), undefined, true, 'failed'),
-      release: (progress) =>
-        lane.write('release', (r) => releasedRecord(r, ctx.config.instance), progress, true, 'released'),
+      commit: (progress) => lane.write('commit', { progress }),
+      complete: (progress) => lane.write('complete', { progress }),
+      fail: (reason) => lane.write('fail', { reason: String(reason) }),
+      release: (progress) => lane.write('release', { progress }),
       decline: () => {
         if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
         lane.drainHandlerState = 'declined';
@@ -146,7 +129,7 @@ export class Lane {
   async force(): Promise<void> {
     if (this.endedAs) return;
     this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
-    await this.untilWritten(() => this.write('release', (r) => releasedRecord(r, this.ctx.config.instance), undefined, true, 'forced', true));
+    await this.untilWritten(() => this.write('force', {}, true));
   }
 
   /**
@@ -163,7 +146,7 @@ export class Lane {
         await write();
         return;
       } catch (e) {
-        if (this.endedAs || !(e instanceof SplitfleetError) || !e.retryable) return;
+        if (this.endedAs || !isRetryable(e)) return;
         await new Promise<void>((resolve) => this.ctx.clock.setTimer(TERMINAL_RETRY_MS, resolve));
       }
     }
@@ -176,26 +159,18 @@ export class Lane {
   }
 
   /**
-   * One fenced write: `next` (when given) rewrites `split.{id}`, `progress`
-   * (when given) rewrites `progress.{id}`, a terminal write deletes the lease
-   * key. All or nothing, guarded by the three revisions this lane knows.
+   * One fenced write, as `laneWrite` (protocol/lanes.ts) decides it and
+   * `laneTxn` (protocol/txns.ts) guards it by the three revisions this lane
+   * knows. All or nothing.
    */
-  private write(
-    what: string,
-    next: ((r: SplitRecord) => SplitRecord) | undefined,
-    progress: Json | undefined,
-    terminal: boolean,
-    endAs?: LaneEnd,
-    internal = false,
-  ): Promise<void> {
+  private write(kind: LaneWriteKind, args: { progress?: Json; reason?: string }, internal = false): Promise<void> {
+    // A forced release is a release on the wire and in every message.
+    const what = kind === 'force' ? 'release' : kind;
     const run = async (): Promise<void> => {
       if (this.endedAs || (this.abort.signal.aborted && !internal)) {
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
       }
-      const { store, prefix, leaseId, config } = this.ctx;
-      const sk = splitKey(prefix, this.id);
-      const pk = progressKey(prefix, this.id);
-      const lk = leaseKey(prefix, this.id);
+      const { store, config } = this.ctx;
       // A previous write of unknown outcome first: did it land? Then its revisions are our guards
       // (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
       if (this.unknown) {
@@ -209,24 +184,13 @@ export class Lane {
           throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
         }
       }
-      const record = next?.(this.rec);
       // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
-      const committed = progress === undefined ? undefined : progressRecord(this.rec, config.instance, progress, this.progressRecord);
-      const write: PendingWrite = {
-        what, record, committed, terminal, endAs,
-        splitValue: record ? encodeRecord('split', record) : undefined,
-        progressValue: committed ? encodeRecord('progress', committed) : undefined,
-      };
-      const success: Op[] = [];
-      if (write.splitValue !== undefined) success.push(op.put(sk, write.splitValue));
-      if (write.progressValue !== undefined) success.push(op.put(pk, write.progressValue));
-      if (terminal) success.push(op.delete(lk));
-      const compares = [cmp.modRevision(sk, this.rev), cmp.modRevision(pk, this.progressRev), cmp.lease(lk, leaseId)];
+      const write = laneWrite(kind, { me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts }, args);
       let res: { won: boolean; revision: number };
       try {
-        res = await withTimeout(store.txn({ compares, success }), config.opTimeoutMs, `${what} of split ${this.id}`, this.ctx.clock);
+        res = await store.txn(laneTxn(this.fence, write));
       } catch (e) {
-        if (!(e instanceof SplitfleetError) || !e.retryable) throw e;
+        if (!isRetryable(e)) throw e;
         // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
         // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
         // not landed, the caller may send it again; moved on, the lane is lost.
@@ -246,11 +210,17 @@ export class Lane {
     return p;
   }
 
+  /** The revisions this lane's writes are guarded by. */
+  private get fence() {
+    return { prefix: this.ctx.prefix, id: this.id, splitRevision: this.rev, progressRevision: this.progressRev, sessionLease: this.ctx.leaseId };
+  }
+
   /** The outcome of a write, known at last: adopt its revisions, or end the lane as fenced. */
-  private apply(w: PendingWrite, res: { won: boolean; revision: number }): void {
+  private apply(w: LaneWrite, res: { won: boolean; revision: number }): void {
+    const what = w.what === 'force' ? 'release' : w.what;
     if (!res.won) {
-      this.end('lost', `${w.what} lost the fenced swap`);
-      throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${w.what} was fenced out (the split is no longer ours); nothing was written`);
+      this.end('lost', `${what} lost the fenced swap`);
+      throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
     }
     if (w.record) {
       this.rec = w.record;
@@ -261,41 +231,35 @@ export class Lane {
       this.progressRecord = w.committed;
       this.progressRev = res.revision;
     }
-    if (w.terminal) this.end(w.endAs!, w.what);
+    if (w.terminal) this.end(w.endAs!, what);
   }
 
   /**
-   * Reads back the write whose outcome was unknown: the three keys in one
-   * transaction. Landed (our bytes at a newer revision) → `{ won: true }`
-   * at its revision; moved on (someone else's write) → `{ won: false }`;
-   * not landed (every guard still as we knew it) → rejects with a retryable
-   * TIMEOUT, and the write may be sent again. A read that fails rejects and
-   * leaves the question open (`unknown` kept) for the next write.
+   * Reads back the write whose outcome was unknown (`readBackTxn`), judged by
+   * `readBackVerdict`: landed → `{ won: true }` at its revision; moved on →
+   * `{ won: false }`; not landed → rejects with a retryable TIMEOUT, and the
+   * write may be sent again. A read that fails rejects and leaves the
+   * question open (`unknown` kept) for the next write.
    */
   private async settleUnknown(): Promise<{ won: boolean; revision: number }> {
     const u = this.unknown!;
-    const { store, prefix, leaseId, config } = this.ctx;
-    const read = await withTimeout(
-      store.txn({ compares: [], success: [op.get(splitKey(prefix, this.id)), op.get(progressKey(prefix, this.id)), op.get(leaseKey(prefix, this.id))] }),
-      config.opTimeoutMs, `reading back split ${this.id}`, this.ctx.clock,
-    );
+    const read = await this.ctx.store.txn(readBackTxn(this.ctx.prefix, this.id));
     this.unknown = undefined;
     const [split, progress, lease] = read.reads;
-    const splitLanded = u.splitValue !== undefined && split?.value === u.splitValue && split.modRevision > this.rev;
-    const progressLanded = u.progressValue !== undefined && progress?.value === u.progressValue && progress.modRevision > this.progressRev;
-    // What one transaction wrote shares one revision: either key tells.
-    const settled = this.ctx.onSettled ?? (() => undefined);
-    if (splitLanded || (u.splitValue === undefined && progressLanded)) {
-      settled('landed');
-      return { won: true, revision: splitLanded ? split!.modRevision : progress!.modRevision };
+    const verdict = readBackVerdict(u, this.fence, { split, progress, lease });
+    this.ctx.onSettled?.(verdict.kind);
+    switch (verdict.kind) {
+      case 'landed':
+        return { won: true, revision: verdict.revision };
+      case 'not-landed':
+        throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what === 'force' ? 'release' : u.what} did not land; it may be sent again`, { retryable: true });
+      case 'moved':
+        return { won: false, revision: read.revision };
+      default: {
+        const never: never = verdict;
+        throw new Error(`unhandled read-back verdict ${JSON.stringify(never)}`);
+      }
     }
-    const untouched = (split?.modRevision ?? 0) === this.rev && (progress?.modRevision ?? 0) === this.progressRev && lease?.lease === leaseId;
-    if (untouched) {
-      settled('not-landed');
-      throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what} did not land; it may be sent again`, { retryable: true });
-    }
-    settled('moved');
-    return { won: false, revision: read.revision };
   }
 
   private end(as: LaneEnd, reason: string): void {

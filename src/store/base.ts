@@ -9,12 +9,24 @@ import { SplitfleetError } from '../errors.js';
 import {
   cmp, CompactedError, compareKeys, DEFAULT_LIMITS, isCompactedError, op,
   type KeyRange, type KeyValue, type ListOptions, type ListPage, type SnapshotHandler, type Store, type StoreLimits,
-  type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
+  type Compare, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
 
 /** Framing estimates of one request and one op in it (checkTxn's byte count). */
 const OVERHEAD_PER_ITEM = 32;
-const OVERHEAD_PER_REQUEST = 64;
+export const OVERHEAD_PER_REQUEST = 64;
+
+/**
+ * The one estimate of a request's size, in UTF-8 bytes (what etcd counts
+ * against `--max-request-bytes`, never UTF-16 units): one compare or op is its
+ * key, its value (a put's, a value compare's) and a framing allowance.
+ * `checkTxn` refuses by it, and the coordinator's batching fills by it, so a
+ * batch that passes one passes the other.
+ */
+export function itemBytes(item: Compare | Op): number {
+  const payload = 'op' in item ? (item.op === 'put' ? item.value : '') : item.target === 'value' ? item.equals : '';
+  return Buffer.byteLength(item.key) + Buffer.byteLength(payload) + OVERHEAD_PER_ITEM;
+}
 
 /**
  * Refuses a transaction the store would refuse, before it is sent: empty keys,
@@ -38,17 +50,17 @@ export function checkTxn(txn: Txn, limits: StoreLimits): void {
   }
   let bytes = OVERHEAD_PER_REQUEST;
   let largest = { key: '', bytes: 0 };
-  const count = (key: string, extra: number) => {
-    if (key === '') throw new SplitfleetError('INVALID_INPUT', 'transaction names an empty key; keys must be non-empty');
-    const n = Buffer.byteLength(key) + extra + OVERHEAD_PER_ITEM;
+  const count = (item: Compare | Op) => {
+    if (item.key === '') throw new SplitfleetError('INVALID_INPUT', 'transaction names an empty key; keys must be non-empty');
+    const n = itemBytes(item);
     bytes += n;
-    if (n > largest.bytes) largest = { key, bytes: n };
+    if (n > largest.bytes) largest = { key: item.key, bytes: n };
   };
-  for (const c of txn.compares) count(c.key, c.target === 'value' ? Buffer.byteLength(c.equals) : 0);
+  for (const c of txn.compares) count(c);
   for (const branch of [txn.success, txn.failure ?? []]) {
     const written = new Set<string>();
     for (const o of branch) {
-      count(o.key, o.op === 'put' ? Buffer.byteLength(o.value) : 0);
+      count(o);
       if (o.op === 'get') continue;
       if (written.has(o.key)) {
         throw new SplitfleetError('INVALID_INPUT', `transaction writes key '${o.key}' twice in one branch; the store allows one write per key`);

@@ -1,0 +1,207 @@
+/**
+ * settleOrphans: the shell around `settleOrphan` (protocol/orphans.ts). It
+ * follows the splits whose last write by this session had an unknown outcome
+ * (a claim that timed out, a lane fenced by what may be its own write) until
+ * the view shows whether the store still names this session, then adopts,
+ * releases or forgets each as the pure decision says, sending the
+ * transactions `adoptTxn` and `orphanReleaseTxn` build.
+ *
+ * Invariants:
+ * - An orphan is never claimed again (that would be a reclaim and cost a
+ *   delivery attempt for a lost reply): it is adopted (a lane on the tenancy
+ *   that landed, no attempt) or released.
+ * - Only a read made after a write's outcome became unknown may say it did
+ *   not land (`confirm`); a watch may not show it yet.
+ * - An attempt that failed on one observation is retried only once the view
+ *   moves, or after a short wait at the latest (a quiet job would stall).
+ * - With no assignment record at all nothing is released: no record means hold.
+ */
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { settleOrphan } from '../protocol/orphans.js';
+import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { adoptTxn, orphanReleaseTxn, type Writer } from '../protocol/txns.js';
+import type { Store } from '../store/store.js';
+import type { Emit } from './events.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import type { Session } from './session.js';
+import type { WorkerView } from './worker-view.js';
+
+export interface SettlerContext {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  view: WorkerView;
+  session: Session;
+  metrics: Metrics;
+  log: Logger;
+  emit: Emit;
+  hasLane: (id: string) => boolean;
+  /** Lanes in use besides adoptions: open lanes and claims in flight. */
+  lanesInUse: () => number;
+  isClaiming: (id: string) => boolean;
+  /** Opens a lane on a tenancy that landed (no claim sent). */
+  openLane: (id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: ProgressRecord | undefined, progressRev: number) => void;
+  schedule: () => void;
+  stopped: () => boolean;
+}
+
+export class OrphanSettler {
+  /**
+   * Splits whose last write by this session had an unknown outcome: followed
+   * until the view shows whether the store still names us.
+   */
+  readonly uncertain = new Set<string>();
+  /** Orphaned lease keys being given back. */
+  readonly releasing = new Set<string>();
+  /** Orphans being adopted (their progress being read). */
+  readonly adopting = new Set<string>();
+  /** Splits of unknown outcome being read back, and those whose read-back is in the view. */
+  private readonly confirming = new Set<string>();
+  private readonly confirmed = new Set<string>();
+  /** Orphans whose adoption or release failed, by the observation it was based on (see basis). */
+  private readonly tried = new Map<string, string>();
+
+  constructor(private readonly ctx: SettlerContext) {}
+
+  private get writer(): Writer {
+    const { view, config, session } = this.ctx;
+    return { prefix: view.prefix, me: config.instance, nonce: session.nonce, sessionLease: session.leaseId, fp: fingerprintHash(config.fingerprint) };
+  }
+
+  /** Splits this session owns in the store with no lane: held, as far as reconciliation counts. */
+  orphans(): string[] {
+    return [...this.uncertain].filter((id) => !this.ctx.hasLane(id) && this.ctx.view.split(id)?.lease?.lease === this.ctx.session.leaseId);
+  }
+
+  /** One pass over the uncertain splits (after each reconciliation). */
+  settleOrphans(assigned: ReadonlySet<string>, hasRecord: boolean): void {
+    const { view, session, config } = this.ctx;
+    for (const id of this.uncertain) {
+      if (this.ctx.hasLane(id) || this.ctx.isClaiming(id) || this.releasing.has(id) || this.adopting.has(id)) continue;
+      const seen = view.split(id);
+      if (!seen || seen.problems.size > 0) continue; // not read yet, or unreadable for now
+      // An adoption or release that failed on this very observation fails again: wait for the view.
+      if (this.tried.get(id) === this.basis(id)) continue;
+      this.tried.delete(id);
+      const lanesInUse = this.ctx.lanesInUse() + this.adopting.size;
+      const d = settleOrphan(
+        { record: seen.record?.rec, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
+        { me: config.instance, sessionLease: session.leaseId, nonce: session.nonce, assigned: assigned.has(id), laneFree: lanesInUse < config.maxInFlight },
+      );
+      switch (d.kind) {
+        case 'forget':
+          if (this.confirmed.has(id)) {
+            this.confirmed.delete(id);
+            this.uncertain.delete(id);
+          } else {
+            this.confirm(id);
+          }
+          break;
+        case 'wait':
+          break;
+        case 'adopt':
+          void this.adopt(id);
+          break;
+        case 'release':
+          if (hasRecord) this.release(id);
+          break;
+        default: {
+          const never: never = d;
+          throw new Error(`unhandled orphan decision ${JSON.stringify(never)}`);
+        }
+      }
+    }
+  }
+
+  /** Reads a split of unknown outcome back, then settles it on what the read showed. */
+  private confirm(id: string): void {
+    if (this.confirming.has(id)) return;
+    this.confirming.add(id);
+    void this.ctx.view.reread([id])
+      .then(() => this.confirmed.add(id))
+      .catch(() => this.againLater(id))
+      .finally(() => {
+        this.confirming.delete(id);
+        this.ctx.schedule();
+      });
+  }
+
+  /** Opens a lane on a tenancy of ours that landed unseen, resuming from its committed progress. */
+  private async adopt(id: string): Promise<void> {
+    const { view, store, config, session, log, metrics, emit } = this.ctx;
+    const seen = view.split(id);
+    const record = seen?.record;
+    const spec = seen?.spec;
+    if (!record || !spec) return;
+    this.adopting.add(id);
+    try {
+      const res = await store.txn(adoptTxn(this.writer, id, record.modRevision));
+      if (!res.won) {
+        // Not ours at the store: read the split's keys again, so the view settles it.
+        this.tried.set(id, this.basis(id));
+        this.confirm(id);
+        return;
+      }
+      const kv = res.reads[0];
+      const progress = kv ? decodeRecord('progress', kv.key, kv.value, fingerprintHash(config.fingerprint)) : undefined;
+      // Still the tenancy we are adopting? (Its record may have moved while we read.) If not, the
+      // view's change that shows it settles the split; trying again before that would loop.
+      if (view.split(id)?.record?.modRevision !== record.modRevision || this.ctx.stopped() || !session.alive) return;
+      this.uncertain.delete(id);
+      // Should this lane be fenced at once (the view lags the store), the split comes back here:
+      // adopt it again only once the view has moved.
+      this.tried.set(id, this.basis(id));
+      log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
+      metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
+      emit('split-claimed', { id, epoch: record.rec.epoch, attempts: record.rec.attempts, kind: 'adopted' });
+      this.ctx.openLane(id, spec, record.rec, record.modRevision, progress, kv?.modRevision ?? 0);
+    } catch (e) {
+      log.warn({ split: id, err: (e as Error).message }, 'adopting a split failed; will retry');
+      this.againLater(id);
+    } finally {
+      this.adopting.delete(id);
+      if (this.ctx.hasLane(id)) this.ctx.schedule();
+    }
+  }
+
+  /** Gives back a split this session owns with no lane and may not keep (owner cleared, lease key deleted). */
+  private release(id: string): void {
+    const record = this.ctx.view.split(id)?.record;
+    if (!record) return;
+    this.releasing.add(id);
+    this.ctx.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
+    void this.ctx.store.txn(orphanReleaseTxn(this.writer, id, record))
+      .then((res) => {
+        if (res.won) this.uncertain.delete(id);
+        else this.tried.set(id, this.basis(id));
+      })
+      .catch(() => this.againLater(id))
+      .finally(() => {
+        this.releasing.delete(id);
+        this.ctx.schedule();
+      });
+  }
+
+  /**
+   * A settling attempt failed on the store (a timeout, an outage): try again once the view
+   * moves, or after a short wait at the latest. Waiting for the view alone stalls a quiet
+   * job for good: nothing else may ever change (found by the simulation: a slow link, then
+   * the only other member leaving).
+   */
+  private againLater(id: string): void {
+    this.tried.set(id, this.basis(id));
+    this.ctx.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.ctx.config.leaseDurationMs / 6))), () => {
+      if (this.ctx.stopped()) return;
+      this.tried.delete(id);
+      this.ctx.schedule();
+    });
+  }
+
+  /** What a settling attempt was based on: retried only once the view has moved. */
+  private basis(id: string): string {
+    const seen = this.ctx.view.split(id);
+    return `${this.ctx.view.revision}:${seen?.record?.modRevision ?? 0}:${seen?.lease?.modRevision ?? 0}`;
+  }
+}
