@@ -214,3 +214,23 @@ export function checkTtl(ttlSeconds: number): void {
   }
 }
 
+/** Validates a listing's page size the same way on every backend; absent means no limit. */
+export function checkListLimit(limit: number | undefined): void {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
+    throw new SplitfleetError('INVALID_INPUT', `list limit must be a positive integer, got ${limit}`);
+  }
+}
+
+/** Validates a watch's start the same way on every backend; absent means "changes after now". */
+export function checkWatchFrom(fromRevision: number | undefined): void {
+  if (fromRevision !== undefined && (!Number.isInteger(fromRevision) || fromRevision < 1)) {
+    throw new SplitfleetError('INVALID_INPUT', `watch fromRevision must be an integer >= 1, got ${fromRevision}`);
+  }
+}
+
+/** The handle of a watch asked of a closed store: `ready` rejects with `error` (already handled, so never an unhandled rejection), and nothing is delivered. */
+export function closedWatch(error: SplitfleetError): WatchHandle {
+  const ready = Promise.reject(error);
+  ready.catch(() => undefined);
+  return { ready, close: async () => undefined };
+}

@@ -42,7 +42,7 @@ import { withTimeout } from '../timeout.js';
 import {
   CompactedError, isCompactedError, type Compare, type KeyValue, type ListOptions, type ListPage, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
-import { BaseStore, checkTtl } from './base.js';
+import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch } from './base.js';
 import { closedError, etcdFailureToStoreError, type EtcdFailureClass } from './etcd-errors.js';
 import { grpcChannelOptions, hostPolicy, resolveEtcdSettings, RUN_ONCE, watchBackoff, type EtcdStoreOptions } from './etcd-options.js';
 import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from './etcd-ranges.js';
@@ -100,9 +100,7 @@ export class EtcdStore extends BaseStore {
   /** Reads one page under `prefix` (etcd range with limit), now or at a past revision. */
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     const { limit, revision } = options;
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
-      throw new SplitfleetError('INVALID_INPUT', `list limit must be a positive integer, got ${limit}`);
-    }
+    checkListLimit(limit);
     const req: IRangeRequest = { key: listStartOf(prefix, options), range_end: rangeEndOf(prefix, options) };
     if (limit !== undefined) req.limit = limit;
     if (revision !== undefined) req.revision = revision;
@@ -183,6 +181,9 @@ export class EtcdStore extends BaseStore {
    * and drop anything at or below it.
    */
   watch(prefix: string, options: WatchOptions): WatchHandle {
+    if (this.closed) return closedWatch(closedError());
+    const from = options.fromRevision;
+    checkWatchFrom(from);
     let resolveReady!: () => void;
     let rejectReady!: (e: SplitfleetError) => void;
     const ready = new Promise<void>((res, rej) => {
@@ -190,14 +191,6 @@ export class EtcdStore extends BaseStore {
       rejectReady = rej;
     });
     ready.catch(() => undefined);
-    if (this.closed) {
-      rejectReady(closedError());
-      return { ready, close: async () => undefined };
-    }
-    const from = options.fromRevision;
-    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
-      throw new SplitfleetError('INVALID_INPUT', `watch fromRevision must be an integer >= 1, got ${from}`);
-    }
     const delivery = new WatchDelivery<IEvent>((ev) => Number(ev.kv.mod_revision), (ev) => options.onEvent(toWatchEvent(ev)), from);
     const ranged = options.rangeStart !== undefined || options.rangeEnd !== undefined;
     const builder = (ranged

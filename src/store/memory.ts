@@ -18,7 +18,7 @@ import {
   CompactedError, compareKeys, inKeyRange, type Compare, type KeyRange, type KeyValue, type ListOptions, type ListPage,
   type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
-import { BaseStore, checkTtl, rangeOptions } from './base.js';
+import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch, rangeOptions } from './base.js';
 
 interface Entry {
   value: string;
@@ -112,9 +112,7 @@ export class MemoryStore extends BaseStore {
     this.ensureOpen();
     this.stats.reads++;
     const { limit, startAfter } = options;
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
-      throw new SplitfleetError('INVALID_INPUT', `list limit must be a positive integer, got ${limit}`);
-    }
+    checkListLimit(limit);
     const at = options.revision ?? this.revision;
     if (at < this.compactedRevision) throw new CompactedError(at);
     if (at > this.revision) {
@@ -214,15 +212,9 @@ export class MemoryStore extends BaseStore {
 
   /** Watches `prefix`; replays history from `fromRevision`, then live changes, all asynchronously. */
   watch(prefix: string, options: WatchOptions): WatchHandle {
-    if (this.closed) {
-      const ready = Promise.reject(closedError());
-      ready.catch(() => undefined);
-      return { ready, close: async () => undefined };
-    }
+    if (this.closed) return closedWatch(closedError());
     const from = options.fromRevision;
-    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
-      throw new SplitfleetError('INVALID_INPUT', `watch fromRevision must be an integer >= 1, got ${from}`);
-    }
+    checkWatchFrom(from);
     const w: MemoryWatcher = { prefix, range: rangeOptions(options), options, from: from ?? this.revision + 1, queue: [], scheduled: false, closed: false };
     if (from !== undefined && from < this.compactedRevision) {
       queueMicrotask(() => {
