@@ -28,6 +28,20 @@ export interface FoundJob {
   planKv: KeyValue;
 }
 
+/**
+ * One field of a stored record, read before the record can be decoded (decoding
+ * needs the fingerprint hash, which is itself such a field) or where only that
+ * field matters; undefined when the value is not a JSON object or lacks it.
+ */
+export function recordField(value: string, field: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>)[field] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Validates the names with the library's own rules (a refusal names the field). */
 export function checkJobNames(job: string, root: string): void {
   try {
@@ -47,12 +61,7 @@ export async function findJob(target: JobTarget): Promise<FoundJob> {
   if (!kv) {
     throw new SplitfleetError('INVALID_INPUT', `job: no job "${target.job}" under ${root}/ (it has no plan record; \`splitfleet jobs --root ${root}\` lists the jobs)`);
   }
-  let fp: unknown;
-  try {
-    fp = (JSON.parse(kv.value) as { fp?: unknown }).fp;
-  } catch {
-    fp = undefined;
-  }
+  const fp = recordField(kv.value, 'fp');
   if (typeof fp !== 'string') throw new SplitfleetError('INVALID_RECORD', `plan record at ${kv.key}: has no fingerprint hash fp; repair it before acting on the job`);
   const plan = decodeRecord('plan', kv.key, kv.value, fp);
   return { job: target.job, root, prefix, fp, plan, planKv: kv };

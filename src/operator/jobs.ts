@@ -8,7 +8,7 @@ import { SplitfleetError } from '../errors.js';
 import { kindPrefix, planKey } from '../protocol/keys.js';
 import { decodeRecord, type PlanRecord } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
-import { checkJobNames } from './job.js';
+import { checkJobNames, recordField } from './job.js';
 import { liveMembers } from './control.js';
 
 /** One job under a root, as `splitfleet jobs` lists it. */
@@ -70,7 +70,8 @@ async function summarise(store: Store, base: string, job: string): Promise<JobSu
   let plan: PlanRecord | undefined;
   try {
     if (!planKv) throw new SplitfleetError('INVALID_INPUT', 'no plan record (a job that never planned, or a partial delete)');
-    fp = (JSON.parse(planKv.value) as { fp?: string }).fp;
+    const field = recordField(planKv.value, 'fp');
+    fp = typeof field === 'string' ? field : undefined;
     plan = decodeRecord('plan', planKv.key, planKv.value, fp ?? '');
   } catch (e) {
     summary.problem = (e as Error).message;
@@ -80,26 +81,18 @@ async function summarise(store: Store, base: string, job: string): Promise<JobSu
   summary.verdict = plan.verdict ?? null;
   const found = { job, root: base.slice(0, -1), prefix, fp: plan.fp, plan, planKv };
   summary.members = [...(await liveMembers(store, found)).keys()].sort();
-  const readOne = async (key: string) => {
+  const fieldOf = async (key: string, field: string) => {
     const kv = await store.get(key);
-    try {
-      return kv ? JSON.parse(kv.value) as Record<string, unknown> : undefined;
-    } catch {
-      return undefined;
-    }
+    return kv ? recordField(kv.value, field) : undefined;
   };
-  summary.leader = ((await readOne(`${prefix}leader`))?.instance as string | undefined) ?? null;
-  summary.paused = (await readOne(`${prefix}control`))?.paused === true;
+  const leader = await fieldOf(`${prefix}leader`, 'instance');
+  summary.leader = typeof leader === 'string' ? leader : null;
+  summary.paused = (await fieldOf(`${prefix}control`, 'paused')) === true;
   let after: string | undefined;
   for (;;) {
     const page = await store.list(kindPrefix(prefix, 'split'), { limit: PAGE, ...(after !== undefined ? { startAfter: after } : {}) });
     for (const kv of page.kvs) {
-      let status: unknown;
-      try {
-        status = (JSON.parse(kv.value) as { status?: unknown }).status;
-      } catch {
-        status = undefined; // unreadable: counted in the total only (`inspect` names it)
-      }
+      const status = recordField(kv.value, 'status'); // unreadable: counted in the total only (`inspect` names it)
       summary.splits.total++;
       if (status === 'runnable' || status === 'completed' || status === 'quarantined') summary.splits[status]++;
     }
