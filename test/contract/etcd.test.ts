@@ -14,6 +14,7 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, op, type Compare, type Op, type Store, type WatchEvent } from '../../src/store/store.js';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { sleep } from '../support/wait.js';
 import { storeContract } from './store-contract.js';
 
 let etcd: EtcdHandle;
@@ -24,8 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await etcd?.stop();
 });
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 storeContract('etcd', async () => {
   const stores: Store[] = [];

@@ -8,65 +8,18 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
-import { isSplitfleetError } from '../../src/errors.js';
-import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, exactKey, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
+import { waitUntil } from '../support/wait.js';
+import { expectCode, type ContractFixture } from './fixture.js';
 
-/** What a backend provides to the suite. */
-export interface ContractFixture {
-  store: Store;
-  /** Another client of the same backend (etcd: a second connection; memory: the same store). */
-  connect(): Promise<Store>;
-  /** Lets `seconds` of lease time pass (virtual clock advance, or a real sleep). */
-  passTime(seconds: number): Promise<void>;
-  /** Releases everything the fixture made. */
-  close(): Promise<void>;
-}
+// The suite's importers find the fixtures here too.
+export { memoryContractFixture, type ContractFixture } from './fixture.js';
 
 let prefixCounter = 0;
 const MiB = 1024 * 1024;
 
-/** Polls `check` until it returns true, or fails after `ms`. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 8_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-async function expectCode(p: Promise<unknown>, code: string, mentions?: string): Promise<Error> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(isSplitfleetError(err), `expected a SplitfleetError ${code}, got ${String(err)}`).toBe(true);
-  expect((err as { code: string }).code).toBe(code);
-  if (mentions !== undefined) expect((err as Error).message).toContain(mentions);
-  return err as Error;
-}
-
-/**
- * The fixture of a MemoryStore on a VirtualClock (leases expire as the test passes time),
- * optionally seen through a decorator (`wrap`), so a decorator is held to the same contract.
- */
-export function memoryContractFixture(wrap: (store: MemoryStore) => Store = (s) => s): () => Promise<ContractFixture> {
-  return async () => {
-    const clock = new VirtualClock();
-    const store = wrap(new MemoryStore({ clock }));
-    return {
-      store,
-      connect: async () => store,
-      passTime: async (seconds) => {
-        clock.advance(seconds * 1000);
-        await new Promise<void>((r) => setImmediate(r)); // queued microtasks and timers run
-      },
-      close: () => store.close(),
-    };
-  };
-}
+/** Polls until `check` holds; the deadline only turns a hang into a readable failure. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>) => waitUntil(what, check, { timeoutMs: 8_000 });
 
 /** Runs the contract against the store made by `setup`, fresh for each test. */
 export function storeContract(name: string, setup: () => Promise<ContractFixture>): void {
