@@ -37,7 +37,6 @@ import { Metrics } from './metrics.js';
 import type { Assigner } from './publish.js';
 import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
-import { withTimeout } from '../timeout.js';
 import type { JobVerdict, Json, Planner, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
 import { WorkerView } from './worker-view.js';
@@ -348,7 +347,7 @@ export class Coordinator {
   private rejoin(lostLease: string | undefined): void {
     void (async () => {
       if (lostLease !== undefined) {
-        await withTimeout(this.store.revokeLease(lostLease), this.config.opTimeoutMs, 'revoking the lost session lease', this.clock);
+        await this.store.revokeLease(lostLease);
         lostLease = undefined;
       }
       await this.openSession();

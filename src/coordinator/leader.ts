@@ -29,14 +29,15 @@ import { initialSplitRecord } from '../protocol/claims.js';
 import { isValidId, leaderKey, planKey, specKey, splitKey, idProblem } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
+import { batches } from '../protocol/txns.js';
+import { itemBytes } from '../store/base.js';
 import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
 import type { Emit } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { LeaderView } from './leader-view.js';
-import { batches, publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
+import { publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
 import type { Session } from './session.js';
-import { withTimeout } from '../timeout.js';
 import type { PlannedSplit, Planner } from './types.js';
 import type { WorkerView } from './worker-view.js';
 
@@ -187,7 +188,7 @@ export class Leader {
     this.droppingOrphan = true;
     const key = leaderKey(this.view.prefix);
     this.log.warn({ generation: leader.rec.generation }, 'deleting a leader key of ours that no term stands on');
-    void withTimeout(this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] }), this.config.opTimeoutMs, 'deleting an orphaned leader key', this.clock)
+    void this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] })
       .catch(() => undefined)
       .finally(() => {
         this.droppingOrphan = false;
@@ -203,13 +204,13 @@ export class Leader {
       // The plan as the store has it, not as this instance's view last saw it: a view that lags
       // (its plan and leader keys are separate watches) would campaign at a generation already
       // used, win the key, lose the bump and resign, and the fleet would lead nobody meanwhile.
-      const planKv = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
+      const planKv = await this.store.get(planKey(this.view.prefix));
       if (!planKv && this.view.planSeen) return;
       const plan = planKv ? { rec: decodeRecord('plan', planKv.key, planKv.value, fp), modRevision: planKv.modRevision } : undefined;
       const generation = (plan?.rec.generation ?? 0) + 1;
       const key = leaderKey(this.view.prefix);
       const value = encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance: this.config.instance, generation });
-      const won = await withTimeout(this.store.createIfAbsent(key, value, this.session.leaseId), this.config.opTimeoutMs, 'campaigning', this.clock);
+      const won = await this.store.createIfAbsent(key, value, this.session.leaseId);
       if (!won.won || this.stopped) return;
       const abort = new AbortController();
       // The publication fence is read afresh by the term's first write (decision 0015).
@@ -219,10 +220,10 @@ export class Leader {
       const next: PlanRecord = plan
         ? { ...plan.rec, generation }
         : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
-      const bumped = await withTimeout(this.store.txn({
+      const bumped = await this.store.txn({
         compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
         success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
-      }), this.config.opTimeoutMs, 'bumping the plan generation', this.clock);
+      });
       if (!bumped.won) {
         this.log.warn({ generation }, 'plan generation bump lost; resigning');
         await this.resign();
@@ -310,10 +311,8 @@ export class Leader {
     const term = this.term;
     this.depose(reason);
     if (!term) return;
-    await withTimeout(
-      this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] }),
-      this.config.opTimeoutMs, 'resigning', this.clock,
-    ).catch(() => undefined);
+    await this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] })
+      .catch(() => undefined);
   }
 
   async stop(reason = 'stopping'): Promise<void> {
@@ -345,10 +344,10 @@ export class Leader {
     const verdict = counts.quarantined > 0 || job.parked.size > 0 ? 'stalled' : 'complete';
     this.writingVerdict = true;
     const key = planKey(this.view.prefix);
-    void withTimeout(this.store.txn({
+    void this.store.txn({
       compares: [this.guard, cmp.modRevision(key, plan.modRevision)],
       success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))],
-    }), this.config.opTimeoutMs, 'writing the verdict', this.clock)
+    })
       .then((res) => {
         if (res.won) this.log.info({ verdict, planned: plan.rec.planned, quarantined: counts.quarantined }, 'job finished');
       })
@@ -374,7 +373,7 @@ export class Leader {
     const fp = fingerprintHash(this.config.fingerprint);
     const writes = ids.map((id) => op.put(splitKey(this.view.prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
     // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
-    void withTimeout(this.store.txn({ compares: [this.guard, ...writes.map((w) => cmp.absent(w.key))], success: writes }), this.config.opTimeoutMs, 'seeding deleted split records again', this.clock)
+    void this.store.txn({ compares: [this.guard, ...writes.map((w) => cmp.absent(w.key))], success: writes })
       .then((res) => {
         if (res.won) this.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
       })
@@ -459,7 +458,7 @@ export class Leader {
         const split = encodeRecord('split', initialSplitRecord(s.id, fp));
         writes.push([op.put(specKey(this.view.prefix, s.id), spec), op.put(splitKey(this.view.prefix, s.id), split)]);
       }
-      for (const batch of batches(writes, perTxn, maxBytes)) {
+      for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
         const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
@@ -472,30 +471,30 @@ export class Leader {
     // The plan record: finality, the planned count, the cursor. Its revision is read from the
     // store, not the view: the view may not have seen our own generation bump yet, and a CAS at
     // a stale revision would lose and postpone the plan by a whole replanIntervalMs.
-    const plan = await withTimeout(this.store.get(planKey(this.view.prefix)), this.config.opTimeoutMs, 'reading the plan record', this.clock);
+    const plan = await this.store.get(planKey(this.view.prefix));
     if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${planKey(this.view.prefix)} was deleted while seeding: not re-creating it`);
     const planned = Math.max(known, job.specCount);
     // Restated over the record as read: fields of a newer minor version are kept.
     const current = plan ? decodeRecord('plan', plan.key, plan.value, fp) : undefined;
     const { cursor: _previousCursor, ...kept } = current ?? { v: SCHEMA_VERSION, fp };
     const next: PlanRecord = { ...kept, v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
-    const res = await withTimeout(this.store.txn({
+    const res = await this.store.txn({
       compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
       success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
-    }), this.config.opTimeoutMs, 'writing the plan record', this.clock);
+    });
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     this.log.info({ planned, final }, 'plan seeded');
   }
 
   private async seedBatch(batch: Op[]): Promise<void> {
     const compares: Compare[] = [this.guard, ...batch.map((o) => cmp.absent(o.key))];
-    const res = await withTimeout(this.store.txn({ compares, success: batch }), this.config.opTimeoutMs, 'seeding splits', this.clock);
+    const res = await this.store.txn({ compares, success: batch });
     if (res.won) return;
     // Some record exists already (a previous leader seeded it) or we lost leadership:
     // fall back to one split at a time, never overwriting an existing record.
     for (let i = 0; i < batch.length; i += 2) {
       const pair = batch.slice(i, i + 2);
-      const r = await withTimeout(this.store.txn({ compares: [this.guard, ...pair.map((o) => cmp.absent(o.key))], success: pair }), this.config.opTimeoutMs, 'seeding a split', this.clock);
+      const r = await this.store.txn({ compares: [this.guard, ...pair.map((o) => cmp.absent(o.key))], success: pair });
       if (!r.won && !this.leading) return;
     }
   }

@@ -10,18 +10,13 @@
  *   and the reserved set of the rebalance-delay window. Ownership is sparse
  *   (at most the fleet's lanes), so preparing a decision costs that, not the
  *   split count; the dense columns are never rebuilt as objects.
- * - In transit: a live member's record names the split while another live
- *   member still holds its lease (draining it toward them). The decision
- *   sees no lease owner for it, or successive decisions would undo the move
- *   mid-drain and flip splits back and forth.
- * - Only records whose split list changed are written (a steady fleet writes
- *   nothing; a new leader with the same decision writes nothing), each write
- *   guarded by leadership and by the publication fence (decision 0015: a
- *   write whose outcome is unknown can never land after a later one),
- *   batched under the store's limits.
- * - A departed instance's record keeps only its splits still withheld for it
- *   and is deleted once there are none, so no split is ever named in two
- *   records and records of pods that never return do not accumulate.
+ * - The rules are protocol/'s: `decisionInputs` (previous assignees, the
+ *   in-transit rule, the reserved set, the members under the operators' hold)
+ *   and `publicationPlan` (changed records only; a departed instance's record
+ *   trimmed to what is still withheld for it, or deleted), both in
+ *   protocol/publication.ts; every transaction is `publishTxn`
+ *   (protocol/txns.ts: leadership and the publication fence, decision 0015),
+ *   batched by the store's own byte estimate (`itemBytes`).
  * - A record that would exceed the request limit is refused (metric + error
  *   log), never truncated; the others are still published.
  * - A write that fails is simply retried on the next step: the diff against
@@ -30,11 +25,14 @@
 import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assignment/types.js';
 import { isSplitfleetError } from '../errors.js';
-import { assignKey, publishKey } from '../protocol/keys.js';
+import { assignKey } from '../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
 import { operatorHold, type OperatorHold } from '../protocol/control.js';
-import { reservedSplits, type ReservedWindowState, type SplitOwnership } from '../protocol/reserved.js';
-import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
+import { decisionInputs, publicationPlan } from '../protocol/publication.js';
+import type { ReservedWindowState } from '../protocol/reserved.js';
+import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../protocol/txns.js';
+import { itemBytes, OVERHEAD_PER_REQUEST } from '../store/base.js';
+import { op, type Compare, type Op, type Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -107,41 +105,32 @@ export function prepareDecision(
   hold: OperatorHold = { paused: false, evacuated: new Set() },
 ): PreparedDecision {
   const { pool } = view;
-  const live = new Set(view.workers.keys());
-  // Previous assignees: departed instances' records first, so a live member's record wins.
-  const previous = new Map<string, string>();
-  const records = [...view.assigns.values()].sort((a, b) => Number(live.has(a.rec.instance)) - Number(live.has(b.rec.instance)));
-  for (const { rec } of records) for (const id of rec.splits) previous.set(id, rec.instance);
-  for (const id of previousIds) if (!previous.has(id)) pool.setPrevious(id, null);
+  const d = decisionInputs(observedJob(view), now, window, rebalanceDelayMs, hold);
+  for (const id of previousIds) if (!d.previous.has(id)) pool.setPrevious(id, null);
   previousIds.clear();
-  for (const [id, instance] of previous) if (pool.setPrevious(id, instance)) previousIds.add(id);
-
+  for (const [id, instance] of d.previous) if (pool.setPrevious(id, instance)) previousIds.add(id);
   const hidden: [string, string][] = [];
-  for (const [id, lease] of view.leases) {
-    const prev = previous.get(id);
-    if (prev !== undefined && live.has(prev) && lease.rec.owner !== prev && pool.setLeaseOwner(id, null)) hidden.push([id, lease.rec.owner]);
-  }
-
-  const owned = new Set<string>([...view.leases.keys(), ...view.owners.keys(), ...previous.keys()]);
-  const ownership: SplitOwnership[] = [];
-  for (const id of owned) {
-    if (view.statusOf(id) !== 'runnable') continue;
-    ownership.push({ id, leaseOwner: view.leases.get(id)?.rec.owner ?? null, recordOwner: view.owners.get(id) ?? null, previous: previous.get(id) ?? null });
-  }
-  const r = reservedSplits({ previous: window, now, live, splits: ownership, rebalanceDelayMs });
-  pool.setReserved(r.reserved);
-  // An evacuated member (or every member, paused) is no member to the engine: its splits go to the
-  // others at once (it is live, so nothing is withheld for it), and publishAssignments gives it [].
-  pool.setMembers(hold.paused ? [] : [...view.workers.values()]
-    .filter((w) => !hold.evacuated.has(w.rec.instance))
-    .map((w) => ({ id: w.rec.instance, cap: w.rec.maxInFlight })));
+  for (const [id, owner] of d.hidden) if (pool.setLeaseOwner(id, null)) hidden.push([id, owner]);
+  pool.setReserved(d.reserved);
+  pool.setMembers(d.members);
   return {
-    window: r.state,
-    nextChangeAt: r.nextChangeAt,
-    reserved: new Set(r.reserved),
+    window: d.window,
+    nextChangeAt: d.nextChangeAt,
+    reserved: new Set(d.reserved),
     restore: () => {
       for (const [id, owner] of hidden) if (view.leases.get(id)?.rec.owner === owner) pool.setLeaseOwner(id, owner);
     },
+  };
+}
+
+/** The view as the pure rules read it (plain maps; the columns stay in the pool). */
+function observedJob(view: LeaderView) {
+  return {
+    members: new Map([...view.workers.values()].map((w) => [w.rec.instance, w.rec.maxInFlight] as const)),
+    assigns: [...view.assigns.values()].map((a) => [a.rec.instance, a.rec.splits] as const),
+    leases: new Map([...view.leases].map(([id, l]) => [id, l.rec.owner] as const)),
+    owners: view.owners,
+    statusOf: (id: string) => view.statusOf(id),
   };
 }
 
@@ -172,10 +161,25 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   const { view } = ctx;
   const hold = holdOf(view);
   const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds, hold);
+  const { assignment, stats } = await decide(ctx, prepared, hold);
+  ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
+  ctx.metrics.improvingMoves.inc(stats.improvingMoves);
+  ctx.metrics.imbalance.set(stats.imbalance);
+  const plan = publicationPlan(assignment, view.workers.keys(), new Map([...view.assigns].map(([i, a]) => [i, a.rec.splits])), prepared.reserved);
+  const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);
+  const sent = await sendWrites(ctx, writes);
+  ctx.metrics.recordsPublished.inc(sent.written);
+  const deleted = sent.fenceUnread ? 0 : plan.deletes.length;
+  return { ...sent, deleted, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, stats };
+}
+
+/** Runs the engine on the prepared pool (or nothing, paused), timed on the wall clock: a metric, never an input. */
+async function decide(ctx: PublishContext, prepared: PreparedDecision, hold: OperatorHold): Promise<{ assignment: Map<string, string[]>; stats: AssignmentStats }> {
+  const { view } = ctx;
   let assignment: Map<string, string[]>;
   let stats: AssignmentStats;
   // The engines leave computeMs to their caller; measured here, around the whole decision (the
-  // pool thread's round trip included), on the wall clock: it is a metric, never an input.
+  // pool thread's round trip included).
   const started = performance.now();
   try {
     if (hold.paused) {
@@ -196,24 +200,20 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   } finally {
     prepared.restore();
   }
-  // Held members are live: an empty record drains them (a missing one would mean "hold everything").
-  for (const w of view.workers.values()) if (!assignment.has(w.rec.instance)) assignment.set(w.rec.instance, []);
   if (!(stats.computeMs > 0)) stats = { ...stats, computeMs: performance.now() - started };
-  ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
-  ctx.metrics.improvingMoves.inc(stats.improvingMoves);
-  ctx.metrics.imbalance.set(stats.imbalance);
+  return { assignment, stats };
+}
 
+/** The plan's records as ops; a record over the request limit is refused (metric + error log), never truncated. */
+function encodeWrites(ctx: PublishContext, puts: ReadonlyMap<string, readonly string[]>, deletes: readonly string[]): { writes: Op[][]; refused: number } {
   const fp = fingerprintHash(ctx.fingerprint);
   const maxBytes = ctx.store.limits.maxRequestBytes - 4096;
   const writes: Op[][] = [];
   let refused = 0;
-  let deleted = 0;
-  for (const [instance, splits] of assignment) {
-    const current = view.assigns.get(instance)?.rec.splits;
-    if (current && sameList(current, splits)) continue;
+  for (const [instance, splits] of puts) {
     try {
-      const value = encodeRecord('assign', { v: SCHEMA_VERSION, fp, instance, generation: ctx.generation, splits }, { maxBytes });
-      writes.push([op.put(assignKey(view.prefix, instance), value)]);
+      const value = encodeRecord('assign', { v: SCHEMA_VERSION, fp, instance, generation: ctx.generation, splits: [...splits] }, { maxBytes });
+      writes.push([op.put(assignKey(ctx.view.prefix, instance), value)]);
     } catch (e) {
       if (!isSplitfleetError(e, 'RECORD_TOO_LARGE')) throw e;
       refused++;
@@ -221,50 +221,40 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
       ctx.log.error({ instance, err: e.message }, 'assignment record refused');
     }
   }
-  for (const [instance, seen] of view.assigns) {
-    if (assignment.has(instance)) continue;
-    // A departed instance's record keeps only the splits still withheld for it: the others
-    // (a live member held them, or the window has closed) are now assigned elsewhere, and
-    // leaving them in would name them in two records.
-    const kept = seen.rec.splits.filter((id) => prepared.reserved.has(id));
-    if (kept.length === 0) {
-      writes.push([op.delete(assignKey(view.prefix, instance))]);
-      deleted++;
-    } else if (kept.length < seen.rec.splits.length) {
-      const value = encodeRecord('assign', { v: SCHEMA_VERSION, fp, instance, generation: ctx.generation, splits: kept }, { maxBytes });
-      writes.push([op.put(assignKey(view.prefix, instance), value)]);
-    }
-  }
+  for (const instance of deletes) writes.push([op.delete(assignKey(ctx.view.prefix, instance))]);
+  return { writes, refused };
+}
 
+/**
+ * Sends the writes as `publishTxn`s behind the publication fence (decision 0015), reading
+ * the fence afresh when its revision is unknown. Stops at the first loss or failure: the next
+ * step's diff finds what is left.
+ */
+async function sendWrites(ctx: PublishContext, writes: Op[][]): Promise<{ written: number; complete: boolean; revision: number; fenceUnread: boolean }> {
+  const { view } = ctx;
+  const fp = fingerprintHash(ctx.fingerprint);
   let written = 0;
-  let complete = true;
   let revision = 0;
-  const fenceKey = publishKey(view.prefix);
-  const fenceValue = encodeRecord('publish', { v: SCHEMA_VERSION, fp, generation: ctx.generation });
   if (writes.length > 0 && ctx.fence.revision === undefined) {
     try {
-      const kv = await ctx.store.get(fenceKey);
+      const kv = await ctx.store.get(publicationFence(view.prefix, fp, ctx.generation, 0).key);
       ctx.fence.revision = kv?.modRevision ?? 0;
     } catch (e) {
       ctx.log.warn({ err: (e as Error).message }, 'reading the publication fence failed; will retry');
-      return { written, deleted: 0, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: false, revision, stats };
+      return { written, complete: false, revision, fenceUnread: true };
     }
     // A write of ours (a step that timed out) landed after this decision's view: decide again once the view has it.
-    if (ctx.fence.revision > view.revision) {
-      return { written, deleted: 0, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: false, revision: ctx.fence.revision, stats };
-    }
+    if (ctx.fence.revision > view.revision) return { written, complete: false, revision: ctx.fence.revision, fenceUnread: true };
   }
-  // One op of each transaction is the fence's put.
-  for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - 2, maxBytes - fenceValue.length - fenceKey.length - 64)) {
+  const shape = publishTxn([], ctx.guard, publicationFence(view.prefix, fp, ctx.generation, ctx.fence.revision ?? 0));
+  const guardBytes = [...shape.compares, ...shape.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
+  const maxBytes = ctx.store.limits.maxRequestBytes - 4096 - guardBytes;
+  for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - PUBLISH_GUARD_OPS, maxBytes, itemBytes)) {
     try {
-      const res = await ctx.store.txn({
-        compares: [ctx.guard, cmp.modRevision(fenceKey, ctx.fence.revision ?? 0)],
-        success: [...batch, op.put(fenceKey, fenceValue)],
-      });
+      const res = await ctx.store.txn(publishTxn(batch, ctx.guard, publicationFence(view.prefix, fp, ctx.generation, ctx.fence.revision ?? 0)));
       if (!res.won) {
         ctx.fence.revision = undefined; // leadership gone, or the fence moved: read it again
-        complete = false;
-        break;
+        return { written, complete: false, revision, fenceUnread: false };
       }
       ctx.fence.revision = res.revision;
       written += batch.filter((o) => o.op === 'put').length;
@@ -272,34 +262,9 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
     } catch (e) {
       // Unknown outcome: it may still land. The fence makes it fail if a later write lands first.
       ctx.fence.revision = undefined;
-      complete = false;
       ctx.log.warn({ err: (e as Error).message }, 'publishing assignments failed; will retry');
-      break;
+      return { written, complete: false, revision, fenceUnread: false };
     }
   }
-  ctx.metrics.recordsPublished.inc(written);
-  return { written, deleted, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete, revision, stats };
-}
-
-function sameList(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** Groups single-op writes into transactions of at most `maxOps` ops and about `maxBytes`. */
-export function* batches(writes: Op[][], maxOps: number, maxBytes: number): Generator<Op[]> {
-  let batch: Op[] = [];
-  let bytes = 0;
-  for (const w of writes) {
-    const size = w.reduce((s, o) => s + Buffer.byteLength(o.key) + (o.op === 'put' ? Buffer.byteLength(o.value) : 0) + 32, 0);
-    if (batch.length > 0 && (batch.length + w.length > maxOps || bytes + size > maxBytes)) {
-      yield batch;
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(...w);
-    bytes += size;
-  }
-  if (batch.length > 0) yield batch;
+  return { written, complete: true, revision, fenceUnread: false };
 }

@@ -14,6 +14,10 @@
  *   of another run is taken over at once (a restart after a crash pays
  *   nothing); a process whose key then carries another run's nonce is a
  *   live duplicate and stops (DUPLICATE_INSTANCE).
+ * - Every store call is bounded by the coordinator's one decorator
+ *   (InstrumentedStore, opTimeoutMs on the injected clock); a renewal gets a
+ *   deadline of its own, never past one renewal interval (`withCallOptions`),
+ *   so the loss check runs on time even when opTimeoutMs > leaseDuration / 3.
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
@@ -21,8 +25,8 @@ import type { Config } from '../config.js';
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import { workerKey } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
+import { withCallOptions } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
-import { withTimeout } from '../timeout.js';
 
 export type SessionEnd = { kind: 'lost'; reason: string } | { kind: 'closed' };
 
@@ -53,7 +57,7 @@ export class Session {
    */
   static async open(store: Store, config: Config, clock: Clock, prefix: string, stopping: () => boolean = () => false): Promise<Session> {
     const ttl = Math.round(config.leaseDurationMs / 1000);
-    const leaseId = await withTimeout(store.grantLease(ttl), config.opTimeoutMs, 'granting the session lease', clock);
+    const leaseId = await store.grantLease(ttl);
     const session = new Session(store, config, clock, leaseId, prefix);
     try {
       await session.createPresence(stopping);
@@ -92,7 +96,7 @@ export class Session {
   private async createPresence(stopping: () => boolean): Promise<void> {
     const key = this.presenceKey;
     for (;;) {
-      const res = await withTimeout(this.store.createIfAbsent(key, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `creating ${key}`, this.clock);
+      const res = await this.store.createIfAbsent(key, this.presenceValue(), this.leaseId);
       if (res.won) {
         this.presenceRevision = res.revision;
         return;
@@ -101,9 +105,7 @@ export class Session {
       if (!existing) continue; // gone between the two branches: create again
       // A coordinator that is stopping takes nothing over: the key may be its successor's.
       if (stopping()) throw new SplitfleetError('CLOSED', `not taking over ${key}: this coordinator is stopping`);
-      const took = await withTimeout(
-        this.store.compareAndSwap(key, existing.modRevision, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `taking over ${key}`, this.clock,
-      );
+      const took = await this.store.compareAndSwap(key, existing.modRevision, this.presenceValue(), this.leaseId);
       if (took.won) {
         this.presenceRevision = took.revision;
         return;
@@ -121,7 +123,7 @@ export class Session {
    */
   async ensurePresence(): Promise<void> {
     if (this.ended) return;
-    const res = await withTimeout(this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `creating ${this.presenceKey}`, this.clock);
+    const res = await this.store.createIfAbsent(this.presenceKey, this.presenceValue(), this.leaseId);
     if (res.won) {
       this.presenceRevision = res.revision;
       return;
@@ -132,9 +134,7 @@ export class Session {
       decodeRecord('worker', existing.key, existing.value, fingerprintHash(this.config.fingerprint));
       return;
     } catch {
-      const took = await withTimeout(
-        this.store.compareAndSwap(this.presenceKey, existing.modRevision, this.presenceValue(), this.leaseId), this.config.opTimeoutMs, `repairing ${this.presenceKey}`, this.clock,
-      );
+      const took = await this.store.compareAndSwap(this.presenceKey, existing.modRevision, this.presenceValue(), this.leaseId);
       if (took.won) this.presenceRevision = took.revision;
     }
   }
@@ -158,7 +158,7 @@ export class Session {
   async close(): Promise<void> {
     if (this.ended) return;
     this.end({ kind: 'closed' });
-    await withTimeout(this.store.revokeLease(this.leaseId), this.config.opTimeoutMs, 'revoking the session lease', this.clock).catch(
+    await this.store.revokeLease(this.leaseId).catch(
       () => undefined,
     );
   }
@@ -181,7 +181,10 @@ export class Session {
     if (this.ended) return;
     const started = this.clock.now();
     try {
-      await withTimeout(this.store.keepAliveOnce(this.leaseId), Math.min(this.config.opTimeoutMs, this.interval), 'renewing the session lease', this.clock);
+      // Its own deadline, within one renewal interval (opTimeoutMs may be longer): a renewal that
+      // hangs must still come back in time for the loss check below to run on schedule.
+      await withCallOptions(this.store, { label: 'renewing the session lease', deadlineMs: Math.min(this.config.opTimeoutMs, this.interval) }, this.clock)
+        .keepAliveOnce(this.leaseId);
       // Count from when the renewal was sent: the server's clock started then at the latest.
       this.lastRenewedAt = started;
       this.renewalListener?.(undefined);

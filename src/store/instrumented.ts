@@ -45,6 +45,32 @@ export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock
   return new InstrumentedStore(store, recorder, clock, deadlineMs);
 }
 
+/**
+ * Options of the calls made through one handle: a label naming the call in
+ * its TIMEOUT (say, "renewing the session lease"), and a deadline of its own
+ * where one call needs another bound than every request's (a lease renewal
+ * must answer within its renewal interval, which may be shorter than
+ * opTimeoutMs).
+ */
+export interface CallOptions {
+  readonly label?: string;
+  readonly deadlineMs?: number;
+}
+
+const NO_RECORDER: StoreCallRecorder = { storeCall: () => undefined, storeError: () => undefined };
+
+/**
+ * `store` with `options` for the calls made through what it returns. On an
+ * `InstrumentedStore` the calls are still recorded once, into its recorder;
+ * on any other store, a deadline given here still bounds them (on `clock`),
+ * so a caller never loses its bound for want of the coordinator's wrapper.
+ */
+export function withCallOptions(store: Store, options: CallOptions, clock: Clock = systemClock): Store {
+  if (store instanceof InstrumentedStore) return store.withOptions(options);
+  if (options.deadlineMs === undefined) return store;
+  return new InstrumentedStore(store, NO_RECORDER, clock, options.deadlineMs, options.label);
+}
+
 /** Calls a deadline does not bound (see the header). */
 const UNBOUNDED: ReadonlySet<StoreCall> = new Set(['close', 'listAll', 'compact']);
 
@@ -54,7 +80,14 @@ export class InstrumentedStore implements Store {
     readonly inner: Store, readonly recorder: StoreCallRecorder, private readonly clock: Clock = systemClock,
     /** Every request's deadline (the coordinator's opTimeoutMs); none when undefined. */
     readonly deadlineMs?: number,
+    /** Names the calls in their TIMEOUT message (see `withCallOptions`); else the method's name. */
+    readonly label?: string,
   ) {}
+
+  /** This decorator with another label or deadline for the calls made through the handle returned (same inner store and recorder). */
+  withOptions(options: CallOptions): InstrumentedStore {
+    return new InstrumentedStore(this.inner, this.recorder, this.clock, options.deadlineMs ?? this.deadlineMs, options.label ?? this.label);
+  }
 
   get limits(): StoreLimits {
     return this.inner.limits;
@@ -154,7 +187,7 @@ export class InstrumentedStore implements Store {
       this.failed(call, started, e);
       throw e;
     }
-    if (this.deadlineMs !== undefined && !UNBOUNDED.has(call)) pending = withTimeout(pending, this.deadlineMs, `store call ${call}`, this.clock);
+    if (this.deadlineMs !== undefined && !UNBOUNDED.has(call)) pending = withTimeout(pending, this.deadlineMs, this.label ?? `store call ${call}`, this.clock);
     return pending.then(
       (v) => {
         this.recorder.storeCall(call, this.elapsed(started));
