@@ -6,51 +6,15 @@
  * on stdout for every lane event and processed unit (the ledger), and the
  * verdict at the end. SIGTERM stops gracefully (drain, release, resign).
  *
- * Backward compatible: every field added after the first version is
- * optional and changes nothing when absent (`root`, `poison`, `stats`).
+ * The configuration and the lines are typed once, in fleet-config.ts.
  */
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../coordinator/log.js';
 import type { Json } from '../protocol/records.js';
 import { EtcdStore } from '../store/etcd.js';
 import type { Op, Store, Txn } from '../store/store.js';
-import { pacedHandler, syntheticPlanner, type DrainBehaviour } from './synthetic.js';
-
-interface FleetProcessConfig {
-  endpoint: string;
-  /** Several client URLs (an etcd cluster); used instead of `endpoint` when given. */
-  endpoints?: string[];
-  job: string;
-  instance: string;
-  splits: number;
-  seed: number;
-  maxInFlight: number;
-  unitMs: number;
-  commitEvery: number;
-  drain?: DrainBehaviour;
-  slowDrainMs?: number;
-  minUnits?: number;
-  maxUnits?: number;
-  config?: Record<string, number>;
-  /** Key prefix root (default the library's, 'splitfleet'). */
-  root?: string;
-  /** Split ids that fail every attempt (they end quarantined). */
-  poison?: string[];
-  /**
-   * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`
-   * (this member's revocation and leadership counters) whenever they change
-   * and once at the end.
-   */
-  stats?: boolean;
-  /** Stop gracefully when stdin ends: the parent holds it open as a pipe (the demo does). */
-  stopWithParent?: boolean;
-  /**
-   * Act as a newer build for rolling-upgrade tests: every record this member
-   * writes carries these extra fields (a `minor` version among them, say),
-   * as a release that adds optional fields would write them.
-   */
-  recordExtras?: Record<string, Json>;
-}
+import type { FleetProcessConfig } from './fleet-config.js';
+import { pacedHandler, syntheticPlanner } from './synthetic.js';
 
 /** Adds `extras` to every JSON record value this store writes (puts only; everything else passes through). */
 function writingExtras(store: Store, extras: Record<string, Json>): Store {

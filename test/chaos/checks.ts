@@ -30,10 +30,12 @@
  *
  * No I/O, no clock.
  */
+import type { LaneEvent, UnitEntry } from '../support/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
-export interface LedgerUnit { instance: string; id: string; unit: number; epoch: number }
-export interface LedgerEvent { instance: string; ev: string; id?: string; epoch?: number; progress?: number; [k: string]: unknown }
+/** What the audit reads of the one ledger (test/support/ledger.ts): its units and lane events, times not needed. */
+export type LedgerUnit = Pick<UnitEntry, 'instance' | 'id' | 'unit' | 'epoch'>;
+export type LedgerEvent = Pick<LaneEvent, 'instance' | 'ev' | 'id' | 'epoch' | 'progress'> & { [k: string]: unknown };
 export interface Ledger { units: LedgerUnit[]; events: LedgerEvent[] }
 
 export interface AuditOptions {

@@ -10,9 +10,9 @@
  * no process running; randomness comes only from the seeded `rng`.
  */
 import { prng } from '../../src/prng.js';
-import { FleetMember, type FleetEvent, type FleetProcessConfig } from '../support/fleet.js';
+import { spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import type { Auditor } from './auditor.js';
-import type { Ledger } from './checks.js';
+import { Ledger } from '../support/ledger.js';
 
 export interface ChaosSettings {
   splits: number;
@@ -113,7 +113,7 @@ export class ChaosRun {
     const script = process.env.CHAOS_FLEET_SCRIPT;
     // Members log warnings to stderr (its tail shows in failure messages); CHAOS_LOG_LEVEL=info or debug for more.
     const env = { SPLITFLEET_LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn' };
-    const m = new FleetMember(config, script ? { script, env } : { env });
+    const m = spawnFleetMember(config, script ? { script, env } : { env });
     this.current.set(instance, m);
     this.incarnations.push(m);
     void m.exited.then((x) => {
@@ -210,14 +210,7 @@ export class ChaosRun {
 
   /** Every processed unit and lane event of every incarnation. */
   ledger(): Ledger {
-    const ledger: Ledger = { units: [], events: [] };
-    for (const m of this.incarnations) {
-      for (const e of m.events) {
-        if (e.ev === 'unit') ledger.units.push({ instance: m.instance, id: String(e.id), unit: Number(e.unit), epoch: Number(e.epoch) });
-        else ledger.events.push({ ...e, instance: m.instance } as Ledger['events'][number]);
-      }
-    }
-    return ledger;
+    return Ledger.of(this.incarnations);
   }
 
   /** Verdicts reported, by value. */

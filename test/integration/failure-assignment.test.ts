@@ -14,10 +14,12 @@ import { jobPrefix } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import type { EtcdHandle } from '../etcd/harness.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import {
-  AssignmentFaults, FAST, Ledger, Recorder, counterValue, heldBy, isSettled, readJob, startInProcess, takeLeadership, waitUntil,
-  type InProcessMember, type JobState,
-} from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
+import { AssignmentFaults, takeLeadership } from '../support/interference.js';
+import { heldBy, isSettled, readJob, type JobState } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;
 let store: EtcdStore;
@@ -58,7 +60,7 @@ describe('an assignment write is lost', () => {
     const faults = new AssignmentFaults();
     const wrapStore = faults.wrap.bind(faults);
     for (const instance of ['w0', 'w1']) open.push(await startInProcess({ ...base(job, 9), instance, wrapStore }, ledger));
-    await waitUntil('two members to settle', async () => isSettled(await readJob(store, prefix), ['w0', 'w1'], 9));
+    await waitUntil('two members to settle', async () => isSettled(await readJob(store, prefix), ['w0', 'w1'], 9), { timeoutMs: 20_000 });
     const leader = open.find((m) => m.coordinator.isLeader)!;
     const before = await readJob(store, prefix);
     const written0 = leader.coordinator.leaderStats!.recordsWritten;
@@ -68,7 +70,7 @@ describe('an assignment write is lost', () => {
     const fromRev = await recorder.sync();
     const joiner = await startInProcess({ ...base(job, 9), instance: 'w2', wrapStore }, ledger);
     open.push(joiner);
-    await waitUntil('the leader to try (and lose) three assignment writes', () => faults.failures >= 3);
+    await waitUntil('the leader to try (and lose) three assignment writes', () => faults.failures >= 3, { timeoutMs: 20_000 });
     await commitsAfter(recorder, before, 'w0', fromRev, 2);
     const during = await readJob(store, prefix);
     const toRev = await recorder.sync();
@@ -85,7 +87,7 @@ describe('an assignment write is lost', () => {
     await waitUntil('three members to settle', async () => {
       const s = await readJob(store, prefix);
       return isSettled(s, ['w0', 'w1', 'w2'], 9) && heldBy(s, 'w2').length > 0;
-    });
+    }, { timeoutMs: 20_000 });
     const after = await readJob(store, prefix);
     expect(leader.coordinator.leaderStats!.recordsWritten).toBeGreaterThan(written0);
     expect(after.assigns.get('w2')!.generation).toBe(before.leader!.rec.generation);
@@ -99,7 +101,7 @@ describe('an assignment write is lost', () => {
     const ledger = new Ledger();
     const recorder = await Recorder.start(store, prefix);
     for (const instance of ['w0', 'w1']) open.push(await startInProcess({ ...base(job, 8), instance }, ledger));
-    await waitUntil('two members to settle', async () => isSettled(await readJob(store, prefix), ['w0', 'w1'], 8));
+    await waitUntil('two members to settle', async () => isSettled(await readJob(store, prefix), ['w0', 'w1'], 8), { timeoutMs: 20_000 });
     const follower = open.find((m) => !m.coordinator.isLeader)!;
     const before = await readJob(store, prefix);
     const revocations0 = await counterValue(follower.coordinator.metrics.revocations);
@@ -126,12 +128,12 @@ describe('no assignment record at all', () => {
     await waitUntil('two members to settle', async () => {
       const s = await readJob(store, prefix);
       return isSettled(s, ['w0', 'w1'], 8) && heldBy(s, 'w0').length === 4;
-    });
+    }, { timeoutMs: 20_000 });
     const [w0, w1] = open as [InProcessMember, InProcessMember];
 
     // Stop the fleet's leader from publishing: a second leader (this test) takes the leader key.
     const rogue = await takeLeadership(store, 'splitfleet', job);
-    await waitUntil('the elected leader to notice', () => !w0.coordinator.isLeader && !w1.coordinator.isLeader);
+    await waitUntil('the elected leader to notice', () => !w0.coordinator.isLeader && !w1.coordinator.isLeader, { timeoutMs: 20_000 });
     const settled = await readJob(store, prefix);
     // Free one split: withdraw it from w1, which drains and releases it.
     const free = heldBy(settled, 'w1')[0]!;
@@ -139,13 +141,13 @@ describe('no assignment record at all', () => {
     await waitUntil(`${free} to be released`, async () => {
       const s = await readJob(store, prefix);
       return !s.leases.has(free) && s.splits.get(free)!.owner === '';
-    });
+    }, { timeoutMs: 20_000 });
     const claims0 = await counterValue(w0.coordinator.metrics.claims);
     const revocations0 = await counterValue(w0.coordinator.metrics.revocations);
 
     // Delete w0's record: it has two free lanes (4 of 6) and a free split in sight.
     const deletedRev = await store.delete(`${prefix}assign.w0`);
-    await waitUntil('w0 to see that it has no record', () => w0.coordinator.view.assign === undefined);
+    await waitUntil('w0 to see that it has no record', () => w0.coordinator.view.assign === undefined, { timeoutMs: 20_000 });
     await commitsAfter(recorder, settled, 'w0', deletedRev, 3);
     const during = await readJob(store, prefix);
     keptLanes(settled, during, 'w0');
@@ -163,7 +165,7 @@ describe('no assignment record at all', () => {
     }, {
       // Bounded wait, generous for a loaded 2-core CI box (it once ran out at 15 s beside the chaos suite).
       timeoutMs: 30_000,
-      explain: () => ({ w0: w0.coordinator.isLeader, w1: w1.coordinator.isLeader, held0: w0.coordinator.held, held1: w1.coordinator.held, free }),
+      describe: () => JSON.stringify({ w0: w0.coordinator.isLeader, w1: w1.coordinator.isLeader, held0: w0.coordinator.held, held1: w1.coordinator.held, free }),
     });
     const after = await readJob(store, prefix);
     expect(after.assigns.get('w0')!.generation).toBeGreaterThan(rogue.generation);

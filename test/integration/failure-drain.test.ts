@@ -13,9 +13,12 @@ import { jobPrefix } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import type { EtcdHandle } from '../etcd/harness.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import {
-  FAST, Ledger, Recorder, counterValue, fenceProblems, heldBy, isSettled, readJob, startInProcess, waitUntil, type InProcessMember,
-} from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
+import { fenceProblems } from '../support/invariants.js';
+import { heldBy, isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 const COMMIT_EVERY = 10;
 const DRAIN_DEADLINE_MS = 1500;
@@ -51,7 +54,7 @@ async function moveHalf(drain: DrainBehaviour): Promise<Outcome> {
   await waitUntil('w0 to hold all 8 splits and commit each', async () => {
     const s = await readJob(store, prefix);
     return isSettled(s, ['w0'], 8) && [...s.splits.values()].every((r) => typeof r.progress === 'number');
-  });
+  }, { timeoutMs: 20_000 });
   const before = await readJob(store, prefix);
   open.push(await startInProcess({ ...base, instance: 'w1', drain: 'cooperate' }, ledger));
   await waitUntil('the fleet to settle with w1 holding its share', async () => {
@@ -60,7 +63,7 @@ async function moveHalf(drain: DrainBehaviour): Promise<Outcome> {
   }, { timeoutMs: 20_000 });
   const after = await readJob(store, prefix);
   const moved = new Map(heldBy(after, 'w1').map((id) => [id, before.splits.get(id)!.epoch as number]));
-  await waitUntil('w1 to process a unit of every moved split', () => [...moved].every(([id, e]) => ledger.firstUnit(id, e + 1) !== undefined));
+  await waitUntil('w1 to process a unit of every moved split', () => [...moved].every(([id, e]) => ledger.firstUnit(id, e + 1) !== undefined), { timeoutMs: 20_000 });
   await recorder.sync();
 
   const replay = new Map<string, number>();

@@ -8,15 +8,21 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
-import { FAST, Ledger, Member, Recorder, fenceProblems, heldBy, isSettled, readJob, requireDist, waitUntil } from '../support/failure-helpers.js';
+import { fleetProcessScript, spawnFleetMember, type FleetMember } from '../support/fleet.js';
+import { Recorder } from '../support/history.js';
+import { FAST } from '../support/in-process.js';
+import { fenceProblems } from '../support/invariants.js';
+import { heldBy, isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 const NAMES = ['w0', 'w1', 'w2'];
 let etcd: EtcdHandle;
 let store: EtcdStore;
-const members: Member[] = [];
+const members: FleetMember[] = [];
 
 beforeAll(async () => {
-  requireDist();
+  fleetProcessScript();
   etcd = await startEtcd();
   store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
 });
@@ -38,10 +44,10 @@ describe('the leader dies (SIGKILL)', () => {
       endpoint: etcd.endpoint, job, instance, splits: 9, seed: 11, maxInFlight: 5, unitMs: 20, commitEvery: 10,
       minUnits: 5000, maxUnits: 5000, config: { ...FAST, rebalanceDelayMs: 0 },
     });
-    const leader = new Member(cfg('w0'), ledger);
+    const leader = ledger.follow(spawnFleetMember(cfg('w0')));
     members.push(leader);
-    await leader.waitFor('leading', (e) => e.ev === 'leading');
-    for (const n of NAMES.slice(1)) members.push(new Member(cfg(n), ledger));
+    await leader.waitFor('leading', 20_000);
+    for (const n of NAMES.slice(1)) members.push(ledger.follow(spawnFleetMember(cfg(n))));
     await waitUntil('the fleet to settle', async () => {
       const s = await readJob(store, prefix);
       return isSettled(s, NAMES, 9) && NAMES.every((n) => heldBy(s, n).length === 3);

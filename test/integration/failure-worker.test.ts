@@ -13,19 +13,23 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
-import {
-  FAST, Ledger, Member, Recorder, fenceProblems, heldBy, isSettled, readJob, requireDist, waitUntil, type MemberConfig,
-} from '../support/failure-helpers.js';
+import { fleetProcessScript, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
+import { Recorder } from '../support/history.js';
+import { FAST } from '../support/in-process.js';
+import { fenceProblems } from '../support/invariants.js';
+import { heldBy, isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 const COMMIT_EVERY = 10;
 const NAMES = ['w0', 'w1', 'w2'];
 
 let etcd: EtcdHandle;
 let store: EtcdStore;
-const members: Member[] = [];
+const members: FleetMember[] = [];
 
 beforeAll(async () => {
-  requireDist();
+  fleetProcessScript();
   etcd = await startEtcd();
   store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
 });
@@ -37,7 +41,7 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-function config(job: string, instance: string, rebalanceDelayMs: number, leaseDurationMs: number = FAST.leaseDurationMs): MemberConfig {
+function config(job: string, instance: string, rebalanceDelayMs: number, leaseDurationMs: number = FAST.leaseDurationMs): FleetProcessConfig {
   return {
     endpoint: etcd.endpoint, job, instance, splits: 9, seed: 7,
     // Nine equal splits (far longer than any test): three per member; cap 5 leaves room for a dead member's share.
@@ -47,23 +51,23 @@ function config(job: string, instance: string, rebalanceDelayMs: number, leaseDu
 }
 
 /** Starts w0 (the leader), then w1 and w2, and waits until every split is held as assigned. */
-async function settledFleet(job: string, rebalanceDelayMs: number, ledger: Ledger, leaseDurationMs?: number): Promise<{ recorder: Recorder; byName: Map<string, Member> }> {
+async function settledFleet(job: string, rebalanceDelayMs: number, ledger: Ledger, leaseDurationMs?: number): Promise<{ recorder: Recorder; byName: Map<string, FleetMember> }> {
   const prefix = jobPrefix('splitfleet', job);
   const recorder = await Recorder.start(store, prefix);
-  const byName = new Map<string, Member>();
-  const first = new Member(config(job, 'w0', rebalanceDelayMs, leaseDurationMs), ledger);
+  const byName = new Map<string, FleetMember>();
+  const first = ledger.follow(spawnFleetMember(config(job, 'w0', rebalanceDelayMs, leaseDurationMs)));
   members.push(first);
   byName.set('w0', first);
-  await first.waitFor('leading', (e) => e.ev === 'leading');
+  await first.waitFor('leading', 20_000);
   for (const name of NAMES.slice(1)) {
-    const m = new Member(config(job, name, rebalanceDelayMs, leaseDurationMs), ledger);
+    const m = ledger.follow(spawnFleetMember(config(job, name, rebalanceDelayMs, leaseDurationMs)));
     members.push(m);
     byName.set(name, m);
   }
   await waitUntil('the fleet to settle (3 splits held by each member, as assigned)', async () => {
     const s = await readJob(store, prefix);
     return isSettled(s, NAMES, 9) && NAMES.every((n) => heldBy(s, n).length === 3);
-  }, { timeoutMs: 30_000, explain: () => members.map((m) => [m.instance, m.stderr]) });
+  }, { timeoutMs: 30_000, describe: () => members.map((m) => `${m.instance}: ${m.stderr}`).join('\n') });
   return { recorder, byName };
 }
 
@@ -118,7 +122,7 @@ describe('a worker dies (SIGKILL)', () => {
       return [...victimSplits.keys()].every((id) => s.leases.has(id) && s.leases.get(id)!.owner !== 'w2');
     }, { timeoutMs: 30_000 });
     await waitUntil('the new owners to process a unit of each split', () =>
-      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined));
+      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined), { timeoutMs: 20_000 });
     const end = await recorder.sync();
 
     const gone = recorder.of('worker', 'w2').find((e) => e.type === 'delete' && e.rev > killRev);
@@ -158,7 +162,7 @@ describe('a worker dies (SIGKILL)', () => {
       return [...victimSplits.keys()].every((id) => s.leases.has(id) && s.leases.get(id)!.owner !== 'w2');
     }, { timeoutMs: 30_000 });
     await waitUntil('the new owners to process a unit of each split', () =>
-      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined));
+      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined), { timeoutMs: 20_000 });
     const end = await recorder.sync();
 
     const gone = recorder.of('worker', 'w2').find((e) => e.type === 'delete' && e.rev > killRev)!;
@@ -192,13 +196,13 @@ describe('rebalance delay', () => {
     const own = new Map(heldBy(before, 'w2').map((id) => [id, before.splits.get(id)!.epoch as number]));
     const killRev = await recorder.sync();
     await members.find((m) => m.instance === 'w2')!.kill();
-    const again = new Member(config('restart-in-window', 'w2', delay, lease), ledger);
+    const again = ledger.follow(spawnFleetMember(config('restart-in-window', 'w2', delay, lease)));
     members.push(again);
 
     await waitUntil('the restarted w2 to hold its own splits again', async () => {
       const s = await readJob(store, prefix);
       return [...own.keys()].every((id) => s.leases.get(id)?.owner === 'w2' && s.splits.get(id)!.epoch === own.get(id)! + 1);
-    }, { timeoutMs: 30_000, explain: () => again.stderr });
+    }, { timeoutMs: 30_000, describe: () => again.stderr });
     // The store shows the claims before the process's stdout (the ledger) has been read.
     await waitUntil('the restarted w2 to report its claims', () =>
       [...own].every(([id, epoch]) => ledger.claimed(id, epoch + 1) !== undefined), { timeoutMs: 10_000 });
@@ -235,7 +239,7 @@ describe('a worker wedged but alive (SIGSTOP past its lease, then SIGCONT)', () 
     const victimSplits = new Map(heldBy(before, 'w2').map((id) => [id, before.splits.get(id)!.epoch as number]));
     const wedged = members.find((m) => m.instance === 'w2')!;
     const stopRev = await recorder.sync();
-    wedged.signal('SIGSTOP');
+    wedged.pause();
 
     await waitUntil('every split of the wedged w2 to be claimed by another member', async () => {
       const s = await readJob(store, prefix);
@@ -243,13 +247,13 @@ describe('a worker wedged but alive (SIGSTOP past its lease, then SIGCONT)', () 
     }, { timeoutMs: 30_000 });
     const wokenAt = Date.now();
     const contRev = await recorder.sync();
-    wedged.signal('SIGCONT');
+    wedged.resume();
 
     // It notices its lease is gone and rejoins under a fresh session (a new presence key).
     await waitUntil('w2 to rejoin with a new presence key', () =>
-      recorder.of('worker', 'w2').some((e) => e.type === 'put' && e.rev > contRev), { timeoutMs: 20_000, explain: () => wedged.stderr });
+      recorder.of('worker', 'w2').some((e) => e.type === 'put' && e.rev > contRev), { timeoutMs: 20_000, describe: () => wedged.stderr });
     await waitUntil('the new owners to process a unit of each split', () =>
-      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined));
+      [...victimSplits].every(([id, epoch]) => ledger.firstUnit(id, epoch + 1) !== undefined), { timeoutMs: 20_000 });
     const end = await recorder.sync();
 
     const gone = recorder.of('worker', 'w2').find((e) => e.type === 'delete' && e.rev > stopRev);

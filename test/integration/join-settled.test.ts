@@ -11,9 +11,12 @@ import { jobPrefix } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import type { EtcdHandle } from '../etcd/harness.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import {
-  FAST, Ledger, Recorder, counterValue, fenceProblems, heldBy, isSettled, readJob, startInProcess, waitUntil, type InProcessMember,
-} from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
+import { fenceProblems } from '../support/invariants.js';
+import { heldBy, isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;
 let store: EtcdStore;
@@ -54,7 +57,7 @@ describe('a member joins a settled fleet', () => {
     // Every split whose holder changed (mostly to the joiner; the improving pass may also move one between old members).
     const moved = new Map([...after.leases].filter(([id, l]) => l.owner !== before.leases.get(id)!.owner).map(([id]) => [id, before.splits.get(id)!.epoch as number]));
     const toJoiner = heldBy(after, 'w2');
-    await waitUntil('the new holders to process a unit of every moved split', () => [...moved].every(([id, e]) => ledger.firstUnit(id, e + 1) !== undefined));
+    await waitUntil('the new holders to process a unit of every moved split', () => [...moved].every(([id, e]) => ledger.firstUnit(id, e + 1) !== undefined), { timeoutMs: 20_000 });
     await recorder.sync();
 
     // Its share: the splits named in its record, all held, and real load.

@@ -23,10 +23,13 @@ import type { EtcdStore } from '../../src/store/etcd.js';
 import { cmp } from '../../src/store/store.js';
 import type { EtcdHandle } from '../etcd/harness.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import {
-  FAST, Ledger, Recorder, counterValue, fenceProblems, heldBy, isSettled, readJob, startInProcess, takeLeadership, waitUntil,
-  type InProcessMember,
-} from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
+import { takeLeadership } from '../support/interference.js';
+import { fenceProblems } from '../support/invariants.js';
+import { heldBy, isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 const COMMIT_EVERY = 10;
 let etcd: EtcdHandle;
@@ -47,13 +50,13 @@ async function settledPair(job: string, ledger: Ledger): Promise<{ w0: InProcess
   };
   const w0 = await startInProcess({ ...base, instance: 'w0' }, ledger);
   open.push(w0);
-  await waitUntil('w0 to lead', () => w0.coordinator.isLeader);
+  await waitUntil('w0 to lead', () => w0.coordinator.isLeader, { timeoutMs: 20_000 });
   const w1 = await startInProcess({ ...base, instance: 'w1' }, ledger);
   open.push(w1);
   await waitUntil('the pair to settle, three splits each', async () => {
     const s = await readJob(store, prefix);
     return isSettled(s, ['w0', 'w1'], 6) && heldBy(s, 'w0').length === 3;
-  });
+  }, { timeoutMs: 20_000 });
   return { w0, w1, recorder };
 }
 
@@ -65,7 +68,7 @@ describe('two leaders briefly overlapping', () => {
     const before = await readJob(store, prefix);
     const deposedRevision = before.leader!.modRevision;
     const rogue = await takeLeadership(store, 'splitfleet', job);
-    await waitUntil('w0 to notice it was deposed', () => !w0.coordinator.isLeader);
+    await waitUntil('w0 to notice it was deposed', () => !w0.coordinator.isLeader, { timeoutMs: 20_000 });
     const fromRev = await recorder.sync();
 
     // The first leader, still believing in its term, publishes a decision giving everything to w1.
@@ -105,7 +108,7 @@ describe('two leaders briefly overlapping', () => {
     const ledger = new Ledger();
     const { w0, w1, recorder } = await settledPair(job, ledger);
     const rogue = await takeLeadership(store, 'splitfleet', job);
-    await waitUntil('w0 to notice it was deposed', () => !w0.coordinator.isLeader);
+    await waitUntil('w0 to notice it was deposed', () => !w0.coordinator.isLeader, { timeoutMs: 20_000 });
     const before = await readJob(store, prefix);
     const [x, y] = heldBy(before, 'w0') as [string, string];
     const ex = before.splits.get(x)!.epoch as number;
@@ -114,7 +117,7 @@ describe('two leaders briefly overlapping', () => {
 
     // The second leader names x and y to w1 while w0's record still names them too.
     const doubleRev = await rogue.publish('w1', [...heldBy(before, 'w1'), x, y]);
-    await waitUntil('w1 to see x and y in its assignment', () => w1.coordinator.view.assign?.rec.splits.includes(x));
+    await waitUntil('w1 to see x and y in its assignment', () => w1.coordinator.view.assign?.rec.splits.includes(x), { timeoutMs: 20_000 });
     // Give w1 every chance to act: wait for w0 to commit x three more times meanwhile.
     await waitUntil('w0 to keep committing x', () =>
       recorder.of('split', x).filter((e) => e.rev > doubleRev && e.rec?.owner === 'w0').length >= 3, { timeoutMs: 10_000 });
@@ -126,11 +129,11 @@ describe('two leaders briefly overlapping', () => {
 
     // x: the second leader withdraws it from w0, which drains and releases; only then does w1 claim it.
     await rogue.publish('w0', heldBy(before, 'w0').filter((id) => id !== x));
-    await waitUntil('w1 to hold x', async () => (await readJob(store, prefix)).leases.get(x)?.owner === 'w1');
+    await waitUntil('w1 to hold x', async () => (await readJob(store, prefix)).leases.get(x)?.owner === 'w1', { timeoutMs: 20_000 });
     // y: still named to both, until w0 goes away abruptly (its lease revoked, its lanes dropped unwritten).
     await w0.close();
-    await waitUntil('w1 to hold y', async () => (await readJob(store, prefix)).leases.get(y)?.owner === 'w1');
-    await waitUntil('w1 to process x and y', () => ledger.firstUnit(x, ex + 1) !== undefined && ledger.firstUnit(y, ey + 1) !== undefined);
+    await waitUntil('w1 to hold y', async () => (await readJob(store, prefix)).leases.get(y)?.owner === 'w1', { timeoutMs: 20_000 });
+    await waitUntil('w1 to process x and y', () => ledger.firstUnit(x, ex + 1) !== undefined && ledger.firstUnit(y, ey + 1) !== undefined, { timeoutMs: 20_000 });
     await recorder.sync();
 
     for (const [id, epoch, kind] of [[x, ex, 'released'], [y, ey, 'expired']] as const) {

@@ -30,7 +30,9 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store } from '../../src/store/store.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import { Recorder, counterValue, readJob, type InProcessMember } from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, type InProcessMember } from '../support/in-process.js';
+import { readJob } from '../support/job-state.js';
 import { sleep, waitUntil, within } from '../support/wait.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));

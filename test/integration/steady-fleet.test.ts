@@ -11,9 +11,11 @@ import { jobPrefix } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import type { EtcdHandle } from '../etcd/harness.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
-import {
-  FAST, Ledger, Recorder, counterValue, isSettled, readJob, startInProcess, waitUntil, type InProcessMember,
-} from '../support/failure-helpers.js';
+import { Recorder } from '../support/history.js';
+import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
+import { isSettled, readJob } from '../support/job-state.js';
+import { Ledger } from '../support/ledger.js';
+import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;
 let store: EtcdStore;
@@ -37,7 +39,7 @@ describe('a steady fleet', () => {
     };
     for (const instance of names) open.push(await startInProcess({ ...base, instance }, ledger));
     await waitUntil('the fleet to settle', async () => isSettled(await readJob(store, prefix), names, 12), { timeoutMs: 20_000 });
-    const leader = await waitUntil('one leader', () => open.find((m) => m.coordinator.isLeader));
+    const leader = await waitUntil('one leader', () => open.find((m) => m.coordinator.isLeader), { timeoutMs: 20_000 });
 
     const startRev = await recorder.sync();
     const stats0 = { ...leader.coordinator.leaderStats! };

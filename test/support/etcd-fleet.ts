@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
-import type { InProcessMember } from './failure-helpers.js';
+import type { InProcessMember } from './in-process.js';
 
 /** Registers the hooks; `ready` receives the store and etcd once started. */
 export function useEtcdFleet(open: InProcessMember[], ready: (store: EtcdStore, etcd: EtcdHandle) => void): void {

@@ -1,0 +1,73 @@
+/**
+ * The one configuration of a fleet member process (SPLITFLEET_FLEET, read by
+ * fleet-process.ts) and the lines it writes, shared by the process itself,
+ * its spawner (fleet-member.ts: the demo and every test suite) so the two
+ * sides cannot drift.
+ *
+ * Types only: importing this module runs nothing (fleet-process.ts starts a
+ * coordinator on import, so nobody but node imports it).
+ *
+ * Backward compatible: every field added after the first version is optional
+ * and changes nothing when absent.
+ */
+import type { Json } from '../protocol/records.js';
+import type { DrainBehaviour } from './synthetic.js';
+
+export interface FleetProcessConfig {
+  /** etcd client URL. */
+  endpoint: string;
+  /** Several client URLs (an etcd cluster); used instead of `endpoint` when given. */
+  endpoints?: string[];
+  job: string;
+  instance: string;
+  /** Number of synthetic splits the planner enumerates (a final plan). */
+  splits: number;
+  /** Seed of the synthetic split sizes. */
+  seed: number;
+  maxInFlight: number;
+  /** Milliseconds per unit of work. */
+  unitMs: number;
+  /** Commit progress every this many units. */
+  commitEvery: number;
+  drain?: DrainBehaviour;
+  slowDrainMs?: number;
+  /** Units of the smallest / largest split (both equal gives uniform splits). */
+  minUnits?: number;
+  maxUnits?: number;
+  /** Numeric coordinator knobs: leaseDurationMs, opTimeoutMs, rebalanceDelayMs, … */
+  config?: Record<string, number>;
+  /** Key prefix root (default the library's, 'splitfleet'). */
+  root?: string;
+  /** Split ids that fail every attempt (they end quarantined). */
+  poison?: string[];
+  /**
+   * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`
+   * (this member's revocation and leadership counters) whenever they change
+   * and once at the end.
+   */
+  stats?: boolean;
+  /** Stop gracefully when stdin ends: the parent holds it open as a pipe (the demo does). */
+  stopWithParent?: boolean;
+  /**
+   * Act as a newer build for rolling-upgrade tests: every record this member
+   * writes carries these extra fields (a `minor` version among them, say),
+   * as a release that adds optional fields would write them.
+   */
+  recordExtras?: Record<string, Json>;
+}
+
+/**
+ * One line of a member's stdout. Known `ev` values: started, leading,
+ * not-leading, claimed {id, epoch, progress}, unit {id, unit, epoch},
+ * drained {id, progress}, declined {id, progress}, completed {id, units},
+ * failed {id}, stats {…}, verdict {verdict}, fatal {code, message}, stopped.
+ * A line that is not JSON is kept as {ev: 'raw', line}.
+ */
+export interface FleetEvent {
+  ev: string;
+  /** Wall-clock ms when the member wrote it (absent on raw lines). */
+  t?: number;
+  id?: string;
+  epoch?: number;
+  [field: string]: unknown;
+}
