@@ -3,7 +3,7 @@
  * stalled on command. Two kinds behind one interface:
  *
  * - `MemoryFleet`: in-process coordinators on one embedded MemoryStore (no
- *   etcd needed); a kill is a crash (no release, no revoke: see local.ts), a
+ *   etcd needed); a kill is a crash (no release, no revoke: see faults.ts), a
  *   stall is a pause of the member's clock and store connection.
  * - `ProcessFleet`: one OS process per member (fleet-process.js) on etcd; a
  *   kill is SIGKILL, a stall is SIGSTOP then SIGCONT.
@@ -11,13 +11,13 @@
  * Both report every processed unit and lane event to the sink (the ledger and
  * the live view). Neither decides anything about the job: the coordinators do.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import {
   EtcdStore, MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
 } from '../index.js';
+import type { FleetProcessConfig } from './fleet-config.js';
+import { FleetMember } from './fleet-member.js';
 import { pacedHandler, syntheticPlanner } from './synthetic.js';
-import { MemberClock, MemberStore } from './local.js';
+import { FaultClock, FaultStore } from './faults.js';
 
 /** Everything that defines the demo's job and how its members run it. */
 export interface DemoJobSettings {
@@ -90,8 +90,8 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
 interface LocalMember {
   instance: string;
   state: MemberState;
-  clock: MemberClock;
-  store: MemberStore;
+  clock: FaultClock;
+  store: FaultStore;
   metrics: Metrics;
   coordinator: Coordinator;
   settled: Promise<void>;
@@ -110,8 +110,8 @@ export class MemoryFleet implements Fleet {
 
   async start(instance: string): Promise<void> {
     const s = this.settings;
-    const clock = new MemberClock();
-    const store = new MemberStore(this.store);
+    const clock = new FaultClock();
+    const store = new FaultStore(this.store, clock);
     const metrics = new Metrics();
     const coordinator = await startCoordinator({
       store,
@@ -165,7 +165,7 @@ export class MemoryFleet implements Fleet {
       if (m.state !== 'stalled') return;
       m.state = 'running';
       m.store.resume();
-      m.clock.resume();
+      void m.clock.resume();
     }, ms);
   }
 
@@ -188,7 +188,7 @@ export class MemoryFleet implements Fleet {
       if (m.state === 'running' || m.state === 'stalled') {
         if (m.state === 'stalled') {
           m.store.resume();
-          m.clock.resume();
+          await m.clock.resume();
         }
         await m.coordinator.close().catch(() => undefined);
         m.state = 'finished';
@@ -207,14 +207,8 @@ export class MemoryFleet implements Fleet {
 interface ChildMember {
   instance: string;
   state: MemberState;
-  child: ChildProcess;
-  closed: Promise<void>;
+  process: FleetMember;
   stats: { cooperative: number; forced: number; declined: number };
-}
-
-/** The compiled fleet member, next to this module. */
-export function fleetProcessPath(): string {
-  return fileURLToPath(new URL('./fleet-process.js', import.meta.url));
 }
 
 export class ProcessFleet implements Fleet {
@@ -232,7 +226,7 @@ export class ProcessFleet implements Fleet {
 
   start(instance: string): Promise<void> {
     const s = this.settings;
-    const config = {
+    const config: FleetProcessConfig = {
       endpoint: this.endpoints[0]!,
       endpoints: this.endpoints,
       job: s.job,
@@ -250,68 +244,43 @@ export class ProcessFleet implements Fleet {
     };
     // Its own process group: a terminal's Ctrl-C reaches the demo only, which stops the workers
     // gracefully (SIGTERM: drain, release, resign) rather than the terminal killing them mid-write.
-    // Its stdin is our pipe: if the demo dies without stopping it, the pipe closes and it stops too.
-    const child = spawn(process.execPath, [fleetProcessPath()], {
-      env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(config) },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let stderr = '';
-    const member: ChildMember = {
-      instance, state: 'running', child, closed: Promise.resolve(), stats: { cooperative: 0, forced: 0, declined: 0 },
-    };
+    // Its stdin is our pipe: if the demo dies without stopping it, the pipe closes and it stops too
+    // (so it is not SIGKILLed when the demo exits: untracked).
+    const child = new FleetMember(config, { detached: true, stdinPipe: true, track: false });
+    const member: ChildMember = { instance, state: 'running', process: child, stats: { cooperative: 0, forced: 0, declined: 0 } };
     this.all.set(instance, member);
     return new Promise<void>((resolve, reject) => {
       let started = false;
-      let partial = '';
-      child.stdout!.setEncoding('utf8');
-      child.stdout!.on('data', (chunk: string) => {
-        const lines = (partial + chunk).split('\n');
-        partial = lines.pop()!;
-        for (const line of lines) {
-          if (line === '') continue;
-          let e: { ev?: string; id?: string; [k: string]: unknown };
-          try {
-            e = JSON.parse(line) as typeof e;
-          } catch {
-            continue;
-          }
-          switch (e.ev) {
-            case 'unit':
-              this.sink.unit(String(e.id), Number(e.unit), Number(e.epoch), instance);
-              break;
-            case 'started':
-              started = true;
-              resolve();
-              break;
-            case 'stats':
-              member.stats = { cooperative: Number(e.cooperative), forced: Number(e.forced), declined: Number(e.declined) };
-              break;
-            case 'fatal':
-              this.sink.note(`${instance} stopped on an error: ${String(e.code ?? '')} ${String(e.message ?? '')}`.trim());
-              if (!started) reject(new Error(`${instance} could not start: ${String(e.message ?? 'unknown error')}`));
-              break;
-            case 'claimed': case 'drained': case 'declined': case 'completed': case 'failed':
-              this.sink.lane(instance, e as LaneEvent);
-              break;
-            default:
-              break;
-          }
+      child.follow((e) => {
+        switch (e.ev) {
+          case 'unit':
+            this.sink.unit(String(e.id), Number(e.unit), Number(e.epoch), instance);
+            break;
+          case 'started':
+            started = true;
+            resolve();
+            break;
+          case 'stats':
+            member.stats = { cooperative: Number(e.cooperative), forced: Number(e.forced), declined: Number(e.declined) };
+            break;
+          case 'fatal':
+            this.sink.note(`${instance} stopped on an error: ${String(e.code ?? '')} ${String(e.message ?? '')}`.trim());
+            if (!started) reject(new Error(`${instance} could not start: ${String(e.message ?? 'unknown error')}`));
+            break;
+          case 'claimed': case 'drained': case 'declined': case 'completed': case 'failed':
+            this.sink.lane(instance, e as LaneEvent);
+            break;
+          default:
+            break;
         }
       });
-      child.stderr!.setEncoding('utf8');
-      child.stderr!.on('data', (chunk: string) => {
-        stderr = (stderr + chunk).slice(-2000);
-      });
-      member.closed = new Promise<void>((done) => {
-        child.once('close', (code, signal) => {
-          if (member.state === 'running' || member.state === 'stalled') {
-            member.state = code === 0 ? 'finished' : 'failed';
-            if (code !== 0) this.sink.note(`${instance} exited (${signal ?? `code ${code}`})${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`);
-          }
-          if (!started) reject(new Error(`${instance} exited before starting (${signal ?? `code ${code}`}): ${stderr.trim() || 'no output'}`));
-          done();
-        });
+      void child.exited.then(({ code, signal }) => {
+        const stderr = child.stderr.slice(-2000);
+        if (member.state === 'running' || member.state === 'stalled') {
+          member.state = code === 0 ? 'finished' : 'failed';
+          if (code !== 0) this.sink.note(`${instance} exited (${signal ?? `code ${code}`})${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`);
+        }
+        if (!started) reject(new Error(`${instance} exited before starting (${signal ?? `code ${code}`}): ${stderr.trim() || 'no output'}`));
       });
     });
   }
@@ -319,20 +288,19 @@ export class ProcessFleet implements Fleet {
   kill(instance: string): void {
     const m = this.all.get(instance);
     if (!m || m.state === 'killed' || m.state === 'finished') return;
-    if (m.state === 'stalled') m.child.kill('SIGCONT');
     m.state = 'killed';
-    m.child.kill('SIGKILL');
+    void m.process.kill('SIGKILL');
   }
 
   stall(instance: string, ms: number): void {
     const m = this.all.get(instance);
     if (!m || m.state !== 'running') return;
     m.state = 'stalled';
-    m.child.kill('SIGSTOP');
+    m.process.pause();
     setTimeout(() => {
       if (m.state !== 'stalled') return;
       m.state = 'running';
-      m.child.kill('SIGCONT');
+      m.process.resume();
     }, ms);
   }
 
@@ -348,23 +316,16 @@ export class ProcessFleet implements Fleet {
 
   async finish(ms: number): Promise<void> {
     const live = [...this.all.values()].filter((m) => m.state === 'running' || m.state === 'stalled');
-    await within(Promise.all(live.map((m) => m.closed)), ms);
-    const left = live.filter((m) => m.child.exitCode === null && m.child.signalCode === null);
-    for (const m of left) {
-      if (m.state === 'stalled') m.child.kill('SIGCONT');
-      m.child.kill('SIGTERM');
-    }
-    await within(Promise.all(left.map((m) => m.closed)), 5000);
-    for (const m of left) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
-    await Promise.all(left.map((m) => m.closed));
+    await within(Promise.all(live.map((m) => m.process.exited)), ms);
+    // SIGTERM (SIGCONT first when stalled), SIGKILL after 5 s.
+    const left = live.filter((m) => m.process.running);
+    await Promise.all(left.map((m) => m.process.stop(5000)));
     // Every stdout line is in: the ledger is complete.
-    await Promise.all([...this.all.values()].map((m) => m.closed));
+    await Promise.all([...this.all.values()].map((m) => m.process.exited));
   }
 
   async close(): Promise<void> {
-    for (const m of this.all.values()) {
-      if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
-    }
+    for (const m of this.all.values()) if (m.process.running) void m.process.kill('SIGKILL');
     await this.store.close();
   }
 }

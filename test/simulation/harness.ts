@@ -1,7 +1,9 @@
 /**
  * The simulation harness: a fleet of real coordinators on one MemoryStore and
  * one VirtualClock, driven step by step by a deterministic scheduler, with
- * the faults of process.ts applied per process.
+ * the faults of the one fault facade (src/demo/faults.ts, which the demo
+ * uses too) applied per process, each write attributed to its process for
+ * the auditor.
  *
  * Invariants: time moves only in `runUntil`, one timer at a time, with the
  * microtask queue drained (one `setImmediate` turn) after each, so every
@@ -25,7 +27,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { Txn } from '../../src/store/store.js';
 import { Auditor } from './auditor.js';
 import { simHandler, type HandlerOptions } from './handler.js';
-import { flush, ProcClock, ProcStore } from './process.js';
+import { FaultClock, FaultStore, flush } from '../../src/demo/faults.js';
 
 export { flush };
 export type { DrainBehaviour } from './handler.js';
@@ -42,8 +44,8 @@ export class SimProcess {
   coordinator: Coordinator | undefined;
   verdict: JobVerdict | undefined;
   error: unknown;
-  readonly clock: ProcClock;
-  readonly store: ProcStore;
+  readonly clock: FaultClock;
+  readonly store: FaultStore;
 
   constructor(
     readonly instance: string,
@@ -54,8 +56,14 @@ export class SimProcess {
     onCall: (p: SimProcess, what: string) => void,
     mutate?: (txn: Txn) => Txn,
   ) {
-    this.clock = new ProcClock(shared);
-    this.store = new ProcStore(inner, shared, this.clock, this.id, auditor, (what) => onCall(this, what), mutate);
+    this.clock = new FaultClock(shared);
+    this.store = new FaultStore(inner, this.clock, {
+      world: shared,
+      onCall: (what) => onCall(this, what),
+      ...(mutate ? { mutate } : {}),
+      onWrite: (revision, what) => auditor.attribute(revision, this.id, what),
+      onLease: (id) => auditor.noteLease(id, this.id),
+    });
   }
 
   get id(): string {

@@ -23,7 +23,7 @@ const CLI = join(root, 'dist/src/cli/main.js');
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: these tests run the compiled CLI; build it first with \`npm run build\``);
-  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'demo/local', 'demo/synthetic']) {
+  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'demo/faults', 'demo/fleet-member', 'demo/synthetic']) {
     const out = join(root, `dist/src/${name}.js`);
     if (!existsSync(out) || statSync(join(root, `src/${name}.ts`)).mtimeMs > statSync(out).mtimeMs) {
       throw new Error(`dist/src/${name}.js is missing or older than src/${name}.ts: rebuild with \`npm run build:ts\``);

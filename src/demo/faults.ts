@@ -1,55 +1,61 @@
 /**
- * One simulated process's connection to the shared world: a clock facade
- * (`ProcClock`) over the shared VirtualClock and a store facade (`ProcStore`)
- * over the shared MemoryStore, so that the process can be:
- * - PAUSED (SIGSTOP): timers that fall due are deferred, watch events and
- *   answers are held; all of it runs, in due order, on resume;
+ * The one fault facade: what makes an in-process fleet member behave like an
+ * OS process under faults, for the demo's chaos on the MemoryStore and for
+ * the simulation (test/simulation/process.ts). A clock facade (`FaultClock`)
+ * over the world's clock and a store facade (`FaultStore`) over the shared
+ * MemoryStore, so that a member can be:
+ * - PAUSED (SIGSTOP): timers that fall due are deferred, answers and watch
+ *   events are held; on resume all of it runs in due order, as a stopped
+ *   process finds its world moved on when it wakes. A request already on its
+ *   way (sent before the pause, or by a continuation already running) still
+ *   reaches the store;
  * - CRASHED (SIGKILL): its timers never fire again, nothing it asks of the
  *   store is executed or answered, its watches stop; it writes nothing, does
  *   not release or revoke, and its leases expire on their own;
  * - given DELAYED DELIVERY: its watch events arrive late (order kept);
  * - given a SLOW LINK: each request reaches the store half its latency late
- *   and its answer comes back the other half later, so an answer can outlive
- *   opTimeoutMs while its write still lands (a crash drops the answer, not
- *   the request already sent).
+ *   and its answer comes back the other half later, on the world's clock, so
+ *   an answer can outlive opTimeoutMs while its write still lands (a crash
+ *   drops the answer, not the request already sent).
  *
- * The facades, not the coordinator, implement the faults: the code under
- * test never cooperates with its own failure. Every write is attributed to
- * the process that made it, for the auditor.
+ * Invariants: the facades, not the coordinator, implement the faults (the
+ * code under test never cooperates with its own failure) and decide nothing;
+ * the coordinator sees an ordinary Clock and Store. Internal: not exported
+ * from src/index.ts.
  */
-import type { Clock, VirtualClock } from '../../src/clock.js';
-import type { MemoryStore } from '../../src/store/memory.js';
-import {
-  type KeyValue, type ListOptions, type ListPage, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
-} from '../../src/store/store.js';
-import { BaseStore } from '../../src/store/base.js';
-import type { Auditor } from './auditor.js';
+import { systemClock, type Clock } from '../clock.js';
+import { BaseStore } from '../store/base.js';
+import type { MemoryStore } from '../store/memory.js';
+import type {
+  KeyValue, ListOptions, ListPage, Txn, TxnResult, WatchEvent, WatchHandle, WatchOptions,
+} from '../store/store.js';
 
 /** Drains the microtask queue: everything MemoryStore and the coordinator chain on it settles. */
 export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 // ---- the clock facade -----------------------------------------------------------
 
-interface ProcTimer { at: number; seq: number; fn: () => void; cancel: () => void }
+interface FaultTimer { at: number; seq: number; fn: () => void; cancel: () => void }
 
-/** One process's view of the shared clock: pausable, killable. */
-export class ProcClock implements Clock {
+/** One member's view of the world's clock (real or virtual): pausable, killable. */
+export class FaultClock implements Clock {
   private paused = false;
   private dead = false;
   private seq = 0;
-  private readonly pending = new Set<ProcTimer>();
-  private deferred: ProcTimer[] = [];
+  private readonly pending = new Set<FaultTimer>();
+  private deferred: FaultTimer[] = [];
 
-  constructor(private readonly shared: VirtualClock) {}
+  /** `world`: the clock every member shares (the real one in the demo, the simulation's virtual one). */
+  constructor(readonly world: Clock = systemClock) {}
 
   now(): number {
-    return this.shared.now();
+    return this.world.now();
   }
 
   setTimer(ms: number, fn: () => void): () => void {
     if (this.dead) return () => undefined;
-    const t: ProcTimer = { at: this.shared.now() + Math.max(0, ms), seq: this.seq++, fn, cancel: () => undefined };
-    t.cancel = this.shared.setTimer(ms, () => {
+    const t: FaultTimer = { at: this.world.now() + Math.max(0, ms), seq: this.seq++, fn, cancel: () => undefined };
+    t.cancel = this.world.setTimer(ms, () => {
       this.pending.delete(t);
       if (this.dead) return;
       if (this.paused) this.deferred.push(t);
@@ -88,7 +94,20 @@ export class ProcClock implements Clock {
 
 // ---- the store facade -----------------------------------------------------------
 
-interface ProcWatch {
+export interface FaultStoreOptions {
+  /** The world's clock, on which a slow link's requests and answers travel (default the member clock's world). */
+  world?: Clock;
+  /** Called before each request is sent, with what it is (`get`, `txn put k, …`): a hook to crash or pause mid-call. */
+  onCall?: (what: string) => void;
+  /** Rewrites each transaction before it is sent (a mutant of the code under test). */
+  mutate?: (txn: Txn) => Txn;
+  /** Called when a request made a revision (MemoryStore applies a request synchronously: at most one). */
+  onWrite?: (revision: number, what: string) => void;
+  /** Called with each lease this member is granted, before the answer reaches it. */
+  onLease?: (id: string) => void;
+}
+
+interface FaultWatch {
   options: WatchOptions;
   queue: { at: number; event: WatchEvent }[];
   lastAt: number;
@@ -98,31 +117,25 @@ interface ProcWatch {
 }
 
 /**
- * One process's connection to the shared store. Requests run on the shared
- * store at once (as if sent), answers are held while paused and dropped once
- * crashed; watch events go through a per-watch queue that applies the
- * scheduled latency. Every write is attributed to this process for the auditor.
+ * One member's connection to the shared store. Requests run on the shared
+ * store at once (as if sent), or half a slow link's latency later; answers are
+ * held while paused and dropped once crashed; watch events go through a
+ * per-watch queue on the member's clock that applies the delivery delay.
  */
-export class ProcStore extends BaseStore {
+export class FaultStore extends BaseStore {
   private dead = false;
   private paused = false;
   private held: (() => void)[] = [];
-  private readonly watches = new Set<ProcWatch>();
+  private readonly watches = new Set<FaultWatch>();
   private delays: { until: number; ms: number }[] = [];
   private slow: { until: number; ms: number }[] = [];
-  /** Lease ids granted to this process, in order. */
+  private readonly world: Clock;
+  /** Lease ids granted to this member, in order. */
   readonly leases: string[] = [];
 
-  constructor(
-    private readonly inner: MemoryStore,
-    private readonly shared: VirtualClock,
-    private readonly clock: ProcClock,
-    private readonly procId: string,
-    private readonly auditor: Auditor,
-    private readonly onCall: (what: string) => void = () => undefined,
-    private readonly mutate: (txn: Txn) => Txn = (txn) => txn,
-  ) {
+  constructor(private readonly inner: MemoryStore, private readonly clock: FaultClock, private readonly options: FaultStoreOptions = {}) {
     super();
+    this.world = options.world ?? clock.world;
   }
 
   /** Delays every watch event arriving before `until` by `ms`. */
@@ -162,7 +175,7 @@ export class ProcStore extends BaseStore {
 
   private call<T>(what: string, fn: () => Promise<T>, observe?: (v: T) => void): Promise<T> {
     if (this.dead) return new Promise<T>(() => undefined);
-    this.onCall(what);
+    this.options.onCall?.(what);
     if (this.dead) return new Promise<T>(() => undefined);
     const now = this.clock.now();
     let rtt = 0;
@@ -175,12 +188,11 @@ export class ProcStore extends BaseStore {
       } catch (e) {
         p = Promise.reject(e);
       }
-      // MemoryStore applies a request synchronously inside the call: one request, at most one revision.
-      if (this.inner.currentRevision !== before) this.auditor.attribute(this.inner.currentRevision, this.procId, what);
+      if (this.inner.currentRevision !== before) this.options.onWrite?.(this.inner.currentRevision, what);
       return p;
     };
     const back = rtt - Math.floor(rtt / 2);
-    const reply = (fn: () => void) => (back === 0 ? this.answer(fn) : this.shared.setTimer(back, () => this.answer(fn)));
+    const reply = (fn: () => void) => (back === 0 ? this.answer(fn) : this.world.setTimer(back, () => this.answer(fn)));
     return new Promise<T>((resolve, reject) => {
       const go = () =>
         send().then(
@@ -190,9 +202,9 @@ export class ProcStore extends BaseStore {
           },
           (e) => reply(() => reject(e)),
         );
-      // In flight on the shared clock: a request sent before a crash or pause still arrives.
+      // In flight on the world's clock: a request sent before a crash or pause still arrives.
       if (rtt === 0) go();
-      else this.shared.setTimer(Math.floor(rtt / 2), go);
+      else this.world.setTimer(Math.floor(rtt / 2), go);
     });
   }
 
@@ -211,14 +223,14 @@ export class ProcStore extends BaseStore {
   }
 
   protected applyTxn(original: Txn): Promise<TxnResult> {
-    const txn = this.mutate(original);
+    const txn = this.options.mutate ? this.options.mutate(original) : original;
     return this.call(`txn ${txn.success.map((o) => `${o.op} ${o.key}`).join(', ')}`, () => this.inner.txn(txn));
   }
 
   grantLease(ttlSeconds: number): Promise<string> {
     return this.call('grant', () => this.inner.grantLease(ttlSeconds), (id) => {
       this.leases.push(id);
-      this.auditor.noteLease(id, this.procId);
+      this.options.onLease?.(id);
     });
   }
 
@@ -235,12 +247,12 @@ export class ProcStore extends BaseStore {
   }
 
   async close(): Promise<void> {
-    // The shared store outlives every process.
+    // The shared store outlives every member.
   }
 
   watch(prefix: string, options: WatchOptions): WatchHandle {
     if (this.dead) return { ready: new Promise<void>(() => undefined), close: async () => undefined };
-    const w: ProcWatch = { options, queue: [], lastAt: 0, closed: false, cancel: undefined, inner: undefined };
+    const w: FaultWatch = { options, queue: [], lastAt: 0, closed: false, cancel: undefined, inner: undefined };
     const innerOptions: WatchOptions = { onEvent: (event) => this.arrive(w, event) };
     if (options.fromRevision !== undefined) innerOptions.fromRevision = options.fromRevision;
     innerOptions.onError = (e) => this.answer(() => {
@@ -266,7 +278,8 @@ export class ProcStore extends BaseStore {
     return ms;
   }
 
-  private arrive(w: ProcWatch, event: WatchEvent): void {
+  /** A watch event reaches the member: now, or (late, or while it is paused) through its queue, order kept. */
+  private arrive(w: FaultWatch, event: WatchEvent): void {
     if (w.closed || this.dead) return;
     const now = this.clock.now();
     const at = Math.max(now + this.latency(now), w.lastAt);
@@ -279,7 +292,7 @@ export class ProcStore extends BaseStore {
     this.arm(w);
   }
 
-  private arm(w: ProcWatch): void {
+  private arm(w: FaultWatch): void {
     if (w.cancel || w.queue.length === 0 || w.closed) return;
     w.cancel = this.clock.setTimer(Math.max(0, w.queue[0]!.at - this.clock.now()), () => {
       w.cancel = undefined;
