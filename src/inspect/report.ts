@@ -15,6 +15,7 @@
  *   record exists and no longer names it: a revocation in flight.
  * - Carries no credentials: it never sees store options.
  */
+import { jobVerdict } from '../protocol/completion.js';
 import { parseKey } from '../protocol/keys.js';
 import {
   decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
@@ -229,21 +230,16 @@ export function splitState(records: JobRecords, id: string): SplitState {
   return assigned !== undefined && !assigned.includes(id) ? 'draining' : 'running';
 }
 
-/** Builds the report. Pure and total. */
-export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
-  const weightOf = (id: string) => records.specs.get(id)?.weight ?? 0;
-  const assignedTo = new Map<string, string>();
-  for (const [instance, rec] of records.assigns) for (const id of rec.splits) assignedTo.set(id, instance);
-
+/** Every instance that is live, has an assignment record or holds a lease, with what it holds and is assigned. */
+function memberReports(records: JobRecords, weightOf: (id: string) => number): MemberReport[] {
   const heldBy = new Map<string, string[]>();
   for (const [id, lease] of records.leases) {
     const list = heldBy.get(lease.owner) ?? [];
     list.push(id);
     heldBy.set(lease.owner, list);
   }
-
   const instances = new Set<string>([...records.workers.keys(), ...records.assigns.keys(), ...heldBy.keys()]);
-  const members: MemberReport[] = [...instances].sort().map((instance) => {
+  return [...instances].sort().map((instance) => {
     const worker = records.workers.get(instance);
     const assign = records.assigns.get(instance);
     const held = (heldBy.get(instance) ?? []).sort();
@@ -265,6 +261,14 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
       assignedLoad: (assigned ?? []).reduce((s, id) => s + weightOf(id), 0),
     };
   });
+}
+
+/** Builds the report. Pure and total. */
+export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
+  const weightOf = (id: string) => records.specs.get(id)?.weight ?? 0;
+  const assignedTo = new Map<string, string>();
+  for (const [instance, rec] of records.assigns) for (const id of rec.splits) assignedTo.set(id, instance);
+  const members = memberReports(records, weightOf);
 
   const counts: Record<SplitState, number> & { total: number } = {
     queued: 0, running: 0, draining: 0, completed: 0, quarantined: 0, total: 0,
@@ -293,11 +297,12 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const plan = records.plan;
   const planned = plan ? plan.planned : counts.total;
   const terminal = counts.completed + counts.quarantined;
-  // The leader's word when it has written it; else what the records add up to (a job whose leader is gone).
-  const verdict = plan?.verdict ?? (plan?.final && counts.total >= plan.planned && terminal === counts.total
-    ? (counts.quarantined > 0 ? 'stalled' : 'complete')
-    : null);
-  const exists = plan !== undefined || records.leader !== undefined || instances.size > 0 || ids.length > 0
+  // The leader's word when it has written it; else what the records add up to (a job whose leader
+  // is gone), by the leader's own rule.
+  const verdict = plan?.verdict
+    ?? jobVerdict(plan, { counts: { runnable: counts.total - terminal, completed: counts.completed, quarantined: counts.quarantined }, parked: [] })
+    ?? null;
+  const exists = plan !== undefined || records.leader !== undefined || members.length > 0 || ids.length > 0
     || (info.problems?.length ?? 0) > 0;
 
   return {
