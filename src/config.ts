@@ -136,6 +136,8 @@ function suggestion(name: string): string {
  *   as `option: must … (got …)`.
  */
 export function resolveConfig(options: ConfigOptions): Config {
+  // Long (about 100 lines) on purpose: one rule per option, top to bottom, each adding to one list of
+  // problems, so that a refusal names every broken option at once, not only the first.
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${show(options)})`);
   }

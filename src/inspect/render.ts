@@ -47,7 +47,11 @@ export function idList(ids: readonly string[], max: number): string {
   return ids.length > max ? `${shown} +${ids.length - max} more` : shown;
 }
 
-/** The report as text, ending with a newline. */
+/**
+ * The report as text, ending with a newline. One function of 80-odd lines on purpose: it is the
+ * printed page, section by section in the order they print, which is easier to check against
+ * docs/inspect-example.txt whole than split up.
+ */
 export function renderReport(report: JobReport, options: RenderOptions = {}): string {
   const color = options.color ?? false;
   const maxIds = options.maxIds ?? 8;

@@ -76,7 +76,11 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** Starts the dashboard; resolves once the job has been read and the port is bound. */
+/**
+ * Starts the dashboard; resolves once the job has been read and the port is bound. Long (about
+ * 100 lines) on purpose: it is the server's whole route table (Host check, page, state, event
+ * stream, refusals) around one live job and one set of open streams that close() must end.
+ */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? '127.0.0.1';
   const live = new LiveJob({
