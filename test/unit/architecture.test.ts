@@ -39,11 +39,18 @@ export const ONLY_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   'cli/': ['index.ts', 'demo/'],
 };
 
-/** Packages that only these files may import (STYLE rule 3; piscina in sandbox.ts: decision 0014). */
+/**
+ * Packages that only these files may import, and the `WebAssembly` global that only wasm.ts may
+ * touch (STYLE rule 3; piscina in sandbox.ts: decision 0014).
+ */
 export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   etcd3: ['store/etcd.ts'],
   piscina: ['assignment/pool.ts', 'coordinator/sandbox.ts'],
+  WebAssembly: ['assignment/wasm.ts'],
 };
+
+/** Globals recorded beside the packages, as if imported (a token of code, never a comment or string). */
+const WATCHED_GLOBALS = new Set(['WebAssembly']);
 
 /**
  * Breaches found and reported to the owner of the files, not fixed here (the
@@ -80,7 +87,12 @@ function toKey(root: string, path: string): string {
 
 function parseImports(root: string, path: string): { files: Set<string>; packages: Set<string>; outside: Set<string> } {
   const out = { files: new Set<string>(), packages: new Set<string>(), outside: new Set<string>() };
-  for (const { fileName } of ts.preProcessFile(readFileSync(path, 'utf8'), true, true).importedFiles) {
+  const text = readFileSync(path, 'utf8');
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard, text);
+  for (let t = scanner.scan(); t !== ts.SyntaxKind.EndOfFileToken; t = scanner.scan()) {
+    if (t === ts.SyntaxKind.Identifier && WATCHED_GLOBALS.has(scanner.getTokenText())) out.packages.add(scanner.getTokenText());
+  }
+  for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
     if (fileName.startsWith('node:')) continue;
     if (!fileName.startsWith('.')) {
       // 'hono/streaming' belongs to hono, '@hono/node-server' to itself.
@@ -296,12 +308,14 @@ describe('the checker fails when it should', () => {
       writeFileSync(join(dir, 'store', 'a.ts'), "import { e } from '../errors.js';\nexport type { B } from './b.js';\nexport const a = e;\n");
       writeFileSync(join(dir, 'store', 'b.ts'), "export type B = import('./c.js').C;\n");
       writeFileSync(join(dir, 'store', 'c.ts'), "export type C = number;\nexport const load = () => import('./a.js');\n");
-      writeFileSync(join(dir, 'coordinator', 'w.ts'), "import { a } from '../store/a.js';\nimport type { Etcd3 } from 'etcd3';\nexport const w = a;\n");
+      writeFileSync(join(dir, 'coordinator', 'w.ts'), "import { a } from '../store/a.js';\nimport type { Etcd3 } from 'etcd3';\nexport const w = a;\n// WebAssembly in a comment is not a use\n");
+      writeFileSync(join(dir, 'hash.ts'), "export const m = (b: Uint8Array) => new WebAssembly.Module(b);\n");
       const graph = readImportGraph(dir);
       expect([...graph.get('errors.ts')!.files]).toEqual([]);
       expect(checkImportGraph(graph)).toEqual([
         'import cycle: store/a.ts → store/b.ts → store/c.ts → store/a.ts',
         'coordinator/w.ts imports etcd3: only store/etcd.ts may',
+        'hash.ts imports WebAssembly: only assignment/wasm.ts may',
       ]);
       // The same tree with the store importing the coordinator: the upward import.
       writeFileSync(join(dir, 'store', 'c.ts'), "import { w } from '../coordinator/w.js';\nexport type C = typeof w;\n");
