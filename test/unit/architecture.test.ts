@@ -2,7 +2,7 @@
  * The import graph of src/ (STYLE rules 1 and 3, docs/architecture.md): no
  * import cycle between files, no import from a lower layer to a higher one or
  * between two modules of one layer, every module of src/ placed in a layer,
- * and etcd3 and piscina imported only where rule 3 says.
+ * and etcd3, piscina and the WebAssembly global used only where rule 3 says.
  *
  * Imports are read with the TypeScript compiler's `preProcessFile`, which
  * sees `import`, `export … from`, `import type`, `import('…')` calls and
