@@ -1,7 +1,8 @@
 /**
- * The chaos auditor's recorder: its own EtcdStore, straight to etcd (never
- * through a test proxy), watching the job's keys from revision 1 and keeping
- * every write in revision order, plus a live picture (who holds which lease
+ * The chaos auditor: the one history recorder (test/support/history.ts) on
+ * its own EtcdStore, straight to etcd (never through a test proxy), watching
+ * the job's keys from revision 1 and keeping every write in revision order,
+ * plus a live picture (who holds which lease
  * key, which splits are terminal) that scenarios use to pick victims and to
  * know when the job is done. The checks themselves are pure: see checks.ts.
  *
@@ -10,31 +11,16 @@
  * no coordinator ever sees it) proves the recorder has caught up to a
  * revision: `sync()` writes it and waits for its event.
  */
-import { parseKey, type KeyKind } from '../../src/protocol/keys.js';
+import type { KeyKind } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
-import type { WatchEvent, WatchHandle } from '../../src/store/store.js';
+import type { WatchEvent } from '../../src/store/store.js';
+import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { audit, type AuditOptions, type AuditReport, type Ledger } from './checks.js';
 
 export type { AuditReport, Ledger } from './checks.js';
-
-/** One write to the job's keys, as the auditor saw it. */
-export interface HistoryEvent {
-  rev: number;
-  type: 'put' | 'delete';
-  key: string;
-  kind: KeyKind | 'unknown';
-  /** Split id or instance id, for keyed kinds. */
-  id: string | undefined;
-  /** The record, parsed leniently (puts only; undefined when it is not JSON). */
-  rec: Record<string, any> | undefined;
-  /** The etcd lease the put is attached to. */
-  lease: string | undefined;
-  /** Wall-clock ms when the auditor received it. */
-  at: number;
-}
+export type { HistoryEvent } from '../support/history.js';
 
 export class Auditor {
-  readonly history: HistoryEvent[] = [];
   /** Live lease keys: split id → owner. */
   readonly leaseOwners = new Map<string, string>();
   /** Live split records: id → status. */
@@ -49,29 +35,35 @@ export class Auditor {
   readonly presence = new Set<string>();
   planned: number | undefined;
   leaderInstance: string | undefined;
-  lastRevision = 0;
   watchError: Error | undefined;
   private readonly store: EtcdStore;
-  private handle: WatchHandle | undefined;
-  private syncs = 0;
-  private waiters: { rev: number; resolve: () => void }[] = [];
+  private readonly recorder: HistoryRecorder;
 
   private constructor(endpoints: string | string[], readonly root: string, readonly job: string) {
     this.store = new EtcdStore({ endpoints, opTimeoutMs: 3000, watchRetryMaxMs: 500 });
+    this.recorder = new HistoryRecorder(this.store, `${root}/${job}`, this.prefix, {
+      fromRevision: 1,
+      onError: (e) => {
+        this.watchError = e;
+      },
+    });
+    this.recorder.follow((e) => this.track(e.kind, e.id, e.type, e.rec));
   }
 
   /** Starts recording from revision 1; resolves once the watch is established. */
   static async start(endpoints: string | string[], job: string, root = 'splitfleet'): Promise<Auditor> {
     const a = new Auditor(endpoints, root, job);
-    a.handle = a.store.watch(`${root}/${job}`, {
-      fromRevision: 1,
-      onEvent: (e) => a.onEvent(e),
-      onError: (e) => {
-        a.watchError = e;
-      },
-    });
-    await a.handle.ready;
+    await a.recorder.ready;
     return a;
+  }
+
+  /** Every write to the job's keys, in revision order. */
+  get history(): readonly HistoryEvent[] {
+    return this.recorder.events;
+  }
+
+  get lastRevision(): number {
+    return this.recorder.lastRevision;
   }
 
   get prefix(): string {
@@ -102,24 +94,7 @@ export class Auditor {
    * to the job before now has then been recorded. Retries while etcd is down.
    */
   async sync(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let rev: number | undefined;
-    while (rev === undefined) {
-      try {
-        rev = await this.store.put(`${this.root}/${this.job}.audit-sync`, String(++this.syncs));
-      } catch (e) {
-        if (Date.now() > deadline) throw new Error(`auditor sync: cannot write the marker: ${(e as Error).message}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    if (this.lastRevision >= rev) return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`auditor sync: the watch did not reach revision ${rev} within ${timeoutMs} ms (at ${this.lastRevision})`)),
-        Math.max(1000, deadline - Date.now()),
-      );
-      this.waiters.push({ rev: rev!, resolve: () => (clearTimeout(timer), resolve()) });
-    });
+    await this.recorder.sync(`${this.root}/${this.job}.audit-sync`, timeoutMs);
   }
 
   /** The job as the auditor sees it now: leader, members, and every split not yet terminal. */
@@ -164,29 +139,8 @@ export class Auditor {
   }
 
   async close(): Promise<void> {
-    await this.handle?.close();
+    await this.recorder.close();
     await this.store.close();
-  }
-
-  private onEvent(e: WatchEvent): void {
-    this.lastRevision = Math.max(this.lastRevision, e.modRevision);
-    if (e.key.startsWith(this.prefix)) {
-      const parsed = parseKey(this.prefix, e.key);
-      let rec: Record<string, any> | undefined;
-      if (e.type === 'put') {
-        try {
-          rec = JSON.parse(e.value ?? '') as Record<string, any>;
-        } catch {
-          rec = undefined;
-        }
-      }
-      const id = 'id' in parsed ? parsed.id : undefined;
-      this.history.push({ rev: e.modRevision, type: e.type, key: e.key, kind: parsed.kind, id, rec, lease: e.lease, at: Date.now() });
-      this.track(parsed.kind, id, e.type, rec);
-    }
-    const ready = this.waiters.filter((w) => w.rev <= this.lastRevision);
-    this.waiters = this.waiters.filter((w) => w.rev > this.lastRevision);
-    for (const w of ready) w.resolve();
   }
 
   private track(kind: KeyKind | 'unknown', id: string | undefined, type: 'put' | 'delete', rec: Record<string, any> | undefined): void {

@@ -40,8 +40,9 @@
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes.
  */
+import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
-import type { WatchEvent, WatchHandle } from '../../src/store/store.js';
+import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 
 export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
 export interface HandlerExit { split: string; epoch: number; proc: string; how: string; progress: number; at: number }
@@ -71,16 +72,21 @@ interface Tenancy { epoch: number; proc: string | undefined; revision: number; r
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
 export class Auditor {
-  readonly changes: WatchEvent[] = [];
+  private readonly recorder: HistoryRecorder;
   readonly units: LedgerUnit[] = [];
   readonly exits: HandlerExit[] = [];
   private readonly writers = new Map<number, { proc: string; what: string }>();
   private readonly leaseProc = new Map<string, string>();
   private readonly procInstance = new Map<string, string>();
-  private readonly handle: WatchHandle;
 
-  constructor(store: MemoryStore, readonly prefix: string) {
-    this.handle = store.watch(prefix, { fromRevision: 1, onEvent: (e) => this.changes.push(e) });
+  /** `clock`: the simulation's virtual clock (receive times; the run reads no wall clock). */
+  constructor(store: MemoryStore, readonly prefix: string, clock: Clock) {
+    this.recorder = new HistoryRecorder(store, prefix, prefix, { fromRevision: 1, clock });
+  }
+
+  /** Every change to the job's keys, in revision order (the one history recorder's). */
+  get changes(): readonly HistoryEvent[] {
+    return this.recorder.events;
   }
 
   attribute(revision: number, proc: string, what: string): void {
@@ -104,7 +110,7 @@ export class Auditor {
   }
 
   async close(): Promise<void> {
-    await this.handle.close();
+    await this.recorder.close();
   }
 
   /** Replays the recorded history and returns every property violation (empty when all hold). */
@@ -131,10 +137,10 @@ export class Auditor {
     };
 
     // Group the history by revision.
-    const byRev = new Map<number, WatchEvent[]>();
+    const byRev = new Map<number, HistoryEvent[]>();
     for (const c of this.changes) {
-      let g = byRev.get(c.modRevision);
-      if (!g) byRev.set(c.modRevision, (g = []));
+      let g = byRev.get(c.rev);
+      if (!g) byRev.set(c.rev, (g = []));
       g.push(c);
     }
     for (const [rev, group] of [...byRev].sort((a, b) => a[0] - b[0])) {

@@ -135,7 +135,7 @@ export class Fleet {
 
   constructor(readonly options: FleetOptions) {
     this.prefix = jobPrefix('splitfleet', options.job);
-    this.auditor = new Auditor(this.store, this.prefix);
+    this.auditor = new Auditor(this.store, this.prefix, this.clock);
   }
 
   note(what: string): void {
