@@ -28,8 +28,11 @@
  *   cooperative drain; in all, duplicates ≤ commitEvery × (forced moves,
  *   declines, failures and takeovers).
  *
- * No I/O, no clock.
+ * The epoch and owner fence, the lease rule and progress monotonicity are the
+ * shared checkers of test/support/invariants.ts, reported here under this
+ * auditor's check names. No I/O, no clock.
  */
+import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
 import type { LaneEvent, UnitEntry } from '../support/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
@@ -166,10 +169,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       const progressPut = group.some((e) => e.kind === 'progress' && e.id === id && e.type === 'put');
       const revs = [bl?.rev, splits.get(id)?.rev, rev].filter((r): r is number => r !== undefined);
       if (progressPut && ap) {
-        if (progressOf(ap) < progressOf(bp)) {
-          v('progress-regressed', id, revs, `progress.${id} went from ${progressOf(bp)} to ${progressOf(ap)} (epoch ${bp?.epoch} → ${ap.epoch})`);
-        }
-        if (bp && Number(ap.epoch) < Number(bp.epoch)) v('epoch-jump', id, revs, `progress.${id} epoch ${bp.epoch} → ${ap.epoch}`);
+        // Progress and its epoch never going back: progressNeverRegresses, below.
         // Only the owner commits, in its tenancy, under its live lease key (the fence).
         if (!bs || bs.status !== 'runnable' || bs.owner === '') {
           v(bs && bs.status !== 'runnable' ? 'terminal-rewritten' : 'write-to-unowned', id, revs, `progress.${id} written while split.${id} is ${bs ? `${bs.status}, owner ${bs.owner || '(none)'}` : 'absent'}`);
@@ -180,9 +180,6 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           }
           if (splitPut && as && as.epoch !== bs.epoch) v('claim-changed-progress', id, [rev], `claim of split.${id} wrote progress.${id}`);
         }
-      }
-      if (leasePut && bl && al && bl.rec.owner !== al.rec.owner) {
-        v('lease-overwritten', id, [bl.rev, rev], `lease.${id} of ${bl.rec.owner} (written at ${bl.rev}) was overwritten by ${al.rec.owner} while live`);
       }
       if (splitPut && !bs) {
         if (!(as?.epoch === 0 && as.owner === '' && as.status === 'runnable' && !('progress' in as))) {
@@ -204,7 +201,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           claims.get(id)!.set(as.epoch, t);
         } else if (as.epoch === bs.epoch) {
           if (as.owner !== bs.owner && as.owner !== '') {
-            v('owner-changed-without-epoch-bump', id, revs, `split.${id} owner ${bs.owner || '(none)'} → ${as.owner} at epoch ${as.epoch}`);
+            // An owner change without a claim: splitFence, below.
           } else if (as.status === 'quarantined') {
             if (bs.owner !== '' && bl && !leaseDeleted) v('quarantined-while-leased', id, revs, `split.${id} quarantined with lease.${id} of ${bl.rec.owner} live`);
           } else if (bs.owner === '') {
@@ -223,15 +220,21 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
               }
             }
           }
-        } else {
-          v('epoch-jump', id, revs, `split.${id} epoch ${bs.epoch} → ${as.epoch}`);
         }
+        // An epoch moving other than by +1 or 0: splitFence, below.
       }
       if (al && !(as && as.status === 'runnable' && as.owner === al.rec.owner && as.epoch === al.rec.epoch)) {
         v('lease-record-disagree', id, revs, `at revision ${rev} lease.${id} names ${al.rec.owner} epoch ${al.rec.epoch} but split.${id} is ${as ? `${as.status}, owner ${as.owner || '(none)'} epoch ${as.epoch}` : 'absent'}`);
       }
     }
   }
+
+  // The invariants every suite checks alike (test/support/invariants.ts), under this auditor's names.
+  const names: Record<string, string> = {
+    'progress-regressed': 'progress-regressed', 'progress-epoch-regressed': 'epoch-jump', 'epoch-moved': 'epoch-jump',
+    'owner-changed-without-claim': 'owner-changed-without-epoch-bump', 'claim-without-owner': 'claim-without-owner', 'lease-overwritten': 'lease-overwritten',
+  };
+  for (const p of [...progressNeverRegresses(history), ...splitFence(history), ...noSplitHeldTwice(history)]) v(names[p.rule]!, p.split, p.revisions, p.detail);
 
   // ---- the ledger --------------------------------------------------------------
   const seen = new Map<string, Map<number, number>>();

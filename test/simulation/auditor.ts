@@ -37,12 +37,17 @@
  *   completed with `progress.{id}` at its full size, written by the tenancy
  *   that completed it, no ephemeral key left behind.
  *
+ * The epoch and owner fence, the lease rule and progress monotonicity are the
+ * checkers every suite shares (test/support/invariants.ts), reported here
+ * under the properties above.
+ *
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes.
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
+import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
 
 export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
 export interface HandlerExit { split: string; epoch: number; proc: string; how: string; progress: number; at: number }
@@ -222,8 +227,7 @@ export class Auditor {
             const next = JSON.parse(c.value!) as ProgressRec;
             const prevRaw = before && (JSON.parse(before.value) as ProgressRec);
             const from = prog(prevRaw?.progress);
-            if (prog(next.progress) < from) fail('monotone', `progress.${id} went back from ${from} to ${prog(next.progress)}`, { prev: prevRaw, next });
-            if (prevRaw && next.epoch < prevRaw.epoch) fail('monotone', `progress.${id} epoch went back from ${prevRaw.epoch} to ${next.epoch}`, { prev: prevRaw, next });
+            // Progress and its epoch never going back: progressNeverRegresses, below.
             // Only the owner of the split's current tenancy commits, at its epoch, under its live lease key.
             const splitBefore = state.get(`${P}split.${id}`);
             const sr = splitBefore && (JSON.parse(splitBefore.value) as SplitRec);
@@ -284,11 +288,7 @@ export class Auditor {
               stats.claims++;
               if (next.owner === '' || next.status !== 'runnable') fail('one-owner-per-epoch', `split.${id} epoch bumped without an owner`, { next });
               if (instanceOf(writer) !== next.owner) fail('one-owner-per-epoch', `split.${id} claimed for ${next.owner} by ${writer}`);
-              const lease = state.get(`${P}lease.${id}`);
-              if (lease) {
-                const lr = JSON.parse(lease.value) as LeaseRec;
-                if (lr.owner !== next.owner) fail('one-owner-per-epoch', `split.${id} claimed by ${next.owner} over ${lr.owner}'s live lease key`);
-              }
+              // A claim over another owner's live lease key: noSplitHeldTwice, below.
               const lk = group.find((x) => x.key === `${P}lease.${id}`);
               if (!lk || lk.type !== 'put') fail('one-owner-per-epoch', `claim of split.${id} at epoch ${next.epoch} wrote no lease key`);
               else {
@@ -316,7 +316,7 @@ export class Auditor {
                 if (!t || t.proc !== writer) {
                   fail('one-owner-per-epoch', `split.${id} written at epoch ${prev.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { prev, next });
                 }
-                if (next.owner !== '' && next.owner !== prev.owner) fail('one-owner-per-epoch', `split.${id} owner changed without a claim`, { prev, next });
+                // An owner change without a claim: splitFence, below.
                 // Ownership changes only: a write at the same epoch that keeps the owner is a commit
                 // that belongs in progress.{id}.
                 if (next.owner !== '' && next.status === 'runnable') fail('layout', `split.${id} rewritten with no change of ownership`, { prev, next });
@@ -339,9 +339,8 @@ export class Auditor {
               } else if (next.status !== 'quarantined') {
                 fail('one-owner-per-epoch', `split.${id} written with no owner and no claim`, { prev, next });
               }
-            } else {
-              fail('monotone', `split.${id} epoch moved from ${prev.epoch} to ${next.epoch}`);
             }
+            // An epoch moving other than by +1 or 0: splitFence, below.
             break;
           }
           default:
@@ -377,6 +376,16 @@ export class Auditor {
           }
         }
       }
+    }
+
+    // The invariants every suite checks alike (test/support/invariants.ts), under this auditor's properties.
+    const property: Record<string, string> = {
+      'progress-regressed': 'monotone', 'progress-epoch-regressed': 'monotone', 'epoch-moved': 'monotone',
+      'owner-changed-without-claim': 'one-owner-per-epoch', 'claim-without-owner': 'one-owner-per-epoch', 'lease-overwritten': 'one-owner-per-epoch',
+    };
+    for (const p of [...progressNeverRegresses(this.changes), ...splitFence(this.changes), ...noSplitHeldTwice(this.changes)]) {
+      const revision = p.revisions[p.revisions.length - 1]!;
+      v.push({ property: property[p.rule]!, message: p.detail, revision, context: { writer: this.writers.get(revision) } });
     }
 
     // Processing happens only inside a tenancy, by its claimer.

@@ -14,7 +14,7 @@
  * receive time comes from an injected clock (virtual in the simulation, so a
  * run stays a function of its schedule); every wait is bounded.
  */
-import { systemClock, type Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/clock.js';
 import { parseKey, type KeyKind } from '../../src/protocol/keys.js';
 import type { Store, WatchEvent, WatchHandle } from '../../src/store/store.js';
 
@@ -32,7 +32,7 @@ export interface HistoryEvent {
   value?: string;
   /** The store lease the put is attached to. */
   lease: string | undefined;
-  /** When the recorder received it (the injected clock's ms). */
+  /** When the recorder received it: wall-clock ms (Date.now), or the injected clock's. */
   at: number;
   /**
    * On a 'split' event of `Recorder`: the state was produced by a write of
@@ -44,8 +44,8 @@ export interface HistoryEvent {
 export interface HistoryOptions {
   /** The first revision recorded (default: the watch's start). */
   fromRevision?: number;
-  /** Receive times (default the system clock). */
-  clock?: Clock;
+  /** Receive times (default wall-clock Date.now, comparable with a member's `t`; the simulation's virtual clock there). */
+  clock?: Pick<Clock, 'now'>;
   /** The watch failed (it retries by itself; the failure is kept for a message). */
   onError?: (e: Error) => void;
 }
@@ -57,13 +57,13 @@ export class HistoryRecorder {
   lastRevision = 0;
   readonly ready: Promise<void>;
   private readonly handle: WatchHandle;
-  private readonly clock: Clock;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly listeners: ((e: HistoryEvent) => void)[] = [];
   private waiters: { rev: number; resolve: () => void }[] = [];
   private syncs = 0;
 
   constructor(private readonly store: Store, watchPrefix: string, readonly prefix: string, options: HistoryOptions = {}) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? { now: () => Date.now() };
     this.handle = store.watch(watchPrefix, {
       ...(options.fromRevision !== undefined ? { fromRevision: options.fromRevision } : {}),
       onEvent: (e) => this.onEvent(e),

@@ -1,31 +1,37 @@
 /**
- * Follows every `progress.{id}` write of a job through a store's watch and
- * checks the one promise a watcher can: committed progress (a number here)
- * never goes backwards. Framework-free; the test asserts on `regressions`.
+ * Follows every `progress.{id}` write of a job through the one history
+ * recorder and checks, as each lands, the one promise a watcher can:
+ * committed progress never goes backwards (invariants.ts's
+ * progressNeverRegresses, the rule every suite shares). Framework-free; the
+ * test asserts on `regressions`, which fills as writes arrive.
  */
-import { parseKey } from '../../src/protocol/keys.js';
 import { decodeRecord } from '../../src/protocol/records.js';
-import type { Store, WatchHandle } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { HistoryRecorder, type HistoryEvent } from './history.js';
+import { progressNeverRegresses } from './invariants.js';
 
 export interface ProgressWatch {
   /** The last progress seen per split. */
   last: Map<string, number>;
-  /** One line per write that took a split's progress backwards. */
+  /** One line per write that took a split's progress (or its epoch) backwards. */
   regressions: string[];
-  handle: WatchHandle;
+  /** The recorder: `ready` once watching, `close()` at the end. */
+  handle: HistoryRecorder;
 }
 
+/** `fp`: the job's fingerprint hash; each record is also read with the production codec, strictly. */
 export function watchProgress(store: Store, prefix: string, fp: string): ProgressWatch {
   const last = new Map<string, number>();
   const regressions: string[] = [];
-  const handle = store.watch(prefix, {
-    onEvent: (e) => {
-      const parsed = parseKey(prefix, e.key);
-      if (parsed.kind !== 'progress' || e.type !== 'put') return;
-      const p = decodeRecord('progress', e.key, e.value!, fp).progress as number;
-      if (p < (last.get(parsed.id) ?? 0)) regressions.push(`${parsed.id}: ${last.get(parsed.id)} → ${p}`);
-      last.set(parsed.id, p);
-    },
+  const previous = new Map<string, HistoryEvent>();
+  const handle = new HistoryRecorder(store, prefix, prefix);
+  handle.follow((e) => {
+    if (e.kind !== 'progress' || e.type !== 'put' || e.id === undefined || !e.rec) return;
+    const progress = decodeRecord('progress', e.key, e.value!, fp).progress as number;
+    const before = previous.get(e.id);
+    if (before) for (const p of progressNeverRegresses([before, e])) regressions.push(`${p.split}: ${p.detail}`);
+    previous.set(e.id, e);
+    last.set(e.id, progress);
   });
   return { last, regressions, handle };
 }
