@@ -19,79 +19,29 @@
  * - throughout: lifecycle events (events.ts) from the parts where things
  *   happen, and health (health.ts) judged from what this class observes.
  */
-import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
-import { AssignmentPool } from '../assignment/pool.js';
-import { columnarAssignment } from '../assignment/wasm.js';
 import { systemClock, type Clock } from '../clock.js';
-import { resolveConfig, type Config, type ConfigOptions } from '../config.js';
-import { SplitfleetError, isSplitfleetError } from '../errors.js';
+import type { Config } from '../config.js';
+import { SplitfleetError, isRetryable, isSplitfleetError, storeFailure } from '../errors.js';
+import { jobOutcome, presenceVerdict } from '../protocol/completion.js';
 import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
-import { fingerprintHash } from '../protocol/records.js';
+import { fingerprintHash, type AssignRecord, type LeaderRecord, type PlanRecord, type WorkerRecord } from '../protocol/records.js';
 import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
+import { DefaultEngine } from './decide.js';
 import { Leader, type LeaderStats } from './leader.js';
 import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener, type CoordinatorListeners } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
 import { defaultLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
-import type { Assigner } from './publish.js';
+import { resolveOptions, type CoordinatorOptions } from './options.js';
 import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
-import type { JobVerdict, Json, Planner, SplitHandler } from './types.js';
+import type { JobVerdict, Json, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
-import { WorkerView } from './worker-view.js';
+import { WorkerView, type Seen } from './worker-view.js';
 
-/**
- * What `startCoordinator` takes: the store, the job's planner and handler,
- * and every `ConfigOptions` knob. `Descriptor` and `Progress` type the job's
- * descriptors and progress (both default to `Json`; see `SplitHandle`).
- */
-export interface CoordinatorOptions<Descriptor extends Json = Json, Progress extends Json = Json> extends ConfigOptions {
-  /** The store: `EtcdStore` in production, `MemoryStore` for the demo and simulation. */
-  store: Store;
-  /**
-   * Enumerates the job's splits; runs only while this instance leads.
-   * NoInfer: the descriptor type comes from the handler or the type
-   * arguments, and the planner is checked against it (inferring it from a
-   * planner's literals would narrow it to whatever one plan happened to return).
-   */
-  planner: Planner<NoInfer<Descriptor>>;
-  /** Processes one split in one lane. Give this or `handlerModule`. */
-  handler?: SplitHandler<Descriptor, Progress>;
-  /**
-   * A module whose default export is the handler, run on worker threads (one
-   * per lane), so a CPU-bound handler cannot stall the lease renewals: a
-   * path (against the working directory) or a URL. Give this or `handler`.
-   * The threads end with the coordinator (see `sandboxedHandler`).
-   */
-  handlerModule?: string | URL;
-  /** Defaults to the system clock. */
-  clock?: Clock;
-  /** Defaults to pino on stderr at SPLITFLEET_LOG_LEVEL (default 'warn'). */
-  logger?: Logger;
-  /** Metrics to record into; defaults to a fresh registry (see `metrics.registry`). */
-  metrics?: Metrics;
-  /**
-   * An object-form engine for the leader's decisions (tests, experiments):
-   * given it, each decision builds the whole input as objects. Default: the
-   * WASM engine on the leader's columns, on this thread for pools under
-   * OFF_THREAD_SPLITS splits and on an `AssignmentPool` thread above
-   * (docs/decisions/0006-when-decisions-leave-the-thread.md).
-   */
-  assigner?: Assigner;
-  /** Lifecycle event listeners attached before start-up, so its events (health, a first term, first claims) are seen too. */
-  on?: CoordinatorListeners;
-}
-
-/**
- * Above this many splits the default assigner decides on a pool thread. Below
- * it the in-thread WASM decision is faster than the pool's marshalling and
- * blocks the loop for about 15 ms per 100k splits (BENCHMARKS.md); above it the loop
- * (which renews the lease) would stall for tens of milliseconds.
- */
-export const OFF_THREAD_SPLITS = 200_000;
-
-const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'handlerModule', 'clock', 'logger', 'metrics', 'assigner', 'on']);
+export type { CoordinatorOptions };
+export { OFF_THREAD_SPLITS } from './decide.js';
 
 /**
  * Starts a coordinator; resolves once the job is observed and the session is
@@ -102,18 +52,7 @@ const CONFIG_KEYS = new Set(['store', 'planner', 'handler', 'handlerModule', 'cl
 export async function startCoordinator<Descriptor extends Json = Json, Progress extends Json = Json>(
   options: CoordinatorOptions<Descriptor, Progress>,
 ): Promise<Coordinator> {
-  const configOptions = Object.fromEntries(Object.entries(options).filter(([k]) => !CONFIG_KEYS.has(k))) as unknown as ConfigOptions;
-  const config = resolveConfig(configOptions);
-  if (options.handler !== undefined && options.handlerModule !== undefined) {
-    throw new SplitfleetError('INVALID_CONFIG', 'handler, handlerModule: give one of them, not both');
-  }
-  if (options.handlerModule === undefined && typeof options.handler !== 'function') {
-    throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split) => Promise<void> (or give handlerModule, a module path or URL)');
-  }
-  if (options.handlerModule !== undefined && typeof options.handlerModule !== 'string' && !(options.handlerModule instanceof URL)) {
-    throw new SplitfleetError('INVALID_CONFIG', `handlerModule: must be a module path or a URL (got ${typeof options.handlerModule})`);
-  }
-  if (typeof options.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (context) => { splits, final }');
+  const config = resolveOptions(options as unknown as CoordinatorOptions);
   // The internals carry Json: the handler only gets descriptors its own planner wrote and
   // progress its own commits wrote, so narrowing here is the one (unchecked) cast.
   const c = new Coordinator(options as unknown as CoordinatorOptions, config);
@@ -127,18 +66,41 @@ export async function startCoordinator<Descriptor extends Json = Json, Progress 
   return c;
 }
 
+/**
+ * What `Coordinator.view` hands out: copies of this instance's own records as observed.
+ * @internal
+ */
+export interface CoordinatorSnapshot {
+  readonly plan: Readonly<Seen<PlanRecord>> | undefined;
+  /** Whether a plan record has ever been observed (a plan seen, then gone, is a deleted job). */
+  readonly planSeen: boolean;
+  readonly leader: Readonly<Seen<LeaderRecord>> | undefined;
+  readonly self: Readonly<Seen<WorkerRecord>> | undefined;
+  readonly assign: Readonly<Seen<AssignRecord>> | undefined;
+  readonly revision: number;
+  readonly prefix: string;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}
+
 export class Coordinator {
   readonly config: Config;
   readonly metrics: Metrics;
-  /** What this instance observes (its own keys and its splits'); read-only for callers. */
-  readonly view: WorkerView;
+  /** What this instance observes: its own keys and its splits' (the worker's and the candidacy's input). */
+  private readonly own: WorkerView;
   readonly done: Promise<JobVerdict>;
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly log: Logger;
 
   private session: Session | undefined;
-  private pool: AssignmentPool | undefined;
+  private readonly engine = new DefaultEngine();
   private readonly handler: SplitHandler;
   /** The threads of `handlerModule`, ended with this coordinator. */
   private readonly sandbox: SandboxedHandler | undefined;
@@ -183,7 +145,7 @@ export class Coordinator {
     // call that has no timeout of its own. (Safe since the publication fence, decision 0015:
     // before it, an assignment write that timed out could land after the next step's.)
     this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs);
-    this.view = new WorkerView(
+    this.own = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),
     );
@@ -192,6 +154,18 @@ export class Coordinator {
       this.rejectDone = reject;
     });
     this.done.catch(() => undefined);
+  }
+
+  /**
+   * A read-only snapshot of what this instance observes of its own keys (the
+   * job's plan and leader records, its presence and its assignment record),
+   * copied and frozen on every read: no caller can reach, or change, the view
+   * the worker and the candidacy decide on.
+   * @internal A test hook: not part of the public surface.
+   */
+  get view(): CoordinatorSnapshot {
+    const v = this.own;
+    return deepFreeze(structuredClone({ plan: v.plan, planSeen: v.planSeen, leader: v.leader, self: v.self, assign: v.assign, revision: v.revision, prefix: v.prefix }));
   }
 
   get instance(): string {
@@ -242,7 +216,7 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
-    this.view.onChange((change) => {
+    this.own.onChange((change) => {
       if (change.kinds.has('leader') || change.kinds.has('plan')) this.leader?.onViewChange();
       this.worker?.schedule();
       this.checkCompletion();
@@ -252,7 +226,7 @@ export class Coordinator {
     await this.sandbox?.ready().catch((e: SplitfleetError) => {
       throw new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`);
     });
-    await this.untilStarted('reading the job', () => this.view.start());
+    await this.untilStarted('reading the job', () => this.own.start());
     if (this.fatal) throw this.fatal;
     await this.untilStarted('joining the fleet', () => this.openSession());
     if (!this.stopping && !this.fatal) this.armBackstop();
@@ -273,7 +247,7 @@ export class Coordinator {
         await step();
         return;
       } catch (e) {
-        const retryable = isSplitfleetError(e) && e.retryable;
+        const retryable = isRetryable(e);
         if (!retryable || this.stopping || this.fatal || this.clock.now() + delay > deadline) throw e;
         this.log.warn({ err: (e as Error).message, retryInMs: delay }, `${what} failed; retrying`);
         this.observe({ startStep: `${what}: retrying after ${(e as Error).message}` });
@@ -285,7 +259,7 @@ export class Coordinator {
 
   private async openSession(): Promise<void> {
     if (this.stopping || this.fatal) return;
-    const session = await Session.open(this.store, this.config, this.clock, this.view.prefix, () => this.stopping || this.fatal !== undefined);
+    const session = await Session.open(this.store, this.config, this.clock, this.own.prefix, () => this.stopping || this.fatal !== undefined);
     if (this.stopping || this.fatal) {
       // stop() (the job finished, say) or a fatal error came while the session was opening:
       // end it at once, or its presence key would stay renewed by a coordinator that is gone.
@@ -295,7 +269,7 @@ export class Coordinator {
     this.session = session;
     const rejoined = this.sessions++ > 0;
     this.worker = new Worker({
-      store: this.store, config: this.config, clock: this.clock, view: this.view, session, handler: this.handler, metrics: this.metrics, log: this.log,
+      store: this.store, config: this.config, clock: this.clock, view: this.own, session, handler: this.handler, metrics: this.metrics, log: this.log,
       hooks: {
         emit: this.events.emit,
         // Start-up ends with the first reconciliation on the first session: only then does this instance act on its assignment.
@@ -305,9 +279,9 @@ export class Coordinator {
       },
     });
     this.leader = new Leader({
-      store: this.store, config: this.config, clock: this.clock, view: this.view, session, planner: this.options.planner,
+      store: this.store, config: this.config, clock: this.clock, view: this.own, session, planner: this.options.planner,
       onUnreadable: (key, e) => this.unreadable(key, e),
-      assigner: this.options.assigner, decide: (pool) => this.decide(pool), metrics: this.metrics, log: this.log,
+      assigner: this.options.assigner, decide: (pool) => this.engine.decide(pool), metrics: this.metrics, log: this.log,
       onFatal: (e) => this.fail(e), emit: this.events.emit,
     });
     session.onRenewal((error) => {
@@ -355,7 +329,7 @@ export class Coordinator {
       // Stopping (or already failed): there is nothing left to rejoin, and a graceful stop must
       // not turn into a fatal error because the store was slow meanwhile.
       if (this.stopping || this.fatal) return;
-      const err = isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e });
+      const err = storeFailure(e);
       if (err.retryable || err.code === 'LEASE_LOST') {
         this.log.warn({ err: err.message }, 'rejoining the fleet failed; retrying');
         this.observe({ rejoinError: err.message });
@@ -368,18 +342,17 @@ export class Coordinator {
 
   /** Our presence key changed: another run under our instance id, or deleted by hand. */
   private checkPresence(): void {
-    const seen = this.view.self;
+    const seen = this.own.self;
     const session = this.session;
     // Stopping: another run taking our key over is the restart that replaces us (a rolling
     // restart under a stable id), not a duplicate; our lanes are fenced away either way.
     if (!session || this.stopping) return;
-    if (!seen) {
+    const verdict = presenceVerdict({ seen: seen && { nonce: seen.rec.nonce, modRevision: seen.modRevision }, nonce: session.nonce, presenceRevision: session.presenceRevision });
+    if (verdict === 'missing') {
       void session.ensurePresence().catch(() => undefined);
       return;
     }
-    // Only a key written after ours is another process: an older one is our own previous
-    // session's, still in a lagging view (its deletion event follows).
-    if (seen.rec.nonce !== session.nonce && seen.modRevision > session.presenceRevision) {
+    if (verdict === 'duplicate') {
       this.fail(new SplitfleetError('DUPLICATE_INSTANCE', `instance "${this.config.instance}" is running twice: another process wrote ${session.presenceKey}; instance ids must be unique`));
     }
   }
@@ -395,7 +368,7 @@ export class Coordinator {
 
   private async backstop(): Promise<void> {
     try {
-      await this.view.refresh();
+      await this.own.refresh();
       await this.leader?.resync();
       this.observe({ viewError: undefined });
     } catch (e) {
@@ -407,14 +380,14 @@ export class Coordinator {
   /** The leader wrote the verdict on the plan record: the job is over for every instance. */
   private checkCompletion(): void {
     if (this.verdict) return;
-    if (this.view.planSeen && !this.view.plan && !this.stopping) {
-      this.fail(new SplitfleetError('JOB_DELETED', `the job's plan record ${planKey(this.view.prefix)} was deleted (splitfleet delete --force?): stopping, rather than start the job over`));
+    const outcome = jobOutcome(this.own.plan?.rec, this.own.planSeen);
+    if (outcome.kind === 'deleted' && !this.stopping) {
+      this.fail(new SplitfleetError('JOB_DELETED', `the job's plan record ${planKey(this.own.prefix)} was deleted (splitfleet delete --force?): stopping, rather than start the job over`));
       return;
     }
-    const plan = this.view.plan?.rec;
-    if (!plan?.final || plan.verdict === undefined) return;
-    this.verdict = plan.verdict;
-    this.log.info({ verdict: this.verdict, planned: plan.planned }, 'job finished');
+    if (outcome.kind !== 'finished') return;
+    this.verdict = outcome.verdict;
+    this.log.info({ verdict: this.verdict, planned: this.own.plan?.rec.planned }, 'job finished');
     const verdict = this.verdict;
     this.stopReason = `job finished: verdict ${verdict}`;
     void this.stop().then(() => this.resolveDone(verdict));
@@ -422,7 +395,7 @@ export class Coordinator {
 
   /** Logs a record that cannot be read once per key and problem, and counts every sighting. */
   unreadable(key: string, e: SplitfleetError): void {
-    const kind = parseKey(this.view.prefix, key).kind;
+    const kind = parseKey(this.own.prefix, key).kind;
     this.metrics.unreadable.inc({ kind });
     const said = `${key}\u0000${e.message}`;
     if (this.reported.has(said)) return;
@@ -440,13 +413,6 @@ export class Coordinator {
     void this.close();
   }
 
-  /** In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above. */
-  private async decide(pool: ColumnarPool): Promise<ColumnarDecision> {
-    if (pool.size < OFF_THREAD_SPLITS) return columnarAssignment(pool);
-    this.pool ??= new AssignmentPool({ threads: 1 });
-    return this.pool.assignColumnar(pool);
-  }
-
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -457,8 +423,8 @@ export class Coordinator {
     await this.worker?.stop();
     await this.leader?.stop();
     await this.session?.close();
-    await this.view.close();
-    await this.pool?.close();
+    await this.own.close();
+    await this.engine.close();
     await this.sandbox?.close();
     this.observe({ stopped: reason });
   }
@@ -472,8 +438,8 @@ export class Coordinator {
     this.worker?.abortAll();
     await this.leader?.stop().catch(() => undefined);
     await this.session?.close();
-    await this.view.close();
-    await this.pool?.close();
+    await this.own.close();
+    await this.engine.close();
     await this.sandbox?.close();
     this.observe({ stopped: reason });
   }

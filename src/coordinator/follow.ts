@@ -16,7 +16,7 @@
  * I/O: one watch, and the reads of `reload`. No decisions are made here.
  */
 import type { Clock } from '../clock.js';
-import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { storeFailure, type SplitfleetError } from '../errors.js';
 import { exactKey, type KeyValue, type Store, type WatchHandle } from '../store/store.js';
 
 /** What the follower hands on: the key's new value (undefined: deleted or missing) at `revision`. */
@@ -96,7 +96,7 @@ export class KeyFollower {
         this.follow(res.revision + 1);
       } catch (e) {
         if (this.closed) return;
-        const err = isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String(e), { cause: e, retryable: true });
+        const err = storeFailure(e);
         if (!err.retryable) {
           this.onFatal(err);
           return;

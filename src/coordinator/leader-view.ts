@@ -25,8 +25,9 @@
  * I/O: listings and two watches. No decisions are made here.
  */
 import { ColumnarPool } from '../assignment/codec.js';
+import { STATUS_CODES, STATUS_NAMES } from '../assignment/wire.js';
 import type { Clock } from '../clock.js';
-import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { storeFailure, type SplitfleetError } from '../errors.js';
 import { kindPrefix, parseKey, type KeyKind } from '../protocol/keys.js';
 import {
   decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type SplitStatus, type WorkerRecord,
@@ -38,8 +39,7 @@ import type { Seen } from './worker-view.js';
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
 
-const STATUS_CODE: Record<SplitStatus, number> = { runnable: 0, completed: 1, quarantined: 2 };
-const STATUS_NAME: readonly SplitStatus[] = ['runnable', 'completed', 'quarantined'];
+/** A row whose record is not known (outside STATUS_CODES, the one numbering of assignment/wire.ts). */
 const NO_STATUS = 255;
 
 /** What one batch of events changed, as far as a decision is concerned. */
@@ -219,7 +219,7 @@ export class LeaderView {
   /** The status of split `id`, if its record has been seen. */
   statusOf(id: string): SplitStatus | undefined {
     const r = this.pool.rowOf(id);
-    if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAME[this.status[r]!];
+    if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAMES[this.status[r]!];
     return this.recordOnly.get(id);
   }
 
@@ -273,7 +273,7 @@ export class LeaderView {
         try {
           for (const kv of page.kvs) apply(kv);
         } catch (e) {
-          this.fail(asError(e));
+          this.fail(storeFailure(e));
           return revision;
         }
         if (!page.more || page.kvs.length === 0) break;
@@ -325,7 +325,7 @@ export class LeaderView {
     try {
       await this.start();
     } catch (e) {
-      const err = asError(e);
+      const err = storeFailure(e);
       if (!err.retryable) this.fail(err);
       else this.clock.setTimer(500, () => void this.restart());
     }
@@ -342,7 +342,7 @@ export class LeaderView {
       if (kind) this.notify({ kinds: new Set([kind]), all: false });
       else if (this.revision > before) this.notify({ kinds: new Set(), all: false });
     } catch (err) {
-      this.fail(asError(err));
+      this.fail(storeFailure(err));
     }
   }
 
@@ -463,7 +463,7 @@ export class LeaderView {
       if (id !== undefined) this.problems.get(id)?.delete(kind);
       return rec;
     } catch (e) {
-      const err = asError(e);
+      const err = storeFailure(e);
       if (id !== undefined) {
         let p = this.problems.get(id);
         if (!p) this.problems.set(id, (p = new Map()));
@@ -486,12 +486,12 @@ export class LeaderView {
     const r = this.pool.rowOf(id);
     const before = this.statusOf(id);
     if (before !== undefined) this.statusCounts[before]--;
-    if (r >= 0 && this.status[r] !== NO_STATUS) this.statusWeights[STATUS_NAME[this.status[r]!]!] -= this.weights[r]!;
+    if (r >= 0 && this.status[r] !== NO_STATUS) this.statusWeights[STATUS_NAMES[this.status[r]!]!] -= this.weights[r]!;
     if (status !== undefined) this.statusCounts[status]++;
     if (weight !== undefined && status !== undefined && !this.problems.has(id)) {
       this.specOnly.delete(id);
       this.recordOnly.delete(id);
-      const code = STATUS_CODE[status];
+      const code = STATUS_CODES[status];
       if (r >= 0) {
         if (this.weights[r] !== weight || this.status[r] !== code) this.pool.upsertSplit(id, weight, status);
         this.weights[r] = weight;
@@ -587,6 +587,4 @@ function sortedHas(ids: readonly string[], id: string): boolean {
   return false;
 }
 
-function asError(e: unknown): SplitfleetError {
-  return isSplitfleetError(e) ? e : new SplitfleetError('STORE_UNAVAILABLE', String((e as Error)?.message ?? e), { cause: e, retryable: true });
-}
+

@@ -84,7 +84,10 @@ export class InstrumentedStore implements Store {
     readonly label?: string,
   ) {}
 
-  /** This decorator with another label or deadline for the calls made through the handle returned (same inner store and recorder). */
+  /**
+   * This decorator with another label or deadline for the calls made through the handle returned (same inner store and recorder).
+   * @internal The coordinator's (see `withCallOptions`).
+   */
   withOptions(options: CallOptions): InstrumentedStore {
     return new InstrumentedStore(this.inner, this.recorder, this.clock, options.deadlineMs ?? this.deadlineMs, options.label ?? this.label);
   }

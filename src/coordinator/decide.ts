@@ -1,0 +1,33 @@
+/**
+ * The leader's default engine: the WASM engine on the leader view's columns,
+ * on this thread below OFF_THREAD_SPLITS splits and on an `AssignmentPool`
+ * thread above (docs/decisions/0006-when-decisions-leave-the-thread.md). The
+ * pool thread is started on first need and ended with the coordinator.
+ * It decides only what the engine decides; nothing here touches the store.
+ */
+import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
+import { AssignmentPool } from '../assignment/pool.js';
+import { columnarAssignment } from '../assignment/wasm.js';
+
+/**
+ * Above this many splits the default assigner decides on a pool thread. Below
+ * it the in-thread WASM decision is faster than the pool's marshalling and
+ * blocks the loop for about 15 ms per 100k splits (BENCHMARKS.md); above it the loop
+ * (which renews the lease) would stall for tens of milliseconds.
+ */
+export const OFF_THREAD_SPLITS = 200_000;
+
+export class DefaultEngine {
+  private pool: AssignmentPool | undefined;
+
+  /** In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above. */
+  async decide(pool: ColumnarPool): Promise<ColumnarDecision> {
+    if (pool.size < OFF_THREAD_SPLITS) return columnarAssignment(pool);
+    this.pool ??= new AssignmentPool({ threads: 1 });
+    return this.pool.assignColumnar(pool);
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The leader's publishing loop: when `publishAssignments` (publish.ts) runs.
+ * Changes are coalesced (PUBLISH_DEBOUNCE_MS, or SEEDING_PUBLISH_MS while a
+ * plan is being seeded), one step is in flight at a time, and changes
+ * arriving during it trigger one more (latest wins). The rebalance-delay
+ * window's next expiry sets one timer.
+ *
+ * Invariants:
+ * - A step runs only on a view that has seen the leader's own last write: a
+ *   decision before that would read its previous decision as absent and
+ *   undo part of it (the write's watch event schedules the next step).
+ * - A step of a term that has ended changes nothing (its result is dropped).
+ * - It decides nothing itself and writes nothing itself: publishAssignments does.
+ */
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { ReservedWindowState } from '../protocol/reserved.js';
+import type { Compare, Store } from '../store/store.js';
+import type { LeaderView } from './leader-view.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import { publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
+
+/** Quiet period that coalesces bursts of changes into one decision. */
+const PUBLISH_DEBOUNCE_MS = 25;
+/**
+ * While a plan is being seeded, decisions are spaced this far apart: every
+ * batch of new splits drops the pool's cached order, and deciding on each
+ * would re-sort a growing pool dozens of times a second for nothing.
+ */
+const SEEDING_PUBLISH_MS = 1000;
+
+/** Counters for tests, benches and inspection. */
+export interface LeaderStats {
+  decisions: number;
+  recordsWritten: number;
+  terms: number;
+  /** The engine's time, summed over decisions and at most (ms). */
+  decisionMsTotal: number;
+  decisionMsMax: number;
+  /** The longest publishing step, from its start to its last write landing (ms). */
+  stepMsMax: number;
+}
+
+/** The term a step publishes for: its generation, fence and leadership guard. */
+export interface PublishingTerm {
+  readonly generation: number;
+  readonly fence: PublishFence;
+  readonly guard: Compare;
+}
+
+export interface PublishLoopContext {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  assigner: Assigner | undefined;
+  decide: ColumnarAssigner;
+  metrics: Metrics;
+  log: Logger;
+  stats: LeaderStats;
+  /** The current term (the same object for its whole length), or undefined when not leading. */
+  term: () => object | undefined;
+  /** What a step of the current term publishes with. */
+  publishing: () => PublishingTerm | undefined;
+  job: () => LeaderView | undefined;
+  seeding: () => boolean;
+}
+
+export class PublishLoop {
+  private running = false;
+  private again = false;
+  private cancelTimer: (() => void) | undefined;
+  private cancelWindowTimer: (() => void) | undefined;
+  private window: ReservedWindowState | undefined;
+  /** Revision of our last assignment write: the next decision waits until the view has seen it. */
+  private publishedRevision = 0;
+  /** Splits given a previous assignee by the last decision (publishAssignments clears them). */
+  readonly previousIds = new Set<string>();
+
+  constructor(private readonly ctx: PublishLoopContext) {}
+
+  /** A change the decision may depend on: publish after the quiet period. */
+  schedule(): void {
+    if (!this.ctx.term() || !this.ctx.job()) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.cancelTimer) return;
+    this.cancelTimer = this.ctx.clock.setTimer(this.ctx.seeding() ? SEEDING_PUBLISH_MS : PUBLISH_DEBOUNCE_MS, () => {
+      this.cancelTimer = undefined;
+      void this.step();
+    });
+  }
+
+  /** Decide now (the whole plan is seeded), rather than when a seeding-paced timer would fire. */
+  now(): void {
+    if (this.cancelTimer) {
+      this.cancelTimer();
+      this.cancelTimer = undefined;
+    }
+    this.schedule();
+  }
+
+  /** The term ended: drop its timers and its window state. */
+  reset(): void {
+    this.cancelWindowTimer?.();
+    this.cancelWindowTimer = undefined;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    this.window = undefined;
+  }
+
+  /** A new term's view: previous assignees are set afresh on it. */
+  newView(): void {
+    this.previousIds.clear();
+  }
+
+  private async step(): Promise<void> {
+    const { ctx } = this;
+    const term = ctx.term();
+    const publishing = ctx.publishing();
+    const job = ctx.job();
+    if (!term || !publishing || !job || this.running) return;
+    if (job.revision < this.publishedRevision) return;
+    this.running = true;
+    this.again = false;
+    const started = ctx.clock.now();
+    try {
+      const res = await publishAssignments({
+        store: ctx.store, fence: publishing.fence, view: job, fingerprint: ctx.config.fingerprint, generation: publishing.generation,
+        guard: publishing.guard, rebalanceDelayMs: ctx.config.rebalanceDelayMs, now: ctx.clock.now(), window: this.window,
+        assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log,
+      }, this.previousIds);
+      if (ctx.term() !== term) return;
+      this.window = res.window;
+      this.publishedRevision = Math.max(this.publishedRevision, res.revision);
+      const { stats } = ctx;
+      stats.decisions++;
+      stats.recordsWritten += res.written + res.deleted;
+      stats.decisionMsTotal += res.stats.computeMs;
+      stats.decisionMsMax = Math.max(stats.decisionMsMax, res.stats.computeMs);
+      stats.stepMsMax = Math.max(stats.stepMsMax, ctx.clock.now() - started);
+      ctx.metrics.publishSeconds.observe((ctx.clock.now() - started) / 1000);
+      if (!res.complete) this.again = true;
+      this.cancelWindowTimer?.();
+      this.cancelWindowTimer = undefined;
+      if (res.nextChangeAt !== undefined) {
+        this.cancelWindowTimer = ctx.clock.setTimer(Math.max(0, res.nextChangeAt - ctx.clock.now()), () => {
+          this.cancelWindowTimer = undefined;
+          this.schedule();
+        });
+      }
+    } catch (e) {
+      ctx.log.error({ err: (e as Error).message }, 'publishing failed');
+      this.again = true;
+    } finally {
+      this.running = false;
+      if (this.again && ctx.term() === term) {
+        this.again = false;
+        this.schedule();
+      }
+    }
+  }
+}

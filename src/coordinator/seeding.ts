@@ -1,0 +1,172 @@
+/**
+ * Seeding: the leader writes what its planner returned. Every spec and split
+ * record is created only where absent (a record that exists is never
+ * overwritten, so progress is never reset), in batches under the store's
+ * limits, pipelined, a slice per turn of the event loop; then the plan
+ * record (finality, planned count, cursor). A split record deleted by hand
+ * is seeded again (`reseed`).
+ *
+ * Invariants:
+ * - The planner's output is validated whole before anything is written
+ *   (ids valid and unique, weights safe integers ≥ 0): PLANNER_FAILURE.
+ * - Every write is guarded by leadership (`guard()`); a plan record deleted
+ *   meanwhile is never re-created (JOB_DELETED).
+ * - It decides nothing about ownership; the records it creates are
+ *   `initialSplitRecord`s (protocol/claims.ts).
+ */
+import type { Config } from '../config.js';
+import { SplitfleetError } from '../errors.js';
+import { initialSplitRecord } from '../protocol/claims.js';
+import { idProblem, isValidId, planKey, specKey, splitKey } from '../protocol/keys.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
+import { batches } from '../protocol/txns.js';
+import { itemBytes } from '../store/base.js';
+import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
+import type { LeaderView } from './leader-view.js';
+import type { Logger } from './log.js';
+import type { PlannedSplit } from './types.js';
+
+/** Splits validated and encoded per turn of the event loop while seeding. */
+const SEED_SLICE = 500;
+/** How many seeding transactions are in flight at once. */
+const SEED_PIPELINE = 8;
+/** Split records re-seeded per step when they were deleted (by hand, to clear an unreadable one). */
+const RESEED_BATCH = 60;
+
+/** Yields to the event loop (seeding a large plan must not hold it). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export interface SeederContext {
+  store: Store;
+  config: Config;
+  prefix: string;
+  /** The leadership guard of the current term. */
+  guard: () => Compare;
+  leading: () => boolean;
+  log: Logger;
+}
+
+/** Throws PLANNER_FAILURE for the first planned split of `splits[start, end)` that breaks a rule. */
+export function validatePlanned(splits: readonly PlannedSplit[], start: number, end: number, seen: Set<string>): void {
+  for (let i = start; i < end; i++) {
+    const s = splits[i]!;
+    if (!isValidId(s?.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${idProblem(s?.id)}`);
+    if (seen.has(s.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: "${s.id}" appears twice; split ids must be unique`);
+    seen.add(s.id);
+    if (!(Number.isSafeInteger(s.weight) && s.weight >= 0)) {
+      throw new SplitfleetError('PLANNER_FAILURE', `planner split "${s.id}".weight: must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER} (got ${String(s.weight)})`);
+    }
+  }
+}
+
+export class Seeder {
+  private reseeding = false;
+
+  constructor(private readonly ctx: SeederContext) {}
+
+  /**
+   * Validates the planner's output (all of it, before anything is written) and
+   * creates the missing spec + split records, a slice per turn of the event
+   * loop, so a plan of millions never holds the loop; then the plan record.
+   */
+  async seed(job: LeaderView, generation: number, splits: PlannedSplit[], final: boolean, cursor: Json | undefined, signal: AbortSignal): Promise<void> {
+    const seen = new Set<string>();
+    for (let start = 0; start < splits.length; start += SEED_SLICE) {
+      const end = Math.min(splits.length, start + SEED_SLICE);
+      validatePlanned(splits, start, end, seen);
+      if (end < splits.length) await yieldToLoop();
+      if (signal.aborted) return;
+    }
+    const known = await this.seedRecords(job, generation, splits, signal);
+    if (signal.aborted) return;
+    await this.writePlan(generation, Math.max(known, job.specCount), final, cursor);
+  }
+
+  /** Creates the spec and split records the view does not have; returns the specs known after. */
+  private async seedRecords(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
+    const { store, prefix } = this.ctx;
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const maxBytes = store.limits.maxRequestBytes - 4096;
+    let known = job.specCount;
+    const inFlight = new Set<Promise<void>>();
+    const perTxn = Math.floor((store.limits.maxOpsPerTxn - 1) / 2) * 2;
+    for (let start = 0; start < splits.length; start += SEED_SLICE) {
+      const writes: Op[][] = [];
+      for (let i = start; i < Math.min(splits.length, start + SEED_SLICE); i++) {
+        const s = splits[i]!;
+        if (job.hasSpec(s.id)) continue;
+        known++;
+        const spec = encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation }, { maxBytes });
+        const split = encodeRecord('split', initialSplitRecord(s.id, fp));
+        writes.push([op.put(specKey(prefix, s.id), spec), op.put(splitKey(prefix, s.id), split)]);
+      }
+      for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
+        const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+      }
+      if (signal.aborted) break;
+      await yieldToLoop();
+    }
+    await Promise.all(inFlight);
+    return known;
+  }
+
+  /**
+   * The plan record: finality, the planned count, the cursor. Its revision is read from the
+   * store, not the view: the view may not have seen our own generation bump yet, and a CAS at
+   * a stale revision would lose and postpone the plan by a whole replanIntervalMs.
+   */
+  private async writePlan(generation: number, planned: number, final: boolean, cursor: Json | undefined): Promise<void> {
+    const { store, prefix } = this.ctx;
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const key = planKey(prefix);
+    const plan = await store.get(key);
+    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
+    // Restated over the record as read: fields of a newer minor version are kept.
+    const current = decodeRecord('plan', plan.key, plan.value, fp);
+    const { cursor: _previousCursor, ...kept } = current;
+    const next: PlanRecord = { ...kept, v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
+    const res = await store.txn({ compares: [this.ctx.guard(), cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', next))] });
+    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
+    this.ctx.log.info({ planned, final }, 'plan seeded');
+  }
+
+  private async seedBatch(batch: Op[]): Promise<void> {
+    const { store } = this.ctx;
+    const compares: Compare[] = [this.ctx.guard(), ...batch.map((o) => cmp.absent(o.key))];
+    const res = await store.txn({ compares, success: batch });
+    if (res.won) return;
+    // Some record exists already (a previous leader seeded it) or we lost leadership:
+    // fall back to one split at a time, never overwriting an existing record.
+    for (let i = 0; i < batch.length; i += 2) {
+      const pair = batch.slice(i, i + 2);
+      const r = await store.txn({ compares: [this.ctx.guard(), ...pair.map((o) => cmp.absent(o.key))], success: pair });
+      if (!r.won && !this.ctx.leading()) return;
+    }
+  }
+
+  /**
+   * A split with a spec but no record (deleted by hand, typically to get rid
+   * of an unreadable one) is seeded again: a fresh record, created only if
+   * absent and guarded by leadership. It then runs again from its last
+   * committed progress (at-least-once).
+   */
+  reseed(job: LeaderView): void {
+    if (this.reseeding) return;
+    const ids = job.unrecorded(RESEED_BATCH);
+    if (ids.length === 0) return;
+    this.reseeding = true;
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const writes = ids.map((id) => op.put(splitKey(this.ctx.prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
+    // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
+    void this.ctx.store.txn({ compares: [this.ctx.guard(), ...writes.map((w) => cmp.absent(w.key))], success: writes })
+      .then((res) => {
+        if (res.won) this.ctx.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
+      })
+      .catch((e) => this.ctx.log.warn({ err: (e as Error).message }, 're-seeding split records failed; will retry'))
+      .finally(() => {
+        this.reseeding = false;
+      });
+  }
+}
