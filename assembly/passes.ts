@@ -139,12 +139,17 @@ export function decide(): i32 {
   const realLoad = <usize>word(H_LOAD);
   gCap = <usize>word(H_CAP);
 
-  // Columns are read at the row, or at the order position when the caller
-  // wrote them permuted (sequential reads instead of a gather).
+  // Columns are read at the order position when the caller wrote them
+  // permuted (sequential reads). Otherwise at the row, in pool order: a
+  // gather, so each row's five columns are first packed into one 32-byte
+  // record (one sequential pass) and the gather touches one cache line a row
+  // instead of five (at 1M rows: decide 146 → see BENCHMARKS.md).
   const permuted = word(H_PERMUTED) != 0;
   scratchReset();
   const prow = take(<usize>L << 2);
-  const psrc = permuted ? take(<usize>L << 2) : prow;
+  const pPrev = take(<usize>L << 2);
+  const pRec = take(<usize>L << 2);
+  const packed = permuted ? 0 : take(<usize>R << 5);
   const wEff = take(<usize>L << 3);
   gW = take(<usize>L << 3);
   gOwner = take(<usize>L << 2);
@@ -158,6 +163,16 @@ export function decide(): i32 {
   if (!commit()) return STATUS_NO_MEMORY;
   memory.fill(gCount, 0, <usize>m << 2);
   memory.fill(gLoad, 0, <usize>m << 3);
+  if (!permuted) {
+    for (let r = 0; r < R; r++) {
+      const rec = packed + (<usize>r << 5);
+      store<f64>(rec, load<f64>(weightP + (<usize>r << 3)));
+      store<i32>(rec, load<i32>(leaseP + (<usize>r << 2)), 8);
+      store<i32>(rec, load<i32>(prevP + (<usize>r << 2)), 12);
+      store<i32>(rec, load<i32>(recP + (<usize>r << 2)), 16);
+      store<u8>(rec, load<u8>(flagsP + <usize>r), 20);
+    }
+  }
 
   // The claimable pool in order, with pass 1 (sticky to the live lease
   // owner) folded in: it needs only counts, and loads are added below.
@@ -166,12 +181,27 @@ export function decide(): i32 {
   let n = 0;
   for (let k = 0; k < L; k++) {
     const row = load<u32>(orderP + (<usize>k << 2));
-    const src = permuted ? <u32>k : row;
-    if ((<i32>load<u8>(flagsP + <usize>src) & FLAG_POOL) == 0) continue;
+    let flags: i32, w: f64, lease: i32, prevH: i32, recH: i32;
+    if (permuted) {
+      flags = <i32>load<u8>(flagsP + <usize>k);
+      w = load<f64>(weightP + (<usize>k << 3));
+      lease = load<i32>(leaseP + (<usize>k << 2));
+      prevH = load<i32>(prevP + (<usize>k << 2));
+      recH = load<i32>(recP + (<usize>k << 2));
+    } else {
+      const rec = packed + (<usize>row << 5);
+      flags = <i32>load<u8>(rec, 20);
+      w = load<f64>(rec);
+      lease = load<i32>(rec, 8);
+      prevH = load<i32>(rec, 12);
+      recH = load<i32>(rec, 16);
+    }
+    if ((flags & FLAG_POOL) == 0) continue;
     store<u32>(prow + (<usize>n << 2), row);
-    if (permuted) store<u32>(psrc + (<usize>n << 2), src);
-    f64Put(wEff, n, effective(load<f64>(weightP + (<usize>src << 3))));
-    const j = member(mapP, load<i32>(leaseP + (<usize>src << 2)));
+    i32Put(pPrev, n, prevH);
+    i32Put(pRec, n, recH);
+    f64Put(wEff, n, effective(w));
+    const j = member(mapP, lease);
     if (isFree(j)) {
       i32Put(gOwner, n, j);
       i32Put(gCount, j, i32At(gCount, j) + 1);
@@ -207,13 +237,12 @@ export function decide(): i32 {
       f64Put(gLoad, j, f64At(gLoad, j) + w);
       continue;
     }
-    const src = load<u32>(psrc + (<usize>i << 2));
-    const c0 = member(mapP, load<i32>(prevP + (<usize>src << 2)));
+    const c0 = member(mapP, i32At(pPrev, i));
     if (isFree(c0)) {
       assign(i, c0);
       continue;
     }
-    const c1 = member(mapP, load<i32>(recP + (<usize>src << 2)));
+    const c1 = member(mapP, i32At(pRec, i));
     if (isFree(c1)) assign(i, c1);
   }
 

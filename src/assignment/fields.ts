@@ -3,20 +3,28 @@
  * depend on how the caller built them.
  *
  * Why: a named property load (`s.id`) is an inline cache keyed by the
- * object's hidden class. Objects built with spread, `{ ...s, leaseOwner }`,
- * from a source whose `weight` field holds doubles (any weight ≥ 2^30 in the
- * array makes V8 generalise that field) get a fresh hidden class each: V8's
- * clone fast path cannot share a map whose fields are boxed doubles, so at 1M
- * splits the loads see ~500k classes, go megamorphic, miss the global stub
- * cache on nearly every object and pay a runtime IC miss each (measured: the
- * same six loads over 1M literals 8 ms, over 1M spread objects 940–1,600 ms).
- * `Reflect.get` is a generic lookup (TurboFan calls the GetProperty builtin,
- * no feedback): 10–40 ns a field for every shape measured (literal, spread,
- * class instances, extra fields, another order), so this file reads every
- * field through it, once, into typed columns that the rest of the codec reads
- * monomorphically. What remains between shapes is the objects' own layout:
- * a spread object keeps the added fields out of line (a second allocation),
- * so reading 1M of them still costs ~230 ms against ~75 ms for literals.
+ * object's hidden class. V8 gives every object built as `{ ...s, leaseOwner }`
+ * (spread, then any added field) a hidden class of its own: the clone's map
+ * is not in a transition tree, so each added field makes a fresh map (seen
+ * with `%HaveSameMap`: 1 pair in 1,000 neighbours shares one, with integer
+ * weights as with doubles; `{ ...s }` alone shares). At 1M splits named loads
+ * see ~1M classes, go megamorphic, miss the stub cache on nearly every object
+ * and pay a runtime miss each (six loads over 1M literals 12–20 ms, over 1M
+ * spread objects 1,000–1,500 ms). `Reflect.get` (no inline cache) costs the
+ * same for every shape but is slow for all of them (literal 110–120 ms,
+ * spread 330–490 ms). A `for…in` over the object is fast whatever its map:
+ * V8 enumerates from the map's enum cache and turns `s[k]` on the loop's key
+ * into a load by field index, no lookup (literal, class, reordered 30–36 ms,
+ * two extra fields 39 ms, spread 80–100 ms once its enum caches exist).
+ * Measured with node 20.20 (V8 11.3) on 1M settled splits; BENCHMARKS.md.
+ *
+ * Exactness: `for…in` sees enumerable string keys, own or inherited, and
+ * `s[k]` is the same [[Get]] as `s.id`. A field it does not see may still be
+ * there, non-enumerable (a class getter, `defineProperty`): each field not
+ * seen is read once more with `Reflect.get`, so the values are exactly the
+ * reference's `s.id`, `s.weight`, … (an absent field costs that one lookup).
+ * The loop stops once all six fields are seen, so extra fields after them
+ * cost nothing.
  *
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null. Pure.
@@ -59,12 +67,30 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
   for (let i = from; i < to; i++) {
     const s = splits[i];
     if (typeof s !== 'object' || s === null) return i;
-    const id: unknown = Reflect.get(s, 'id');
-    const w: unknown = Reflect.get(s, 'weight');
-    const st: unknown = Reflect.get(s, 'status');
-    const lo: unknown = Reflect.get(s, 'leaseOwner');
-    const pr: unknown = Reflect.get(s, 'previous');
-    const ro: unknown = Reflect.get(s, 'recordOwner');
+    const o = s as Record<string, unknown>;
+    let id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown;
+    let seen = 0;
+    for (const k in o) {
+      // Interned literals: each case is a pointer compare. `o[k]` must stay on the loop's own key.
+      switch (k) {
+        case 'id': id = o[k]; seen |= 1; break;
+        case 'weight': w = o[k]; seen |= 2; break;
+        case 'leaseOwner': lo = o[k]; seen |= 4; break;
+        case 'recordOwner': ro = o[k]; seen |= 8; break;
+        case 'previous': pr = o[k]; seen |= 16; break;
+        case 'status': st = o[k]; seen |= 32; break;
+        default: continue;
+      }
+      if (seen === 63) break;
+    }
+    if (seen !== 63) {
+      if ((seen & 1) === 0) id = Reflect.get(o, 'id');
+      if ((seen & 2) === 0) w = Reflect.get(o, 'weight');
+      if ((seen & 4) === 0) lo = Reflect.get(o, 'leaseOwner');
+      if ((seen & 8) === 0) ro = Reflect.get(o, 'recordOwner');
+      if ((seen & 16) === 0) pr = Reflect.get(o, 'previous');
+      if ((seen & 32) === 0) st = Reflect.get(o, 'status');
+    }
     if (typeof id !== 'string' || id === '' || typeof w !== 'number' || !Number.isSafeInteger(w) || w < 0) return i;
     let code = 0;
     if (st !== undefined) {
@@ -78,9 +104,9 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
     ids[i] = id;
     weight[i] = w;
     status[i] = code;
-    lease[i] = lo === undefined ? null : lo;
-    prev[i] = pr === undefined ? null : pr;
-    rec[i] = ro === undefined ? null : ro;
+    lease[i] = lo === undefined ? null : (lo as string | null);
+    prev[i] = pr === undefined ? null : (pr as string | null);
+    rec[i] = ro === undefined ? null : (ro as string | null);
   }
   return -1;
 }

@@ -15,7 +15,7 @@ import { fieldsFor, readSplits, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
-import type { AssignmentInput } from './types.js';
+import type { AssignmentInput, AssignmentStats } from './types.js';
 import { validateAssignmentInput } from './validate.js';
 
 /**
@@ -41,11 +41,15 @@ export interface InputMemo {
     pool: Uint8Array;
     /** Each claimable row's lease owner as last seen, and its member index under `owners.table`. */
     owners: { table: MemberTable; lease: unknown[]; index: Int32Array };
+    /** The owner columns the engine was last given (LEASE, PREVIOUS, RECORD; claimable rows only are meaningful). */
+    handles: { lease: Int32Array; prev: Int32Array; rec: Int32Array };
   } | null;
   order: Uint32Array | null;
   byRank: Uint32Array | null;
   /** The last result's lists. */
   out: OutputMemo | null;
+  /** The last result's stats (computeMs 0): with `out`, the whole last result. */
+  stats: AssignmentStats | null;
 }
 
 /** What `marshalInput` leaves behind for the engine calls and for reading the result. */
@@ -59,6 +63,12 @@ export interface MarshalledInput {
   sameIds: boolean;
   /** ...and every weight and claimability too: the memo's pool order holds. */
   sameOrder: boolean;
+  /**
+   * ...and the members, caps and every claimable row's owners too: the engine
+   * would be given exactly the columns of the memo's last decision, so its
+   * result is that decision's (the engine is a function of its columns).
+   */
+  unchanged: boolean;
   /** The memo for the next decision; keep it only once the input is known valid. */
   memo: InputMemo;
 }
@@ -94,19 +104,24 @@ export function shapeIsValid(input: AssignmentInput): boolean {
 /** A lease owner no input can have: "not seen yet" in InputMemo's owners. */
 const UNSEEN = Symbol('unseen');
 
-/** The splits' fields as read by the last call (fields.ts; reused, grown by doubling). */
-let fields: SplitFields | null = null;
+/**
+ * Buffers one engine reuses between object-form calls, grown by doubling and
+ * never shrunk: the splits' fields as read (fields.ts) and the ids' code
+ * units. Owned by the engine instance (wasm.ts), so two engines never share.
+ */
+export class MarshalScratch {
+  fields: SplitFields | null = null;
+  private chars: Uint16Array = new Uint16Array(1 << 16);
 
-/** Code units of the ids being marshalled (reused between calls, grown by doubling). */
-let charBuf: Uint16Array = new Uint16Array(1 << 16);
-
-function charRoom(need: number, keep: number): Uint16Array {
-  if (need > charBuf.length) {
-    const grown = new Uint16Array(Math.max(need, 2 * charBuf.length));
-    grown.set(charBuf.subarray(0, keep));
-    charBuf = grown;
+  /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
+  charRoom(need: number, keep: number): Uint16Array {
+    if (need > this.chars.length) {
+      const grown = new Uint16Array(Math.max(need, 2 * this.chars.length));
+      grown.set(this.chars.subarray(0, keep));
+      this.chars = grown;
+    }
+    return this.chars;
   }
-  return charBuf;
 }
 
 /**
@@ -118,7 +133,9 @@ function charRoom(need: number, keep: number): Uint16Array {
  * error. With a `memo` of the previous input, rows whose ids match reuse
  * its keys and code units instead of computing them.
  */
-export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: InputMemo | null = null): MarshalledInput {
+export function marshalInput(
+  input: AssignmentInput, mem: EngineMemory, memo: InputMemo | null = null, scratch: MarshalScratch = new MarshalScratch(),
+): MarshalledInput {
   if (!shapeIsValid(input)) refuse(input);
   const splits = input.splits;
   const n = splits.length;
@@ -144,7 +161,7 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
   }
 
   // Every field of every split, read once whatever the objects' hidden classes (fields.ts).
-  const f = (fields = fieldsFor(fields, n));
+  const f = (scratch.fields = fieldsFor(scratch.fields, n));
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   const fid = f.ids;
 
@@ -159,7 +176,7 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
   const ids: string[] = same ? prior!.ids : fid.slice(0, n);
   let p = 0;
   let units = 0;
-  let str: Uint16Array = charBuf;
+  let str: Uint16Array = scratch.charRoom(0, 0);
   if (!(same && kept !== null)) {
     // Keys and code units: the memo's for the rows before k, computed from there on.
     let from = 0;
@@ -167,7 +184,7 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
       from = k;
       key.set(kept.keys.subarray(0, 2 * k));
       p = kept.strOff[k]!;
-      str = charRoom(p, 0);
+      str = scratch.charRoom(p, 0);
       str.set(kept.chars.subarray(0, p));
       strOff.set(kept.strOff.subarray(0, k));
       units = kept.narrow ? 0 : 0x100;
@@ -177,7 +194,7 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
       const id = fid[i]!;
       hashInto(state, id, key, 2 * i);
       strOff[i] = p;
-      if (p + id.length > str.length) str = charRoom(p + id.length, p);
+      if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
       for (let c = 0; c < id.length; c++) {
         const u = id.charCodeAt(c);
         units |= u;
@@ -193,6 +210,10 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
     : kept !== null ? kept.owners
     : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
   const ownersHold = owners !== null && owners.table === table;
+  const handles = kept?.handles ?? null;
+  const { lease: hl, prev: hp, rec: hr } = handles ?? { lease: lease, prev: prev, rec: rec };
+  // Every claimable row's owner handles equal the last call's (checked row by row below).
+  let sameHandles = sameOrder && handles !== null && prior!.members === table;
   const { weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
   for (let i = 0; i < n; i++) {
     const w = fw[i]!;
@@ -219,7 +240,9 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
     lease[i] = l;
     const q = pr === null ? -1 : pr === lo ? l : (memberIndex.get(pr) ?? -1);
     prev[i] = q;
-    rec[i] = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
+    const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
+    rec[i] = r;
+    if (sameHandles && (l !== hl[i] || q !== hp[i] || r !== hr[i])) sameHandles = false;
   }
 
   if (owners !== null && !ownersHold && same) {
@@ -236,8 +259,10 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
     v.setWord(L.H_NARROW, kept.narrow ? 1 : 0);
     // Keys are read only to sort (and sorting is skipped when the order holds).
     if (!sameOrder) v.u32(L.H_KEY, 2 * n).set(kept.keys);
-    next = sameOrder ? { ...prior!, members: table } : {
-      ...prior!, members: table, rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice() }, order: null,
+    const nextHandles = sameHandles && sameOrder ? kept.handles : ownerHandles(v, n);
+    next = sameOrder ? { ...prior!, members: table, rows: { ...kept, handles: nextHandles } } : {
+      ...prior!, members: table, order: null,
+      rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), handles: nextHandles },
     };
   } else {
     strOff[n] = p;
@@ -248,10 +273,16 @@ export function marshalInput(input: AssignmentInput, mem: EngineMemory, memo: In
     const rows = !same ? null : {
       keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),
       narrow: units < 256, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), owners: owners!,
+      handles: ownerHandles(v, n),
     };
-    next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null };
+    next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null, stats: null };
   }
   const final = ids;
-  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, memo: next };
+  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, unchanged: sameHandles && sameOrder, memo: next };
+}
+
+/** Copies of the owner columns just written (what `unchanged` compares the next call against). */
+function ownerHandles(v: ReturnType<EngineMemory['views']>, n: number): { lease: Int32Array; prev: Int32Array; rec: Int32Array } {
+  return { lease: v.i32(L.H_LEASE, n).slice(), prev: v.i32(L.H_PREVIOUS, n).slice(), rec: v.i32(L.H_RECORD, n).slice() };
 }
 

@@ -37,14 +37,18 @@ export function hashUnits(state: number, units: Uint16Array, from: number, to: n
   into[at + 1] = h2 >>> 0;
 }
 
+/** An ObjectTask before its ids are joined: what the caller compares with its last task. */
+export type TaskColumns = Omit<ObjectTask, 'idChars'>;
+
 /**
- * `input` as an ObjectTask, `chunk` splits per turn; null when a rule is
- * broken (the caller runs the validator for the exact error). `ids` are the
- * input's split ids by row, for reading the reply.
+ * `input` as the columns of an ObjectTask, `chunk` splits per turn; null when
+ * a rule is broken (the caller runs the validator for the exact error).
+ * `ids` are the input's split ids by row, for reading the reply and for
+ * `joinIds`.
  */
-export async function buildObjectTask(
+export async function readObjectTask(
   input: AssignmentInput, chunk: number, turn: () => Promise<void>,
-): Promise<{ task: ObjectTask; ids: string[] } | null> {
+): Promise<{ columns: TaskColumns; ids: string[] } | null> {
   if (!shapeIsValid(input)) return null;
   const splits = input.splits;
   const n = splits.length;
@@ -56,21 +60,55 @@ export async function buildObjectTask(
     ids: new Array<string>(n), idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
     lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), ownerIds: [], owners: new Map(), reserved, chars: 0,
   };
-  const parts: string[] = [];
   const f = fieldsFor(null, Math.min(n, chunk));
   for (let from = 0; from < n; from += chunk) {
     if (from > 0) await turn();
     const to = Math.min(n, from + chunk);
     // A plain function per chunk: an async function's loop resumes unoptimised after each await.
     if (!fillChunk(splits, from, to, f, c)) return null;
-    parts.push(c.ids.slice(from, to).join(''));
   }
   c.idOff[n] = c.chars;
-  const task: ObjectTask = {
-    kind: 'object', seed: input.seed, memberIds, memberCaps, idChars: parts.join(''), idOff: c.idOff, weight: c.weight, flags: c.flags,
+  const columns: TaskColumns = {
+    kind: 'object', seed: input.seed, memberIds, memberCaps, idOff: c.idOff, weight: c.weight, flags: c.flags,
     lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.ownerIds,
   };
-  return { task, ids: c.ids };
+  return { columns, ids: c.ids };
+}
+
+/** The ids joined into one string (a native join per chunk, one turn between chunks). */
+export async function joinIds(ids: readonly string[], chunk: number, turn: () => Promise<void>): Promise<string> {
+  const parts: string[] = [];
+  for (let from = 0; from < ids.length; from += chunk) {
+    if (from > 0) await turn();
+    parts.push(ids.slice(from, from + chunk).join(''));
+  }
+  return parts.join('');
+}
+
+/** A copy of `c` that survives the transfer of its buffers to a thread. */
+export function copyColumns(c: TaskColumns): TaskColumns {
+  return {
+    ...c, memberIds: c.memberIds.slice(), memberCaps: c.memberCaps.slice(), idOff: c.idOff.slice(), weight: c.weight.slice(),
+    flags: c.flags.slice(), lease: c.lease.slice(), prev: c.prev.slice(), rec: c.rec.slice(), ownerIds: c.ownerIds.slice(),
+  };
+}
+
+const sameStrings = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
+ * True when two tasks would give the engine the same columns: same seed,
+ * members and caps, ids row for row, weights, flags, and owners (handles
+ * that name the same owner ids). The engine is a function of its columns,
+ * so the second task's decision is the first's.
+ */
+export function sameTask(a: TaskColumns, aIds: readonly string[], b: TaskColumns, bIds: readonly string[]): boolean {
+  return a.seed === b.seed && sameStrings(a.memberIds, b.memberIds) && sameBytes(a.memberCaps, b.memberCaps)
+    && sameStrings(aIds, bIds) && sameBytes(a.weight, b.weight) && sameBytes(a.flags, b.flags)
+    && sameStrings(a.ownerIds, b.ownerIds) && sameBytes(a.lease, b.lease) && sameBytes(a.prev, b.prev) && sameBytes(a.rec, b.rec);
 }
 
 /** What `buildObjectTask` fills, chunk by chunk. */

@@ -117,3 +117,16 @@ export function readAssignmentKept(
   return { result, memo: { members, ids: kept.ids, off: off.slice(), rows: rows.slice(), lists } };
 }
 
+
+/**
+ * The result `readAssignmentKept` returned with `out` as its memo, again:
+ * fresh copies of the same lists and stats (the caller may mutate them).
+ */
+export function repeatedAssignment(out: OutputMemo, stats: AssignmentStats): AssignmentResult {
+  const { members, lists } = out;
+  const assignment: Record<string, string[]> = {};
+  for (const j of members.byId) {
+    Object.defineProperty(assignment, members.ids[j]!, { value: lists[j]!.slice(), enumerable: true, writable: true, configurable: true });
+  }
+  return { assignment, stats: { ...stats } };
+}

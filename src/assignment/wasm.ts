@@ -12,8 +12,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SplitfleetError } from '../errors.js';
 import {
-  ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats,
-  type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
+  ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats, repeatedAssignment,
+  MarshalScratch, type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
 import { taskId, writeObjectTask, type TaskMemo } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
@@ -76,6 +76,8 @@ interface Engine {
   memo: InputMemo | null;
   /** The last object task a pool thread decided (object-task.ts TaskMemo). */
   taskMemo: TaskMemo | null;
+  /** This engine's marshalling buffers (marshal.ts). */
+  scratch: MarshalScratch;
 }
 
 let engine: Engine | null = null;
@@ -99,7 +101,7 @@ function load(): Engine {
     if (version !== LAYOUT.LAYOUT_VERSION) {
       throw new Error(`engine.wasm has layout version ${String(version)}, codec expects ${LAYOUT.LAYOUT_VERSION}; rebuild it`);
     }
-    engine = { x, mem: new WasmMemory(x), memo: null, taskMemo: null };
+    engine = { x, mem: new WasmMemory(x), memo: null, taskMemo: null, scratch: new MarshalScratch() };
     return engine;
   } catch (e) {
     throw asEngineFailure(e, 'loading engine.wasm');
@@ -143,7 +145,7 @@ export function wasmAssignment(input: AssignmentInput): AssignmentResult {
   const { x, mem } = e;
   const memo = e.memo;
   e.memo = null;
-  const marshalled = marshalInput(input, mem, memo);
+  const marshalled = marshalInput(input, mem, memo, e.scratch);
   if (!marshalled.sameIds) {
     // Equal keys: two splits may share an id (the validator says so) or a hash.
     if (guarded('countDuplicateKeys', () => check(x.countDuplicateKeys(), 'countDuplicateKeys')) > 0) {
@@ -151,6 +153,12 @@ export function wasmAssignment(input: AssignmentInput): AssignmentResult {
     }
   }
   const next = marshalled.memo;
+  if (marshalled.unchanged && next.out !== null && next.stats !== null) {
+    // The engine would be given the last decision's columns: its result is that decision's.
+    const again = repeatedAssignment(next.out, next.stats);
+    e.memo = next;
+    return again;
+  }
   const result = guarded('wasmAssignment', () => {
     if (marshalled.sameOrder && next.order !== null) {
       const v = mem.views();
@@ -178,6 +186,7 @@ export function wasmAssignment(input: AssignmentInput): AssignmentResult {
     const kept = marshalled.sameIds ? { ids: marshalled.ids, previous: next.out } : null;
     const read = readAssignmentKept(mem.views(), marshalled.members, marshalled.idOf, kept);
     next.out = read.memo;
+    next.stats = read.memo === null ? null : { ...read.result.stats };
     return read.result;
   });
   e.memo = next;

@@ -99,6 +99,41 @@ describe('AssignmentPool equals desiredAssignment', () => {
     );
   });
 
+  it('object form: a repeated task reuses the last decision, and any changed column does not', async () => {
+    await fc.assert(
+      fc.asyncProperty(assignmentInput(), fc.nat(), async (input, seed) => {
+        const rand = mulberry32(seed);
+        const settled = settle(input, desiredAssignment(input, { engine: 'reference' }).assignment);
+        const first = settled.splits[0];
+        const other = settled.members.at(-1)?.id ?? null;
+        const another = settled.members[0]?.id ?? null;
+        // The last split: owners named before it keep their handles, so only its own column differs.
+        const last = settled.splits.at(-1);
+        const withLast = (f: Partial<AssignmentInput['splits'][number]>): AssignmentInput =>
+          last === undefined ? settled : { ...settled, splits: [...settled.splits.slice(0, -1), { ...last, ...f }] };
+        const variants: AssignmentInput[] = [
+          settled, settled, // the second is the reuse
+          // Pairs that differ in one owner column only (lease, then previous, then record).
+          withLast({ leaseOwner: other }), withLast({ leaseOwner: another }),
+          withLast({ leaseOwner: null, previous: other }), withLast({ leaseOwner: null, previous: another }),
+          withLast({ leaseOwner: null, previous: null, recordOwner: other }), withLast({ leaseOwner: null, previous: null, recordOwner: another }),
+          first === undefined ? settled : { ...settled, splits: [{ ...first, weight: first.weight === 0 ? 1 : first.weight - 1 }, ...settled.splits.slice(1)] },
+          { ...settled, reserved: settled.splits.filter(() => rand() < 0.3).map((s) => s.id) },
+          { ...settled, members: settled.members.map((mm) => ({ id: mm.id, cap: 1 + (mm.cap ?? 1) })) },
+          { ...settled, seed: `${settled.seed}-other` },
+          settled, settled,
+        ];
+        for (const v of variants) {
+          const got = await pool.assign(v);
+          expect(comparable(got)).toEqual(comparable(desiredAssignment(v, { engine: 'reference' })));
+          // What the caller does with a result must not reach the next one.
+          for (const list of Object.values(got.assignment)) list.splice(0, list.length, 'junk');
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('changes made while a thread sorts a snapshot are kept in the order the pool adopts', async () => {
     for (const [which, p] of [['threads', pool], ['in-thread', local]] as const) {
       const input = bigInput(4000, 20, 11);

@@ -17,8 +17,26 @@ import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src
 import { hashInto, seedState } from '../../../src/hash.js';
 import { assignmentInput, settle } from './generators.js';
 
-type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered' | 'getters' | 'null-prototype';
-const SHAPES: readonly Shape[] = ['literal', 'spread', 'class', 'extra', 'reordered', 'getters', 'null-prototype'];
+type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered' | 'getters' | 'null-prototype'
+  | 'prototype-getters' | 'non-enumerable' | 'inherited' | 'shadowed';
+// The last four have fields a `for…in` does not see (fields.ts reads those with a second lookup).
+const SHAPES: readonly Shape[] = [
+  'literal', 'spread', 'class', 'extra', 'reordered', 'getters', 'null-prototype', 'prototype-getters', 'non-enumerable', 'inherited', 'shadowed',
+];
+
+/** Fields as getters on the class's prototype (non-enumerable, inherited). */
+class Accessors {
+  readonly #s: SplitInput;
+  constructor(s: SplitInput) {
+    this.#s = s;
+  }
+  get id(): string { return this.#s.id; }
+  get weight(): number { return this.#s.weight; }
+  get status(): SplitInput['status'] { return this.#s.status; }
+  get leaseOwner(): string | null | undefined { return this.#s.leaseOwner; }
+  get recordOwner(): string | null | undefined { return this.#s.recordOwner; }
+  get previous(): string | null | undefined { return this.#s.previous; }
+}
 
 class Held {
   constructor(
@@ -57,6 +75,23 @@ function reshape(shape: Shape, s: SplitInput): SplitInput {
     }
     case 'null-prototype':
       return Object.assign(Object.create(null) as object, own) as SplitInput;
+    case 'prototype-getters':
+      return new Accessors(own) as unknown as SplitInput;
+    case 'non-enumerable': {
+      const o = { id: own.id };
+      for (const [k, v] of Object.entries(own)) if (k !== 'id') Object.defineProperty(o, k, { value: v, enumerable: false });
+      return o as SplitInput;
+    }
+    case 'inherited':
+      // Every field but the id on the prototype, enumerable there.
+      return Object.assign(Object.create(own) as object, { id: own.id }) as SplitInput;
+    case 'shadowed': {
+      // The prototype's fields are wrong; own non-enumerable fields shadow them (what s.weight reads).
+      const wrong = { weight: own.weight + 1, leaseOwner: 'nobody', recordOwner: 'nobody', previous: 'nobody', status: 'completed' };
+      const o = Object.assign(Object.create(wrong) as object, { id: own.id }) as Record<string, unknown>;
+      for (const k of Object.keys(wrong)) Object.defineProperty(o, k, { value: (own as unknown as Record<string, unknown>)[k], enumerable: false });
+      return o as unknown as SplitInput;
+    }
   }
 }
 

@@ -159,6 +159,12 @@ describe('wasm engine equals the reference', () => {
           { ...settled, defaultCap: (settled.defaultCap ?? 8) + 1 },
           { ...settled, members: [...settled.members].reverse() },
           settled,
+          settled, // unchanged: the last decision is reused
+          // One owner of one split changed, all else repeated: the last decision must not be reused.
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null } : s)) },
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: settled.members.at(-1)?.id ?? null } : s)) },
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: null, recordOwner: settled.members.at(-1)?.id ?? null } : s)) },
+          settled,
           // A member leaves while some splits are withheld, then they return.
           { ...settled, members: settled.members.slice(1), reserved: settled.splits.filter((_, i) => i % 3 === 0).map((s) => s.id) },
           { ...settled, members: settled.members.slice(1) },
