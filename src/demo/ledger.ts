@@ -1,13 +1,42 @@
 /**
- * The demo's sink: a ledger of every processed unit (split, unit number), and
- * the end-of-run check against the plan: every unit of every completed split
- * processed at least once (a missing one is LOST: the delivery contract says
- * that never happens), and how many were processed more than once
- * (DUPLICATES: allowed, bounded by one commit interval per takeover).
+ * The one ledger, for the demo and every test suite: every processed unit
+ * (split, unit number, epoch, by whom, when) and every lane event (claimed,
+ * drained, declined, completed, failed, a simulated handler's exit), fed by
+ * in-process handlers (`unit`, `lane`) or by member processes' stdout lines
+ * (`line`, `follow`, `of`).
  *
- * Pure bookkeeping: no I/O, no clock.
+ * Given the planned splits, it also keeps a count per unit and checks the run
+ * against the plan: every unit of every completed split processed at least
+ * once (a missing one is LOST: the delivery contract says that never
+ * happens), and how many were processed more than once (DUPLICATES: allowed,
+ * bounded by one commit interval per takeover).
+ *
+ * Pure bookkeeping: no I/O, no clock (times come in with the entries).
  */
+import type { FleetEvent } from './fleet-config.js';
+import type { FleetMember } from './fleet-member.js';
 import type { SyntheticSplit } from './synthetic.js';
+
+/** One processed unit. In the simulation `instance` is the process incarnation (`w1#2`). */
+export interface UnitEntry {
+  instance: string;
+  id: string;
+  unit: number;
+  epoch: number;
+  /** When it was processed (wall-clock ms; virtual ms in the simulation). */
+  t: number;
+}
+
+/** One lane event of `instance`, as the paced handler (or a process line) reported it. */
+export interface LaneEvent {
+  instance: string;
+  ev: string;
+  id?: string;
+  epoch?: number;
+  progress?: number;
+  t: number;
+  [k: string]: unknown;
+}
 
 export interface LedgerCheck {
   /** Units planned, over every split. */
@@ -25,16 +54,52 @@ export interface LedgerCheck {
 }
 
 export class Ledger {
+  /** Every processed unit recorded with its owner, in order. */
+  readonly units: UnitEntry[] = [];
+  /** Every lane event, in order. */
+  readonly events: LaneEvent[] = [];
+  /** Units planned, over every split given. */
+  readonly plannedUnits: number;
   private readonly counts = new Map<string, Uint32Array>();
   private distinct = 0;
-  readonly units: number;
 
-  constructor(private readonly splits: readonly SyntheticSplit[]) {
+  /** `splits`: the plan, for the counts and `check` (none: entries only). */
+  constructor(private readonly splits: readonly SyntheticSplit[] = []) {
     for (const s of splits) this.counts.set(s.id, new Uint32Array(s.units + 1));
-    this.units = splits.reduce((n, s) => n + s.units, 0);
+    this.plannedUnits = splits.reduce((n, s) => n + s.units, 0);
   }
 
-  /** Records one processed unit (1-based). Unknown splits or units are ignored. */
+  /** A ledger of every line the given member processes wrote (every incarnation of a run). */
+  static of(members: Iterable<FleetMember>): Ledger {
+    const ledger = new Ledger();
+    for (const m of members) for (const e of m.events) ledger.line(m.instance, e);
+    return ledger;
+  }
+
+  /** Feeds every line `member` writes, from its first on, into this ledger. */
+  follow(member: FleetMember): FleetMember {
+    member.follow((e) => this.line(member.instance, e));
+    return member;
+  }
+
+  /** One stdout line of `instance`: a processed unit, or a lane event (claimed, drained, …). */
+  line(instance: string, e: FleetEvent): void {
+    if (e.ev === 'raw') return; // a line that is not JSON (a stray print): no ledger entry
+    if (e.ev === 'unit') this.unit({ instance, id: String(e.id), unit: Number(e.unit), epoch: Number(e.epoch), t: Number(e.t) });
+    else this.lane({ ...e, instance, t: Number(e.t) } as LaneEvent);
+  }
+
+  /** One processed unit, with its owner. */
+  unit(u: UnitEntry): void {
+    this.units.push(u);
+    this.record(u.id, u.unit);
+  }
+
+  lane(e: LaneEvent): void {
+    this.events.push(e);
+  }
+
+  /** Counts one processed unit (1-based) against the plan. Unknown splits or units are ignored. */
   record(id: string, unit: number): void {
     const c = this.counts.get(id);
     if (!c || !Number.isInteger(unit) || unit < 1 || unit >= c.length) return;
@@ -42,12 +107,12 @@ export class Ledger {
     c[unit]!++;
   }
 
-  /** Distinct units processed so far. */
+  /** Distinct planned units processed so far. */
   get processed(): number {
     return this.distinct;
   }
 
-  /** Distinct units processed of one split. */
+  /** Distinct units processed of one planned split. */
   processedOf(id: string): number {
     const c = this.counts.get(id);
     if (!c) return 0;
@@ -56,7 +121,7 @@ export class Ledger {
     return n;
   }
 
-  /** Checks the ledger against the splits' final statuses. */
+  /** Checks the counts against the planned splits' final statuses. */
   check(statusOf: (id: string) => 'runnable' | 'completed' | 'quarantined' | undefined): LedgerCheck {
     let lost = 0;
     let duplicates = 0;
@@ -77,6 +142,48 @@ export class Ledger {
         }
       }
     }
-    return { units: this.units, processed: this.distinct, lost, duplicates, unfinished, examples };
+    return { units: this.plannedUnits, processed: this.distinct, lost, duplicates, unfinished, examples };
+  }
+
+  // ---- queries of the entries (the tests') ---------------------------------------------
+
+  unitsOf(id: string, filter: { instance?: string; epoch?: number } = {}): UnitEntry[] {
+    return this.units.filter(
+      (u) => u.id === id && (filter.instance === undefined || u.instance === filter.instance) && (filter.epoch === undefined || u.epoch === filter.epoch),
+    );
+  }
+
+  /**
+   * The last unit processed at `epoch`: its highest unit, or, when the tenancy
+   * processed nothing, the progress it resumed from (its 'claimed' event).
+   */
+  lastProcessed(id: string, epoch: number): number {
+    const us = this.unitsOf(id, { epoch });
+    if (us.length > 0) return Math.max(...us.map((u) => u.unit));
+    const c = this.claimed(id, epoch);
+    if (c === undefined) throw new Error(`the ledger has no claim of ${id} at epoch ${epoch}`);
+    return (c.progress as number | undefined) ?? 0;
+  }
+
+  firstUnit(id: string, epoch: number): number | undefined {
+    const us = this.unitsOf(id, { epoch });
+    return us.length === 0 ? undefined : Math.min(...us.map((u) => u.unit));
+  }
+
+  /** The 'claimed' event of (id, epoch): progress is where the handler resumed. */
+  claimed(id: string, epoch: number): LaneEvent | undefined {
+    return this.events.find((e) => e.ev === 'claimed' && e.id === id && e.epoch === epoch);
+  }
+
+  /** (split, unit) pairs processed more than once, by the entries. */
+  duplicates(ids?: Iterable<string>): string[] {
+    const want = ids ? new Set(ids) : undefined;
+    const seen = new Map<string, number>();
+    for (const u of this.units) {
+      if (want && !want.has(u.id)) continue;
+      const k = `${u.id}#${u.unit}`;
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+    }
+    return [...seen].filter(([, n]) => n > 1).map(([k]) => k);
   }
 }

@@ -135,7 +135,7 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
     members: fleet.members(),
     lanes: o.lanes,
     unitsProcessed: ledger.processed,
-    units: ledger.units,
+    units: ledger.plannedUnits,
     leaderChanges: observer.leaderChanges,
     moves: observer.moves,
     revocations,
@@ -189,7 +189,7 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
       .map((m) => m.instance);
     chaosCheck = () => {
       if (verdict) return;
-      const fraction = ledger.processed / ledger.units;
+      const fraction = ledger.processed / ledger.plannedUnits;
       if (!done.kill && fraction >= CHAOS_AT.kill) {
         done.kill = true;
         for (const name of victims(o.kill)) {

@@ -12,7 +12,7 @@
 import { prng } from '../../src/prng.js';
 import { spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import type { Auditor } from './auditor.js';
-import { Ledger } from '../support/ledger.js';
+import { Ledger } from '../../src/demo/ledger.js';
 
 export interface ChaosSettings {
   splits: number;

@@ -15,7 +15,7 @@ import { Recorder } from '../support/history.js';
 import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
 import { fenceProblems } from '../support/invariants.js';
 import { heldBy, isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../support/ledger.js';
+import { Ledger } from '../../src/demo/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;

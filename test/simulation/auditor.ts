@@ -46,6 +46,7 @@
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
+import { Ledger } from '../../src/demo/ledger.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
 
@@ -78,8 +79,8 @@ const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
 export class Auditor {
   private readonly recorder: HistoryRecorder;
-  readonly units: LedgerUnit[] = [];
-  readonly exits: HandlerExit[] = [];
+  /** The one ledger (src/demo/ledger.ts): units by process incarnation, and each handler's exit as an 'exit' lane event. */
+  readonly ledger = new Ledger();
   private readonly writers = new Map<number, { proc: string; what: string }>();
   private readonly leaseProc = new Map<string, string>();
   private readonly procInstance = new Map<string, string>();
@@ -107,11 +108,11 @@ export class Auditor {
   }
 
   unit(u: LedgerUnit): void {
-    this.units.push(u);
+    this.ledger.unit({ instance: u.proc, id: u.split, unit: u.unit, epoch: u.epoch, t: u.at });
   }
 
   exit(e: HandlerExit): void {
-    this.exits.push(e);
+    this.ledger.lane({ instance: e.proc, ev: 'exit', id: e.split, epoch: e.epoch, how: e.how, progress: e.progress, t: e.at });
   }
 
   async close(): Promise<void> {
@@ -128,11 +129,11 @@ export class Auditor {
     const tenancy = (id: string, epoch: number) => tenancies.get(id)?.find((t) => t.epoch === epoch);
     // Units processed, by split and epoch: unit → processing procs.
     const processed = new Map<string, Map<number, string[]>>();
-    for (const u of this.units) {
-      const k = `${u.split}\u0000${u.epoch}`;
+    for (const u of this.ledger.units) {
+      const k = `${u.id}\u0000${u.epoch}`;
       let m = processed.get(k);
       if (!m) processed.set(k, (m = new Map()));
-      m.set(u.unit, [...(m.get(u.unit) ?? []), u.proc]);
+      m.set(u.unit, [...(m.get(u.unit) ?? []), u.instance]);
     }
     const instanceOf = (proc: string | undefined) => (proc === undefined ? undefined : this.procInstance.get(proc));
     /** Committed progress of split `id` as `state` holds it (before the revision being replayed). */
@@ -389,15 +390,16 @@ export class Auditor {
     }
 
     // Processing happens only inside a tenancy, by its claimer.
-    for (const u of this.units) {
-      const t = tenancy(u.split, u.epoch);
-      if (!t || t.proc !== u.proc) {
-        v.push({ property: 'one-owner-per-epoch', message: `${u.proc} processed ${u.split}#${u.unit} at epoch ${u.epoch}, claimed by ${t?.proc ?? 'nobody'}` });
+    for (const u of this.ledger.units) {
+      const t = tenancy(u.id, u.epoch);
+      if (!t || t.proc !== u.instance) {
+        v.push({ property: 'one-owner-per-epoch', message: `${u.instance} processed ${u.id}#${u.unit} at epoch ${u.epoch}, claimed by ${t?.proc ?? 'nobody'}` });
       }
     }
 
     // Bounded replay.
-    const exitOf = new Map(this.exits.map((e) => [`${e.split}\u0000${e.epoch}\u0000${e.proc}`, e.how]));
+    const exits = this.ledger.events.filter((e) => e.ev === 'exit');
+    const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
     for (const [id, ts] of tenancies) {
       let causes = 0;
       for (const t of ts) {

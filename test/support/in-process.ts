@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import { pacedHandler, syntheticPlanner, type DrainBehaviour } from '../../src/demo/synthetic.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import type { Store } from '../../src/store/store.js';
-import type { LaneEvent, Ledger } from './ledger.js';
+import type { LaneEvent, Ledger } from '../../src/demo/ledger.js';
 
 export interface InProcessOptions {
   endpoint: string;
@@ -49,8 +49,8 @@ export async function startInProcess(o: InProcessOptions, ledger: Ledger): Promi
       unitMs: o.unitMs,
       commitEvery: o.commitEvery,
       drain: o.drain,
-      onUnit: (id, unit, epoch) => ledger.units.push({ instance: o.instance, id, unit, epoch, t: Date.now() }),
-      onEvent: (e) => ledger.events.push({ ...e, instance: o.instance, t: Date.now() } as LaneEvent),
+      onUnit: (id, unit, epoch) => ledger.unit({ instance: o.instance, id, unit, epoch, t: Date.now() }),
+      onEvent: (e) => ledger.lane({ ...e, instance: o.instance, t: Date.now() } as LaneEvent),
     }),
     logger: silentLogger,
   });
