@@ -9,10 +9,11 @@
  * so a failure message shows the schedule that produced it; `finish()` leaves
  * no process running; randomness comes only from the seeded `rng`.
  */
+import { Ledger } from '../../src/demo/ledger.js';
 import { prng } from '../../src/prng.js';
 import { spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
+import { sleep, waitUntil } from '../support/wait.js';
 import type { Auditor } from './auditor.js';
-import { Ledger } from '../../src/demo/ledger.js';
 
 export interface ChaosSettings {
   splits: number;
@@ -31,7 +32,7 @@ export interface MemberOptions {
   slowDrainMs?: number;
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep } from '../support/wait.js';
 
 /** A fault-injection script's view of the run. */
 export class ChaosRun {
@@ -169,13 +170,9 @@ export class ChaosRun {
     return this.current.get(instance)!.waitFor(match, timeoutMs);
   }
 
-  /** Polls `check` every 50 ms until true, or throws naming `what`. */
+  /** Polls `check` every 50 ms until true, or throws naming `what` and describing the run. */
   async until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`chaos run ${this.job}: timed out after ${timeoutMs} ms waiting for ${what}\n${this.describe()}`);
-      await sleep(50);
-    }
+    await waitUntil(`${what} (chaos run ${this.job})`, check, { timeoutMs, intervalMs: 50, describe: () => `\n${this.describe()}` });
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
- * The auditor: a watch on the job's prefix from revision 1 records every
- * change; the process facades attribute each revision to the process whose
+ * The auditor: the one history recorder (test/support/history.ts) keeps
+ * every change from revision 1; the process facades attribute each revision to the process whose
  * request made it (an unattributed revision is a lease expiry); the handlers
- * write a ledger of processed units and of how each tenancy ended. `audit()`
+ * write the one ledger (src/demo/ledger.ts): processed units and how each
+ * tenancy ended. `audit()`
  * replays the history revision by revision and checks the properties:
  *
  * Committed progress lives in `progress.{id}` (`{id, epoch, progress}`),
@@ -29,13 +30,8 @@
  * - fenced leader: spec, plan, assign and seeding writes come only from the
  *   process holding the `leader` key at that revision; no split is named in
  *   two assignment records at any revision.
- * - bounded replay: per tenancy, units processed beyond its last committed
- *   progress ≤ one commit interval; a cooperative drain replays nothing; per
- *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
- *   releases).
- * - completion (checked by the caller when the run finished): every split
- *   completed with `progress.{id}` at its full size, written by the tenancy
- *   that completed it, no ephemeral key left behind.
+ * - bounded replay, and completion (checked by the caller when the run
+ *   finished): replay.ts.
  *
  * The epoch and owner fence, the lease rule and progress monotonicity are the
  * checkers every suite shares (test/support/invariants.ts), reported here
@@ -49,16 +45,12 @@ import type { MemoryStore } from '../../src/store/memory.js';
 import { Ledger } from '../../src/demo/ledger.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
+import { finalStateViolations, replayViolations } from './replay.js';
 
 export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
 export interface HandlerExit { split: string; epoch: number; proc: string; how: string; progress: number; at: number }
 
-export interface Violation {
-  property: string;
-  message: string;
-  revision?: number;
-  context?: unknown;
-}
+export interface Violation { property: string; message: string; revision?: number; context?: unknown }
 
 export interface AuditStats {
   revisions: number;
@@ -70,10 +62,10 @@ export interface AuditStats {
   leaderTerms: number;
 }
 
-interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
-interface ProgressRec { id: string; epoch: number; progress: unknown }
+export interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
+export interface ProgressRec { id: string; epoch: number; progress: unknown }
 interface LeaseRec { id: string; owner: string; epoch: number }
-interface Tenancy { epoch: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
+export interface Tenancy { epoch: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
 
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
@@ -379,14 +371,11 @@ export class Auditor {
       }
     }
 
-    // The invariants every suite checks alike (test/support/invariants.ts), under this auditor's properties.
-    const property: Record<string, string> = {
-      'progress-regressed': 'monotone', 'progress-epoch-regressed': 'monotone', 'epoch-moved': 'monotone',
-      'owner-changed-without-claim': 'one-owner-per-epoch', 'claim-without-owner': 'one-owner-per-epoch', 'lease-overwritten': 'one-owner-per-epoch',
-    };
+    // The invariants every suite checks alike (test/support/invariants.ts): regressions and epoch moves are 'monotone'.
+    const monotone = new Set(['progress-regressed', 'progress-epoch-regressed', 'epoch-moved']);
     for (const p of [...progressNeverRegresses(this.changes), ...splitFence(this.changes), ...noSplitHeldTwice(this.changes)]) {
       const revision = p.revisions[p.revisions.length - 1]!;
-      v.push({ property: property[p.rule]!, message: p.detail, revision, context: { writer: this.writers.get(revision) } });
+      v.push({ property: monotone.has(p.rule) ? 'monotone' : 'one-owner-per-epoch', message: p.detail, revision, context: { writer: this.writers.get(revision) } });
     }
 
     // Processing happens only inside a tenancy, by its claimer.
@@ -397,71 +386,13 @@ export class Auditor {
       }
     }
 
-    // Bounded replay.
-    const exits = this.ledger.events.filter((e) => e.ev === 'exit');
-    const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
-    for (const [id, ts] of tenancies) {
-      let causes = 0;
-      for (const t of ts) {
-        const done = processed.get(`${id}\u0000${t.epoch}`);
-        const maxUnit = done ? Math.max(...done.keys()) : t.resume;
-        const tail = Math.max(0, maxUnit - t.last);
-        const how = exitOf.get(`${id}\u0000${t.epoch}\u0000${t.proc}`);
-        if (tail > commitEvery) {
-          v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: ${tail} units processed past the last commit (commit interval ${commitEvery})`, context: { tenancy: t, exit: how } });
-        }
-        if (how === 'drained' && t.end === 'released' && tail > 0) {
-          v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: a cooperative drain left ${tail} units uncommitted`, context: { tenancy: t } });
-        }
-        if (t.takeover) causes++;
-        if (t.end === 'released') {
-          stats.releases++;
-          if (how !== 'drained') {
-            causes++;
-            stats.forcedReleases++;
-          }
-        }
-      }
-      let dups = 0;
-      const counts = new Map<number, number>();
-      for (const t of ts) for (const [u, procs] of processed.get(`${id}\u0000${t.epoch}`) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
-      for (const n of counts.values()) dups += n - 1;
-      stats.duplicates += dups;
-      if (dups > commitEvery * causes) {
-        v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases)` });
-      }
-      const size = sizes.get(id);
-      for (const u of counts.keys()) {
-        if (size === undefined || u < 1 || u > size) v.push({ property: 'no-loss', message: `split.${id}: processed unit ${u} outside 1..${size}` });
-      }
-    }
+    // Bounded replay: replay.ts.
+    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), sizes, commitEvery, stats));
     return { violations: v, stats };
   }
 
   /** Final-state checks once every live coordinator reported 'complete' and leases had time to lapse. */
   finalState(sizes: ReadonlyMap<string, number>): Violation[] {
-    const v: Violation[] = [];
-    const state = new Map<string, string>();
-    for (const c of this.changes) {
-      if (c.type === 'put') state.set(c.key, c.value!);
-      else state.delete(c.key);
-    }
-    for (const [id, size] of sizes) {
-      const raw = state.get(`${this.prefix}split.${id}`);
-      const rec = raw && (JSON.parse(raw) as SplitRec);
-      const rawProgress = state.get(`${this.prefix}progress.${id}`);
-      const p = rawProgress && (JSON.parse(rawProgress) as ProgressRec);
-      if (!rec || rec.status !== 'completed' || !p || prog(p.progress) !== size || p.epoch !== rec.epoch) {
-        const at = p ? `${JSON.stringify(p.progress)} (epoch ${p.epoch})` : 'no progress record';
-        v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status}@${rec.epoch} at ${at}` : 'missing'} (size ${size})` });
-      }
-    }
-    for (const key of state.keys()) {
-      const rest = key.slice(this.prefix.length);
-      if (rest === 'leader' || rest.startsWith('worker.') || rest.startsWith('lease.')) {
-        v.push({ property: 'completion', message: `ephemeral key ${key} outlived the fleet` });
-      }
-    }
-    return v;
+    return finalStateViolations(this.changes, this.prefix, sizes);
   }
 }

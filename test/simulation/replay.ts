@@ -1,0 +1,97 @@
+/**
+ * The simulation auditor's whole-run checks (auditor.ts replays the history
+ * revision by revision; these read what that replay gathered):
+ * - bounded replay: per tenancy, units processed beyond its last committed
+ *   progress ≤ one commit interval; a cooperative drain replays nothing; per
+ *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
+ *   releases); no unit outside the split's size;
+ * - completion: every split completed with `progress.{id}` at its full size,
+ *   written by the tenancy that completed it, no ephemeral key left behind.
+ *
+ * Pure: no I/O, no clock. It never writes.
+ */
+import type { LaneEvent } from '../../src/demo/ledger.js';
+import type { HistoryEvent } from '../support/history.js';
+import type { AuditStats, ProgressRec, SplitRec, Tenancy, Violation } from './auditor.js';
+
+const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
+
+/**
+ * `processed`: per `split\u0000epoch`, unit → the processes that processed it;
+ * `exits`: the handlers' 'exit' lane events. Adds releases, forced releases and
+ * duplicates to `stats`.
+ */
+export function replayViolations(
+  tenancies: ReadonlyMap<string, Tenancy[]>,
+  processed: ReadonlyMap<string, Map<number, string[]>>,
+  exits: readonly LaneEvent[],
+  sizes: ReadonlyMap<string, number>,
+  commitEvery: number,
+  stats: AuditStats,
+): Violation[] {
+  const v: Violation[] = [];
+  const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
+  for (const [id, ts] of tenancies) {
+    let causes = 0;
+    for (const t of ts) {
+      const done = processed.get(`${id}\u0000${t.epoch}`);
+      const maxUnit = done ? Math.max(...done.keys()) : t.resume;
+      const tail = Math.max(0, maxUnit - t.last);
+      const how = exitOf.get(`${id}\u0000${t.epoch}\u0000${t.proc}`);
+      if (tail > commitEvery) {
+        v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: ${tail} units processed past the last commit (commit interval ${commitEvery})`, context: { tenancy: t, exit: how } });
+      }
+      if (how === 'drained' && t.end === 'released' && tail > 0) {
+        v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: a cooperative drain left ${tail} units uncommitted`, context: { tenancy: t } });
+      }
+      if (t.takeover) causes++;
+      if (t.end === 'released') {
+        stats.releases++;
+        if (how !== 'drained') {
+          causes++;
+          stats.forcedReleases++;
+        }
+      }
+    }
+    let dups = 0;
+    const counts = new Map<number, number>();
+    for (const t of ts) for (const [u, procs] of processed.get(`${id}\u0000${t.epoch}`) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
+    for (const n of counts.values()) dups += n - 1;
+    stats.duplicates += dups;
+    if (dups > commitEvery * causes) {
+      v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases)` });
+    }
+    const size = sizes.get(id);
+    for (const u of counts.keys()) {
+      if (size === undefined || u < 1 || u > size) v.push({ property: 'no-loss', message: `split.${id}: processed unit ${u} outside 1..${size}` });
+    }
+  }
+  return v;
+}
+
+/** The final state, from every change recorded: each split completed at its size, no ephemeral key left. */
+export function finalStateViolations(changes: readonly HistoryEvent[], prefix: string, sizes: ReadonlyMap<string, number>): Violation[] {
+  const v: Violation[] = [];
+  const state = new Map<string, string>();
+  for (const c of changes) {
+    if (c.type === 'put') state.set(c.key, c.value!);
+    else state.delete(c.key);
+  }
+  for (const [id, size] of sizes) {
+    const raw = state.get(`${prefix}split.${id}`);
+    const rec = raw && (JSON.parse(raw) as SplitRec);
+    const rawProgress = state.get(`${prefix}progress.${id}`);
+    const p = rawProgress && (JSON.parse(rawProgress) as ProgressRec);
+    if (!rec || rec.status !== 'completed' || !p || prog(p.progress) !== size || p.epoch !== rec.epoch) {
+      const at = p ? `${JSON.stringify(p.progress)} (epoch ${p.epoch})` : 'no progress record';
+      v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status}@${rec.epoch} at ${at}` : 'missing'} (size ${size})` });
+    }
+  }
+  for (const key of state.keys()) {
+    const rest = key.slice(prefix.length);
+    if (rest === 'leader' || rest.startsWith('worker.') || rest.startsWith('lease.')) {
+      v.push({ property: 'completion', message: `ephemeral key ${key} outlived the fleet` });
+    }
+  }
+  return v;
+}
