@@ -72,8 +72,8 @@ export class AssignmentPool {
   private running = 0;
   private waiting: Job | null = null;
   private closed = false;
-  /** The last object task decided and a private copy of its result (`sameTask` reuses it). */
-  private last: { columns: TaskColumns; ids: readonly string[]; result: AssignmentResult } | null = null;
+  /** The last object task decided and the thread's reply to it (`sameTask` reuses it). */
+  private last: { columns: TaskColumns; ids: readonly string[]; reply: Extract<ThreadReply, { kind: 'object' }> } | null = null;
 
   constructor(options: AssignmentPoolOptions = {}) {
     const threads = options.threads ?? 1;
@@ -178,8 +178,9 @@ export class AssignmentPool {
     if (built === null) return desiredAssignment(input);
     const last = this.last;
     if (last !== null && sameTask(last.columns, last.ids, built.columns, built.ids)) {
-      // The engine would be given the last task's columns: its decision is the last one.
-      const again = copyResult(last.result);
+      // The engine would be given the last task's columns: its decision is the last reply,
+      // read again into fresh lists (a chunk per turn, like any reply).
+      const again = await rebuild(input, built.ids, last.reply, this.chunk);
       again.stats.computeMs = performance.now() - started;
       return again;
     }
@@ -192,7 +193,7 @@ export class AssignmentPool {
     if (reply.kind === 'duplicates') return desiredAssignment(input);
     if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
     const result = await rebuild(input, built.ids, reply, this.chunk);
-    this.last = { columns: kept, ids: built.ids, result: copyResult(result) };
+    this.last = { columns: kept, ids: built.ids, reply };
     result.stats.computeMs = performance.now() - started;
     return result;
   }
@@ -222,15 +223,6 @@ export class AssignmentPool {
 
 function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
   return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a === null ? [] : [a.buffer as ArrayBuffer]));
-}
-
-/** Fresh copies of a result's lists and stats (the caller may mutate what it gets). */
-function copyResult(r: AssignmentResult): AssignmentResult {
-  const assignment: Record<string, string[]> = {};
-  for (const [id, list] of Object.entries(r.assignment)) {
-    Object.defineProperty(assignment, id, { value: list.slice(), enumerable: true, writable: true, configurable: true });
-  }
-  return { assignment, stats: { ...r.stats } };
 }
 
 function closedError(): SplitfleetError {
