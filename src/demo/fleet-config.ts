@@ -11,35 +11,21 @@
  * and changes nothing when absent.
  */
 import type { Json } from '../protocol/records.js';
-import type { DrainBehaviour } from './synthetic.js';
+import type { SyntheticMember } from './synthetic.js';
 
-export interface FleetProcessConfig {
+/** The synthetic job's shape and pace (splits, seed, unitMs, commitEvery, drain, poison, …), and how to run. */
+export interface FleetProcessConfig extends SyntheticMember {
   /** etcd client URL. */
   endpoint: string;
   /** Several client URLs (an etcd cluster); used instead of `endpoint` when given. */
   endpoints?: string[];
   job: string;
   instance: string;
-  /** Number of synthetic splits the planner enumerates (a final plan). */
-  splits: number;
-  /** Seed of the synthetic split sizes. */
-  seed: number;
   maxInFlight: number;
-  /** Milliseconds per unit of work. */
-  unitMs: number;
-  /** Commit progress every this many units. */
-  commitEvery: number;
-  drain?: DrainBehaviour;
-  slowDrainMs?: number;
-  /** Units of the smallest / largest split (both equal gives uniform splits). */
-  minUnits?: number;
-  maxUnits?: number;
   /** Numeric coordinator knobs: leaseDurationMs, opTimeoutMs, rebalanceDelayMs, … */
   config?: Record<string, number>;
   /** Key prefix root (default the library's, 'splitfleet'). */
   root?: string;
-  /** Split ids that fail every attempt (they end quarantined). */
-  poison?: string[];
   /**
    * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`
    * (this member's revocation and leadership counters) whenever they change

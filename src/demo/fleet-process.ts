@@ -14,7 +14,7 @@ import type { Json } from '../protocol/records.js';
 import { EtcdStore } from '../store/etcd.js';
 import type { Op, Store, Txn } from '../store/store.js';
 import type { FleetProcessConfig } from './fleet-config.js';
-import { pacedHandler, syntheticPlanner } from './synthetic.js';
+import { syntheticMember } from './synthetic.js';
 
 /** Adds `extras` to every JSON record value this store writes (puts only; everything else passes through). */
 function writingExtras(store: Store, extras: Record<string, Json>): Store {
@@ -52,16 +52,7 @@ async function main(): Promise<void> {
     maxInFlight: cfg.maxInFlight,
     ...(cfg.root !== undefined ? { root: cfg.root } : {}),
     ...(cfg.config ?? {}),
-    planner: syntheticPlanner({ splits: cfg.splits, seed: cfg.seed, minUnits: cfg.minUnits, maxUnits: cfg.maxUnits }),
-    handler: pacedHandler({
-      unitMs: cfg.unitMs,
-      commitEvery: cfg.commitEvery,
-      drain: cfg.drain,
-      slowDrainMs: cfg.slowDrainMs,
-      ...(cfg.poison !== undefined ? { poison: cfg.poison } : {}),
-      onUnit: (id, unit, epoch) => emit({ ev: 'unit', id, unit, epoch }),
-      onEvent: (e) => emit(e),
-    }),
+    ...syntheticMember(cfg, { onUnit: (id, unit, epoch) => emit({ ev: 'unit', id, unit, epoch }), onEvent: (e) => emit(e) }),
     // Silent unless SPLITFLEET_LOG_LEVEL asks for the coordinator's log (on stderr).
     logger: process.env.SPLITFLEET_LOG_LEVEL ? defaultLogger({ job: cfg.job, instance: cfg.instance }) : silentLogger,
   });

@@ -16,7 +16,7 @@ import {
 } from '../index.js';
 import type { FleetProcessConfig } from './fleet-config.js';
 import { FleetMember } from './fleet-member.js';
-import { pacedHandler, syntheticPlanner } from './synthetic.js';
+import { syntheticMember } from './synthetic.js';
 import { FaultClock, FaultStore } from './faults.js';
 
 /** Everything that defines the demo's job and how its members run it. */
@@ -123,12 +123,8 @@ export class MemoryFleet implements Fleet {
       instance,
       maxInFlight: s.lanes,
       ...s.config,
-      planner: syntheticPlanner({ splits: s.splits, seed: s.seed }),
-      handler: pacedHandler({
-        unitMs: s.unitMs,
-        commitEvery: s.commitEvery,
+      ...syntheticMember({ splits: s.splits, seed: s.seed, unitMs: s.unitMs, commitEvery: s.commitEvery, poison: s.poison }, {
         clock,
-        poison: s.poison,
         onUnit: (id, unit, epoch) => this.sink.unit(id, unit, epoch, instance),
         onEvent: (e) => this.sink.lane(instance, e),
       }),

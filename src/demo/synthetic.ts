@@ -139,3 +139,40 @@ export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
     options.onEvent?.({ ev: 'completed', id: split.id, units: done });
   };
 }
+
+/** How a fleet member runs the synthetic job: the plan's shape and the handler's pace (fleet-config.ts extends it). */
+export interface SyntheticMember {
+  /** Number of synthetic splits the planner enumerates (a final plan). */
+  splits: number;
+  /** Seed of the synthetic split sizes. */
+  seed: number;
+  /** Units of the smallest / largest split (both equal gives uniform splits). */
+  minUnits?: number;
+  maxUnits?: number;
+  /** Milliseconds per unit of work. */
+  unitMs: number;
+  /** Commit progress every this many units. */
+  commitEvery: number;
+  drain?: DrainBehaviour;
+  slowDrainMs?: number;
+  /** Split ids that fail every attempt (they end quarantined). */
+  poison?: string[];
+}
+
+/** The planner and handler of a member running the synthetic job, reporting to `report` (the ledger, a view). */
+export function syntheticMember(
+  m: SyntheticMember,
+  report: Pick<PacedHandlerOptions, 'onUnit' | 'onEvent' | 'clock'>,
+): { planner: Planner; handler: SplitHandler } {
+  return {
+    planner: syntheticPlanner({ splits: m.splits, seed: m.seed, minUnits: m.minUnits, maxUnits: m.maxUnits }),
+    handler: pacedHandler({
+      unitMs: m.unitMs,
+      commitEvery: m.commitEvery,
+      drain: m.drain,
+      slowDrainMs: m.slowDrainMs,
+      ...(m.poison !== undefined ? { poison: m.poison } : {}),
+      ...report,
+    }),
+  };
+}

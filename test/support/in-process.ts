@@ -6,24 +6,14 @@
  */
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
-import { pacedHandler, syntheticPlanner, type DrainBehaviour } from '../../src/demo/synthetic.js';
+import type { FleetProcessConfig } from '../../src/demo/fleet-config.js';
+import { syntheticMember } from '../../src/demo/synthetic.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import type { Store } from '../../src/store/store.js';
 import type { LaneEvent, Ledger } from '../../src/demo/ledger.js';
 
-export interface InProcessOptions {
-  endpoint: string;
-  job: string;
-  instance: string;
-  splits: number;
-  seed: number;
-  maxInFlight: number;
-  unitMs: number;
-  commitEvery: number;
-  drain?: DrainBehaviour;
-  minUnits?: number;
-  maxUnits?: number;
-  config?: Record<string, number>;
+/** A member process's configuration (the synthetic job, its knobs), run in this process instead. */
+export interface InProcessOptions extends Omit<FleetProcessConfig, 'endpoints' | 'root' | 'stats' | 'stopWithParent' | 'recordExtras'> {
   /** Wraps the member's own EtcdStore (fault injection). */
   wrapStore?: (store: Store) => Store;
 }
@@ -44,11 +34,7 @@ export async function startInProcess(o: InProcessOptions, ledger: Ledger): Promi
     instance: o.instance,
     maxInFlight: o.maxInFlight,
     ...(o.config ?? {}),
-    planner: syntheticPlanner({ splits: o.splits, seed: o.seed, minUnits: o.minUnits, maxUnits: o.maxUnits }),
-    handler: pacedHandler({
-      unitMs: o.unitMs,
-      commitEvery: o.commitEvery,
-      drain: o.drain,
+    ...syntheticMember(o, {
       onUnit: (id, unit, epoch) => ledger.unit({ instance: o.instance, id, unit, epoch, t: Date.now() }),
       onEvent: (e) => ledger.lane({ ...e, instance: o.instance, t: Date.now() } as LaneEvent),
     }),
