@@ -1,7 +1,7 @@
 /**
  * The one fault facade: what makes an in-process fleet member behave like an
  * OS process under faults, for the demo's chaos on the MemoryStore and for
- * the simulation (test/simulation/process.ts). A clock facade (`FaultClock`)
+ * the simulation (test/simulation/harness.ts). A clock facade (`FaultClock`)
  * over the world's clock and a store facade (`FaultStore`) over the shared
  * MemoryStore, so that a member can be:
  * - PAUSED (SIGSTOP): timers that fall due are deferred, answers and watch
