@@ -4,13 +4,12 @@
  * engine memory by `write` and handed to a pool thread by `snapshot`.
  * Pure: no I/O, no clock; it never touches `WebAssembly`.
  */
-import { SplitfleetError } from '../errors.js';
 import { hashInto, seedState } from '../hash.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { AssignmentInput, AssignmentStats } from './types.js';
-import { validateAssignmentInput } from './validate.js';
-import { STATUS_CODES, STATUS_NAMES } from './wire.js';
+import { invalid, isId, isValidWeight, RULES, statusCode, validateAssignmentInput } from './validate.js';
+import { STATUS_NAMES } from './wire.js';
 
 /** A decision on a `ColumnarPool`. */
 export interface ColumnarDecision {
@@ -124,14 +123,10 @@ export class ColumnarPool {
 
   /** Adds a split or updates its weight and status. */
   upsertSplit(id: string, weight: number, status: 'runnable' | 'completed' | 'quarantined' = 'runnable'): void {
-    if (typeof id !== 'string' || id === '') fail('upsertSplit', 'id must be a non-empty string', id);
-    if (!Number.isSafeInteger(weight) || weight < 0) {
-      fail('upsertSplit', `weight of "${id}" must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER}`, weight);
-    }
-    const code = Object.hasOwn(STATUS_CODES, status) ? STATUS_CODES[status] : undefined;
-    if (code === undefined) {
-      fail('upsertSplit', `status of "${id}" must be one of runnable, completed, quarantined`, status);
-    }
+    if (!isId(id)) invalid('upsertSplit', `id ${RULES.id}`, id);
+    if (!isValidWeight(weight)) invalid('upsertSplit', `weight of "${id}" ${RULES.weight}`, weight);
+    const code = statusCode(status);
+    if (code < 0) invalid('upsertSplit', `status of "${id}" ${RULES.status}`, status);
     let r = this.rowById.get(id);
     if (r === undefined) {
       r = this.freeRows.pop() ?? this.newRow();
@@ -192,7 +187,7 @@ export class ColumnarPool {
   setReserved(ids: Iterable<string>): void {
     const next = new Set<string>();
     for (const id of ids) {
-      if (typeof id !== 'string') fail('setReserved', 'ids must be split id strings', id);
+      if (typeof id !== 'string') invalid('setReserved', 'ids must be split id strings', id);
       next.add(id);
     }
     const before = this.reserved;
@@ -467,7 +462,7 @@ export class ColumnarPool {
 
   private handle(member: string | null | undefined): number {
     if (member === null || member === undefined) return -1;
-    if (typeof member !== 'string') fail('owner', 'must be a member id string or null', member);
+    if (typeof member !== 'string') invalid('owner', RULES.owner, member);
     let h = this.handles.get(member);
     if (h === undefined) {
       h = this.handleIds.length;
@@ -490,16 +485,3 @@ export class ColumnarPool {
   }
 }
 
-function fail(where: string, rule: string, got: unknown): never {
-  let shown: string;
-  if (typeof got === 'number') shown = String(got);
-  else if (typeof got === 'bigint') shown = `${got}n`;
-  else {
-    try {
-      shown = JSON.stringify(got) ?? String(got);
-    } catch {
-      shown = typeof got;
-    }
-  }
-  throw new SplitfleetError('INVALID_INPUT', `${where}: ${rule} (got ${shown})`);
-}

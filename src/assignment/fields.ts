@@ -29,13 +29,13 @@
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null. Pure.
  */
-import { STATUS_CODES } from './wire.js';
+import { isId, isOwner, isValidWeight, statusCode } from './validate.js';
 
 /** One read of a split array: row i is `splits[i]`. Reused between calls (grown, never shrunk). */
 export interface SplitFields {
   ids: string[];
   weight: Float64Array;
-  /** STATUS_CODES; an absent status is runnable. */
+  /** wire.ts STATUS_CODES; an absent status is runnable. */
   status: Uint8Array;
   lease: (string | null)[];
   prev: (string | null)[];
@@ -91,22 +91,14 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
       if ((seen & 16) === 0) pr = Reflect.get(o, 'previous');
       if ((seen & 32) === 0) st = Reflect.get(o, 'status');
     }
-    if (typeof id !== 'string' || id === '' || typeof w !== 'number' || !Number.isSafeInteger(w) || w < 0) return i;
-    let code = 0;
-    if (st !== undefined) {
-      if (st === 'completed') code = STATUS_CODES.completed;
-      else if (st === 'quarantined') code = STATUS_CODES.quarantined;
-      else if (st !== 'runnable') return i;
-    }
-    if (lo !== undefined && lo !== null && typeof lo !== 'string') return i;
-    if (pr !== undefined && pr !== null && typeof pr !== 'string') return i;
-    if (ro !== undefined && ro !== null && typeof ro !== 'string') return i;
+    const code = statusCode(st);
+    if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return i;
     ids[i] = id;
     weight[i] = w;
     status[i] = code;
-    lease[i] = lo === undefined ? null : (lo as string | null);
-    prev[i] = pr === undefined ? null : (pr as string | null);
-    rec[i] = ro === undefined ? null : (ro as string | null);
+    lease[i] = lo ?? null;
+    prev[i] = pr ?? null;
+    rec[i] = ro ?? null;
   }
   return -1;
 }

@@ -16,7 +16,7 @@ import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
 import type { AssignmentInput, AssignmentStats } from './types.js';
-import { validateAssignmentInput } from './validate.js';
+import { isCap, isId, validateAssignmentInput } from './validate.js';
 
 /**
  * What one object-form decision keeps for the next (wasm.ts holds one per
@@ -79,19 +79,19 @@ export function refuse(input: unknown): never {
   throw new SplitfleetError('ENGINE_FAILURE', 'codec: a fast input check refused input the validator accepts');
 }
 
-const isCap = (v: unknown): boolean => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1);
+const capOrAbsent = (v: unknown): boolean => v === undefined || isCap(v);
 
 /** The top-level and member rules of validate.ts; false when any is broken. */
 export function shapeIsValid(input: AssignmentInput): boolean {
   const o = input as unknown as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
-  if (typeof o.seed !== 'string' || !isCap(o.defaultCap)) return false;
+  if (typeof o.seed !== 'string' || !capOrAbsent(o.defaultCap)) return false;
   if (!Array.isArray(o.members) || !Array.isArray(o.splits)) return false;
   const ids = new Set<string>();
   for (const m of o.members as unknown[]) {
     if (typeof m !== 'object' || m === null) return false;
     const mm = m as Record<string, unknown>;
-    if (typeof mm.id !== 'string' || mm.id === '' || ids.has(mm.id) || !isCap(mm.cap)) return false;
+    if (!isId(mm.id) || ids.has(mm.id) || !capOrAbsent(mm.cap)) return false;
     ids.add(mm.id);
   }
   if (o.reserved !== undefined) {

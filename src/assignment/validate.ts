@@ -2,11 +2,42 @@
  * Validation of the assignment input (the `plan` JSON shape). Both engines
  * and the CLI call it before deciding anything, so bad input is refused whole
  * with a message naming the field and the rule, and nothing is half-computed.
+ *
+ * Each rule is written here once, as a predicate and the words of its error
+ * (`RULES`); the fast checks of the engine's codec (fields.ts, marshal.ts)
+ * and `ColumnarPool` test with the same predicates and say the same words.
  */
 import { SplitfleetError } from '../errors.js';
 import type { AssignmentInput } from './types.js';
+import { STATUS_CODES } from './wire.js';
 
-const STATUSES = new Set(['runnable', 'completed', 'quarantined']);
+/** The words of each rule, as every error that refuses it says them. */
+export const RULES = {
+  id: 'must be a non-empty string',
+  weight: `must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER}`,
+  status: 'must be one of runnable, completed, quarantined',
+  owner: 'must be a member id string or null',
+  cap: 'must be an integer ≥ 1',
+  seed: 'must be a string (the job fingerprint)',
+  reservedId: 'must be a split id string',
+} as const;
+
+/** A split or member id: a non-empty string. */
+export const isId = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+/** A lane budget (`cap`, `defaultCap`): an integer ≥ 1. */
+export const isCap = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
+
+/** An owner field: absent, null, or a member id string. */
+export const isOwner = (v: unknown): v is string | null | undefined => v === undefined || v === null || typeof v === 'string';
+
+/** `STATUS_CODES` of a split's status (absent: runnable), or −1 when it names no status. */
+export function statusCode(v: unknown): number {
+  if (v === undefined || v === 'runnable') return STATUS_CODES.runnable;
+  if (v === 'completed') return STATUS_CODES.completed;
+  if (v === 'quarantined') return STATUS_CODES.quarantined;
+  return -1;
+}
 
 /** How a rejected value is shown: numbers as JS prints them (NaN, Infinity), never throwing (BigInt). */
 function show(v: unknown): string {
@@ -18,15 +49,14 @@ function show(v: unknown): string {
   }
 }
 
-function fail(field: string, rule: string, got?: unknown): never {
+/** Throws INVALID_INPUT: "field: rule (got value)", the value left out when undefined. */
+export function invalid(field: string, rule: string, got?: unknown): never {
   const shown = got === undefined ? '' : ` (got ${show(got)})`;
   throw new SplitfleetError('INVALID_INPUT', `${field}: ${rule}${shown}`);
 }
 
 function optionalOwner(value: unknown, field: string): void {
-  if (value !== undefined && value !== null && typeof value !== 'string') {
-    fail(field, 'must be a member id string or null', value);
-  }
+  if (!isOwner(value)) invalid(field, RULES.owner, value);
 }
 
 /** True when `w` is an integer weight 0 ≤ w ≤ Number.MAX_SAFE_INTEGER. */
@@ -37,50 +67,42 @@ export function isValidWeight(w: unknown): w is number {
 /** Throws SplitfleetError('INVALID_INPUT') naming the first broken rule. */
 export function validateAssignmentInput(input: unknown): asserts input is AssignmentInput {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    fail('input', 'must be a JSON object with "members" and "splits"');
+    invalid('input', 'must be a JSON object with "members" and "splits"');
   }
   const o = input as Record<string, unknown>;
-  if (typeof o.seed !== 'string') fail('seed', 'must be a string (the job fingerprint)', o.seed);
-  if (o.defaultCap !== undefined && !(Number.isSafeInteger(o.defaultCap) && (o.defaultCap as number) >= 1)) {
-    fail('defaultCap', 'must be an integer ≥ 1', o.defaultCap);
-  }
-  if (!Array.isArray(o.members)) fail('members', 'is required and must be an array');
-  if (!Array.isArray(o.splits)) fail('splits', 'is required and must be an array');
+  if (typeof o.seed !== 'string') invalid('seed', RULES.seed, o.seed);
+  if (o.defaultCap !== undefined && !isCap(o.defaultCap)) invalid('defaultCap', RULES.cap, o.defaultCap);
+  if (!Array.isArray(o.members)) invalid('members', 'is required and must be an array');
+  if (!Array.isArray(o.splits)) invalid('splits', 'is required and must be an array');
 
   const memberIds = new Set<string>();
   o.members.forEach((m: unknown, i: number) => {
-    if (typeof m !== 'object' || m === null) fail(`members[${i}]`, 'must be an object with an "id"');
+    if (typeof m !== 'object' || m === null) invalid(`members[${i}]`, 'must be an object with an "id"');
     const mm = m as Record<string, unknown>;
-    if (typeof mm.id !== 'string' || mm.id === '') fail(`members[${i}].id`, 'must be a non-empty string', mm.id);
-    if (memberIds.has(mm.id)) fail(`members[${i}].id`, `must be unique; "${mm.id}" appears twice`);
+    if (!isId(mm.id)) invalid(`members[${i}].id`, RULES.id, mm.id);
+    if (memberIds.has(mm.id)) invalid(`members[${i}].id`, `must be unique; "${mm.id}" appears twice`);
     memberIds.add(mm.id);
-    if (mm.cap !== undefined && !(Number.isSafeInteger(mm.cap) && (mm.cap as number) >= 1)) {
-      fail(`members[${i}].cap`, 'must be an integer ≥ 1', mm.cap);
-    }
+    if (mm.cap !== undefined && !isCap(mm.cap)) invalid(`members[${i}].cap`, RULES.cap, mm.cap);
   });
 
   const splitIds = new Set<string>();
   o.splits.forEach((s: unknown, i: number) => {
-    if (typeof s !== 'object' || s === null) fail(`splits[${i}]`, 'must be an object with "id" and "weight"');
+    if (typeof s !== 'object' || s === null) invalid(`splits[${i}]`, 'must be an object with "id" and "weight"');
     const ss = s as Record<string, unknown>;
-    if (typeof ss.id !== 'string' || ss.id === '') fail(`splits[${i}].id`, 'must be a non-empty string', ss.id);
-    if (splitIds.has(ss.id)) fail(`splits[${i}].id`, `must be unique; "${ss.id}" appears twice`);
+    if (!isId(ss.id)) invalid(`splits[${i}].id`, RULES.id, ss.id);
+    if (splitIds.has(ss.id)) invalid(`splits[${i}].id`, `must be unique; "${ss.id}" appears twice`);
     splitIds.add(ss.id);
-    if (!isValidWeight(ss.weight)) {
-      fail(`splits[${i}].weight`, `must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER}`, ss.weight);
-    }
-    if (ss.status !== undefined && !STATUSES.has(ss.status as string)) {
-      fail(`splits[${i}].status`, 'must be one of runnable, completed, quarantined', ss.status);
-    }
+    if (!isValidWeight(ss.weight)) invalid(`splits[${i}].weight`, RULES.weight, ss.weight);
+    if (statusCode(ss.status) < 0) invalid(`splits[${i}].status`, RULES.status, ss.status);
     optionalOwner(ss.leaseOwner, `splits[${i}].leaseOwner`);
     optionalOwner(ss.recordOwner, `splits[${i}].recordOwner`);
     optionalOwner(ss.previous, `splits[${i}].previous`);
   });
 
   if (o.reserved !== undefined) {
-    if (!Array.isArray(o.reserved)) fail('reserved', 'must be an array of split ids');
+    if (!Array.isArray(o.reserved)) invalid('reserved', 'must be an array of split ids');
     o.reserved.forEach((r: unknown, i: number) => {
-      if (typeof r !== 'string') fail(`reserved[${i}]`, 'must be a split id string', r);
+      if (typeof r !== 'string') invalid(`reserved[${i}]`, RULES.reservedId, r);
     });
   }
 }
