@@ -18,29 +18,32 @@
  *   lease); what SIGTERM should call.
  * - throughout: lifecycle events (events.ts) from the parts where things
  *   happen, and health (health.ts) judged from what this class observes.
+ * It composes and reports; every rule it follows is protocol/'s.
  */
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { SplitfleetError, isRetryable, isSplitfleetError, storeFailure } from '../errors.js';
+import { SplitfleetError, isSplitfleetError, storeFailure } from '../errors.js';
 import { jobOutcome, presenceVerdict } from '../protocol/completion.js';
 import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
-import { fingerprintHash, type AssignRecord, type LeaderRecord, type PlanRecord, type WorkerRecord } from '../protocol/records.js';
+import { fingerprintHash } from '../protocol/records.js';
 import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
 import { DefaultEngine } from './decide.js';
 import { Leader, type LeaderStats } from './leader.js';
-import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener, type CoordinatorListeners } from './events.js';
+import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
-import { defaultLogger, type Logger } from './log.js';
+import { defaultLogger, UnreadableReporter, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { resolveOptions, type CoordinatorOptions } from './options.js';
 import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
+import { snapshotOf, type CoordinatorSnapshot } from './snapshot.js';
+import { untilStarted } from './startup.js';
 import type { JobVerdict, Json, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
-import { WorkerView, type Seen } from './worker-view.js';
+import { WorkerView } from './worker-view.js';
 
-export type { CoordinatorOptions };
+export type { CoordinatorOptions, CoordinatorSnapshot };
 export { OFF_THREAD_SPLITS } from './decide.js';
 
 /**
@@ -66,29 +69,6 @@ export async function startCoordinator<Descriptor extends Json = Json, Progress 
   return c;
 }
 
-/**
- * What `Coordinator.view` hands out: copies of this instance's own records as observed.
- * @internal
- */
-export interface CoordinatorSnapshot {
-  readonly plan: Readonly<Seen<PlanRecord>> | undefined;
-  /** Whether a plan record has ever been observed (a plan seen, then gone, is a deleted job). */
-  readonly planSeen: boolean;
-  readonly leader: Readonly<Seen<LeaderRecord>> | undefined;
-  readonly self: Readonly<Seen<WorkerRecord>> | undefined;
-  readonly assign: Readonly<Seen<AssignRecord>> | undefined;
-  readonly revision: number;
-  readonly prefix: string;
-}
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
-    Object.freeze(o);
-    for (const v of Object.values(o)) deepFreeze(v);
-  }
-  return o;
-}
-
 export class Coordinator {
   readonly config: Config;
   readonly metrics: Metrics;
@@ -112,8 +92,7 @@ export class Coordinator {
   private stopping = false;
   private cancelBackstop: (() => void) | undefined;
   private verdict: JobVerdict | undefined;
-  /** Unreadable records already logged (key + problem). */
-  private readonly reported = new Set<string>();
+  private readonly reported: UnreadableReporter;
   /** Lifecycle events (`on`, `once`, `off`), and the health judged from what this coordinator observes. */
   private readonly events: LifecycleEvents;
   private readonly monitor: HealthMonitor;
@@ -140,10 +119,9 @@ export class Coordinator {
       this.events.on(event as CoordinatorEventName, listener as CoordinatorListener<CoordinatorEventName>);
     }
     this.monitor = new HealthMonitor(this.clock.now());
-    // One decorator times every store call (view, session, worker, leader) instead of each call site.
-    // ...and bounds every request by opTimeoutMs on the injected clock, so no step can hang on a
-    // call that has no timeout of its own. (Safe since the publication fence, decision 0015:
-    // before it, an assignment write that timed out could land after the next step's.)
+    this.reported = new UnreadableReporter(this.log); // once per key and problem
+    // The one decorator: every store call of every part timed, counted and bounded by opTimeoutMs on
+    // the injected clock; no call site adds its own (safe with the publication fence, decision 0015).
     this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs);
     this.own = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
@@ -157,15 +135,11 @@ export class Coordinator {
   }
 
   /**
-   * A read-only snapshot of what this instance observes of its own keys (the
-   * job's plan and leader records, its presence and its assignment record),
-   * copied and frozen on every read: no caller can reach, or change, the view
-   * the worker and the candidacy decide on.
+   * A read-only snapshot of this instance's own records as observed (snapshot.ts), copied and frozen per read.
    * @internal A test hook: not part of the public surface.
    */
   get view(): CoordinatorSnapshot {
-    const v = this.own;
-    return deepFreeze(structuredClone({ plan: v.plan, planSeen: v.planSeen, leader: v.leader, self: v.self, assign: v.assign, revision: v.revision, prefix: v.prefix }));
+    return snapshotOf(this.own);
   }
 
   get instance(): string {
@@ -233,28 +207,12 @@ export class Coordinator {
     this.checkCompletion();
   }
 
-  /**
-   * Runs one start-up step, retrying a retryable store failure (etcd down or
-   * electing, a timeout) with a backoff until `startTimeoutMs` has passed;
-   * then, or on any other failure, it rejects with the failure.
-   */
-  private async untilStarted(what: string, step: () => Promise<void>): Promise<void> {
-    const deadline = this.clock.now() + this.config.startTimeoutMs;
-    let delay = 100;
-    this.observe({ startStep: what });
-    for (;;) {
-      try {
-        await step();
-        return;
-      } catch (e) {
-        const retryable = isRetryable(e);
-        if (!retryable || this.stopping || this.fatal || this.clock.now() + delay > deadline) throw e;
-        this.log.warn({ err: (e as Error).message, retryInMs: delay }, `${what} failed; retrying`);
-        this.observe({ startStep: `${what}: retrying after ${(e as Error).message}` });
-        await new Promise<void>((resolve) => this.clock.setTimer(delay, resolve));
-        delay = Math.min(2 * delay, 2000);
-      }
-    }
+  /** One start-up step, retried while the store fails retryably, within startTimeoutMs (startup.ts). */
+  private untilStarted(what: string, step: () => Promise<void>): Promise<void> {
+    return untilStarted(what, step, {
+      clock: this.clock, log: this.log, startTimeoutMs: this.config.startTimeoutMs,
+      giveUp: () => this.stopping || this.fatal !== undefined, observe: (startStep) => this.observe({ startStep }),
+    });
   }
 
   private async openSession(): Promise<void> {
@@ -395,13 +353,8 @@ export class Coordinator {
 
   /** Logs a record that cannot be read once per key and problem, and counts every sighting. */
   unreadable(key: string, e: SplitfleetError): void {
-    const kind = parseKey(this.own.prefix, key).kind;
-    this.metrics.unreadable.inc({ kind });
-    const said = `${key}\u0000${e.message}`;
-    if (this.reported.has(said)) return;
-    if (this.reported.size > 10_000) this.reported.clear(); // bounded: a flood is still counted
-    this.reported.add(said);
-    this.log.error({ key, code: e.code, err: e.message }, 'a record cannot be read; only what it concerns is set aside');
+    this.metrics.unreadable.inc({ kind: parseKey(this.own.prefix, key).kind });
+    this.reported.report(key, e);
   }
 
   private fail(e: SplitfleetError): void {

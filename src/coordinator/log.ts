@@ -5,6 +5,7 @@
  * store options are never logged.
  */
 import { pino } from 'pino';
+import type { SplitfleetError } from '../errors.js';
 
 export interface Logger {
   debug(obj: object, msg?: string): void;
@@ -20,3 +21,18 @@ export function defaultLogger(bindings: Record<string, string>): Logger {
 
 /** A logger that drops everything. */
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Logs a record that cannot be read once per key and problem (bounded: a flood is still counted by the caller). */
+export class UnreadableReporter {
+  private readonly said = new Set<string>();
+
+  constructor(private readonly log: Logger) {}
+
+  report(key: string, e: SplitfleetError): void {
+    const said = `${key}\u0000${e.message}`;
+    if (this.said.has(said)) return;
+    if (this.said.size > 10_000) this.said.clear();
+    this.said.add(said);
+    this.log.error({ key, code: e.code, err: e.message }, 'a record cannot be read; only what it concerns is set aside');
+  }
+}

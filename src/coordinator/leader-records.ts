@@ -1,0 +1,306 @@
+/**
+ * LeaderRecords: the whole job as the leader holds it, applied key by key
+ * from listings and watch events, in a compact form: the sparse maps (the
+ * members, assignment records, live lease keys, record owners, the plan,
+ * leader and control records) and the dense split columns (split-columns.ts).
+ * No descriptor, no progress and no per-split record object is kept.
+ *
+ * Invariants:
+ * - Every record is decoded strictly. The job's own records (plan, leader)
+ *   that this build cannot read throw (the view stops); any other unreadable
+ *   record is reported once through `onUnreadable` and costs only what it
+ *   concerns (a member its membership, a split its place: parked).
+ * - A deletion of a sparse kind at or below `floor` (the last listing's
+ *   revision) is already reflected and is ignored; a put older than what is
+ *   held is ignored.
+ *
+ * No I/O: LeaderView (leader-view.ts) lists and watches and feeds it.
+ */
+import { storeFailure, type SplitfleetError } from '../errors.js';
+import { parseKey, type KeyKind } from '../protocol/keys.js';
+import {
+  decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
+} from '../protocol/records.js';
+import type { KeyValue } from '../store/store.js';
+import { SplitColumns } from './split-columns.js';
+import type { Seen } from './worker-view.js';
+
+/** The sparse kinds as one listing found them (the backstop's). */
+export interface SparseListing {
+  workers: Map<string, Seen<WorkerRecord>>;
+  assigns: Map<string, Seen<AssignRecord>>;
+  leases: Map<string, Seen<LeaseRecord>>;
+  plan: Seen<PlanRecord> | undefined;
+  leader: Seen<LeaderRecord> | undefined;
+  control: Seen<ControlRecord> | undefined;
+}
+
+export function emptyListing(): SparseListing {
+  return { workers: new Map(), assigns: new Map(), leases: new Map(), plan: undefined, leader: undefined, control: undefined };
+}
+
+export type BacklogFigures = Record<'queued' | 'running' | 'draining' | 'completed' | 'quarantined', { splits: number; weight: number }>;
+
+export class LeaderRecords {
+  plan: Seen<PlanRecord> | undefined;
+  leader: Seen<LeaderRecord> | undefined;
+  /** The operators' record (pause, evacuations); undefined when absent or unreadable (decision 0011). */
+  control: Seen<ControlRecord> | undefined;
+  readonly workers = new Map<string, Seen<WorkerRecord>>();
+  readonly assigns = new Map<string, Seen<AssignRecord>>();
+  /** Live lease keys, by split id (at most the fleet's lanes). */
+  readonly leases = new Map<string, Seen<LeaseRecord>>();
+  /** Record owners, by split id: only records whose `owner` is set. */
+  readonly owners = new Map<string, string>();
+  readonly columns: SplitColumns;
+  unknownKeys = 0;
+  /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
+  floor = 0;
+
+  constructor(
+    readonly prefix: string,
+    readonly fp: string,
+    seed: string,
+    private readonly onUnreadable: (key: string, error: SplitfleetError) => void,
+  ) {
+    this.columns = new SplitColumns(seed, this.owners, this.leases);
+  }
+
+  /**
+   * The backlog by state, in splits and weight (the leader's metric). Held
+   * splits are running while their holder's record names them (or it has no
+   * record: it holds everything) and draining otherwise; queued is the rest
+   * of the runnable ones. Costs the leases (sparse), not the split count.
+   */
+  backlog(): BacklogFigures {
+    const running = { splits: 0, weight: 0 };
+    const draining = { splits: 0, weight: 0 };
+    for (const [id, lease] of this.leases) {
+      if (this.columns.statusOf(id) !== 'runnable') continue;
+      const splits = this.assigns.get(lease.rec.owner)?.rec.splits;
+      const into = splits === undefined || sortedHas(splits, id) ? running : draining;
+      into.splits++;
+      into.weight += this.columns.weightOf(id) ?? 0;
+    }
+    const w = this.columns.statusWeights;
+    const c = this.columns.statusCounts;
+    return {
+      queued: { splits: Math.max(0, c.runnable - running.splits - draining.splits), weight: Math.max(0, w.runnable - running.weight - draining.weight) },
+      running, draining,
+      completed: { splits: c.completed, weight: w.completed },
+      quarantined: { splits: c.quarantined, weight: w.quarantined },
+    };
+  }
+
+  /**
+   * Replaces the sparse kinds by a listing at `revision` (the backstop): what
+   * is not listed is gone, unless an event newer than the listing says
+   * otherwise; per key, whichever is newer wins.
+   */
+  replaceSparse(listed: SparseListing, revision: number): void {
+    const merge = <R>(mine: Map<string, Seen<R>>, from: Map<string, Seen<R>>, apply: (id: string, s: Seen<R> | undefined) => void) => {
+      for (const [id, s] of mine) if (!from.has(id) && s.modRevision <= revision) apply(id, undefined);
+      for (const [id, s] of from) if ((mine.get(id)?.modRevision ?? 0) < s.modRevision) apply(id, s);
+    };
+    merge(this.workers, listed.workers, (id, s) => (s ? this.workers.set(id, s) : this.workers.delete(id)));
+    merge(this.assigns, listed.assigns, (id, s) => (s ? this.assigns.set(id, s) : this.assigns.delete(id)));
+    merge(this.leases, listed.leases, (id, s) => this.setLease(id, s));
+    const { plan, leader, control } = listed;
+    if (plan && (this.plan?.modRevision ?? 0) < plan.modRevision) this.plan = plan;
+    if (!leader && this.leader && this.leader.modRevision <= revision) this.leader = undefined;
+    else if (leader && (this.leader?.modRevision ?? 0) < leader.modRevision) this.leader = leader;
+    if (!control && this.control && this.control.modRevision <= revision) this.control = undefined;
+    else if (control && (this.control?.modRevision ?? 0) < control.modRevision) this.control = control;
+    this.floor = revision;
+  }
+
+  /** Reads one listed key of the sparse kinds into `into` (unreadable ones are reported and left out). */
+  listSparse(kv: KeyValue, into: SparseListing): void {
+    const parsed = parseKey(this.prefix, kv.key);
+    const seen = <R>(rec: R): Seen<R> => meta(rec, kv);
+    const put = <K extends 'worker' | 'assign' | 'lease'>(kind: K, to: Map<string, Seen<RecordTypes[K]>>, id: string) => {
+      const rec = this.readable(kind, kv.key, kv.value, kind === 'lease' ? id : undefined);
+      if (rec) to.set(id, seen(rec));
+    };
+    switch (parsed.kind) {
+      case 'worker': put('worker', into.workers, parsed.id); break;
+      case 'assign': put('assign', into.assigns, parsed.id); break;
+      case 'lease': put('lease', into.leases, parsed.id); break;
+      case 'plan': into.plan = seen(decodeRecord('plan', kv.key, kv.value, this.fp)); break;
+      case 'leader': into.leader = seen(decodeRecord('leader', kv.key, kv.value, this.fp)); break;
+      case 'control': { const rec = this.readable('control', kv.key, kv.value); into.control = rec ? seen(rec) : undefined; break; }
+      default: break;
+    }
+  }
+
+  /** Forgets everything but the control record (a fresh listing follows). */
+  clear(): void {
+    this.plan = this.leader = undefined;
+    this.workers.clear();
+    this.assigns.clear();
+    for (const id of [...this.leases.keys()]) this.setLease(id, undefined);
+    for (const id of [...this.owners.keys()]) this.setOwner(id, '');
+    this.columns.clear();
+  }
+
+  /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
+  put(key: string, value: string, modRevision: number, lease: string | undefined): KeyKind | undefined {
+    const parsed = parseKey(this.prefix, key);
+    const kv = { modRevision, ...(lease !== undefined ? { lease } : {}) };
+    switch (parsed.kind) {
+      case 'unknown':
+        this.unknownKeys++;
+        return undefined;
+      case 'progress':
+        return undefined; // outside both ranges; a store that sends one anyway costs nothing more
+      case 'plan':
+        // The job's own records: one this build cannot read stops the leader (its caller fails).
+        this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
+        return 'plan';
+      case 'leader':
+        this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);
+        return 'leader';
+      case 'publish':
+        return undefined; // the leader's own fence: it tracks the revision itself (decision 0015)
+      case 'control': {
+        // Unreadable: as if absent (nothing paused or evacuated), reported; an operator rewrites it.
+        const rec = this.readable('control', key, value);
+        this.control = rec ? meta(rec, kv) : undefined;
+        return 'control';
+      }
+      case 'worker': {
+        if ((this.workers.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        // Unreadable: not a member (it costs that instance its membership, not the job).
+        const rec = this.readable('worker', key, value);
+        if (rec) this.workers.set(parsed.id, meta(rec, kv));
+        else this.workers.delete(parsed.id);
+        return 'worker';
+      }
+      case 'assign': {
+        if ((this.assigns.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        // Unreadable: as if absent, so the next decision writes a readable one over it.
+        const rec = this.readable('assign', key, value);
+        if (rec) this.assigns.set(parsed.id, meta(rec, kv));
+        else this.assigns.delete(parsed.id);
+        return 'assign';
+      }
+      case 'lease': {
+        if ((this.leases.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        const rec = this.readable('lease', key, value, parsed.id);
+        this.setLease(parsed.id, rec ? meta(rec, kv) : undefined);
+        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
+        return 'lease';
+      }
+      case 'spec': {
+        const spec = this.readable('spec', key, value, parsed.id);
+        this.columns.place(parsed.id, spec?.weight, this.columns.statusOf(parsed.id));
+        return 'spec';
+      }
+      case 'split': {
+        const rec = this.readable('split', key, value, parsed.id);
+        this.setOwner(parsed.id, rec?.owner ?? '');
+        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), rec?.status);
+        return 'split';
+      }
+    }
+  }
+
+  /** Applies a deletion of `key` at `revision`. */
+  remove(key: string, revision: number): KeyKind | undefined {
+    const parsed = parseKey(this.prefix, key);
+    switch (parsed.kind) {
+      case 'unknown':
+      case 'progress':
+        return undefined;
+      case 'plan':
+        this.plan = undefined;
+        return 'plan';
+      case 'leader':
+        this.leader = undefined;
+        return 'leader';
+      case 'publish':
+        return undefined;
+      case 'control':
+        this.control = undefined;
+        return 'control';
+      case 'worker':
+        if (revision <= this.floor) return undefined;
+        this.workers.delete(parsed.id);
+        return 'worker';
+      case 'assign':
+        if (revision <= this.floor) return undefined;
+        this.assigns.delete(parsed.id);
+        return 'assign';
+      case 'lease':
+        if (revision <= this.floor) return undefined;
+        this.columns.clearProblem(parsed.id, 'lease');
+        this.setLease(parsed.id, undefined);
+        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
+        return 'lease';
+      case 'spec':
+        this.columns.clearProblem(parsed.id, 'spec');
+        this.columns.place(parsed.id, undefined, this.columns.statusOf(parsed.id));
+        return 'spec';
+      case 'split':
+        this.columns.clearProblem(parsed.id, 'split');
+        this.setOwner(parsed.id, '');
+        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), undefined);
+        return 'split';
+    }
+  }
+
+  /**
+   * Decodes a record; one this build cannot read is reported and, for a
+   * split's records (`id` given), sets that split aside as a problem until a
+   * readable value (or a deletion) replaces it. Undefined when unreadable.
+   */
+  readable<K extends 'control' | 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {
+    try {
+      const rec = decodeRecord(kind, key, value, this.fp);
+      if (id !== undefined) this.columns.clearProblem(id, kind);
+      return rec;
+    } catch (e) {
+      const err = storeFailure(e);
+      if (id !== undefined) this.columns.setProblem(id, kind, err.message);
+      this.onUnreadable(key, err);
+      return undefined;
+    }
+  }
+
+  setOwner(id: string, owner: string): void {
+    if (owner === '') {
+      if (this.owners.delete(id)) this.columns.pool.setRecordOwner(id, null);
+    } else if (this.owners.get(id) !== owner) {
+      this.owners.set(id, owner);
+      this.columns.pool.setRecordOwner(id, owner);
+    }
+  }
+
+  setLease(id: string, seen: Seen<LeaseRecord> | undefined): void {
+    if (seen) this.leases.set(id, seen);
+    else this.leases.delete(id);
+    this.columns.pool.setLeaseOwner(id, seen?.rec.owner ?? null);
+  }
+}
+
+function meta<R>(rec: R, kv: { modRevision: number; lease?: string }): Seen<R> {
+  const out: Seen<R> = { rec, modRevision: kv.modRevision };
+  if (kv.lease !== undefined && kv.lease !== '0') out.lease = kv.lease;
+  return out;
+}
+
+/** Binary search in ids sorted in JS string order (assignment records are). */
+function sortedHas(ids: readonly string[], id: string): boolean {
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = ids[mid]!;
+    if (v === id) return true;
+    if (v < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+

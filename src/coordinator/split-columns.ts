@@ -1,0 +1,176 @@
+/**
+ * SplitColumns: the leader view's dense half, one row per split of the
+ * `ColumnarPool` the engine decides on, plus a status byte and a weight per
+ * row here, and the halves of splits seen before their other half. Every
+ * count and weight by status is kept incrementally, so nothing here is ever
+ * recounted over the split count.
+ *
+ * Invariants:
+ * - A split is a pool row once both its spec (weight) and its record
+ *   (status) are known and none of its records is a problem; else its
+ *   halves wait in `specOnly` / `recordOnly`.
+ * - A parked split (a record of it cannot be read) is never a row; its
+ *   readable record still counts in the status counts.
+ * - A new row gets the record owner and lease owner the view knows
+ *   (the sparse maps it is given), so the engine sees them at once.
+ *
+ * No I/O and no decisions: the LeaderView feeds it from listings and watches.
+ */
+import { ColumnarPool } from '../assignment/codec.js';
+import { STATUS_CODES, STATUS_NAMES } from '../assignment/wire.js';
+import type { LeaseRecord, SplitStatus } from '../protocol/records.js';
+import type { Seen } from './worker-view.js';
+
+/** A row whose record is not known (outside STATUS_CODES, the one numbering of assignment/wire.ts). */
+const NO_STATUS = 255;
+
+export type StatusTally = { runnable: number; completed: number; quarantined: number };
+
+export class SplitColumns {
+  /** The engine's input, one row per split (weights, status, owners; members and reserve set per decision). */
+  readonly pool: ColumnarPool;
+  /** Counts of split records by status, kept incrementally. */
+  readonly statusCounts: StatusTally = { runnable: 0, completed: 0, quarantined: 0 };
+  /** Summed weight of the pool's rows by status, kept incrementally (the backlog metric's weights). */
+  readonly statusWeights: StatusTally = { runnable: 0, completed: 0, quarantined: 0 };
+  private status = new Uint8Array(1024).fill(NO_STATUS);
+  /** Each row's weight (the pool keeps its own, privately; a status change re-states it). */
+  private weights = new Float64Array(1024);
+  /** Halves seen before their other half (seeding writes both in one transaction, so these are brief). */
+  private readonly specOnly = new Map<string, number>();
+  private readonly recordOnly = new Map<string, SplitStatus>();
+  /** Splits set aside because a record of theirs cannot be read: kind → problem. Never in the pool. */
+  private readonly problems = new Map<string, Map<string, string>>();
+
+  constructor(
+    seed: string,
+    private readonly owners: ReadonlyMap<string, string>,
+    private readonly leases: ReadonlyMap<string, Seen<LeaseRecord>>,
+  ) {
+    this.pool = new ColumnarPool(seed);
+  }
+
+  /** Splits set aside because a record of theirs cannot be read, with the problems. */
+  get parked(): ReadonlyMap<string, ReadonlyMap<string, string>> {
+    return this.problems;
+  }
+
+  /** Split records known (with or without a spec). */
+  get splitCount(): number {
+    return this.statusCounts.runnable + this.statusCounts.completed + this.statusCounts.quarantined;
+  }
+
+  /** Specs known (in the pool, or waiting for their record). */
+  get specCount(): number {
+    return this.pool.size + this.specOnly.size;
+  }
+
+  hasSpec(id: string): boolean {
+    return this.pool.rowOf(id) >= 0 || this.specOnly.has(id);
+  }
+
+  statusOf(id: string): SplitStatus | undefined {
+    const r = this.pool.rowOf(id);
+    if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAMES[this.status[r]!];
+    return this.recordOnly.get(id);
+  }
+
+  weightOf(id: string): number | undefined {
+    const r = this.pool.rowOf(id);
+    return r >= 0 ? this.weights[r] : this.specOnly.get(id);
+  }
+
+  /** Splits with a spec but no split record, none of whose records is a problem (deleted by hand). */
+  unrecorded(limit: number): string[] {
+    const out: string[] = [];
+    for (const id of this.specOnly.keys()) {
+      if (out.length >= limit) break;
+      if (!this.recordOnly.has(id) && !this.problems.has(id)) out.push(id);
+    }
+    return out;
+  }
+
+  /** A record of split `id` cannot be read: it is parked until a readable value or a deletion replaces it. */
+  setProblem(id: string, kind: string, problem: string): void {
+    let p = this.problems.get(id);
+    if (!p) this.problems.set(id, (p = new Map()));
+    p.set(kind, problem);
+  }
+
+  clearProblem(id: string, kind: string): void {
+    this.problems.get(id)?.delete(kind);
+  }
+
+  /**
+   * Puts a split where its halves say: a pool row when its spec (`weight`)
+   * and its record (`status`) are both known and none of its records is a
+   * problem; else the halves wait. Status counts follow every readable
+   * record, row or not.
+   */
+  place(id: string, weight: number | undefined, status: SplitStatus | undefined): void {
+    const p = this.problems.get(id);
+    if (p && p.size === 0) this.problems.delete(id);
+    const r = this.pool.rowOf(id);
+    const before = this.statusOf(id);
+    if (before !== undefined) this.statusCounts[before]--;
+    if (r >= 0 && this.status[r] !== NO_STATUS) this.statusWeights[STATUS_NAMES[this.status[r]!]!] -= this.weights[r]!;
+    if (status !== undefined) this.statusCounts[status]++;
+    if (weight !== undefined && status !== undefined && !this.problems.has(id)) {
+      this.specOnly.delete(id);
+      this.recordOnly.delete(id);
+      const code = STATUS_CODES[status];
+      if (r >= 0) {
+        if (this.weights[r] !== weight || this.status[r] !== code) this.pool.upsertSplit(id, weight, status);
+        this.weights[r] = weight;
+        this.status[r] = code;
+        this.statusWeights[status] += weight;
+        return;
+      }
+      this.pool.upsertSplit(id, weight, status);
+      const row = this.pool.rowOf(id);
+      this.grow(row);
+      this.weights[row] = weight;
+      this.status[row] = code;
+      this.statusWeights[status] += weight;
+      const owner = this.owners.get(id);
+      if (owner !== undefined) this.pool.setRecordOwner(id, owner);
+      const lease = this.leases.get(id);
+      if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
+      return;
+    }
+    if (r >= 0) {
+      this.status[r] = NO_STATUS;
+      this.pool.removeSplit(id);
+    }
+    if (weight !== undefined) this.specOnly.set(id, weight);
+    else this.specOnly.delete(id);
+    if (status !== undefined) this.recordOnly.set(id, status);
+    else this.recordOnly.delete(id);
+  }
+
+  /** Forgets every split (a fresh listing follows). */
+  clear(): void {
+    for (let r = 0; r < this.pool.rowCount; r++) {
+      const id = this.pool.idAt(r);
+      if (id !== undefined) this.pool.removeSplit(id);
+    }
+    this.status.fill(NO_STATUS);
+    this.specOnly.clear();
+    this.recordOnly.clear();
+    this.problems.clear();
+    this.statusCounts.runnable = this.statusCounts.completed = this.statusCounts.quarantined = 0;
+    // The weights too, or a listing after a restart would count every split's weight twice.
+    this.statusWeights.runnable = this.statusWeights.completed = this.statusWeights.quarantined = 0;
+  }
+
+  private grow(row: number): void {
+    if (row < this.status.length) return;
+    const size = Math.max(2 * this.status.length, row + 1);
+    const status = new Uint8Array(size).fill(NO_STATUS);
+    status.set(this.status);
+    this.status = status;
+    const weights = new Float64Array(size);
+    weights.set(this.weights);
+    this.weights = weights;
+  }
+}
