@@ -42,8 +42,8 @@ export interface PreparedClaim {
   txn: Txn;
 }
 
-/** What the claimer works with; `won` opens the lane (the worker's). */
-export interface ClaimerContext {
+/** The worker's parts its helpers (the claimer, the orphan settler) share. */
+export interface WorkerParts {
   store: Store;
   config: Config;
   view: WorkerView;
@@ -51,6 +51,10 @@ export interface ClaimerContext {
   metrics: Metrics;
   log: Logger;
   emit: Emit;
+}
+
+/** What the claimer works with; `won` opens the lane (the worker's). */
+export interface ClaimerContext extends WorkerParts {
   /** Whether the worker has a lane on `id`. */
   hasLane: (id: string) => boolean;
   /** A claim of unknown outcome, or a claimed split whose progress cannot be read: follow it. */

@@ -17,26 +17,13 @@
  * - With no assignment record at all nothing is released: no record means hold.
  */
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
 import { settleOrphan } from '../protocol/orphans.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { adoptTxn, orphanReleaseTxn, type Writer } from '../protocol/txns.js';
-import type { Store } from '../store/store.js';
-import type { Emit } from './events.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import type { Session } from './session.js';
-import type { WorkerView } from './worker-view.js';
+import type { WorkerParts } from './claiming.js';
 
-export interface SettlerContext {
-  store: Store;
-  config: Config;
+export interface SettlerContext extends WorkerParts {
   clock: Clock;
-  view: WorkerView;
-  session: Session;
-  metrics: Metrics;
-  log: Logger;
-  emit: Emit;
   hasLane: (id: string) => boolean;
   /** Lanes in use besides adoptions: open lanes and claims in flight. */
   lanesInUse: () => number;

@@ -1,0 +1,55 @@
+/** SplitColumns: a split is a row only with both halves and no problem; counts and weights follow incrementally. */
+import { describe, expect, it } from 'vitest';
+import { SplitColumns } from '../../../src/coordinator/split-columns.js';
+
+describe('SplitColumns', () => {
+  it('a split joins the pool once its spec and its record are both known; counts follow every readable record', () => {
+    const c = new SplitColumns('seed', new Map(), new Map());
+    c.place('a', 5, undefined);
+    expect(c.pool.rowOf('a')).toBe(-1);
+    expect(c.hasSpec('a')).toBe(true);
+    expect(c.unrecorded(10)).toEqual(['a']);
+    c.place('a', 5, 'runnable');
+    expect(c.pool.rowOf('a')).toBeGreaterThanOrEqual(0);
+    expect(c.statusOf('a')).toBe('runnable');
+    c.place('a', 5, 'completed');
+    expect(c.statusCounts).toEqual({ runnable: 0, completed: 1, quarantined: 0 });
+    expect(c.statusWeights).toEqual({ runnable: 0, completed: 5, quarantined: 0 });
+    c.place('b', undefined, 'quarantined');
+    expect(c.splitCount).toBe(2);
+    expect(c.specCount).toBe(1);
+  });
+
+  it('a parked split leaves the pool, its readable record still counted', () => {
+    const c = new SplitColumns('seed', new Map(), new Map());
+    c.place('a', 2, 'runnable');
+    c.setProblem('a', 'spec', 'bad');
+    c.place('a', undefined, 'runnable');
+    expect(c.pool.rowOf('a')).toBe(-1);
+    expect(c.parked.get('a')?.get('spec')).toBe('bad');
+    expect(c.statusCounts.runnable).toBe(1);
+    c.clearProblem('a', 'spec');
+    c.place('a', 2, 'runnable');
+    expect(c.parked.has('a')).toBe(false);
+    expect(c.pool.rowOf('a')).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a new row gets the owners the sparse maps know', () => {
+    const owners = new Map([['a', 'w0']]);
+    const leases = new Map([['a', { rec: { v: 1 as const, fp: 'f', id: 'a', owner: 'w1', nonce: 'n', epoch: 1 }, modRevision: 3 }]]);
+    const c = new SplitColumns('seed', owners, leases);
+    c.place('a', 1, 'runnable');
+    expect(c.pool.toInput().splits.find((s) => s.id === 'a')).toMatchObject({ recordOwner: 'w0', leaseOwner: 'w1' });
+  });
+
+  it('clear forgets every split, weights included (a listing after a restart counts each once)', () => {
+    const c = new SplitColumns('seed', new Map(), new Map());
+    c.place('a', 7, 'runnable');
+    c.clear();
+    expect(c.statusCounts).toEqual({ runnable: 0, completed: 0, quarantined: 0 });
+    expect(c.statusWeights).toEqual({ runnable: 0, completed: 0, quarantined: 0 });
+    c.place('a', 7, 'runnable');
+    expect(c.statusWeights.runnable).toBe(7);
+    expect(c.pool.size).toBe(1);
+  });
+});
