@@ -5,54 +5,21 @@
  * Pure: no I/O, no clock; it never touches `WebAssembly`.
  */
 import { hashInto, seedState } from '../hash.js';
-import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
+import { I32_MAX, LAYOUT as L, writeIds, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
-import type { AssignmentInput, AssignmentStats } from './types.js';
+import type { AssignmentInput } from './types.js';
 import { invalid, isId, isValidWeight, RULES, statusCode, validateAssignmentInput } from './validate.js';
-import { STATUS_NAMES } from './wire.js';
+import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
+import { STATUS_NAMES, type ColumnarDecision, type ColumnarSnapshot } from './wire.js';
 
-/** A decision on a `ColumnarPool`. */
-export interface ColumnarDecision {
-  /** Member ids in canonical order; `assignee` holds indices into this. */
-  readonly members: readonly string[];
-  /** Per pool row (`ColumnarPool.rowOf`): member index, or −1 (queued, not claimable, or no split). */
-  readonly assignee: Int32Array;
-  readonly stats: AssignmentStats;
-}
+export type { SortedState } from './sorted-order.js';
+export type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 /** What `ColumnarPool.write` leaves behind for the engine call. */
 export interface WrittenPool {
   members: MemberTable;
   /** True when ORDER holds the cached sorted rows; false when the engine must sort. */
   sorted: boolean;
-}
-
-/** @internal A `ColumnarPool`'s decision state in transferable buffers (`ColumnarPool.snapshot`). */
-export interface ColumnarSnapshot {
-  seed: string;
-  defaultCap: number | undefined;
-  members: { id: string; cap?: number }[];
-  handleIds: string[];
-  rows: number;
-  epoch: number;
-  /** The cached order (then the columns below are in that order), or null (then they are per row). */
-  order: Uint32Array<ArrayBuffer> | null;
-  weight: Float64Array<ArrayBuffer>;
-  lease: Int32Array<ArrayBuffer>;
-  prev: Int32Array<ArrayBuffer>;
-  rec: Int32Array<ArrayBuffer>;
-  flags: Uint8Array<ArrayBuffer>;
-  /** Without an order: two key words per row, and row r's id is idChars[idOff[r], idOff[r+1]). */
-  key: Uint32Array<ArrayBuffer> | null;
-  idChars: string | null;
-  idOff: Uint32Array<ArrayBuffer> | null;
-}
-
-/** @internal A cached order, each row's position in it (−1: none) and the columns in that order. */
-export interface SortedState {
-  order: Uint32Array;
-  pos: Int32Array;
-  sorted: { weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array; flags: Uint8Array };
 }
 
 /**
@@ -82,16 +49,10 @@ export class ColumnarPool {
   private readonly handleIds: string[] = [];
   private members: { id: string; cap?: number }[] = [];
   private table: MemberTable | null = null;
-  /** The cached sorted order of the live rows, each row's position in it (−1: none), and the columns in that order. */
-  private order: Uint32Array | null = null;
-  private pos: Int32Array = new Int32Array(0);
-  private sorted: { weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array; flags: Uint8Array } | null = null;
-  /** Rows changed since the last snapshot taken without a cached order (null: not logging). */
-  private touched: number[] | null = null;
+  /** The cached sorted order of the live rows and the columns in it (sorted-order.ts). */
+  private readonly cache = new SortedOrder();
   /** Rebuilt from a snapshot without ids (see `snapshot`). */
   private idless = false;
-  /** Bumped whenever the cached order is dropped (a thread's sort is adopted only if it still matches). */
-  private epoch = 0;
 
   constructor(
     readonly seed: string,
@@ -136,13 +97,12 @@ export class ColumnarPool {
       hashInto(this.state, id, this.key, 2 * r);
       this.lease[r] = this.prev[r] = this.rec[r] = -1;
       this.weight[r] = weight;
-      this.dropOrder();
+      this.cache.drop();
     } else if ((this.weight[r] === 0 ? 1 : this.weight[r]) !== (weight === 0 ? 1 : weight)) {
-      this.dropOrder();
+      this.cache.drop();
     }
     this.weight[r] = weight;
-    if (this.sorted !== null) this.sorted.weight[this.pos[r]!] = weight;
-    else this.touch(r);
+    this.cache.set('weight', r, weight);
     this.status[r] = code;
     this.refreshFlag(r);
   }
@@ -155,8 +115,7 @@ export class ColumnarPool {
     this.ids[r] = undefined;
     this.chars -= id.length;
     this.flags[r] = 0;
-    if (this.sorted !== null) this.sorted.flags[this.pos[r]!] = 0;
-    else this.touch(r);
+    this.cache.set('flags', r, 0);
     this.freeRows.push(r);
     return true;
   }
@@ -236,11 +195,12 @@ export class ColumnarPool {
     for (let j = 0; j < m; j++) cap[j] = Math.min(table.caps[j]!, I32_MAX);
     const map = v.i32(L.H_HANDLE_MAP, H);
     for (let h = 0; h < H; h++) map[h] = table.index.get(this.handleIds[h]!) ?? -1;
-    if (this.order !== null && this.sorted !== null) {
+    const { order, sorted } = this.cache;
+    if (order !== null && sorted !== null) {
       // The cached order, and the columns in it: the engine reads them in sequence.
-      const n = this.order.length;
-      const p = this.sorted;
-      v.u32(L.H_ORDER, n).set(this.order);
+      const n = order.length;
+      const p = sorted;
+      v.u32(L.H_ORDER, n).set(order);
       v.setWord(L.H_ORDER_LEN, n);
       v.f64(L.H_WEIGHT, n).set(p.weight);
       v.i32(L.H_LEASE, n).set(p.lease);
@@ -256,25 +216,9 @@ export class ColumnarPool {
       v.u8(L.H_FLAGS, R).set(this.flags.subarray(0, R));
       v.u32(L.H_KEY, 2 * R).set(this.key.subarray(0, 2 * R));
     }
-    if (withIds) {
-      const strOff = v.u32(L.H_STR_OFF, R + 1);
-      const str = v.u16(L.H_STR, this.chars);
-      let p = 0;
-      let units = 0;
-      for (let r = 0; r < R; r++) {
-        strOff[r] = p;
-        const id = this.ids[r];
-        if (id === undefined || (this.flags[r]! & L.FLAG_POOL) === 0) continue;
-        for (let k = 0; k < id.length; k++) {
-          const c = id.charCodeAt(k);
-          units |= c;
-          str[p++] = c;
-        }
-      }
-      strOff[R] = p;
-      v.setWord(L.H_NARROW, units < 256 ? 1 : 0);
-    }
-    return { members: table, sorted: this.sorted !== null };
+    // Only claimable rows' ids: the engine reads ids to order colliding keys of the pool.
+    if (withIds) writeIds(v, R, this.chars, (r) => ((this.flags[r]! & L.FLAG_POOL) === 0 ? undefined : this.ids[r]));
+    return { members: table, sorted: sorted !== null };
   }
 
   /**
@@ -289,15 +233,16 @@ export class ColumnarPool {
     const R = this.rows;
     // Rows changed from here on are replayed onto a thread's sorted columns (adoptSorted).
     // Kept, not reset, when one is already open: a thread's earlier snapshot may still be adopted.
-    if (this.order === null && this.touched === null) this.touched = [];
+    this.cache.openLog();
     const base = {
       seed: this.seed, defaultCap: this.options.defaultCap, members: this.members.map((mm) => ({ ...mm })),
-      handleIds: this.handleIds.slice(), rows: R, epoch: this.epoch,
+      handleIds: this.handleIds.slice(), rows: R, epoch: this.cache.epoch,
     };
-    if (this.order !== null && this.sorted !== null) {
-      const p = this.sorted;
+    const { order, sorted } = this.cache;
+    if (order !== null && sorted !== null) {
+      const p = sorted;
       return {
-        ...base, order: this.order.slice(), weight: p.weight.slice(), lease: p.lease.slice(), prev: p.prev.slice(),
+        ...base, order: order.slice(), weight: p.weight.slice(), lease: p.lease.slice(), prev: p.prev.slice(),
         rec: p.rec.slice(), flags: p.flags.slice(), key: null, idChars: null, idOff: null,
       };
     }
@@ -335,10 +280,9 @@ export class ColumnarPool {
     p.members = s.members;
     for (const id of s.handleIds) p.handle(id);
     p.rows = s.rows;
-    p.epoch = s.epoch;
+    p.cache.epoch = s.epoch;
     if (s.order !== null) {
-      p.order = s.order;
-      p.sorted = { weight: s.weight, lease: s.lease, prev: s.prev, rec: s.rec, flags: s.flags };
+      p.cache.restore(s.epoch, s.order, { weight: s.weight, lease: s.lease, prev: s.prev, rec: s.rec, flags: s.flags });
     } else {
       p.weight = s.weight;
       p.lease = s.lease;
@@ -356,78 +300,36 @@ export class ColumnarPool {
 
   /** @internal (pool.ts, thread.ts) The cached sorted order of the live rows, if any. */
   cachedOrder(): Uint32Array | null {
-    return this.order;
+    return this.cache.order;
   }
 
   /** @internal (pool.ts) Keeps a thread's sort of a snapshot taken at `epoch`, if nothing has dropped the order since. */
   adoptOrder(epoch: number, order: Uint32Array): void {
-    if (this.epoch === epoch && this.order === null) this.keepOrder(order);
-    this.touched = null;
+    this.cache.adoptOrder(epoch, order, this.columns(), this.weight.length);
   }
 
   /**
    * @internal (pool.ts) Keeps a thread's sort of the snapshot taken at
-   * `epoch` with the columns it laid out in that order (`ColumnarPool.sortedState`
-   * on the thread's copy), if nothing has dropped the order since, then
-   * replays the rows changed since the snapshot. O(changes) on the caller:
-   * gathering 1M rows into sorted order here held its loop for 250–450 ms.
+   * `epoch` with the columns it laid out in that order (`sortedState` on the
+   * thread's copy), if nothing has dropped the order since, then replays the
+   * rows changed since the snapshot (sorted-order.ts).
    */
   adoptSorted(epoch: number, state: SortedState): void {
-    const touched = this.touched;
-    this.touched = null;
-    if (this.epoch !== epoch || this.order !== null || touched === null) return;
-    this.order = state.order;
-    this.pos = state.pos;
-    this.sorted = state.sorted;
-    for (const r of touched) {
-      const k = this.pos[r]!;
-      if (k < 0) continue;
-      this.sorted.weight[k] = this.weight[r]!;
-      this.sorted.lease[k] = this.lease[r]!;
-      this.sorted.prev[k] = this.prev[r]!;
-      this.sorted.rec[k] = this.rec[r]!;
-      this.sorted.flags[k] = this.flags[r]!;
-    }
+    this.cache.adoptSorted(epoch, state, this.columns());
   }
 
   /** @internal (thread.ts) The cached order with each row's position and the columns in it (buffers to transfer). */
   sortedState(): SortedState | null {
-    if (this.order === null || this.sorted === null) return null;
-    return { order: this.order, pos: this.pos, sorted: this.sorted };
-  }
-
-  /** Logs a changed row while a thread sorts a snapshot (bounded: past it, the thread's sort is not adopted). */
-  private touch(r: number): void {
-    const t = this.touched;
-    if (t === null) return;
-    if (t.length >= 1 << 20) this.touched = null;
-    else t.push(r);
+    return this.cache.state();
   }
 
   /** @internal (wasm.ts) Keeps the engine's sorted order of the live rows for later decisions. */
   keepOrder(order: Uint32Array): void {
-    const n = order.length;
-    this.order = order.slice();
-    this.pos = new Int32Array(this.weight.length).fill(-1);
-    const p = {
-      weight: new Float64Array(n), lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), flags: new Uint8Array(n),
-    };
-    for (let k = 0; k < n; k++) {
-      const r = order[k]!;
-      this.pos[r] = k;
-      p.weight[k] = this.weight[r]!;
-      p.lease[k] = this.lease[r]!;
-      p.prev[k] = this.prev[r]!;
-      p.rec[k] = this.rec[r]!;
-      p.flags[k] = this.flags[r]!;
-    }
-    this.sorted = p;
+    this.cache.keep(order, this.columns(), this.weight.length);
   }
 
-  private dropOrder(): void {
-    this.epoch++;
-    this.order = null;
-    this.sorted = null;
+  private columns(): RowColumns {
+    return { weight: this.weight, lease: this.lease, prev: this.prev, rec: this.rec, flags: this.flags };
   }
 
   private newRow(): number {
@@ -455,8 +357,7 @@ export class ColumnarPool {
     if (r === undefined) return false;
     const h = this.handle(member);
     this[which][r] = h;
-    if (this.sorted !== null) this.sorted[which][this.pos[r]!] = h;
-    else this.touch(r);
+    this.cache.set(which, r, h);
     return true;
   }
 
@@ -480,8 +381,7 @@ export class ColumnarPool {
   private refreshFlag(r: number): void {
     const claimable = this.status[r] === 0 && !this.reserved.has(this.ids[r]!);
     this.flags[r] = L.FLAG_LIVE | (claimable ? L.FLAG_POOL : 0);
-    if (this.sorted !== null) this.sorted.flags[this.pos[r]!] = this.flags[r]!;
-    else this.touch(r);
+    this.cache.set('flags', r, this.flags[r]!);
   }
 }
 

@@ -76,3 +76,27 @@ export interface EngineMemory {
   views(): EngineViews;
 }
 
+
+/**
+ * Writes rows [0, rows)'s id code units (STR, STR_OFF; `idAt(r)` undefined:
+ * an empty id) and NARROW, whether every unit is below 256. `chars` bounds
+ * the units written (reserved by the caller).
+ */
+export function writeIds(v: EngineViews, rows: number, chars: number, idAt: (r: number) => string | undefined): void {
+  const strOff = v.u32(LAYOUT.H_STR_OFF, rows + 1);
+  const str = v.u16(LAYOUT.H_STR, chars);
+  let p = 0;
+  let units = 0;
+  for (let r = 0; r < rows; r++) {
+    strOff[r] = p;
+    const id = idAt(r);
+    if (id === undefined) continue;
+    for (let k = 0; k < id.length; k++) {
+      const c = id.charCodeAt(k);
+      units |= c;
+      str[p++] = c;
+    }
+  }
+  strOff[rows] = p;
+  v.setWord(LAYOUT.H_NARROW, units < 256 ? 1 : 0);
+}

@@ -10,6 +10,7 @@
  * class and `code` on a postMessage). Types and constants only: no imports
  * of piscina, of the engine, or of either side.
  */
+import type { SortedState } from './sorted-order.js';
 import type { AssignmentStats, SplitStatus } from './types.js';
 
 /** The split-status numbering of every column in src/assignment; an absent status is runnable (0). */
@@ -44,10 +45,40 @@ export interface ObjectTask {
   ownerIds: string[];
 }
 
+/** A decision on a `ColumnarPool`. */
+export interface ColumnarDecision {
+  /** Member ids in canonical order; `assignee` holds indices into this. */
+  readonly members: readonly string[];
+  /** Per pool row (`ColumnarPool.rowOf`): member index, or −1 (queued, not claimable, or no split). */
+  readonly assignee: Int32Array;
+  readonly stats: AssignmentStats;
+}
+
+/** @internal A `ColumnarPool`'s decision state in transferable buffers (`ColumnarPool.snapshot`). */
+export interface ColumnarSnapshot {
+  seed: string;
+  defaultCap: number | undefined;
+  members: { id: string; cap?: number }[];
+  handleIds: string[];
+  rows: number;
+  epoch: number;
+  /** The cached order (then the columns below are in that order), or null (then they are per row). */
+  order: Uint32Array<ArrayBuffer> | null;
+  weight: Float64Array<ArrayBuffer>;
+  lease: Int32Array<ArrayBuffer>;
+  prev: Int32Array<ArrayBuffer>;
+  rec: Int32Array<ArrayBuffer>;
+  flags: Uint8Array<ArrayBuffer>;
+  /** Without an order: two key words per row, and row r's id is idChars[idOff[r], idOff[r+1]). */
+  key: Uint32Array<ArrayBuffer> | null;
+  idChars: string | null;
+  idOff: Uint32Array<ArrayBuffer> | null;
+}
+
 /** Where a `ColumnarPool`'s decision state travels (pool.ts builds it, thread.ts decides on it). */
 export interface ColumnarTask {
   kind: 'columnar';
-  snapshot: import('./columnar.js').ColumnarSnapshot;
+  snapshot: ColumnarSnapshot;
 }
 
 export type ThreadTask = ObjectTask | ColumnarTask;
@@ -70,7 +101,7 @@ export type ThreadReply =
       assignee: Int32Array<ArrayBuffer>;
       stats: AssignmentStats;
       /** The sort of a snapshot that had no cached order, laid out (the caller's pool adopts it: `adoptSorted`). */
-      sorted: import('./columnar.js').SortedState | null;
+      sorted: SortedState | null;
     }
   /** Two rows share a 64-bit key: the caller validates (a duplicate id) or decides in-thread (a true collision). */
   | { ok: true; kind: 'duplicates' }
