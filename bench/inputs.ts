@@ -5,6 +5,7 @@
  * except `settledFrom`, which takes the cold decision it is given.
  */
 import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
+import { prng } from '../src/prng.js';
 
 export type Weights = 'equal' | 'lognormal' | 'giants';
 /**
@@ -21,16 +22,8 @@ export const SHAPES: readonly Shape[] = ['literal', 'spread', 'class', 'extra', 
 export type Scenario = 'cold' | 'settled' | 'joined' | 'left';
 export const GiB = 2 ** 30;
 
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The project's one seeded PRNG (src/prng.ts). */
+export const rng = prng;
 
 /** Lane budget that lets every split be held: 1.25 × ceil(n/m), at least 8. */
 export const capFor = (n: number, m: number): number => Math.max(8, Math.ceil(1.25 * Math.ceil(n / m)));

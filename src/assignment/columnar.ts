@@ -9,6 +9,7 @@ import { I32_MAX, LAYOUT as L, writeIds, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { AssignmentInput } from './types.js';
 import { invalid, isId, isValidWeight, RULES, statusCode, validateAssignmentInput } from './validate.js';
+import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
 import { STATUS_NAMES, type ColumnarDecision, type ColumnarSnapshot } from './wire.js';
 
@@ -45,8 +46,7 @@ export class ColumnarPool {
   private flags = new Uint8Array(16);
   private status = new Uint8Array(16);
   private reserved = new Set<string>();
-  private readonly handles = new Map<string, number>();
-  private readonly handleIds: string[] = [];
+  private readonly handles = new OwnerHandles();
   private members: { id: string; cap?: number }[] = [];
   private table: MemberTable | null = null;
   /** The cached sorted order of the live rows and the columns in it (sorted-order.ts). */
@@ -164,7 +164,7 @@ export class ColumnarPool {
 
   /** The same state as the object form. */
   toInput(): AssignmentInput {
-    const owner = (h: number): string | null => (h < 0 ? null : this.handleIds[h]!);
+    const owner = (h: number): string | null => (h < 0 ? null : this.handles.ids[h]!);
     const splits = [];
     for (let r = 0; r < this.rows; r++) {
       const id = this.ids[r];
@@ -189,12 +189,12 @@ export class ColumnarPool {
     const table = (this.table = memberTable({ seed: this.seed, defaultCap: this.options.defaultCap, members: this.members }, this.table));
     const R = this.rows;
     const m = table.ids.length;
-    const H = this.handleIds.length;
+    const H = this.handles.ids.length;
     const v = mem.reserve(R, m, H, withIds ? this.chars : 0);
     const cap = v.i32(L.H_CAP, m);
     for (let j = 0; j < m; j++) cap[j] = Math.min(table.caps[j]!, I32_MAX);
     const map = v.i32(L.H_HANDLE_MAP, H);
-    for (let h = 0; h < H; h++) map[h] = table.index.get(this.handleIds[h]!) ?? -1;
+    for (let h = 0; h < H; h++) map[h] = table.index.get(this.handles.ids[h]!) ?? -1;
     const { order, sorted } = this.cache;
     if (order !== null && sorted !== null) {
       // The cached order, and the columns in it: the engine reads them in sequence.
@@ -236,7 +236,7 @@ export class ColumnarPool {
     this.cache.openLog();
     const base = {
       seed: this.seed, defaultCap: this.options.defaultCap, members: this.members.map((mm) => ({ ...mm })),
-      handleIds: this.handleIds.slice(), rows: R, epoch: this.cache.epoch,
+      handleIds: this.handles.ids.slice(), rows: R, epoch: this.cache.epoch,
     };
     const { order, sorted } = this.cache;
     if (order !== null && sorted !== null) {
@@ -364,13 +364,7 @@ export class ColumnarPool {
   private handle(member: string | null | undefined): number {
     if (member === null || member === undefined) return -1;
     if (typeof member !== 'string') invalid('owner', RULES.owner, member);
-    let h = this.handles.get(member);
-    if (h === undefined) {
-      h = this.handleIds.length;
-      this.handles.set(member, h);
-      this.handleIds.push(member);
-    }
-    return h;
+    return this.handles.of(member);
   }
 
   private refreshId(id: string): void {

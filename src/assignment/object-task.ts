@@ -1,10 +1,11 @@
 /**
  * The object form through a pool thread, as row columns: the caller builds an
  * `ObjectTask` a chunk of splits per turn of its event loop
- * (`buildObjectTask`: fields read with fields.ts, owners as handles, ids
- * joined natively), the thread writes it straight into engine memory
- * (`writeObjectTask`) without rebuilding any object, and the caller turns the
- * reply's row indices back into its own id strings.
+ * (`readObjectTask`: fields read with fields.ts, owners as handles; then
+ * `joinIds`, unless `sameTask` finds the last task repeated), the thread
+ * writes it straight into engine memory (`writeObjectTask`) without
+ * rebuilding any object, and the caller turns the reply's row indices back
+ * into its own id strings.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: `hashUnits` is hash.ts `hashInto` over code units in engine
@@ -13,6 +14,7 @@
  * waiting is through the `turn` the caller passes in.
  */
 import { seedState } from '../hash.js';
+import { OwnerHandles } from './handles.js';
 import { fieldsFor, readSplits, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { shapeIsValid } from './marshal.js';
@@ -58,7 +60,7 @@ export async function readObjectTask(
   const reserved = input.reserved !== undefined && input.reserved.length > 0 ? new Set(input.reserved) : null;
   const c: Columns = {
     ids: new Array<string>(n), idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
-    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), ownerIds: [], owners: new Map(), reserved, chars: 0,
+    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), owners: new OwnerHandles(), reserved, chars: 0,
   };
   const f = fieldsFor(null, Math.min(n, chunk));
   for (let from = 0; from < n; from += chunk) {
@@ -70,7 +72,7 @@ export async function readObjectTask(
   c.idOff[n] = c.chars;
   const columns: TaskColumns = {
     kind: 'object', seed: input.seed, memberIds, memberCaps, idOff: c.idOff, weight: c.weight, flags: c.flags,
-    lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.ownerIds,
+    lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids,
   };
   return { columns, ids: c.ids };
 }
@@ -111,31 +113,14 @@ export function sameTask(a: TaskColumns, aIds: readonly string[], b: TaskColumns
     && sameStrings(a.ownerIds, b.ownerIds) && sameBytes(a.lease, b.lease) && sameBytes(a.prev, b.prev) && sameBytes(a.rec, b.rec);
 }
 
-/** What `buildObjectTask` fills, chunk by chunk. */
-interface Columns {
+/** What `readObjectTask` fills, chunk by chunk: the task's row columns, and what builds them. */
+type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec'> & {
   ids: string[];
-  idOff: Uint32Array<ArrayBuffer>;
-  weight: Float64Array<ArrayBuffer>;
-  flags: Uint8Array<ArrayBuffer>;
-  lease: Int32Array<ArrayBuffer>;
-  prev: Int32Array<ArrayBuffer>;
-  rec: Int32Array<ArrayBuffer>;
-  ownerIds: string[];
-  owners: Map<string, number>;
+  owners: OwnerHandles;
   reserved: Set<string> | null;
   /** Id characters so far. */
   chars: number;
-}
-
-function ownerHandle(c: Columns, v: string): number {
-  let h = c.owners.get(v);
-  if (h === undefined) {
-    h = c.ownerIds.length;
-    c.owners.set(v, h);
-    c.ownerIds.push(v);
-  }
-  return h;
-}
+};
 
 /** Rows [from, to) of `splits` into `c`; false when a rule is broken. */
 function fillChunk(splits: readonly unknown[], from: number, to: number, f: SplitFields, c: Columns): boolean {
@@ -155,11 +140,11 @@ function fillChunk(splits: readonly unknown[], from: number, to: number, f: Spli
     const lo = flo[k]!;
     const pr = fpr[k]!;
     const ro = fro[k]!;
-    const hl = lo === null ? -1 : ownerHandle(c, lo);
-    const hp = pr === null ? -1 : pr === lo ? hl : ownerHandle(c, pr);
+    const hl = lo === null ? -1 : c.owners.of(lo);
+    const hp = pr === null ? -1 : pr === lo ? hl : c.owners.of(pr);
     lease[i] = hl;
     prev[i] = hp;
-    rec[i] = ro === null ? -1 : ro === pr ? hp : ro === lo ? hl : ownerHandle(c, ro);
+    rec[i] = ro === null ? -1 : ro === pr ? hp : ro === lo ? hl : c.owners.of(ro);
   }
   c.chars = p;
   return true;

@@ -20,6 +20,7 @@
  *
  * Generators only: nothing here calls an engine.
  */
+import { prng } from '../../../src/prng.js';
 import fc from 'fast-check';
 import type { AssignmentInput, MemberInput, SplitInput, SplitStatus } from '../../../src/assignment/types.js';
 
@@ -31,17 +32,8 @@ export const AWKWARD_IDS: readonly string[] = [
   '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype', 'é', '😀', 'a b', 'Z',
 ];
 
-/** mulberry32: a tiny seeded PRNG, returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The project's one seeded PRNG (src/prng.ts, mulberry32), under the name these tests use. */
+export const mulberry32 = prng;
 
 // ---------------------------------------------------------------------------
 // Small, structural inputs.
