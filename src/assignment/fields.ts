@@ -17,14 +17,20 @@
  * into a load by field index, no lookup (literal, class, reordered 30–36 ms,
  * two extra fields 39 ms, spread 80–100 ms once its enum caches exist).
  * Measured with node 20.20 (V8 11.3) on 1M settled splits; BENCHMARKS.md.
+ * The price is paid once per object, on its first read: an object whose map
+ * was deprecated (its shape's `weight` field changed representation when a
+ * weight ≥ 2^30 followed small ones, so about half of a mixed-weight input)
+ * takes for…in's slow path, which V8 deopts on until the object is migrated
+ * (first read of such a 1M input ~950 ms, later reads ~90–190 ms; `Reflect.get`
+ * ~190 ms every time, migrating nothing), and a spread object builds its
+ * map's enum cache (650–950 ms per 1M on first read). Decision 0002.
  *
  * Exactness: `for…in` sees enumerable string keys, own or inherited, and
  * `s[k]` is the same [[Get]] as `s.id`. A field it does not see may still be
  * there, non-enumerable (a class getter, `defineProperty`): each field not
  * seen is read once more with `Reflect.get`, so the values are exactly the
  * reference's `s.id`, `s.weight`, … (an absent field costs that one lookup).
- * The loop stops once all six fields are seen, so extra fields after them
- * cost nothing.
+ * Extra fields cost one pass of the loop each.
  *
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null. Pure.
@@ -70,18 +76,19 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
     const o = s as Record<string, unknown>;
     let id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown;
     let seen = 0;
-    for (const k in o) {
-      // Interned literals: each case is a pointer compare. `o[k]` must stay on the loop's own key.
+    // Interned literals: each case is a pointer compare; `s[k]` stays on the
+    // loop's own object and key (V8's by-index for-in load). Written exactly
+    // so: through an alias of `s`, or with a `continue` or an early exit, the
+    // optimised loop deopted again and again ("insufficient type feedback").
+    for (const k in s) {
       switch (k) {
-        case 'id': id = o[k]; seen |= 1; break;
-        case 'weight': w = o[k]; seen |= 2; break;
-        case 'leaseOwner': lo = o[k]; seen |= 4; break;
-        case 'recordOwner': ro = o[k]; seen |= 8; break;
-        case 'previous': pr = o[k]; seen |= 16; break;
-        case 'status': st = o[k]; seen |= 32; break;
-        default: continue;
+        case 'id': id = (s as Record<string, unknown>)[k]; seen |= 1; break;
+        case 'weight': w = (s as Record<string, unknown>)[k]; seen |= 2; break;
+        case 'leaseOwner': lo = (s as Record<string, unknown>)[k]; seen |= 4; break;
+        case 'recordOwner': ro = (s as Record<string, unknown>)[k]; seen |= 8; break;
+        case 'previous': pr = (s as Record<string, unknown>)[k]; seen |= 16; break;
+        case 'status': st = (s as Record<string, unknown>)[k]; seen |= 32; break;
       }
-      if (seen === 63) break;
     }
     if (seen !== 63) {
       if ((seen & 1) === 0) id = Reflect.get(o, 'id');
