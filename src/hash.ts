@@ -36,6 +36,26 @@ export function hashInto(state: number, id: string, into: Uint32Array, at: numbe
     h1 = Math.imul(h1 ^ ch, 2654435761);
     h2 = Math.imul(h2 ^ ch, 1597334677);
   }
+  finish(h1, h2, into, at);
+}
+
+/**
+ * `hashInto` of the id whose UTF-16 code units are units[from, to) (a pool
+ * thread hashes ids it holds as code units, never as strings).
+ */
+export function hashUnits(state: number, units: Uint16Array, from: number, to: number, into: Uint32Array, at: number): void {
+  let h1 = 0xdeadbeef ^ state;
+  let h2 = 0x41c6ce57 ^ state;
+  for (let i = from; i < to; i++) {
+    const ch = units[i]!;
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  finish(h1, h2, into, at);
+}
+
+/** The lanes' final cross-mix, written as [lo, hi] at `at`. */
+function finish(h1: number, h2: number, into: Uint32Array, at: number): void {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
   h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);

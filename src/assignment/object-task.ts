@@ -9,11 +9,11 @@
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: `hashUnits` is hash.ts `hashInto` over code units in engine
- * memory, and a test holds them equal); the caller checks every rule of validate.ts except
+ * memory); the caller checks every rule of validate.ts except
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
  * waiting is through the `turn` the caller passes in.
  */
-import { seedState } from '../hash.js';
+import { hashUnits, seedState } from '../hash.js';
 import { OwnerHandles } from './handles.js';
 import { fieldsFor, readSplits, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
@@ -21,23 +21,6 @@ import { shapeIsValid } from './marshal.js';
 import { memberTable, type MemberTable } from './members.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
-
-/** hash.ts `hashInto` of the id whose code units are units[from, to). */
-export function hashUnits(state: number, units: Uint16Array, from: number, to: number, into: Uint32Array, at: number): void {
-  let h1 = 0xdeadbeef ^ state;
-  let h2 = 0x41c6ce57 ^ state;
-  for (let i = from; i < to; i++) {
-    const ch = units[i]!;
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
-  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
-  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  into[at] = h1 >>> 0;
-  into[at + 1] = h2 >>> 0;
-}
 
 /** An ObjectTask before its ids are joined: what the caller compares with its last task. */
 export type TaskColumns = Omit<ObjectTask, 'idChars'>;

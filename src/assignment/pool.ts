@@ -43,6 +43,21 @@ export interface AssignmentPoolOptions {
 }
 
 /** The compiled thread entry this module would use by default. */
+/**
+ * @internal (pool.ts, coordinator/sandbox.ts) The flags a Piscina thread
+ * starts with: the parent's, and on a Node that has `require(esm)`, that
+ * turned off. Piscina loads a thread file with `require()` first, then
+ * `import()`; under Node 20's `require(esm)` that first load raced an
+ * `import()` of the same graph and aborted the whole process ("FATAL ERROR:
+ * v8::Module::IsGraphAsync must be used on an instantiated module", seen once
+ * in CI). With it off, `require()` refuses at once (ERR_REQUIRE_ESM) and the
+ * thread file is imported.
+ */
+export function threadExecArgv(): string[] {
+  const flag = '--no-experimental-require-module';
+  return process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? [...process.execArgv, flag] : process.execArgv;
+}
+
 export function defaultThreadFile(): string {
   const here = import.meta.url;
   const rel = here.endsWith('.ts') ? '../../dist/src/assignment/thread.js' : './thread.js';
@@ -96,7 +111,9 @@ export class AssignmentPool {
       reason = `thread file ${file} not found (run "npm run build")`;
     } else {
       try {
-        this.piscina = new Piscina({ filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, idleTimeout: 60_000 });
+        this.piscina = new Piscina({
+          filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, execArgv: threadExecArgv(),
+        });
         this.mode = 'threads';
         return;
       } catch (e) {

@@ -17,7 +17,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
 import { fleetProcessScript, killAllFleetMembers, repoRoot } from '../support/fleet.js';
-import { SCENARIOS, SOAK, runScenario, type ScenarioResult } from './scenarios.js';
+import { runScenario } from './run-scenario.js';
+import { SCENARIOS, SOAK, type ScenarioResult } from './scenarios.js';
 
 const BASE_SEED = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : 20261130;
 const RUNS = process.env.CHAOS_SEED ? 1 : SOAK ? 3 : 1;

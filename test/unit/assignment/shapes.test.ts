@@ -11,10 +11,9 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
-import { hashUnits } from '../../../src/assignment/object-task.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
-import { hashInto, seedState } from '../../../src/hash.js';
+import { hashInto, hashUnits, seedState } from '../../../src/hash.js';
 import { assignmentInput, settle } from './generators.js';
 
 type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered' | 'getters' | 'null-prototype'
