@@ -50,14 +50,10 @@ export class LeaderView {
   /** Highest revision seen in the range holding `assign`, `leader`, `lease` and `plan`. */
   revision = 0;
   private handles: WatchHandle[] = [];
-  private listeners: ((change: LeaderViewChange) => void)[] = [];
   private readonly batcher = new ChangeBatcher<LeaderViewChange>(
     (into, more) => {
       for (const k of more.kinds) into.kinds.add(k);
       into.all ||= more.all;
-    },
-    (batch) => {
-      for (const l of this.listeners) l(batch);
     },
     () => this.failed || this.closed,
   );
@@ -157,7 +153,7 @@ export class LeaderView {
   }
 
   onChange(listener: (change: LeaderViewChange) => void): void {
-    this.listeners.push(listener);
+    this.batcher.subscribe(listener);
   }
 
   /** Lists the job page by page at one revision, yielding between pages, then follows it. */
@@ -204,7 +200,7 @@ export class LeaderView {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.listeners = [];
+    this.batcher.clear();
     const hs = this.handles;
     this.handles = [];
     await Promise.all(hs.map((h) => h.close()));

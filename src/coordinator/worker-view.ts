@@ -89,14 +89,10 @@ export class WorkerView {
 
   private readonly job: KeyFollower[];
   private readonly splits = new Map<string, Followed>();
-  private listeners: ((change: WorkerViewChange) => void)[] = [];
   private readonly batcher = new ChangeBatcher<WorkerViewChange>(
     (into, more) => {
       for (const k of more.kinds) into.kinds.add(k);
       for (const id of more.ids) into.ids.add(id);
-    },
-    (batch) => {
-      for (const l of this.listeners) l(batch);
     },
     () => this.failed || this.closed,
   );
@@ -136,7 +132,7 @@ export class WorkerView {
 
   /** Subscribes to batched changes (delivered on a microtask after the updates). */
   onChange(listener: (change: WorkerViewChange) => void): void {
-    this.listeners.push(listener);
+    this.batcher.subscribe(listener);
   }
 
   /** Reads the job-level keys in one transaction and follows them; resolves once read. */
@@ -296,7 +292,7 @@ export class WorkerView {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.listeners = [];
+    this.batcher.clear();
     const all = [...this.job, ...[...this.splits.values()].flatMap((f) => [f.split, f.lease, ...(f.spec ? [f.spec] : [])])];
     this.splits.clear();
     await Promise.all(all.map((f) => f.close()));
