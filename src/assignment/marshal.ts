@@ -210,10 +210,10 @@ export function marshalInput(
     : kept !== null ? kept.owners
     : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
   const ownersHold = owners !== null && owners.table === table;
-  const handles = kept?.handles ?? null;
-  const { lease: hl, prev: hp, rec: hr } = handles ?? { lease: lease, prev: prev, rec: rec };
-  // Every claimable row's owner handles equal the last call's (checked row by row below).
-  let sameHandles = sameOrder && handles !== null && prior!.members === table;
+  // The owner columns of the memo's last decision; every claimable row's must repeat (checked below).
+  const last = kept?.handles;
+  const hl = last?.lease, hp = last?.prev, hr = last?.rec;
+  let sameHandles = sameOrder && last !== undefined && prior!.members === table;
   const { weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
   for (let i = 0; i < n; i++) {
     const w = fw[i]!;
@@ -242,7 +242,7 @@ export function marshalInput(
     prev[i] = q;
     const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
     rec[i] = r;
-    if (sameHandles && (l !== hl[i] || q !== hp[i] || r !== hr[i])) sameHandles = false;
+    if (sameHandles && (l !== hl![i] || q !== hp![i] || r !== hr![i])) sameHandles = false;
   }
 
   if (owners !== null && !ownersHold && same) {
