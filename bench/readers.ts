@@ -1,0 +1,96 @@
+/**
+ * How fast 1M split objects are read into columns, per input shape, by the
+ * engine's reader (fields.ts `readSplits`, `Reflect.get`) and by the exact
+ * `for…in` reader decision 0002 measured and rejected (kept here only as the
+ * comparison). Each (reader, shape) runs in a child process of its own, so
+ * one shape's hidden classes cannot touch another's; each reads the same
+ * settled 1M × 10k objects four times (the first is the objects' first read)
+ * and reports the times and the heap they left behind after a full GC.
+ *
+ *   npm run build:ts && node --expose-gc dist/bench/readers.js [--shapes literal,spread,class,extra,reordered]
+ */
+import { spawnSync } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { desiredAssignment } from '../src/assignment/engine.js';
+import { readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
+import { isId, isOwner, isValidWeight, statusCode } from '../src/assignment/validate.js';
+import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
+
+/** The rejected reader: a `for…in` (loads by field index), then one lookup per field it did not see. */
+function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
+  const { ids, weight, status, lease, prev, rec } = f;
+  for (let i = from; i < to; i++) {
+    const s = splits[i];
+    if (typeof s !== 'object' || s === null) return i;
+    let id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown;
+    let seen = 0;
+    for (const k in s) {
+      switch (k) {
+        case 'id': id = (s as Record<string, unknown>)[k]; seen |= 1; break;
+        case 'weight': w = (s as Record<string, unknown>)[k]; seen |= 2; break;
+        case 'leaseOwner': lo = (s as Record<string, unknown>)[k]; seen |= 4; break;
+        case 'recordOwner': ro = (s as Record<string, unknown>)[k]; seen |= 8; break;
+        case 'previous': pr = (s as Record<string, unknown>)[k]; seen |= 16; break;
+        case 'status': st = (s as Record<string, unknown>)[k]; seen |= 32; break;
+      }
+    }
+    if ((seen & 1) === 0) id = Reflect.get(s, 'id');
+    if ((seen & 2) === 0) w = Reflect.get(s, 'weight');
+    if ((seen & 4) === 0) lo = Reflect.get(s, 'leaseOwner');
+    if ((seen & 8) === 0) ro = Reflect.get(s, 'recordOwner');
+    if ((seen & 16) === 0) pr = Reflect.get(s, 'previous');
+    if ((seen & 32) === 0) st = Reflect.get(s, 'status');
+    const code = statusCode(st);
+    if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return i;
+    ids[i] = id;
+    weight[i] = w;
+    status[i] = code;
+    lease[i] = lo ?? null;
+    prev[i] = pr ?? null;
+    rec[i] = ro ?? null;
+  }
+  return -1;
+}
+
+const READERS = { reflect: readSplits, forin: readSplitsForIn } as const;
+type Reader = keyof typeof READERS;
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1]! : dflt);
+
+function child(reader: Reader, shape: Shape): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with node --expose-gc');
+  const base = coldInput(1_000_000, 10_000, 'lognormal');
+  const objs = settledFrom(base, desiredAssignment(base).assignment, shape).splits;
+  const f = splitFields(objs.length);
+  gc();
+  const heap0 = process.memoryUsage().heapUsed;
+  const ms: number[] = [];
+  for (let k = 0; k < 4; k++) {
+    const t = performance.now();
+    if (READERS[reader](objs, 0, objs.length, f) >= 0) throw new Error('a split was refused');
+    ms.push(performance.now() - t);
+  }
+  gc();
+  console.log(JSON.stringify({ reader, shape, ms, heapMiB: (process.memoryUsage().heapUsed - heap0) / 2 ** 20 }));
+}
+
+if (argv.includes('--child')) {
+  child(flag('--reader', 'reflect') as Reader, flag('--child', 'literal') as Shape);
+} else {
+  const shapes = flag('--shapes', SHAPES.join(',')).split(',') as Shape[];
+  const self = fileURLToPath(import.meta.url);
+  console.log(`readers bench: 1M settled splits; load average at start ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  console.log('| shape | reader | first read ms | later reads ms | heap left MiB |');
+  console.log('|---|---|---:|---:|---:|');
+  for (const shape of shapes) {
+    for (const reader of Object.keys(READERS) as Reader[]) {
+      const out = spawnSync(process.execPath, ['--expose-gc', self, '--child', shape, '--reader', reader], { encoding: 'utf8' });
+      if (out.status !== 0) throw new Error(`${reader}/${shape} failed: ${out.stderr}`);
+      const r = JSON.parse(out.stdout.trim().split('\n').pop()!) as { ms: number[]; heapMiB: number };
+      console.log(`| ${shape} | ${reader} | ${r.ms[0]!.toFixed(0)} | ${r.ms.slice(1).map((x) => x.toFixed(0)).join(', ')} | ${r.heapMiB.toFixed(0)} |`);
+    }
+  }
+  console.log(`\nload average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+}
