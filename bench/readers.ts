@@ -1,19 +1,20 @@
 /**
  * How fast 1M split objects are read into columns, per input shape, by the
- * engine's reader (fields.ts `readSplits`, `Reflect.get`) and by the exact
- * `for…in` reader decision 0002 measured and rejected (kept here only as the
- * comparison). Each (reader, shape) runs in a child process of its own, so
+ * engine's reader (fields.ts `readSplits`, which picks between named loads
+ * and `Reflect.get` by timing both, decision 0020), by each of those two
+ * alone, and by the exact `for…in` reader decision 0002 measured and
+ * rejected (kept here only as the comparison). Each (reader, shape) runs in a child process of its own, so
  * one shape's hidden classes cannot touch another's; each reads the same
  * settled 1M × 10k objects four times (the first is the objects' first read)
  * and reports the times and the heap they left behind after a full GC.
  *
- *   npm run build:ts && node --expose-gc dist/bench/readers.js [--shapes literal,spread,class,extra,reordered]
+ *   npm run build:ts && node --expose-gc dist/bench/readers.js [--shapes literal,spread,class,extra,reordered] [--readers adaptive,named,reflect,forin]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { desiredAssignment } from '../src/assignment/engine.js';
-import { readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
+import { fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
 import { isId, isOwner, isValidWeight, statusCode } from '../src/assignment/validate.js';
 import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
 
@@ -53,7 +54,7 @@ function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f
   return -1;
 }
 
-const READERS = { reflect: readSplits, forin: readSplitsForIn } as const;
+const READERS = { adaptive: readSplits, named: readNamed, reflect: readGeneric, forin: readSplitsForIn } as const;
 type Reader = keyof typeof READERS;
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1]! : dflt);
@@ -69,7 +70,8 @@ function child(reader: Reader, shape: Shape): void {
   const ms: number[] = [];
   for (let k = 0; k < 4; k++) {
     const t = performance.now();
-    if (READERS[reader](objs, 0, objs.length, f) >= 0) throw new Error('a split was refused');
+    // fieldsFor: each read starts afresh, as the engine's do (the adaptive reader probes first).
+    if (READERS[reader](objs, 0, objs.length, fieldsFor(f, objs.length)) >= 0) throw new Error('a split was refused');
     ms.push(performance.now() - t);
   }
   gc();
@@ -77,7 +79,7 @@ function child(reader: Reader, shape: Shape): void {
 }
 
 if (argv.includes('--child')) {
-  child(flag('--reader', 'reflect') as Reader, flag('--child', 'literal') as Shape);
+  child(flag('--reader', 'adaptive') as Reader, flag('--child', 'literal') as Shape);
 } else {
   const shapes = flag('--shapes', SHAPES.join(',')).split(',') as Shape[];
   const self = fileURLToPath(import.meta.url);
@@ -85,7 +87,7 @@ if (argv.includes('--child')) {
   console.log('| shape | reader | first read ms | later reads ms | heap left MiB |');
   console.log('|---|---|---:|---:|---:|');
   for (const shape of shapes) {
-    for (const reader of Object.keys(READERS) as Reader[]) {
+    for (const reader of flag('--readers', Object.keys(READERS).join(',')).split(',') as Reader[]) {
       const out = spawnSync(process.execPath, ['--expose-gc', self, '--child', shape, '--reader', reader], { encoding: 'utf8' });
       if (out.status !== 0) throw new Error(`${reader}/${shape} failed: ${out.stderr}`);
       const r = JSON.parse(out.stdout.trim().split('\n').pop()!) as { ms: number[]; heapMiB: number };

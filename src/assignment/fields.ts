@@ -2,24 +2,27 @@
  * Reading the caller's split objects into columns, at a cost that does not
  * depend much on how the caller built them.
  *
- * Why: a named property load (`s.id`) is an inline cache keyed by the
- * object's hidden class. V8 gives every object built as `{ ...s, leaseOwner }`
- * (spread, then any field added) a hidden class of its own: the clone's map
- * is not in a transition tree, so each added field makes a fresh map (seen
- * with `%HaveSameMap`: 1 pair in 1,000 neighbours shares one, with integer
- * weights as with doubles; `{ ...s }` alone shares). At 1M splits named loads
- * see ~1M classes, go megamorphic, miss the stub cache on nearly every object
- * and pay a runtime miss each (six loads over 1M literals 12–20 ms, over 1M
- * spread objects 1,000–1,500 ms). `Reflect.get` is a generic lookup (no
- * inline cache): literal 110–120 ms, spread 270–490 ms, the same on every
- * read. A `for…in` reader was measured too and lost (decision 0002): fast on
- * literals (~65 ms), but on spread objects slower than this (390 ms, with
- * the one lookup per absent field that exactness needs) and 130 MiB of enum
- * caches, and its first read of objects with deprecated maps deopted ~160
- * times (~950 ms per 1M).
+ * Why two readers: a named property load (`s.id`) is an inline cache keyed
+ * by the object's hidden class. Objects built as literals, by one class or
+ * by one factory share a few classes, and named loads read them at memory
+ * speed (six loads over 1M literals 12–20 ms). V8 gives every object built
+ * as `{ ...s, leaseOwner }` (spread, then any field added) a hidden class of
+ * its own (the clone's map is not in a transition tree, seen with
+ * `%HaveSameMap`), so at 1M splits named loads see ~1M classes, go
+ * megamorphic, miss the stub cache on nearly every object and pay a runtime
+ * miss each (1,000–1,500 ms). `Reflect.get` is a generic lookup with no
+ * inline cache: 110–130 ms on literals, 130–490 ms on spread objects, the
+ * same on every read. Neither is right for every caller, and which one
+ * wins is a property of the objects that JavaScript cannot see, so
+ * `readSplits` measures it: every PROBE_EVERY blocks it reads one block
+ * with each reader, times both and reads on with the faster (decision
+ * 0020). Both readers read the same fields once each into the same
+ * columns, so the choice changes the speed, never the result; the probe's
+ * clock is the only one in the engine's input path. A `for…in` reader was
+ * measured too and lost (decision 0002).
  *
  * Invariants: reads each field exactly once (a getter runs once, as in the
- * validator); an owner that is undefined is stored as null. Pure.
+ * validator); an owner that is undefined is stored as null.
  */
 import { isId, isOwner, isValidWeight, statusCode } from './validate.js';
 
@@ -32,47 +35,100 @@ export interface SplitFields {
   lease: (string | null)[];
   prev: (string | null)[];
   rec: (string | null)[];
+  /** The reader choice of the read in progress (`readSplits`). */
+  choice: ReaderChoice;
 }
 
 export function splitFields(n: number): SplitFields {
   return {
     ids: new Array<string>(n).fill(''), weight: new Float64Array(n), status: new Uint8Array(n),
     lease: new Array<string | null>(n).fill(null), prev: new Array<string | null>(n).fill(null), rec: new Array<string | null>(n).fill(null),
+    choice: { named: true, untilProbe: 0 },
   };
 }
 
-/** `f` if it holds n rows, else a larger one (old contents dropped). */
+/** `f` if it holds n rows, else a larger one (old contents dropped); either way a new read, which starts with a probe. */
 export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
-  return f !== null && f.weight.length >= n ? f : splitFields(Math.max(n, f === null ? 0 : 2 * f.weight.length));
+  if (f === null || f.weight.length < n) return splitFields(Math.max(n, f === null ? 0 : 2 * f.weight.length));
+  f.choice.untilProbe = 0;
+  return f;
 }
 
+/** Rows per block: the unit the readers are timed and chosen over. */
+const BLOCK = 1024;
+/** Blocks read between two probes (a probe every 256k rows: at most ~1 ms each on spread objects). */
+const PROBE_EVERY = 256;
+
+/** Which reader `readSplits` uses, and when it measures again; kept with the scratch, across chunks of one read. */
+export interface ReaderChoice {
+  named: boolean;
+  /** Blocks until the next probe; 0: probe at the next block. */
+  untilProbe: number;
+}
 
 /**
  * Reads splits[from, to) into `f` and checks each split's own rules (object,
  * non-empty string id, weight an integer 0 … 2^53 − 1, owners strings or
  * null, a known status). Returns −1, or the first row that breaks a rule
  * (the caller runs the validator for the exact error). Uniqueness of ids is
- * not checked here.
+ * not checked here. The reader for each block is the one the last probe
+ * found faster (`f.choice`).
  */
 export function readSplits(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
-  const { ids, weight, status, lease, prev, rec } = f;
+  const choice = f.choice;
+  let i = from;
+  while (i < to) {
+    if (choice.untilProbe <= 0 && to - i >= 2 * BLOCK) {
+      const t0 = performance.now();
+      let bad = readNamed(splits, i, i + BLOCK, f);
+      const t1 = performance.now();
+      if (bad < 0) bad = readGeneric(splits, i + BLOCK, i + 2 * BLOCK, f);
+      if (bad >= 0) return bad;
+      choice.named = t1 - t0 <= performance.now() - t1;
+      choice.untilProbe = PROBE_EVERY;
+      i += 2 * BLOCK;
+      continue;
+    }
+    const end = Math.min(to, i + BLOCK);
+    const bad = choice.named ? readNamed(splits, i, end, f) : readGeneric(splits, i, end, f);
+    if (bad >= 0) return bad;
+    choice.untilProbe--;
+    i = end;
+  }
+  return -1;
+}
+
+/** `readSplits` with named loads only: fastest over objects that share a few hidden classes. */
+export function readNamed(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
+  for (let i = from; i < to; i++) {
+    const s = splits[i] as Partial<Record<'id' | 'weight' | 'status' | 'leaseOwner' | 'previous' | 'recordOwner', unknown>>;
+    if (typeof s !== 'object' || s === null) return i;
+    if (!keepRow(f, i, s.id, s.weight, s.status, s.leaseOwner, s.previous, s.recordOwner)) return i;
+  }
+  return -1;
+}
+
+/** `readSplits` with `Reflect.get` only: no inline cache, so no cost per hidden class. */
+export function readGeneric(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
   for (let i = from; i < to; i++) {
     const s = splits[i];
     if (typeof s !== 'object' || s === null) return i;
-    const id: unknown = Reflect.get(s, 'id');
-    const w: unknown = Reflect.get(s, 'weight');
-    const st: unknown = Reflect.get(s, 'status');
-    const lo: unknown = Reflect.get(s, 'leaseOwner');
-    const pr: unknown = Reflect.get(s, 'previous');
-    const ro: unknown = Reflect.get(s, 'recordOwner');
-    const code = statusCode(st);
-    if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return i;
-    ids[i] = id;
-    weight[i] = w;
-    status[i] = code;
-    lease[i] = lo ?? null;
-    prev[i] = pr ?? null;
-    rec[i] = ro ?? null;
+    const ok = keepRow(f, i, Reflect.get(s, 'id'), Reflect.get(s, 'weight'), Reflect.get(s, 'status'),
+      Reflect.get(s, 'leaseOwner'), Reflect.get(s, 'previous'), Reflect.get(s, 'recordOwner'));
+    if (!ok) return i;
   }
   return -1;
+}
+
+/** Checks one split's fields (read in this order by both readers) and stores them in row i; false when a rule is broken. */
+function keepRow(f: SplitFields, i: number, id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown): boolean {
+  const code = statusCode(st);
+  if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return false;
+  f.ids[i] = id;
+  f.weight[i] = w;
+  f.status[i] = code;
+  f.lease[i] = lo ?? null;
+  f.prev[i] = pr ?? null;
+  f.rec[i] = ro ?? null;
+  return true;
 }

@@ -11,6 +11,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
+import { readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../../../src/assignment/fields.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
 import { hashInto, hashUnits, seedState } from '../../../src/hash.js';
@@ -137,6 +138,66 @@ describe('every input shape gives the same output', () => {
     for (const shape of SHAPES) {
       expect(() => desiredAssignment(reshaped(input, shape)), shape).toThrow('splits[1].weight: must be an integer');
     }
+  });
+});
+
+/** Rows [0, n) of a read, as plain data. */
+function rows(f: SplitFields, n: number): unknown {
+  return { ids: f.ids.slice(0, n), weight: [...f.weight.subarray(0, n)], status: [...f.status.subarray(0, n)],
+    lease: f.lease.slice(0, n), prev: f.prev.slice(0, n), rec: f.rec.slice(0, n) };
+}
+
+/** `n` splits cycled from `input`, the shape changing every `run` rows (so a long read crosses readers' probes). */
+function mixed(input: AssignmentInput, n: number, run: number): SplitInput[] {
+  return Array.from({ length: n }, (_, i) => reshape(SHAPES[Math.floor(i / run) % SHAPES.length]!, input.splits[i % input.splits.length]!));
+}
+
+describe('fields.ts: both readers, and the choice between them, read the same columns', () => {
+  it('readNamed = readGeneric for every shape, rows and refusals', () => {
+    fc.assert(
+      fc.property(assignmentInput(), (input) => {
+        for (const shape of SHAPES) {
+          const splits = input.splits.map((s) => reshape(shape, s));
+          const a = splitFields(splits.length);
+          const b = splitFields(splits.length);
+          expect(readNamed(splits, 0, splits.length, a), shape).toBe(readGeneric(splits, 0, splits.length, b));
+          expect(rows(a, splits.length), shape).toEqual(rows(b, splits.length));
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('readSplits across probes and shape changes = readGeneric; a bad row past a probe is found', () => {
+    fc.assert(
+      fc.property(assignmentInput(), fc.integer({ min: 1, max: 3000 }), fc.nat(), (input, run, badAt) => {
+        fc.pre(input.splits.length > 0);
+        const splits: unknown[] = mixed(input, 6000, run);
+        const a = splitFields(splits.length);
+        const b = splitFields(splits.length);
+        expect(readSplits(splits, 0, splits.length, a)).toBe(-1);
+        expect(readGeneric(splits, 0, splits.length, b)).toBe(-1);
+        expect(rows(a, splits.length)).toEqual(rows(b, splits.length));
+        const bad = badAt % splits.length;
+        splits[bad] = { id: 'x', weight: 0.5 };
+        expect(readSplits(splits, 0, splits.length, splitFields(splits.length))).toBe(bad);
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it('readSplits reads each field of each row once, probe or not', () => {
+    const reads = new Map<string, number>();
+    const splits = Array.from({ length: 5000 }, (_, i) => {
+      const o = {};
+      for (const [k, v] of Object.entries({ id: `s${i}`, weight: i, leaseOwner: 'a', previous: 'b', recordOwner: null, status: 'runnable' })) {
+        Object.defineProperty(o, k, { get: () => (reads.set(`${i}.${k}`, (reads.get(`${i}.${k}`) ?? 0) + 1), v), enumerable: true });
+      }
+      return o;
+    });
+    expect(readSplits(splits, 0, splits.length, splitFields(splits.length))).toBe(-1);
+    expect(reads.size).toBe(5000 * 6);
+    expect([...reads.values()].every((c) => c === 1)).toBe(true);
   });
 });
 
