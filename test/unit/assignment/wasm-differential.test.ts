@@ -165,6 +165,12 @@ describe('wasm engine equals the reference', () => {
           { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: settled.members.at(-1)?.id ?? null } : s)) },
           { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: null, recordOwner: settled.members.at(-1)?.id ?? null } : s)) },
           settled,
+          // Only the lease owner, then (no lease, no previous) only the record owner, of one split names another member.
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: settled.members.at(-1)?.id ?? null } : s)) },
+          settled,
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: null, recordOwner: settled.members.at(-1)?.id ?? null } : s)) },
+          { ...settled, splits: settled.splits.map((s, i) => (i === 0 ? { ...s, leaseOwner: null, previous: null, recordOwner: settled.members[0]?.id ?? null } : s)) },
+          settled,
           // A member leaves while some splits are withheld, then they return.
           { ...settled, members: settled.members.slice(1), reserved: settled.splits.filter((_, i) => i % 3 === 0).map((s) => s.id) },
           { ...settled, members: settled.members.slice(1) },
