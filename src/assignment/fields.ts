@@ -54,6 +54,36 @@ export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
   return f;
 }
 
+/** Two read buffers, so that a read can be compared with the last one, which the other buffer holds. */
+export class ReadBuffers {
+  private readonly reads: [SplitFields | null, SplitFields | null] = [null, null];
+
+  /** A buffer of at least n rows for a new read, never `busy` (the read kept for comparison). */
+  beside(busy: SplitFields | null, n: number): SplitFields {
+    const i = busy !== null && this.reads[0] === busy ? 1 : 0;
+    return (this.reads[i] = fieldsFor(this.reads[i], n));
+  }
+}
+
+/** Rows [from, to) of two reads are equal in every field (so the engine would be given the same columns for them). */
+export function sameRows(a: SplitFields, b: SplitFields, from: number, to: number): boolean {
+  const { ids, weight, status, lease, prev, rec } = a;
+  const { ids: ids2, weight: weight2, status: status2, lease: lease2, prev: prev2, rec: rec2 } = b;
+  for (let i = from; i < to; i++) {
+    if (ids[i] !== ids2[i] || weight[i] !== weight2[i] || status[i] !== status2[i]
+      || lease[i] !== lease2[i] || prev[i] !== prev2[i] || rec[i] !== rec2[i]) return false;
+  }
+  return true;
+}
+
+/** Equal lists, element for element (null: no list). */
+export function sameStrings(a: readonly string[] | null, b: readonly string[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Rows per block: the unit the readers are timed and chosen over. */
 const BLOCK = 1024;
 /** Blocks read between two probes (a probe every 256k rows: at most ~1 ms each on spread objects). */

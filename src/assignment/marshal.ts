@@ -11,7 +11,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { hashInto, seedState } from '../hash.js';
-import { fieldsFor, readSplits, type SplitFields } from './fields.js';
+import { ReadBuffers, readSplits, sameRows, sameStrings, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
@@ -117,15 +117,9 @@ const UNSEEN = Symbol('unseen');
  * units. Owned by the engine instance (wasm.ts), so two engines never share.
  */
 export class MarshalScratch {
-  /** Two buffers: one read into while the other may hold the memo's read. */
-  private readonly reads: [SplitFields | null, SplitFields | null] = [null, null];
+  /** One buffer read into while the other may hold the memo's read. */
+  readonly reads = new ReadBuffers();
   private chars: Uint16Array = new Uint16Array(1 << 16);
-
-  /** A buffer of at least n rows for a new read, never `busy` (the memo's read, compared against). */
-  fieldsBeside(busy: SplitFields | null, n: number): SplitFields {
-    const i = busy !== null && this.reads[0] === busy ? 1 : 0;
-    return (this.reads[i] = fieldsFor(this.reads[i], n));
-  }
 
   /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
   charRoom(need: number, keep: number): Uint16Array {
@@ -175,12 +169,12 @@ export function marshalInput(
   }
 
   // Every field of every split, read once whatever the objects' hidden classes (fields.ts).
-  const f = scratch.fieldsBeside(prior?.read ?? null, n);
+  const f = scratch.reads.beside(prior?.read ?? null, n);
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   const fid = f.ids;
   const given = input.reserved ?? null;
   if (prior !== null && prior.out !== null && prior.stats !== null && prior.read !== null && prior.members === table
-    && sameStrings(prior.reserved, given) && sameRead(prior.read, f, n)) {
+    && sameStrings(prior.reserved, given) && sameRows(prior.read, f, 0, n)) {
     // The same input as the memo's decision, field for field: nothing needs writing.
     const ids = prior.ids;
     return {
@@ -306,25 +300,6 @@ export function marshalInput(
 }
 
 const copyOf = (xs: readonly string[] | null): readonly string[] | null => (xs === null ? null : xs.slice());
-
-/** Equal lists, element for element (null: no list). */
-function sameStrings(a: readonly string[] | null, b: readonly string[] | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** Rows [0, n) of two reads are equal in every field (so the engine would be given the same columns). */
-function sameRead(a: SplitFields, b: SplitFields, n: number): boolean {
-  const { ids, weight, status, lease, prev, rec } = a;
-  const { ids: ids2, weight: weight2, status: status2, lease: lease2, prev: prev2, rec: rec2 } = b;
-  for (let i = 0; i < n; i++) {
-    if (ids[i] !== ids2[i] || weight[i] !== weight2[i] || status[i] !== status2[i]
-      || lease[i] !== lease2[i] || prev[i] !== prev2[i] || rec[i] !== rec2[i]) return false;
-  }
-  return true;
-}
 
 /** Copies of the owner columns just written (what `unchanged` compares the next call against). */
 function ownerHandles(v: ReturnType<EngineMemory['views']>, n: number): { lease: Int32Array; prev: Int32Array; rec: Int32Array } {

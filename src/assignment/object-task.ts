@@ -1,8 +1,9 @@
 /**
- * The object form through a pool thread, as row columns: the caller builds an
- * `ObjectTask` a chunk of splits per turn of its event loop
- * (`readObjectTask`: fields read with fields.ts, owners as handles; then
- * `joinIds`, unless `sameTask` finds the last task repeated), the thread
+ * The object form through a pool thread, as row columns: the caller reads
+ * the input a chunk of splits per turn of its event loop (`readTask`, with
+ * fields.ts, comparing each chunk with the last read as it goes); unless the
+ * whole read repeats the last one, it builds an `ObjectTask` from the read
+ * (`taskColumns`: flags, owners as handles; then `joinIds`), the thread
  * writes it straight into engine memory (`writeObjectTask`) without
  * rebuilding any object, and the caller turns the reply's row indices back
  * into its own id strings.
@@ -15,114 +16,114 @@
  */
 import { hashUnits, seedState } from '../hash.js';
 import { OwnerHandles } from './handles.js';
-import { fieldsFor, readSplits, type SplitFields } from './fields.js';
+import { readSplits, sameRows, sameStrings, type ReadBuffers, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { shapeIsValid } from './marshal.js';
 import { memberTable, type MemberTable } from './members.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
 
-/** An ObjectTask before its ids are joined: what the caller compares with its last task. */
+/** An ObjectTask before its ids are joined. */
 export type TaskColumns = Omit<ObjectTask, 'idChars'>;
 
 /**
- * `input` as the columns of an ObjectTask, `chunk` splits per turn; null when
- * a rule is broken (the caller runs the validator for the exact error).
- * `ids` are the input's split ids by row, for reading the reply and for
- * `joinIds`.
+ * An object input as the caller read it: everything the task's columns are
+ * built from. Two equal reads give a thread the same columns, so the same
+ * decision: the pool keeps its last read to compare the next one with.
  */
-export async function readObjectTask(
-  input: AssignmentInput, chunk: number, turn: () => Promise<void>,
-): Promise<{ columns: TaskColumns; ids: string[] } | null> {
+export interface TaskRead {
+  seed: string;
+  /** Members as given, with effective caps. */
+  memberIds: string[];
+  memberCaps: Float64Array<ArrayBuffer>;
+  reserved: readonly string[] | null;
+  n: number;
+  /** Rows [0, n): the splits' fields (a buffer of the caller's ReadBuffers). */
+  fields: SplitFields;
+}
+
+/**
+ * Reads `input` a chunk of splits per turn into a buffer of `buffers`
+ * (never `last`'s) and compares each chunk with `last` while they agree:
+ * `repeats` is true when the whole input equals `last` field for field.
+ * Null when a rule is broken (the caller runs the validator for the exact
+ * error).
+ */
+export async function readTask(
+  input: AssignmentInput, chunk: number, turn: () => Promise<void>, buffers: ReadBuffers, last: TaskRead | null,
+): Promise<{ read: TaskRead; repeats: boolean } | null> {
   if (!shapeIsValid(input)) return null;
   const splits = input.splits;
   const n = splits.length;
   const defaultCap = input.defaultCap ?? DEFAULT_CAP;
   const memberIds = input.members.map((mm) => mm.id);
   const memberCaps = Float64Array.from(input.members, (mm) => mm.cap ?? defaultCap);
-  const reserved = input.reserved !== undefined && input.reserved.length > 0 ? new Set(input.reserved) : null;
-  const c: Columns = {
-    ids: new Array<string>(n), idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
-    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), owners: new OwnerHandles(), reserved, chars: 0,
-  };
-  const f = fieldsFor(null, Math.min(n, chunk));
+  const reserved = input.reserved !== undefined ? input.reserved.slice() : null;
+  const f = buffers.beside(last?.fields ?? null, n);
+  let repeats = last !== null && last.n === n && last.seed === input.seed && sameStrings(last.memberIds, memberIds)
+    && sameBytes(last.memberCaps, memberCaps) && sameStrings(last.reserved, reserved);
   for (let from = 0; from < n; from += chunk) {
     if (from > 0) await turn();
     const to = Math.min(n, from + chunk);
-    // A plain function per chunk: an async function's loop resumes unoptimised after each await.
-    if (!fillChunk(splits, from, to, f, c)) return null;
+    if (readSplits(splits, from, to, f) >= 0) return null;
+    if (repeats) repeats = sameRows(last!.fields, f, from, to);
   }
-  c.idOff[n] = c.chars;
-  const columns: TaskColumns = {
-    kind: 'object', seed: input.seed, memberIds, memberCaps, idOff: c.idOff, weight: c.weight, flags: c.flags,
-    lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids,
-  };
-  return { columns, ids: c.ids };
+  return { read: { seed: input.seed, memberIds, memberCaps, reserved, n, fields: f }, repeats };
 }
 
-/** The ids joined into one string (a native join per chunk, one turn between chunks). */
-export async function joinIds(ids: readonly string[], chunk: number, turn: () => Promise<void>): Promise<string> {
-  const parts: string[] = [];
-  for (let from = 0; from < ids.length; from += chunk) {
+/** The task's columns from a read, a chunk of rows per turn: flags, owners as handles, id offsets. */
+export async function taskColumns(read: TaskRead, chunk: number, turn: () => Promise<void>): Promise<TaskColumns> {
+  const n = read.n;
+  const c: Columns = {
+    idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
+    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), owners: new OwnerHandles(),
+    reserved: read.reserved !== null && read.reserved.length > 0 ? new Set(read.reserved) : null, chars: 0,
+  };
+  for (let from = 0; from < n; from += chunk) {
     if (from > 0) await turn();
-    parts.push(ids.slice(from, from + chunk).join(''));
+    // A plain function per chunk: an async function's loop resumes unoptimised after each await.
+    fillChunk(read.fields, from, Math.min(n, from + chunk), c);
+  }
+  c.idOff[n] = c.chars;
+  return {
+    kind: 'object', seed: read.seed, memberIds: read.memberIds, memberCaps: read.memberCaps, idOff: c.idOff, weight: c.weight,
+    flags: c.flags, lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids,
+  };
+}
+
+/** Rows [0, n) of `ids` joined into one string (a native join per chunk, one turn between chunks). */
+export async function joinIds(ids: readonly string[], n: number, chunk: number, turn: () => Promise<void>): Promise<string> {
+  const parts: string[] = [];
+  for (let from = 0; from < n; from += chunk) {
+    if (from > 0) await turn();
+    parts.push(ids.slice(from, Math.min(n, from + chunk)).join(''));
   }
   return parts.join('');
 }
 
-/** A copy of `c` that survives the transfer of its buffers to a thread. */
-export function copyColumns(c: TaskColumns): TaskColumns {
-  return {
-    ...c, memberIds: c.memberIds.slice(), memberCaps: c.memberCaps.slice(), idOff: c.idOff.slice(), weight: c.weight.slice(),
-    flags: c.flags.slice(), lease: c.lease.slice(), prev: c.prev.slice(), rec: c.rec.slice(), ownerIds: c.ownerIds.slice(),
-  };
-}
-
-const sameStrings = (a: readonly string[], b: readonly string[]): boolean => {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-};
-
-/**
- * True when two tasks would give the engine the same columns: same seed,
- * members and caps, ids row for row, weights, flags, and owners (handles
- * that name the same owner ids). The engine is a function of its columns,
- * so the second task's decision is the first's.
- */
-export function sameTask(a: TaskColumns, aIds: readonly string[], b: TaskColumns, bIds: readonly string[]): boolean {
-  return a.seed === b.seed && sameStrings(a.memberIds, b.memberIds) && sameBytes(a.memberCaps, b.memberCaps)
-    && sameStrings(aIds, bIds) && sameBytes(a.weight, b.weight) && sameBytes(a.flags, b.flags)
-    && sameStrings(a.ownerIds, b.ownerIds) && sameBytes(a.lease, b.lease) && sameBytes(a.prev, b.prev) && sameBytes(a.rec, b.rec);
-}
-
-/** What `readObjectTask` fills, chunk by chunk: the task's row columns, and what builds them. */
+/** What `taskColumns` fills, chunk by chunk: the task's row columns, and what builds them. */
 type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec'> & {
-  ids: string[];
   owners: OwnerHandles;
   reserved: Set<string> | null;
   /** Id characters so far. */
   chars: number;
 };
 
-/** Rows [from, to) of `splits` into `c`; false when a rule is broken. */
-function fillChunk(splits: readonly unknown[], from: number, to: number, f: SplitFields, c: Columns): boolean {
-  // readSplits fills rows [0, to − from) of the chunk's scratch.
-  if (readSplits(splits.slice(from, to), 0, to - from, f) >= 0) return false;
+/** Rows [from, to) of the read `f` into `c`. */
+function fillChunk(f: SplitFields, from: number, to: number, c: Columns): void {
   const { ids: fid, weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
-  const { ids, idOff, weight, flags, lease, prev, rec, reserved } = c;
+  const { idOff, weight, flags, lease, prev, rec, reserved } = c;
   let p = c.chars;
-  for (let k = 0, i = from; i < to; k++, i++) {
-    const id = fid[k]!;
-    ids[i] = id;
+  for (let i = from; i < to; i++) {
+    const id = fid[i]!;
     idOff[i] = p;
     p += id.length;
-    weight[i] = fw[k]!;
-    flags[i] = fs[k] === 0 && (reserved === null || !reserved.has(id)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
+    weight[i] = fw[i]!;
+    flags[i] = fs[i] === 0 && (reserved === null || !reserved.has(id)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
     // Owners usually agree (lease = previous = record): one lookup for all three.
-    const lo = flo[k]!;
-    const pr = fpr[k]!;
-    const ro = fro[k]!;
+    const lo = flo[i]!;
+    const pr = fpr[i]!;
+    const ro = fro[i]!;
     const hl = lo === null ? -1 : c.owners.of(lo);
     const hp = pr === null ? -1 : pr === lo ? hl : c.owners.of(pr);
     lease[i] = hl;
@@ -130,7 +131,6 @@ function fillChunk(splits: readonly unknown[], from: number, to: number, f: Spli
     rec[i] = ro === null ? -1 : ro === pr ? hp : ro === lo ? hl : c.owners.of(ro);
   }
   c.chars = p;
-  return true;
 }
 
 /** What a thread keeps from one object task for the next: reused only where the new one is equal. */

@@ -23,7 +23,8 @@ import { Piscina } from 'piscina';
 import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
-import { copyColumns, joinIds, readObjectTask, sameTask, type TaskColumns } from './object-task.js';
+import { ReadBuffers } from './fields.js';
+import { joinIds, readTask, taskColumns, type TaskRead } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
@@ -87,8 +88,11 @@ export class AssignmentPool {
   private running = 0;
   private waiting: Job | null = null;
   private closed = false;
-  /** The last object task decided and the thread's reply to it (`sameTask` reuses it). */
-  private last: { columns: TaskColumns; ids: readonly string[]; reply: Extract<ThreadReply, { kind: 'object' }> } | null = null;
+  /** The last object input decided, as read, and a private copy of its result (a repeat of that read returns it again). */
+  private last: { read: TaskRead; result: AssignmentResult } | null = null;
+  /** The buffers object inputs are read into; one decision at a time uses them (`readsBusy`), others read into their own. */
+  private readonly reads = new ReadBuffers();
+  private readsBusy = false;
 
   constructor(options: AssignmentPoolOptions = {}) {
     const threads = options.threads ?? 1;
@@ -190,29 +194,40 @@ export class AssignmentPool {
     const started = performance.now();
     await turn();
     if (this.piscina === null) return desiredAssignment(input);
-    const built = await readObjectTask(input, this.chunk, turn);
-    // A broken rule: desiredAssignment throws the validator's own error.
-    if (built === null) return desiredAssignment(input);
-    const last = this.last;
-    if (last !== null && sameTask(last.columns, last.ids, built.columns, built.ids)) {
-      // The engine would be given the last task's columns: its decision is the last reply,
-      // read again into fresh lists (a chunk per turn, like any reply).
-      const again = await rebuild(input, built.ids, last.reply, this.chunk);
-      again.stats.computeMs = performance.now() - started;
-      return again;
+    // Decisions running at once (threads > 1) must not share a buffer: only one compares with the last read.
+    const shared = !this.readsBusy;
+    this.readsBusy ||= shared;
+    try {
+      const last = shared ? this.last : null;
+      const got = await readTask(input, this.chunk, turn, shared ? this.reads : new ReadBuffers(), last?.read ?? null);
+      // A broken rule: desiredAssignment throws the validator's own error.
+      if (got === null) return desiredAssignment(input);
+      if (got.repeats && last !== null) {
+        // The same input as the last decision's, field for field: the engine would be given the same
+        // columns, so its decision is the last one, copied again (a chunk of rows per turn).
+        const again = await copyResult(last.result, this.chunk);
+        this.last = { read: got.read, result: last.result };
+        again.stats.computeMs = performance.now() - started;
+        return again;
+      }
+      if (shared) this.last = null;
+      const columns = await taskColumns(got.read, this.chunk, turn);
+      const ids = got.read.fields.ids;
+      const t: ObjectTask = { ...columns, idChars: await joinIds(ids, got.read.n, this.chunk, turn) };
+      const transfer = [t.memberCaps, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
+      // The read's member caps go to the thread: keep a copy for the next comparison.
+      const read: TaskRead = { ...got.read, memberCaps: got.read.memberCaps.slice() };
+      const reply = await this.call(t, transfer);
+      // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
+      if (reply.kind === 'duplicates') return desiredAssignment(input);
+      if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
+      const result = await rebuild(input, ids, reply, this.chunk);
+      if (shared) this.last = { read, result: await copyResult(result, this.chunk) };
+      result.stats.computeMs = performance.now() - started;
+      return result;
+    } finally {
+      if (shared) this.readsBusy = false;
     }
-    this.last = null;
-    const kept = copyColumns(built.columns);
-    const t: ObjectTask = { ...built.columns, idChars: await joinIds(built.ids, this.chunk, turn) };
-    const transfer = [t.memberCaps, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
-    const reply = await this.call(t, transfer);
-    // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
-    if (reply.kind === 'duplicates') return desiredAssignment(input);
-    if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
-    const result = await rebuild(input, built.ids, reply, this.chunk);
-    this.last = { columns: kept, ids: built.ids, reply };
-    result.stats.computeMs = performance.now() - started;
-    return result;
   }
 
   private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot): Promise<ColumnarDecision> {
@@ -244,6 +259,27 @@ function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
 
 function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
+}
+
+/** A copy of `r` (fresh lists, keys in the same order), a chunk of rows per turn. */
+async function copyResult(r: AssignmentResult, chunk: number): Promise<AssignmentResult> {
+  const assignment: Record<string, string[]> = {};
+  const entries = Object.entries(r.assignment);
+  for (let k = 0; k < entries.length; ) {
+    if (k > 0) await turn();
+    k = copyChunk(entries, assignment, k, chunk);
+  }
+  return { assignment, stats: { ...r.stats } };
+}
+
+/** Entries from `k` on until about `chunk` rows are copied (a plain function: see object-task.ts fillChunk); the next entry. */
+function copyChunk(entries: [string, string[]][], to: Record<string, string[]>, k: number, chunk: number): number {
+  for (let built = 0; k < entries.length && built < chunk; k++) {
+    const [key, list] = entries[k]!;
+    Object.defineProperty(to, key, { value: list.slice(), enumerable: true, writable: true, configurable: true });
+    built += list.length + 1;
+  }
+  return k;
 }
 
 /** The object result from the thread's rows and the caller's own ids, a chunk of rows per turn. */
