@@ -113,6 +113,10 @@ describe('AssignmentPool equals desiredAssignment', () => {
           last === undefined ? settled : { ...settled, splits: [...settled.splits.slice(0, -1), { ...last, ...f }] };
         const variants: AssignmentInput[] = [
           settled, settled, // the second is the reuse
+          // Each differs from the one before in one thing only: the seed, one member's id, the last split gone.
+          input, { ...input, seed: `${input.seed}-2` },
+          settled, { ...settled, members: settled.members.map((mm, i) => (i === 0 ? { ...mm, id: `${mm.id}-renamed` } : mm)) },
+          settled, { ...settled, splits: settled.splits.slice(0, -1) },
           // Pairs that differ in one owner column only (lease, then previous, then record).
           withLast({ leaseOwner: other }), withLast({ leaseOwner: another }),
           withLast({ leaseOwner: null, previous: other }), withLast({ leaseOwner: null, previous: another }),
@@ -132,6 +136,25 @@ describe('AssignmentPool equals desiredAssignment', () => {
       }),
       { numRuns: 60 },
     );
+  });
+
+  it('object form on two threads: decisions read at once do not share a read buffer, and repeats stay right', async () => {
+    // A small chunk: the two reads interleave turn by turn.
+    const two = new AssignmentPool({ threads: 2, fallback: false, chunk: 64 });
+    try {
+      const a = bigInput(3000, 20, 1);
+      const b = bigInput(3000, 20, 2);
+      const wantA = comparable(desiredAssignment(a, { engine: 'reference' }));
+      const wantB = comparable(desiredAssignment(b, { engine: 'reference' }));
+      for (let round = 0; round < 3; round++) {
+        const [ga, gb] = await Promise.all([two.assign(a), two.assign(b)]);
+        expect(comparable(ga), `round ${round}, a`).toEqual(wantA);
+        expect(comparable(gb), `round ${round}, b`).toEqual(wantB);
+      }
+      for (const [x, want] of [[a, wantA], [a, wantA], [b, wantB], [b, wantB]] as const) expect(comparable(await two.assign(x))).toEqual(want);
+    } finally {
+      await two.close();
+    }
   });
 
   it('changes made while a thread sorts a snapshot are kept in the order the pool adopts', async () => {
