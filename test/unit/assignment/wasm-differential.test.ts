@@ -21,6 +21,7 @@ import {
   columnarAssignment, columnarAssignmentResult, engineLayout, engineWord, forgetWasmMemo, wasmAssignment,
 } from '../../../src/assignment/wasm.js';
 import { isSplitfleetError } from '../../../src/errors.js';
+import { hashInto, seedState } from '../../../src/hash.js';
 import { assignmentInput, mulberry32, settle, shuffleInput } from './generators.js';
 
 // The seam for forced collisions: ids listed here hash to the given key.
@@ -347,6 +348,51 @@ describe('columnar path', () => {
 });
 
 describe('content-key collisions', () => {
+  it('counts every row whose key repeats an earlier one, in any partition of the key space (countDuplicateKeys)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 3000 }),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom<'same-id' | 'same-key' | 'zero-key'>('same-id', 'same-key', 'zero-key')), { maxLength: 12 }),
+        fc.nat(),
+        (n, extra, top) => {
+          forgetWasmMemo();
+          try {
+            const splits: SplitInput[] = Array.from({ length: n }, (_, i) => ({ id: `u-${i}`, weight: i % 17 }));
+            // Rows that repeat an earlier key: the same id again, or two new ids forced to one key
+            // (in one of a few partitions: the top byte of the high word), or to the zero key.
+            extra.forEach(([at, how], k) => {
+              if (how === 'same-id') return void splits.push({ id: splits[at % splits.length]!.id, weight: 1 });
+              const key: [number, number] = how === 'zero-key' ? [0, 0] : [at % 5, ((top + at) % 3) << 24];
+              forcedKeys.set(`x-${k}`, key);
+              forcedKeys.set(`y-${k}`, key);
+              splits.push({ id: `y-${k}`, weight: 2 }, { id: `x-${k}`, weight: 3 });
+            });
+            // The model: the engine's keys (hash.ts, forced keys included), counted with a Set.
+            const seen = new Set<string>();
+            const key = new Uint32Array(2);
+            let want = 0;
+            let zeros = 0;
+            for (const sp of splits) {
+              hashInto(seedState('dups'), sp.id, key, 0);
+              const k = `${key[0]}:${key[1]}`;
+              if (k === '0:0') zeros++;
+              else if (seen.has(k)) want++;
+              else seen.add(k);
+            }
+            want += Math.max(0, zeros - 1);
+            const got = outcome(() => wasmAssignment({ seed: 'dups', members: [{ id: 'm' }], splits }));
+            expect(engineWord(LAYOUT.H_DUPLICATES)).toBe(want);
+            expect(got.ok).toBe(extra.every(([, how]) => how !== 'same-id'));
+          } finally {
+            forcedKeys.clear();
+            forgetWasmMemo();
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   it('orders splits with equal weight and equal key by id, as the reference does', () => {
     const ids = ['d', 'b', 'e', 'a', 'c'];
     for (const id of ids) forcedKeys.set(id, [7, 9]);
