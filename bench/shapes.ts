@@ -68,7 +68,8 @@ let fresh = 0;
 const withFreshSeed = (input: AssignmentInput): AssignmentInput => ({ ...input, seed: `shapes-fresh-${fresh++}` });
 
 /**
- * Median time of `runs` calls of f, the caller's largest event-loop delay
+ * Median time of `runs` calls of f (each after a full GC when the child has
+ * `--expose-gc`, as the parent starts it), the caller's largest event-loop delay
  * (monitorEventLoopDelay), and the largest such stall less the GC pauses
  * inside it (a 1 ms timer's gaps, minus the `gc` performance entries that
  * overlap each): what the library's own synchronous steps held the loop,
@@ -91,6 +92,8 @@ async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loop
       if (now - last > 2) gaps.push([last, now]);
       last = now;
     }, 1);
+    // A full collection first, so that no call pays for the garbage of the cells before it.
+    (globalThis as { gc?: () => void }).gc?.();
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t = performance.now();
@@ -198,7 +201,7 @@ async function main(): Promise<void> {
   if (!argv.includes('--no-columnar')) runs.push(['columnar', ['--columnar-child']]);
   for (const [shape, args] of runs) {
     process.stderr.write(`shape ${shape}\n`);
-    const out = spawnSync(process.execPath, [self, ...args, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const out = spawnSync(process.execPath, ['--expose-gc', self, ...args, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (out.status !== 0) throw new Error(`shape ${shape} failed: ${out.stderr}`);
     const res = JSON.parse(out.stdout.trim().split('\n').pop()!) as { sortMs: number; rows: ShapeRow[] };
     sorts[shape] = res.sortMs;
