@@ -43,7 +43,6 @@ export interface AssignmentPoolOptions {
   chunk?: number;
 }
 
-/** The compiled thread entry this module would use by default. */
 /**
  * @internal (pool.ts, coordinator/sandbox.ts) The flags a Piscina thread
  * starts with: the parent's, and on a Node that has `require(esm)`, that
@@ -59,6 +58,29 @@ export function threadExecArgv(): string[] {
   return process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? [...process.execArgv, flag] : process.execArgv;
 }
 
+/**
+ * @internal (pool.ts, coordinator/sandbox.ts) `start(threadExecArgv())`;
+ * when Node refuses some of the parent's flags for a thread, again without
+ * them. Why: a Worker given an explicit `execArgv` rejects V8 and per-process
+ * flags (`--expose-gc`, `--trace-gc`, `--cpu-prof`: ERR_WORKER_INVALID_EXEC_ARGV,
+ * thrown by `new Piscina` as it starts its threads), where an inherited one
+ * ignores them; a parent run with such a flag must not lose its threads.
+ * Node names the refused flags in the message; if it names none that we
+ * passed, the threads get only the flags this module adds.
+ */
+export function withThreadExecArgv<T>(start: (execArgv: string[]) => T): T {
+  const argv = threadExecArgv();
+  try {
+    return start(argv);
+  } catch (e) {
+    if ((e as { code?: unknown } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+    const refused = new Set((/flags: (.*)$/.exec(e instanceof Error ? e.message : '')?.[1] ?? '').split(/,\s*/));
+    const kept = argv.filter((a) => !refused.has(a));
+    return start(kept.length < argv.length ? kept : argv.filter((a) => !process.execArgv.includes(a)));
+  }
+}
+
+/** The compiled thread entry this module would use by default. */
 export function defaultThreadFile(): string {
   const here = import.meta.url;
   const rel = here.endsWith('.ts') ? '../../dist/src/assignment/thread.js' : './thread.js';
@@ -115,9 +137,9 @@ export class AssignmentPool {
       reason = `thread file ${file} not found (run "npm run build")`;
     } else {
       try {
-        this.piscina = new Piscina({
-          filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, execArgv: threadExecArgv(),
-        });
+        this.piscina = withThreadExecArgv((execArgv) => new Piscina({
+          filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, execArgv,
+        }));
         this.mode = 'threads';
         return;
       } catch (e) {

@@ -28,7 +28,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { threadExecArgv } from '../assignment/pool.js';
+import { withThreadExecArgv } from '../assignment/pool.js';
 import { SplitfleetError } from '../errors.js';
 import type { Json } from '../protocol/records.js';
 import {
@@ -127,9 +127,9 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
   }
   // Every thread at once and for good: a thread per lane, and module state that is not lost to an idle timeout.
   // No atomics: between tasks a thread's loop keeps running (what a handler left behind, timers, finishes).
-  const piscina = new Piscina({
-    filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, atomics: 'disabled', execArgv: threadExecArgv(),
-  });
+  const piscina = withThreadExecArgv((execArgv) => new Piscina({
+    filename: pathToFileURL(file).href, minThreads: threads, maxThreads: threads, atomics: 'disabled', execArgv,
+  }));
   let closed = false;
   let probe: Promise<void> | undefined;
   /** Tasks whose lane ended by their own terminal write, still returning: close() waits for them (their grace bounds it). */
