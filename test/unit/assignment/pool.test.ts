@@ -5,6 +5,7 @@
  * message, close(), fallback. Needs `npm run build` first.
  * A failing property prints its seed; replay with { seed, path } in fc.assert.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -155,6 +156,18 @@ describe('AssignmentPool equals desiredAssignment', () => {
     } finally {
       await two.close();
     }
+  });
+
+  it('starts its threads when the parent runs with flags a Worker refuses (--expose-gc, --trace-gc)', () => {
+    // The compiled pool, in a child started with those flags: it must not fall back to the calling thread.
+    const url = new URL('../../../dist/src/assignment/pool.js', import.meta.url).href;
+    const script = `import { AssignmentPool } from ${JSON.stringify(url)};
+      const p = new AssignmentPool({ threads: 1, fallback: false });
+      const r = await p.assign({ seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: 1 }] });
+      console.log(JSON.stringify({ mode: p.mode, assignment: r.assignment }));
+      await p.close();`;
+    const out = execFileSync(process.execPath, ['--expose-gc', '--trace-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(JSON.parse(out.trim().split('\n').filter((l) => l.startsWith('{')).pop()!)).toEqual({ mode: 'threads', assignment: { a: ['x'] } });
   });
 
   it('changes made while a thread sorts a snapshot are kept in the order the pool adopts', async () => {
