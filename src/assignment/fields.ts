@@ -39,18 +39,23 @@ export interface SplitFields {
   choice: ReaderChoice;
 }
 
+/**
+ * Room for n rows, allocated at once (about 40 ms for four lists of 1M, once
+ * per buffer and size: buffers are kept). Lists grown row by row instead
+ * stalled longer, copying all four lists at each growth (up to 90 ms at 1M).
+ */
 export function splitFields(n: number): SplitFields {
   return {
     ids: new Array<string>(n).fill(''), weight: new Float64Array(n), status: new Uint8Array(n),
     lease: new Array<string | null>(n).fill(null), prev: new Array<string | null>(n).fill(null), rec: new Array<string | null>(n).fill(null),
-    choice: { named: true, untilProbe: 0 },
+    choice: newChoice(),
   };
 }
 
 /** `f` if it holds n rows, else a larger one (old contents dropped); either way a new read, which starts with a probe. */
 export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
   if (f === null || f.weight.length < n) return splitFields(Math.max(n, f === null ? 0 : 2 * f.weight.length));
-  f.choice.untilProbe = 0;
+  f.choice = newChoice();
   return f;
 }
 
@@ -60,8 +65,29 @@ export class ReadBuffers {
 
   /** A buffer of at least n rows for a new read, never `busy` (the read kept for comparison). */
   beside(busy: SplitFields | null, n: number): SplitFields {
-    const i = busy !== null && this.reads[0] === busy ? 1 : 0;
+    const i = this.other(busy);
     return (this.reads[i] = fieldsFor(this.reads[i], n));
+  }
+
+  /** `beside`, allocating a new buffer's four lists one per `next()` turn (each of 1M rows takes ~10 ms). */
+  async besideInTurns(busy: SplitFields | null, n: number, next: () => Promise<void>): Promise<SplitFields> {
+    const i = this.other(busy);
+    const have = this.reads[i];
+    if (have !== null && have.weight.length >= n) return this.beside(busy, n);
+    const size = Math.max(n, have === null ? 0 : 2 * have.weight.length);
+    const lists: (string | null)[][] = [];
+    for (let k = 0; k < 4; k++) {
+      await next();
+      lists.push(new Array<string | null>(size).fill(k === 0 ? '' : null));
+    }
+    const [ids, lease, prev, rec] = lists as [string[], (string | null)[], (string | null)[], (string | null)[]];
+    return (this.reads[i] = {
+      ids, weight: new Float64Array(size), status: new Uint8Array(size), lease, prev, rec, choice: newChoice(),
+    });
+  }
+
+  private other(busy: SplitFields | null): 0 | 1 {
+    return busy !== null && this.reads[0] === busy ? 1 : 0;
   }
 }
 
@@ -84,16 +110,22 @@ export function sameStrings(a: readonly string[] | null, b: readonly string[] | 
   return true;
 }
 
+const newChoice = (): ReaderChoice => ({ named: true, untilProbe: 0, probing: 0, namedPerRow: 0 });
+
 /** Rows per block: the unit the readers are timed and chosen over. */
 const BLOCK = 1024;
 /** Blocks read between two probes (a probe every 256k rows: at most ~1 ms each on spread objects). */
 const PROBE_EVERY = 256;
 
-/** Which reader `readSplits` uses, and when it measures again; kept with the scratch, across chunks of one read. */
+/** Which reader `readSplits` uses, and when it measures again; kept with the scratch, across the calls of one read. */
 export interface ReaderChoice {
   named: boolean;
   /** Blocks until the next probe; 0: probe at the next block. */
   untilProbe: number;
+  /** A probe times one block with each reader, in turn (so it spans calls that read a block or less): 1 once named loads are timed. */
+  probing: 0 | 1;
+  /** Named loads' time per row in the probe under way. */
+  namedPerRow: number;
 }
 
 /**
@@ -102,27 +134,31 @@ export interface ReaderChoice {
  * null, a known status). Returns −1, or the first row that breaks a rule
  * (the caller runs the validator for the exact error). Uniqueness of ids is
  * not checked here. The reader for each block is the one the last probe
- * found faster (`f.choice`).
+ * found faster (`f.choice`); rows are read in order, block by block.
  */
 export function readSplits(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
   const choice = f.choice;
-  let i = from;
-  while (i < to) {
-    if (choice.untilProbe <= 0 && to - i >= 2 * BLOCK) {
-      const t0 = performance.now();
-      let bad = readNamed(splits, i, i + BLOCK, f);
-      const t1 = performance.now();
-      if (bad < 0) bad = readGeneric(splits, i + BLOCK, i + 2 * BLOCK, f);
-      if (bad >= 0) return bad;
-      choice.named = t1 - t0 <= performance.now() - t1;
-      choice.untilProbe = PROBE_EVERY;
-      i += 2 * BLOCK;
-      continue;
-    }
+  for (let i = from; i < to; ) {
     const end = Math.min(to, i + BLOCK);
-    const bad = choice.named ? readNamed(splits, i, end, f) : readGeneric(splits, i, end, f);
+    let bad: number;
+    if (choice.untilProbe <= 0) {
+      const t0 = performance.now();
+      const named = choice.probing === 0;
+      bad = named ? readNamed(splits, i, end, f) : readGeneric(splits, i, end, f);
+      const perRow = (performance.now() - t0) / (end - i);
+      if (named) {
+        choice.namedPerRow = perRow;
+        choice.probing = 1;
+      } else {
+        choice.named = choice.namedPerRow <= perRow;
+        choice.probing = 0;
+        choice.untilProbe = PROBE_EVERY;
+      }
+    } else {
+      bad = choice.named ? readNamed(splits, i, end, f) : readGeneric(splits, i, end, f);
+      choice.untilProbe--;
+    }
     if (bad >= 0) return bad;
-    choice.untilProbe--;
     i = end;
   }
   return -1;

@@ -24,7 +24,7 @@ import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
-import { joinIds, readTask, taskColumns, type TaskRead } from './object-task.js';
+import { readTask, taskColumns, type TaskRead, type Turns } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
@@ -94,6 +94,21 @@ interface Job {
 }
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** How long the object path runs in one turn of the caller's loop before it yields (checked between steps of rows). */
+const SLICE_MS = 8;
+
+/** Turns of the caller's loop of about SLICE_MS each (object-task.ts Turns). */
+function slices(): Turns {
+  let start = performance.now();
+  return {
+    due: () => performance.now() - start >= SLICE_MS,
+    next: async () => {
+      await turn();
+      start = performance.now();
+    },
+  };
+}
 
 /**
  * Runs `desiredAssignment` (object form) and `columnarAssignment` (a
@@ -221,30 +236,31 @@ export class AssignmentPool {
     this.readsBusy ||= shared;
     try {
       const last = shared ? this.last : null;
-      const got = await readTask(input, this.chunk, turn, shared ? this.reads : new ReadBuffers(), last?.read ?? null);
+      const turns = slices();
+      const got = await readTask(input, this.chunk, turns, shared ? this.reads : new ReadBuffers(), last?.read ?? null);
       // A broken rule: desiredAssignment throws the validator's own error.
       if (got === null) return desiredAssignment(input);
       if (got.repeats && last !== null) {
         // The same input as the last decision's, field for field: the engine would be given the same
         // columns, so its decision is the last one, copied again (a chunk of rows per turn).
-        const again = await copyResult(last.result, this.chunk);
+        const again = await copyResult(last.result, this.chunk, turns);
         this.last = { read: got.read, result: last.result };
         again.stats.computeMs = performance.now() - started;
         return again;
       }
       if (shared) this.last = null;
-      const columns = await taskColumns(got.read, this.chunk, turn);
+      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns);
       const ids = got.read.fields.ids;
-      const t: ObjectTask = { ...columns, idChars: await joinIds(ids, got.read.n, this.chunk, turn) };
-      const transfer = [t.memberCaps, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
+      const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
       // The read's member caps go to the thread: keep a copy for the next comparison.
       const read: TaskRead = { ...got.read, memberCaps: got.read.memberCaps.slice() };
       const reply = await this.call(t, transfer);
       // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
       if (reply.kind === 'duplicates') return desiredAssignment(input);
       if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
-      const result = await rebuild(input, ids, reply, this.chunk);
-      if (shared) this.last = { read, result: await copyResult(result, this.chunk) };
+      await turns.next();
+      const result = await rebuild(input, ids, reply, this.chunk, turns);
+      if (shared) this.last = { read, result: await copyResult(result, this.chunk, turns) };
       result.stats.computeMs = performance.now() - started;
       return result;
     } finally {
@@ -283,20 +299,29 @@ function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
 }
 
-/** A copy of `r` (fresh lists, keys in the same order), a chunk of rows per turn. */
-async function copyResult(r: AssignmentResult, chunk: number): Promise<AssignmentResult> {
+/** A copy of `r` (fresh lists, keys in the same order), in turns. */
+async function copyResult(r: AssignmentResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
   const assignment: Record<string, string[]> = {};
   const entries = Object.entries(r.assignment);
   for (let k = 0; k < entries.length; ) {
-    if (k > 0) await turn();
-    k = copyChunk(entries, assignment, k, chunk);
+    if (k > 0) await turns.next();
+    k = copyChunk(entries, assignment, k, chunk, turns);
   }
   return { assignment, stats: { ...r.stats } };
 }
 
-/** Entries from `k` on until about `chunk` rows are copied (a plain function: see object-task.ts fillChunk); the next entry. */
-function copyChunk(entries: [string, string[]][], to: Record<string, string[]>, k: number, chunk: number): number {
-  for (let built = 0; k < entries.length && built < chunk; k++) {
+/** Rows a result step builds before it asks whether its turn is over. */
+const STEP_ROWS = 2048;
+
+/** Entries from `k` on until `chunk` rows are copied or the turn is due (a plain function: see object-task.ts inTurns); the next entry. */
+function copyChunk(entries: [string, string[]][], to: Record<string, string[]>, k: number, chunk: number, turns: Turns): number {
+  let built = 0;
+  let asked = 0;
+  for (; k < entries.length && built < chunk; k++) {
+    if (built - asked >= STEP_ROWS) {
+      if (turns.due()) break;
+      asked = built;
+    }
     const [key, list] = entries[k]!;
     Object.defineProperty(to, key, { value: list.slice(), enumerable: true, writable: true, configurable: true });
     built += list.length + 1;
@@ -304,27 +329,32 @@ function copyChunk(entries: [string, string[]][], to: Record<string, string[]>, 
   return k;
 }
 
-/** The object result from the thread's rows and the caller's own ids, a chunk of rows per turn. */
+/** The object result from the thread's rows and the caller's own ids, in turns. */
 async function rebuild(
-  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number,
+  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
 ): Promise<AssignmentResult> {
   const assignment: Record<string, string[]> = {};
   const keys = reply.memberOrder.length;
   for (let k = 0; k < keys; ) {
-    if (k > 0) await turn();
-    k = rebuildChunk(input, ids, reply, assignment, k, chunk);
+    if (k > 0) await turns.next();
+    k = rebuildChunk(input, ids, reply, assignment, k, chunk, turns);
   }
   return { assignment, stats: { ...reply.stats } };
 }
 
-/** Keys from `k` on until about `chunk` rows are built (a plain function: see object-task.ts fillChunk); the next key. */
+/** Keys from `k` on until `chunk` rows are built or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
 function rebuildChunk(
   input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>,
-  assignment: Record<string, string[]>, k: number, chunk: number,
+  assignment: Record<string, string[]>, k: number, chunk: number, turns: Turns,
 ): number {
   const { memberOrder, off, rows } = reply;
   let built = 0;
+  let asked = 0;
   for (; k < memberOrder.length && built < chunk; k++) {
+    if (built - asked >= STEP_ROWS) {
+      if (turns.due()) break;
+      asked = built;
+    }
     const s = off[k]!;
     const len = off[k + 1]! - s;
     const list = new Array<string>(len);

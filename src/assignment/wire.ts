@@ -30,10 +30,13 @@ export interface ObjectTask {
   memberIds: string[];
   memberCaps: Float64Array<ArrayBuffer>;
   /**
-   * Row i's id is idChars.slice(idOff[i], idOff[i+1]): the ids joined, one
-   * string (a native join on the caller, one flat copy across the boundary).
+   * Row i's id is the UTF-16 code units idUnits[idOff[i], idOff[i+1]),
+   * written on the caller a chunk per turn and transferred (a joined string
+   * would be copied, and flattened, in one turn of the caller's loop).
    */
-  idChars: string;
+  idUnits: Uint16Array<ArrayBuffer>;
+  /** Every code unit is below 256. */
+  narrow: boolean;
   idOff: Uint32Array<ArrayBuffer>;
   weight: Float64Array<ArrayBuffer>;
   /** Engine flags per row (layout.ts FLAG_LIVE, plus FLAG_POOL when claimable: runnable and not reserved). */

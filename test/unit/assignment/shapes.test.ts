@@ -178,6 +178,12 @@ describe('fields.ts: both readers, and the choice between them, read the same co
         expect(readSplits(splits, 0, splits.length, a)).toBe(-1);
         expect(readGeneric(splits, 0, splits.length, b)).toBe(-1);
         expect(rows(a, splits.length)).toEqual(rows(b, splits.length));
+        // In calls of a block or less (as AssignmentPool reads), where a probe spans calls.
+        const c = splitFields(splits.length);
+        for (let from = 0; from < splits.length; from += 1 + (from * 7919) % 1500) {
+          expect(readSplits(splits, from, Math.min(splits.length, from + 1 + (from * 7919) % 1500), c)).toBe(-1);
+        }
+        expect(rows(c, splits.length)).toEqual(rows(b, splits.length));
         const bad = badAt % splits.length;
         splits[bad] = { id: 'x', weight: 0.5 };
         expect(readSplits(splits, 0, splits.length, splitFields(splits.length))).toBe(bad);
