@@ -4,8 +4,8 @@
  * only file that imports piscina.
  *
  * Invariants: inputs go to a thread as row columns (object-task.ts; typed
- * arrays transferred, ids as code units), never object by object, built a
- * chunk of splits per turn of the caller's loop; results come back as row
+ * arrays transferred, ids as code units), never object by object, built in
+ * turns of the caller's loop of about 8 ms (SLICE_MS); results come back as row
  * indices, and the object form is rebuilt on the caller from its own id
  * strings, so a result equals `desiredAssignment(input)` exactly (`computeMs`
  * aside). The task and reply types live in wire.ts, which thread.ts imports
@@ -39,7 +39,10 @@ export interface AssignmentPoolOptions {
   threadFile?: string;
   /** When threads cannot start: true (default) falls back to the calling thread; false throws ENGINE_FAILURE. */
   fallback?: boolean;
-  /** Splits marshalled (or result rows rebuilt) per turn of the caller's event loop. Default 32768. */
+  /**
+   * At most this many splits read (or result rows rebuilt) per turn of the caller's event loop; a turn
+   * also ends once it has run about 8 ms. Default 32768.
+   */
   chunk?: number;
 }
 
