@@ -85,6 +85,9 @@ async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loop
   let loopMax = 0;
   let ownMax = 0;
   for (let k = 0; k < runs; k++) {
+    // A full collection first, so that no call pays for the garbage of the cells before it
+    // (before the timer starts: its pause is no step of the call's).
+    fullGc();
     const gcs: [number, number][] = [];
     const obs = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
@@ -97,8 +100,6 @@ async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loop
       if (now - last > 2) gaps.push([last, now]);
       last = now;
     }, 1);
-    // A full collection first, so that no call pays for the garbage of the cells before it.
-    fullGc();
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t = performance.now();

@@ -25,7 +25,7 @@ import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './co
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
 import { readTask, taskColumns, type TaskRead, type Turns } from './object-task.js';
-import type { AssignmentInput, AssignmentResult } from './types.js';
+import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
 
@@ -303,67 +303,58 @@ function closedError(): SplitfleetError {
 }
 
 /** A copy of `r` (fresh lists, keys in the same order), in turns. */
-async function copyResult(r: AssignmentResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
-  const assignment: Record<string, string[]> = {};
+function copyResult(r: AssignmentResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
   const entries = Object.entries(r.assignment);
-  for (let k = 0; k < entries.length; ) {
+  return resultInTurns(entries.length, (k) => entries[k]![0], (k) => entries[k]![1].slice(), r.stats, chunk, turns);
+}
+
+/** The object result from the thread's rows and the caller's own ids, in turns. */
+function rebuild(
+  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
+): Promise<AssignmentResult> {
+  const { memberOrder, off, rows } = reply;
+  const list = (k: number): string[] => {
+    const s = off[k]!;
+    const out = new Array<string>(off[k + 1]! - s);
+    for (let i = 0; i < out.length; i++) out[i] = ids[rows[s + i]!]!;
+    return out;
+  };
+  return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns);
+}
+
+/**
+ * A result whose k-th key is key(k) with list(k), keys defined in order (with
+ * defineProperty, so "__proto__" is an ordinary key), in turns: a turn ends
+ * after `chunk` rows, or once it is due (asked every STEP_ROWS rows).
+ */
+async function resultInTurns(
+  keys: number, key: (k: number) => string, list: (k: number) => string[], stats: AssignmentStats, chunk: number, turns: Turns,
+): Promise<AssignmentResult> {
+  const assignment: Record<string, string[]> = {};
+  for (let k = 0; k < keys; ) {
     if (k > 0) await turns.next();
-    k = copyChunk(entries, assignment, k, chunk, turns);
+    k = defineKeys(assignment, k, keys, key, list, chunk, turns);
   }
-  return { assignment, stats: { ...r.stats } };
+  return { assignment, stats: { ...stats } };
 }
 
 /** Rows a result step builds before it asks whether its turn is over. */
 const STEP_ROWS = 2048;
 
-/** Entries from `k` on until `chunk` rows are copied or the turn is due (a plain function: see object-task.ts inTurns); the next entry. */
-function copyChunk(entries: [string, string[]][], to: Record<string, string[]>, k: number, chunk: number, turns: Turns): number {
-  let built = 0;
-  let asked = 0;
-  for (; k < entries.length && built < chunk; k++) {
-    if (built - asked >= STEP_ROWS) {
-      if (turns.due()) break;
-      asked = built;
-    }
-    const [key, list] = entries[k]!;
-    Object.defineProperty(to, key, { value: list.slice(), enumerable: true, writable: true, configurable: true });
-    built += list.length + 1;
-  }
-  return k;
-}
-
-/** The object result from the thread's rows and the caller's own ids, in turns. */
-async function rebuild(
-  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
-): Promise<AssignmentResult> {
-  const assignment: Record<string, string[]> = {};
-  const keys = reply.memberOrder.length;
-  for (let k = 0; k < keys; ) {
-    if (k > 0) await turns.next();
-    k = rebuildChunk(input, ids, reply, assignment, k, chunk, turns);
-  }
-  return { assignment, stats: { ...reply.stats } };
-}
-
-/** Keys from `k` on until `chunk` rows are built or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
-function rebuildChunk(
-  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>,
-  assignment: Record<string, string[]>, k: number, chunk: number, turns: Turns,
+/** Keys from `k` on, until `chunk` rows or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
+function defineKeys(
+  to: Record<string, string[]>, k: number, keys: number, key: (k: number) => string, list: (k: number) => string[], chunk: number, turns: Turns,
 ): number {
-  const { memberOrder, off, rows } = reply;
   let built = 0;
   let asked = 0;
-  for (; k < memberOrder.length && built < chunk; k++) {
+  for (; k < keys && built < chunk; k++) {
     if (built - asked >= STEP_ROWS) {
       if (turns.due()) break;
       asked = built;
     }
-    const s = off[k]!;
-    const len = off[k + 1]! - s;
-    const list = new Array<string>(len);
-    for (let i = 0; i < len; i++) list[i] = ids[rows[s + i]!]!;
-    Object.defineProperty(assignment, input.members[memberOrder[k]!]!.id, { value: list, enumerable: true, writable: true, configurable: true });
-    built += len + 1;
+    const value = list(k);
+    Object.defineProperty(to, key(k), { value, enumerable: true, writable: true, configurable: true });
+    built += value.length + 1;
   }
   return k;
 }
