@@ -17,8 +17,6 @@ import os from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { ColumnarPool } from '../src/assignment/codec.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { AssignmentPool } from '../src/assignment/pool.js';
@@ -66,15 +64,11 @@ function sortYardstick(n: number): number {
   return median(xs);
 }
 
-// A full GC without --expose-gc on the command line (a flag Worker threads refuse in an explicit execArgv).
-v8.setFlagsFromString('--expose-gc');
-const fullGc = vm.runInNewContext('gc') as () => void;
-
 let fresh = 0;
 const withFreshSeed = (input: AssignmentInput): AssignmentInput => ({ ...input, seed: `shapes-fresh-${fresh++}` });
 
 /**
- * Median time of `runs` calls of f (each after a full GC), the caller's largest event-loop delay
+ * Median time of `runs` calls of f, the caller's largest event-loop delay
  * (monitorEventLoopDelay), and the largest such stall less the GC pauses
  * inside it (a 1 ms timer's gaps, minus the `gc` performance entries that
  * overlap each): what the library's own synchronous steps held the loop,
@@ -85,9 +79,6 @@ async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loop
   let loopMax = 0;
   let ownMax = 0;
   for (let k = 0; k < runs; k++) {
-    // A full collection first, so that no call pays for the garbage of the cells before it
-    // (before the timer starts: its pause is no step of the call's).
-    fullGc();
     const gcs: [number, number][] = [];
     const obs = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
