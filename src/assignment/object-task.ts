@@ -1,18 +1,18 @@
 /**
  * The object form through a pool thread, as row columns: the caller reads
- * the input a chunk of splits per turn of its event loop (`readTask`, with
- * fields.ts, comparing each chunk with the last read as it goes); unless the
+ * the input in steps of rows, in turns of its event loop (`readTask`, with
+ * fields.ts, comparing each step with the last read as it goes); unless the
  * whole read repeats the last one, it builds an `ObjectTask` from the read
- * (`taskColumns`: flags, owners as handles; then `joinIds`), the thread
- * writes it straight into engine memory (`writeObjectTask`) without
- * rebuilding any object, and the caller turns the reply's row indices back
- * into its own id strings.
+ * the same way (`taskColumns`: flags, owners as handles, the ids as UTF-16
+ * code units), the thread writes it straight into engine memory
+ * (`writeObjectTask`) without rebuilding any object, and the caller turns
+ * the reply's row indices back into its own id strings.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: `hashUnits` is hash.ts `hashInto` over code units in engine
  * memory); the caller checks every rule of validate.ts except
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
- * waiting is through the `turn` the caller passes in.
+ * waiting, and the only clock, are the `Turns` the caller passes in.
  */
 import { hashUnits, seedState } from '../hash.js';
 import { OwnerHandles } from './handles.js';
