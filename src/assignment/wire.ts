@@ -91,17 +91,17 @@ export type ThreadReply =
       ok: true;
       kind: 'object';
       /** Per output key (the result's key order): the index of that member in `memberIds`. */
-      memberOrder: Int32Array<ArrayBuffer>;
+      memberOrder: Int32Array;
       /** Key k's splits are rows[off[k] .. off[k+1]), indices into `input.splits`, in output order. */
-      off: Uint32Array<ArrayBuffer>;
-      rows: Uint32Array<ArrayBuffer>;
+      off: Uint32Array;
+      rows: Uint32Array;
       stats: AssignmentStats;
     }
   | {
       ok: true;
       kind: 'columnar';
       members: string[];
-      assignee: Int32Array<ArrayBuffer>;
+      assignee: Int32Array;
       stats: AssignmentStats;
       /** The sort of a snapshot that had no cached order, laid out (the caller's pool adopts it: `adoptSorted`). */
       sorted: SortedState | null;

@@ -218,7 +218,11 @@ describe('AssignmentPool equals desiredAssignment', () => {
     expect(comparable(await pool.assign(settled))).toEqual(comparable(desiredAssignment(settled, { engine: 'reference' })));
     const p = toPool(settled);
     const want = columnarComparable(columnarAssignment(toPool(settled)));
-    expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
+    const first = await pool.assignColumnar(p);
+    expect(columnarComparable(first)).toEqual(want);
+    // A thread's reply arrives in shared memory (not copied on this thread), and the pool adopted its sort.
+    expect(first.assignee.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(p.cachedOrder()?.buffer).toBeInstanceOf(SharedArrayBuffer);
     p.setLeaseOwner('s-5', 'm-1'); // an owner change keeps the cached order
     const again = toPool(settled);
     again.setLeaseOwner('s-5', 'm-1');
