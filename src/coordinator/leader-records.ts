@@ -168,22 +168,12 @@ export class LeaderRecords {
         this.control = rec ? meta(rec, kv) : undefined;
         return 'control';
       }
-      case 'worker': {
-        if ((this.workers.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+      case 'worker':
         // Unreadable: not a member (it costs that instance its membership, not the job).
-        const rec = this.readable('worker', key, value);
-        if (rec) this.workers.set(parsed.id, meta(rec, kv));
-        else this.workers.delete(parsed.id);
-        return 'worker';
-      }
-      case 'assign': {
-        if ((this.assigns.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
+        return this.putKeyed(this.workers, 'worker', parsed.id, key, value, kv);
+      case 'assign':
         // Unreadable: as if absent, so the next decision writes a readable one over it.
-        const rec = this.readable('assign', key, value);
-        if (rec) this.assigns.set(parsed.id, meta(rec, kv));
-        else this.assigns.delete(parsed.id);
-        return 'assign';
-      }
+        return this.putKeyed(this.assigns, 'assign', parsed.id, key, value, kv);
       case 'lease': {
         if ((this.leases.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
         const rec = this.readable('lease', key, value, parsed.id);
@@ -254,6 +244,17 @@ export class LeaderRecords {
    * split's records (`id` given), sets that split aside as a problem until a
    * readable value (or a deletion) replaces it. Undefined when unreadable.
    */
+  /** A put of an instance's record (`kind` in `map`), unless older than the one held; an unreadable one is dropped. */
+  private putKeyed<K extends 'worker' | 'assign'>(
+    map: Map<string, Seen<RecordTypes[K]>>, kind: K, id: string, key: string, value: string, kv: { modRevision: number; lease?: string },
+  ): K | undefined {
+    if ((map.get(id)?.modRevision ?? 0) >= kv.modRevision) return undefined;
+    const rec = this.readable(kind, key, value);
+    if (rec) map.set(id, meta(rec, kv));
+    else map.delete(id);
+    return kind;
+  }
+
   readable<K extends 'control' | 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {
     try {
       const rec = decodeRecord(kind, key, value, this.fp);
