@@ -41,8 +41,6 @@ export interface InputMemo {
     pool: Uint8Array;
     /** Each claimable row's lease owner as last seen, and its member index under `owners.table`. */
     owners: { table: MemberTable; lease: unknown[]; index: Int32Array };
-    /** The owner columns the engine was last given (LEASE, PREVIOUS, RECORD; claimable rows only are meaningful). */
-    handles: { lease: Int32Array; prev: Int32Array; rec: Int32Array };
   } | null;
   order: Uint32Array | null;
   byRank: Uint32Array | null;
@@ -71,9 +69,11 @@ export interface MarshalledInput {
   /** ...and every weight and claimability too: the memo's pool order holds. */
   sameOrder: boolean;
   /**
-   * ...and the members, caps and every claimable row's owners too: the engine
-   * would be given exactly the columns of the memo's last decision, so its
-   * result is that decision's (the engine is a function of its columns).
+   * The input equals the one the memo's decision was made from: every field
+   * of every split as read, the members and caps, the reserved ids. The
+   * engine would be given the same columns, so its result is that
+   * decision's (the engine is a function of its columns). Nothing was
+   * written to engine memory.
    */
   unchanged: boolean;
   /** The memo for the next decision; keep it only once the input is known valid. */
@@ -229,9 +229,6 @@ export function marshalInput(
     : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
   const ownersHold = owners !== null && owners.table === table;
   // The owner columns of the memo's last decision; every claimable row's must repeat (checked below).
-  const last = kept?.handles;
-  const hl = last?.lease, hp = last?.prev, hr = last?.rec;
-  let sameHandles = sameOrder && last !== undefined && prior!.members === table;
   const { weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
   for (let i = 0; i < n; i++) {
     const w = fw[i]!;
@@ -260,7 +257,6 @@ export function marshalInput(
     prev[i] = q;
     const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
     rec[i] = r;
-    if (sameHandles && (l !== hl![i] || q !== hp![i] || r !== hr![i])) sameHandles = false;
   }
 
   if (owners !== null && !ownersHold && same) {
@@ -277,10 +273,9 @@ export function marshalInput(
     v.setWord(L.H_NARROW, kept.narrow ? 1 : 0);
     // Keys are read only to sort (and sorting is skipped when the order holds).
     if (!sameOrder) v.u32(L.H_KEY, 2 * n).set(kept.keys);
-    const nextHandles = sameHandles && sameOrder ? kept.handles : ownerHandles(v, n);
-    next = sameOrder ? { ...prior!, members: table, rows: { ...kept, handles: nextHandles }, read: f, reserved: copyOf(given) } : {
+    next = sameOrder ? { ...prior!, members: table, rows: kept, read: f, reserved: copyOf(given) } : {
       ...prior!, members: table, order: null, read: f, reserved: copyOf(given),
-      rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), handles: nextHandles },
+      rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice() },
     };
   } else {
     strOff[n] = p;
@@ -291,18 +286,12 @@ export function marshalInput(
     const rows = !same ? null : {
       keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),
       narrow: units < 256, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), owners: owners!,
-      handles: ownerHandles(v, n),
     };
     next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null, stats: null, read: f, reserved: copyOf(given) };
   }
   const final = ids;
-  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, unchanged: sameHandles && sameOrder, memo: next };
+  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, unchanged: false, memo: next };
 }
 
 const copyOf = (xs: readonly string[] | null): readonly string[] | null => (xs === null ? null : xs.slice());
-
-/** Copies of the owner columns just written (what `unchanged` compares the next call against). */
-function ownerHandles(v: ReturnType<EngineMemory['views']>, n: number): { lease: Int32Array; prev: Int32Array; rec: Int32Array } {
-  return { lease: v.i32(L.H_LEASE, n).slice(), prev: v.i32(L.H_PREVIOUS, n).slice(), rec: v.i32(L.H_RECORD, n).slice() };
-}
 
