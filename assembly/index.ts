@@ -3,6 +3,7 @@
  * (src/assignment/codec.ts, wasm.ts) calls, in order:
  *   reserve(rows, members, handles, chars)  lay out the columns (layout.ts);
  *   [reserveChars(chars)]                   room for ids learnt after the rows;
+ *   [hashKeys(state, from)]                 content keys from the ids' code units;
  *   [countDuplicateKeys()]                  validation helper for object input;
  *   sortOrder(mask) | JS writes ORDER       the pool's order;
  *   decide()                                the three passes;
@@ -26,6 +27,7 @@ export {
   HEADER_BYTES, FLAG_LIVE, FLAG_POOL, STATUS_OK, STATUS_NO_MEMORY, STATUS_BAD_SIZE,
 } from './layout';
 export { countDuplicateKeys, sortOrder } from './sort';
+export { hashKeys } from './hash';
 export { rankRows, sortOutput, sortOutputByRank } from './output';
 export { decide } from './passes';
 

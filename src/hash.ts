@@ -26,6 +26,8 @@ const out = new Uint32Array(2);
 /**
  * Hash `id` under a seed state; writes [lo, hi] into `into` at `at`
  * (a Uint32Array laid out as little-endian u64s) and returns nothing.
+ * assembly/hash.ts `hashKeys` is the same function over code units in engine
+ * memory (a property test in wasm-differential holds them equal).
  */
 export function hashInto(state: number, id: string, into: Uint32Array, at: number): void {
   // Two independent multiplicative lanes (cyrb53-style), cross-mixed at the end.
@@ -33,21 +35,6 @@ export function hashInto(state: number, id: string, into: Uint32Array, at: numbe
   let h2 = 0x41c6ce57 ^ state;
   for (let i = 0; i < id.length; i++) {
     const ch = id.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
-  finish(h1, h2, into, at);
-}
-
-/**
- * `hashInto` of the id whose UTF-16 code units are units[from, to) (a pool
- * thread hashes ids it holds as code units, never as strings).
- */
-export function hashUnits(state: number, units: Uint16Array, from: number, to: number, into: Uint32Array, at: number): void {
-  let h1 = 0xdeadbeef ^ state;
-  let h2 = 0x41c6ce57 ^ state;
-  for (let i = from; i < to; i++) {
-    const ch = units[i]!;
     h1 = Math.imul(h1 ^ ch, 2654435761);
     h2 = Math.imul(h2 ^ ch, 1597334677);
   }

@@ -74,6 +74,11 @@ export interface EngineMemory {
   reserveChars(chars: number): EngineViews;
   /** Views of the current memory. */
   views(): EngineViews;
+  /**
+   * KEY for rows [from, ROWS), hash.ts `hashInto` of each row's code units
+   * in STR under `state` (`seedState(seed)`). STR and STR_OFF must be written.
+   */
+  hashKeys(state: number, from: number): void;
 }
 
 

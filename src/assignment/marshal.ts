@@ -10,7 +10,7 @@
  * Pure: no I/O, no clock, and it never touches `WebAssembly`.
  */
 import { SplitfleetError } from '../errors.js';
-import { hashInto, seedState } from '../hash.js';
+import { seedState } from '../hash.js';
 import { ReadBuffers, readSplits, sameRows, sameStrings, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
@@ -195,9 +195,10 @@ export function marshalInput(
   let p = 0;
   let units = 0;
   let str: Uint16Array = scratch.charRoom(0, 0);
+  // Keys and code units: the memo's for the rows before `from`; from there
+  // on the units are copied here and hashed by the engine once in STR.
+  let from = 0;
   if (!(same && kept !== null)) {
-    // Keys and code units: the memo's for the rows before k, computed from there on.
-    let from = 0;
     if (kept !== null) {
       from = k;
       key.set(kept.keys.subarray(0, 2 * k));
@@ -207,10 +208,8 @@ export function marshalInput(
       strOff.set(kept.strOff.subarray(0, k));
       units = kept.narrow ? 0 : 0x100;
     }
-    const state = seedState(input.seed);
     for (let i = from; i < n; i++) {
       const id = fid[i]!;
-      hashInto(state, id, key, 2 * i);
       strOff[i] = p;
       if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
       for (let c = 0; c < id.length; c++) {
@@ -282,6 +281,7 @@ export function marshalInput(
     v = mem.reserveChars(p);
     v.u16(L.H_STR, p).set(str.subarray(0, p));
     v.setWord(L.H_NARROW, units < 256 ? 1 : 0);
+    mem.hashKeys(seedState(input.seed), from);
     // Ids seen twice in a row: keep what they determine; else only the ids.
     const rows = !same ? null : {
       keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),

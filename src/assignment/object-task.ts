@@ -9,12 +9,12 @@
  * the reply's row indices back into its own id strings.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
- * (same keys: `hashUnits` is hash.ts `hashInto` over code units in engine
- * memory); the caller checks every rule of validate.ts except
+ * (same keys: the engine's `hashKeys` is hash.ts `hashInto` over the code
+ * units in engine memory); the caller checks every rule of validate.ts except
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
  * waiting, and the only clock, are the `Turns` the caller passes in.
  */
-import { hashUnits, seedState } from '../hash.js';
+import { seedState } from '../hash.js';
 import { OwnerHandles } from './handles.js';
 import { readSplits, sameRows, sameStrings, type ReadBuffers, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
@@ -240,8 +240,7 @@ export function writeObjectTask(
     keys = memo!.keys;
     key.set(keys);
   } else {
-    const state = seedState(t.seed);
-    for (let i = 0; i < n; i++) hashUnits(state, str, t.idOff[i]!, t.idOff[i + 1]!, key, 2 * i);
+    mem.hashKeys(seedState(t.seed), 0);
     keys = key.slice();
   }
   v.setWord(L.H_NARROW, narrow ? 1 : 0);

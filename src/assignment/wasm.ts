@@ -36,6 +36,7 @@ interface EngineExports {
   reserve(rows: number, members: number, handles: number, chars: number): number;
   reserveChars(chars: number): number;
   countDuplicateKeys(): number;
+  hashKeys(state: number, from: number): number;
   rankRows(): number;
   sortOutputByRank(): number;
   sortOrder(mask: number): number;
@@ -66,6 +67,38 @@ class WasmMemory implements EngineMemory {
   reserveChars(chars: number): EngineViews {
     check(this.x.reserveChars(chars), 'reserveChars');
     return this.views();
+  }
+
+  hashKeys(state: number, from: number): void {
+    this.x.hashKeys(state, from);
+    if (forcedKey !== null) forceKeys(this.views(), from, forcedKey);
+  }
+}
+
+type KeyOf = (id: string, hashed: readonly [lo: number, hi: number]) => readonly [lo: number, hi: number] | undefined;
+/** Tests only (`forceEngineKeys`). */
+let forcedKey: KeyOf | null = null;
+
+/**
+ * @internal (tests) After the engine hashes ids (`hashKeys`), calls
+ * `keyOf(id, key)` for each and makes the id's key whatever it returns
+ * (undefined: the hash); null turns this off. The seam for key collisions,
+ * which no test finds by hashing, and for holding the engine's keys to
+ * hash.ts. hash.ts is the seam of the paths that hash in JS (ColumnarPool,
+ * the reference).
+ */
+export function forceEngineKeys(keyOf: KeyOf | null): void {
+  forcedKey = keyOf;
+}
+
+function forceKeys(v: EngineViews, from: number, keyOf: KeyOf): void {
+  const rows = v.word(LAYOUT.H_ROWS);
+  const off = v.u32(LAYOUT.H_STR_OFF, rows + 1);
+  const str = v.u16(LAYOUT.H_STR, off[rows]!);
+  const key = v.u32(LAYOUT.H_KEY, 2 * rows);
+  for (let r = from; r < rows; r++) {
+    const k = keyOf(String.fromCharCode(...str.subarray(off[r]!, off[r + 1]!)), [key[2 * r]!, key[2 * r + 1]!]);
+    if (k !== undefined) [key[2 * r], key[2 * r + 1]] = k;
   }
 }
 

@@ -14,7 +14,6 @@ import { desiredAssignment } from '../../../src/assignment/engine.js';
 import { readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../../../src/assignment/fields.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
-import { hashInto, hashUnits, seedState } from '../../../src/hash.js';
 import { assignmentInput, settle } from './generators.js';
 
 type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered' | 'getters' | 'null-prototype'
@@ -207,17 +206,3 @@ describe('fields.ts: both readers, and the choice between them, read the same co
   });
 });
 
-describe('the thread hashes code units as hash.ts hashes strings', () => {
-  it('hashUnits = hashInto', () => {
-    fc.assert(
-      fc.property(fc.string(), fc.string({ unit: 'binary' }), (seed, id) => {
-        const want = new Uint32Array(2);
-        const got = new Uint32Array(4);
-        hashInto(seedState(seed), id, want, 0);
-        const units = Uint16Array.from({ length: id.length + 2 }, (_, i) => (i === 0 ? 7 : i <= id.length ? id.charCodeAt(i - 1) : 9));
-        hashUnits(seedState(seed), units, 1, 1 + id.length, got, 2);
-        expect([got[2], got[3]]).toEqual([want[0], want[1]]);
-      }),
-    );
-  });
-});

@@ -18,7 +18,7 @@ import { desiredAssignment } from '../../../src/assignment/engine.js';
 import { referenceAssignment } from '../../../src/assignment/reference.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
 import {
-  columnarAssignment, columnarAssignmentResult, engineLayout, engineWord, forgetWasmMemo, wasmAssignment,
+  columnarAssignment, columnarAssignmentResult, engineLayout, engineWord, forceEngineKeys, forgetWasmMemo, wasmAssignment,
 } from '../../../src/assignment/wasm.js';
 import { isSplitfleetError } from '../../../src/errors.js';
 import { hashInto, seedState } from '../../../src/hash.js';
@@ -45,6 +45,8 @@ beforeAll(() => {
   if (!existsSync(wasm) || statSync(wasm).mtimeMs < newest) {
     execFileSync(process.execPath, [`${root}scripts/build-wasm.mjs`], { stdio: 'inherit' });
   }
+  // The engine hashes ids itself (assembly/hash.ts): the forced keys reach it through its own seam.
+  forceEngineKeys((id) => forcedKeys.get(id));
 }, 120_000);
 
 type Outcome = { ok: true; result: AssignmentResult } | { ok: false; code: string; message: string };
@@ -344,6 +346,31 @@ describe('columnar path', () => {
     expectColumnarSame(pool);
     pool.upsertSplit(input.splits[1]!.id, 123456789);
     expectColumnarSame(pool);
+  });
+});
+
+describe('content keys', () => {
+  it('the engine hashes code units as hash.ts hashes strings (hashKeys = hashInto)', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.uniqueArray(fc.string({ unit: 'binary', minLength: 1 }), { minLength: 1, maxLength: 40 }), (seed, ids) => {
+        const seen = new Map<string, readonly [number, number]>();
+        forceEngineKeys((id, hashed) => void seen.set(id, hashed));
+        try {
+          forgetWasmMemo();
+          wasmAssignment({ seed, members: [{ id: 'm' }], splits: ids.map((id, i) => ({ id, weight: i })) });
+        } finally {
+          forceEngineKeys((id) => forcedKeys.get(id));
+          forgetWasmMemo();
+        }
+        const want = new Uint32Array(2);
+        expect([...seen.keys()].sort()).toEqual([...ids].sort());
+        for (const id of ids) {
+          hashInto(seedState(seed), id, want, 0);
+          expect(seen.get(id)).toEqual([want[0], want[1]]);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
