@@ -103,14 +103,65 @@ export async function readTask(
   return ok ? { read: { seed: input.seed, memberIds, memberCaps, reserved, n, fields: f }, repeats } : null;
 }
 
-/** The task from a read, in turns: flags, owners as handles, the ids' code units and offsets. */
-export async function taskColumns(read: TaskRead, chunk: number, turns: Turns): Promise<TaskColumns> {
+/**
+ * The task columns a pool reuses from one decision to the next, in shared
+ * memory, so that a decision allocates none. Why: a fresh set is ~57 MB at
+ * 1M rows, and once glibc has raised its mmap threshold (it does after the
+ * first large free) such buffers come from the heap, which it clears in the
+ * caller's turn: 40–60 ms in about half of the pool's first calls at 1M,
+ * gone with the threshold pinned (MALLOC_MMAP_THRESHOLD_) and gone with this
+ * room (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
+ * a room; the thread reads the columns only while it decides and copies
+ * what it keeps (`writeObjectTask`). Cost: the room stays allocated, ~41
+ * bytes a row plus two bytes a code unit of room for ids.
+ */
+export class TaskRoom {
+  private rows = -1;
+  private buffers: { idOff: Uint32Array; weight: Float64Array; flags: Uint8Array; lease: Int32Array; prev: Int32Array; rec: Int32Array } | null = null;
+  private units: Uint16Array | null = null;
+
+  /** Columns for n rows (views of exactly n, idOff n + 1), new shared buffers only when n outgrows them. */
+  columns(n: number): Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'> {
+    if (this.buffers === null || n > this.rows) {
+      const sab = (bytes: number): SharedArrayBuffer => new SharedArrayBuffer(Math.max(8, bytes));
+      this.buffers = {
+        idOff: new Uint32Array(sab(4 * (n + 1))), weight: new Float64Array(sab(8 * n)), flags: new Uint8Array(sab(n)),
+        lease: new Int32Array(sab(4 * n)), prev: new Int32Array(sab(4 * n)), rec: new Int32Array(sab(4 * n)),
+      };
+      this.rows = n;
+    }
+    const b = this.buffers;
+    if (this.units === null || this.units.length < n) this.units = new Uint16Array(new SharedArrayBuffer(2 * Math.max(16, 16 * n)));
+    return {
+      idOff: b.idOff.subarray(0, n + 1), weight: b.weight.subarray(0, n), flags: b.flags.subarray(0, n),
+      lease: b.lease.subarray(0, n), prev: b.prev.subarray(0, n), rec: b.rec.subarray(0, n), units: this.units,
+    };
+  }
+
+  /** Room for at least `need` code units, the first `keep` of `units` kept. */
+  growUnits(units: Uint16Array, need: number, keep: number): Uint16Array {
+    const grown = new Uint16Array(new SharedArrayBuffer(2 * Math.max(need, 2 * units.length)));
+    grown.set(units.subarray(0, keep));
+    this.units = grown;
+    return grown;
+  }
+}
+
+/**
+ * The task from a read, in turns: flags, owners as handles, the ids' code
+ * units and offsets. In `room`'s shared buffers when given (the caller then
+ * reuses them once the thread has replied), else in fresh ones to transfer.
+ */
+export async function taskColumns(read: TaskRead, chunk: number, turns: Turns, room: TaskRoom | null = null): Promise<TaskColumns> {
   const n = read.n;
-  const c: Columns = {
+  const arrays = room !== null ? room.columns(n) : {
     idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
-    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), owners: new OwnerHandles(),
+    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, 16 * n)),
+  };
+  const c: Columns = {
+    ...arrays, owners: new OwnerHandles(), room,
     reserved: read.reserved !== null && read.reserved.length > 0 ? new Set(read.reserved) : null,
-    units: new Uint16Array(Math.max(16, 16 * n)), chars: 0, or: 0,
+    chars: 0, or: 0,
   };
   await inTurns(n, chunk, turns, (from, to) => {
     fillChunk(read.fields, from, to, c);
@@ -128,9 +179,11 @@ type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' 
   owners: OwnerHandles;
   reserved: Set<string> | null;
   /** The ids' code units (grown by doubling), how many so far, and their OR (narrow when < 256). */
-  units: Uint16Array<ArrayBuffer>;
+  units: Uint16Array;
   chars: number;
   or: number;
+  /** Where grown units go (null: fresh, transferable buffers). */
+  room: TaskRoom | null;
 };
 
 /** Rows [from, to) of the read `f` into `c`. */
@@ -144,9 +197,13 @@ function fillChunk(f: SplitFields, from: number, to: number, c: Columns): void {
     const id = fid[i]!;
     idOff[i] = p;
     if (p + id.length > units.length) {
-      const grown = new Uint16Array(Math.max(p + id.length, 2 * units.length));
-      grown.set(units.subarray(0, p));
-      units = c.units = grown;
+      if (c.room !== null) {
+        units = c.units = c.room.growUnits(units, p + id.length, p);
+      } else {
+        const grown = new Uint16Array(Math.max(p + id.length, 2 * units.length));
+        grown.set(units.subarray(0, p));
+        units = c.units = grown;
+      }
     }
     for (let k = 0; k < id.length; k++) {
       const u = id.charCodeAt(k);
@@ -249,10 +306,18 @@ export function writeObjectTask(
     v.u32(L.H_ORDER, memo!.order!.length).set(memo!.order!);
     v.setWord(L.H_ORDER_LEN, memo!.order!.length);
   }
+  // The caller reuses shared task columns for its next task: keep copies of those.
+  const weight = owned(t.weight);
+  const flags = owned(t.flags);
   const next: TaskMemo = sameIds
-    ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight: t.weight, flags: t.flags }
-    : { seed: t.seed, members, idUnits: units, idOff: t.idOff, keys, narrow, byRank: null, order: null, weight: t.weight, flags: t.flags };
+    ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight, flags }
+    : { seed: t.seed, members, idUnits: owned(units), idOff: owned(t.idOff), keys, narrow, byRank: null, order: null, weight, flags };
   return { members, memo: next, sameIds, sameOrder };
+}
+
+/** `a` itself, or a copy when it is in shared memory (its owner writes it again later). */
+function owned<A extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: A): A {
+  return a.buffer instanceof SharedArrayBuffer ? (a.slice() as A) : a;
 }
 
 /** Row r's id from a task's code units (the rare paths: key collisions). */

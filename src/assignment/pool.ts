@@ -24,7 +24,7 @@ import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
-import { readTask, taskColumns, type TaskRead, type Turns } from './object-task.js';
+import { readTask, TaskRoom, taskColumns, type TaskRead, type Turns } from './object-task.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
@@ -132,6 +132,8 @@ export class AssignmentPool {
   private last: { read: TaskRead; result: AssignmentResult } | null = null;
   /** The buffers object inputs are read into; one decision at a time uses them (`readsBusy`), others read into their own. */
   private readonly reads = new ReadBuffers();
+  /** ...and the task columns they are turned into (shared memory the thread reads while it decides). */
+  private readonly room = new TaskRoom();
   private readsBusy = false;
 
   constructor(options: AssignmentPoolOptions = {}) {
@@ -252,9 +254,11 @@ export class AssignmentPool {
         return again;
       }
       if (shared) this.last = null;
-      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns);
+      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns, shared ? this.room : null);
       const ids = got.read.fields.ids;
-      const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec].map((a) => a.buffer);
+      // The room's shared buffers cross without a copy and stay the pool's; fresh ones are moved.
+      const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec]
+        .map((a) => a.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
       // The read's member caps go to the thread: keep a copy for the next comparison.
       const read: TaskRead = { ...got.read, memberCaps: got.read.memberCaps.slice() };
       const reply = await this.call(t, transfer);

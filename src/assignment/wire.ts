@@ -32,19 +32,21 @@ export interface ObjectTask {
   /**
    * Row i's id is the UTF-16 code units idUnits[idOff[i], idOff[i+1]),
    * written on the caller a chunk per turn and transferred (a joined string
-   * would be copied, and flattened, in one turn of the caller's loop).
+   * would be copied, and flattened, in one turn of the caller's loop). The
+   * row columns are in shared memory when the caller reuses them between
+   * tasks (object-task.ts TaskRoom): the thread copies what it keeps.
    */
-  idUnits: Uint16Array<ArrayBuffer>;
+  idUnits: Uint16Array<ArrayBufferLike>;
   /** Every code unit is below 256. */
   narrow: boolean;
-  idOff: Uint32Array<ArrayBuffer>;
-  weight: Float64Array<ArrayBuffer>;
+  idOff: Uint32Array<ArrayBufferLike>;
+  weight: Float64Array<ArrayBufferLike>;
   /** Engine flags per row (layout.ts FLAG_LIVE, plus FLAG_POOL when claimable: runnable and not reserved). */
-  flags: Uint8Array<ArrayBuffer>;
+  flags: Uint8Array<ArrayBufferLike>;
   /** Owner handles: indices into `ownerIds`, or −1 (none). */
-  lease: Int32Array<ArrayBuffer>;
-  prev: Int32Array<ArrayBuffer>;
-  rec: Int32Array<ArrayBuffer>;
+  lease: Int32Array<ArrayBufferLike>;
+  prev: Int32Array<ArrayBufferLike>;
+  rec: Int32Array<ArrayBufferLike>;
   ownerIds: string[];
 }
 

@@ -127,6 +127,15 @@ describe('AssignmentPool equals desiredAssignment', () => {
           { ...settled, members: settled.members.map((mm) => ({ id: mm.id, cap: 1 + (mm.cap ?? 1) })) },
           { ...settled, seed: `${settled.seed}-other` },
           settled, settled,
+          // The caller writes each task into the same shared columns (TaskRoom): the thread must compare the
+          // next task with copies. Weights that reorder the pool, then claimability that grows it, each
+          // following a task whose order the thread kept.
+          first === undefined ? settled : { ...settled, splits: [{ ...first, weight: 2 ** 40 }, ...settled.splits.slice(1)] },
+          settled,
+          { ...settled, seed: `${settled.seed}-room`, reserved: settled.splits.filter((_, i) => i % 2 === 0).map((s) => s.id) },
+          { ...settled, seed: `${settled.seed}-room` },
+          // ...and ids that moved between rows (the same code units in all, in another order).
+          { ...settled, seed: `${settled.seed}-room`, splits: settled.splits.map((s, i, a) => ({ ...s, id: a[a.length - 1 - i]!.id })) },
         ];
         for (const v of variants) {
           const got = await pool.assign(v);
