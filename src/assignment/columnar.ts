@@ -11,6 +11,7 @@ import type { AssignmentInput } from './types.js';
 import { invalid, isId, isValidWeight, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
+import type { SnapshotRoom } from './snapshot-room.js';
 import { STATUS_NAMES, type ColumnarDecision, type ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
@@ -38,12 +39,13 @@ export class ColumnarPool {
   private freeRows: number[] = [];
   private rows = 0;
   private chars = 0;
-  private weight = new Float64Array(16);
-  private key = new Uint32Array(32);
-  private lease = new Int32Array(16);
-  private prev = new Int32Array(16);
-  private rec = new Int32Array(16);
-  private flags = new Uint8Array(16);
+  // ArrayBufferLike: a pool rebuilt from a snapshot (fromSnapshot) reads a pool's shared buffers in place.
+  private weight: Float64Array = new Float64Array(16);
+  private key: Uint32Array = new Uint32Array(32);
+  private lease: Int32Array = new Int32Array(16);
+  private prev: Int32Array = new Int32Array(16);
+  private rec: Int32Array = new Int32Array(16);
+  private flags: Uint8Array = new Uint8Array(16);
   private status = new Uint8Array(16);
   private reserved = new Set<string>();
   private readonly handles = new OwnerHandles();
@@ -229,8 +231,11 @@ export class ColumnarPool {
    * collide (about one 1M-split job in 10^7), and joining 1M ids held the
    * caller's loop for ~200 ms; a thread that meets a collision asks again.
    */
-  snapshot(withIds = false): ColumnarSnapshot {
+  snapshot(withIds = false, room: SnapshotRoom | null = null): ColumnarSnapshot {
     const R = this.rows;
+    // Into the room's shared buffers when given (the caller releases it after the decision), else fresh ones to transfer.
+    const copy = <C extends Float64Array | Int32Array | Uint32Array | Uint8Array>(name: string, src: C): C =>
+      (room !== null ? room.copy(name, src) : src.slice()) as C;
     // Rows changed from here on are replayed onto a thread's sorted columns (adoptSorted).
     // Kept, not reset, when one is already open: a thread's earlier snapshot may still be adopted.
     this.cache.openLog();
@@ -242,8 +247,8 @@ export class ColumnarPool {
     if (order !== null && sorted !== null) {
       const p = sorted;
       return {
-        ...base, order: order.slice(), weight: p.weight.slice(), lease: p.lease.slice(), prev: p.prev.slice(),
-        rec: p.rec.slice(), flags: p.flags.slice(), key: null, idChars: null, idOff: null,
+        ...base, order: copy('order', order), weight: copy('weight', p.weight), lease: copy('lease', p.lease), prev: copy('prev', p.prev),
+        rec: copy('rec', p.rec), flags: copy('flags', p.flags), key: null, idChars: null, idOff: null,
       };
     }
     let idChars: string | null = null;
@@ -264,8 +269,9 @@ export class ColumnarPool {
       idChars = parts.join('');
     }
     return {
-      ...base, order: null, weight: this.weight.slice(0, R), lease: this.lease.slice(0, R), prev: this.prev.slice(0, R),
-      rec: this.rec.slice(0, R), flags: this.flags.slice(0, R), key: this.key.slice(0, 2 * R), idChars, idOff,
+      ...base, order: null, weight: copy('weight', this.weight.subarray(0, R)), lease: copy('lease', this.lease.subarray(0, R)),
+      prev: copy('prev', this.prev.subarray(0, R)), rec: copy('rec', this.rec.subarray(0, R)), flags: copy('flags', this.flags.subarray(0, R)),
+      key: copy('key', this.key.subarray(0, 2 * R)), idChars, idOff,
     };
   }
 

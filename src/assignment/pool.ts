@@ -25,6 +25,7 @@ import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './co
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
 import { readTask, TaskRoom, taskColumns, type TaskRead, type Turns } from './object-task.js';
+import { SnapshotRooms } from './snapshot-room.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
@@ -139,6 +140,8 @@ export class AssignmentPool {
   private readonly reads = new ReadBuffers();
   /** ...and the task columns they are turned into (shared memory the thread reads while it decides). */
   private readonly room = new TaskRoom();
+  /** Where `assignColumnar` copies snapshots (one room per snapshot not yet decided). */
+  private readonly snapshotRooms = new SnapshotRooms();
   private readsBusy = false;
 
   constructor(options: AssignmentPoolOptions = {}) {
@@ -183,8 +186,13 @@ export class AssignmentPool {
   /** The decision on `pool` as it is now (a snapshot is taken before this returns); equal to `columnarAssignment(pool)`. */
   assignColumnar(pool: ColumnarPool): Promise<ColumnarDecision> {
     if (this.closed) return Promise.reject(closedError());
-    const snapshot = pool.snapshot();
-    return this.submit(() => this.runColumnar(pool, snapshot));
+    const room = this.snapshotRooms.acquire();
+    const snapshot = pool.snapshot(false, room);
+    const decided = this.submit(() => this.runColumnar(pool, snapshot));
+    // The room is the snapshot's until its decision settles (or is superseded): the thread reads it meanwhile.
+    const release = (): void => this.snapshotRooms.release(room);
+    decided.then(release, release);
+    return decided;
   }
 
   /** Ends the threads; a waiting request rejects with CLOSED, and so do running ones that had not finished. */
@@ -305,8 +313,9 @@ export class AssignmentPool {
 
 type ObjectReply = Extract<ThreadReply, { kind: 'object' }>;
 
+/** The snapshot's buffers to move to the thread: its fresh ones (a room's shared ones cross without a copy and stay). */
 function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
-  return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a === null ? [] : [a.buffer as ArrayBuffer]));
+  return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a !== null && a.buffer instanceof ArrayBuffer ? [a.buffer] : []));
 }
 
 function closedError(): SplitfleetError {

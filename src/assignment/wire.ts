@@ -59,7 +59,7 @@ export interface ColumnarDecision {
   readonly stats: AssignmentStats;
 }
 
-/** @internal A `ColumnarPool`'s decision state in transferable buffers (`ColumnarPool.snapshot`). */
+/** @internal A `ColumnarPool`'s decision state in transferable buffers, or a pool's shared ones (`ColumnarPool.snapshot`, snapshot-room.ts). */
 export interface ColumnarSnapshot {
   seed: string;
   defaultCap: number | undefined;
@@ -68,16 +68,16 @@ export interface ColumnarSnapshot {
   rows: number;
   epoch: number;
   /** The cached order (then the columns below are in that order), or null (then they are per row). */
-  order: Uint32Array<ArrayBuffer> | null;
-  weight: Float64Array<ArrayBuffer>;
-  lease: Int32Array<ArrayBuffer>;
-  prev: Int32Array<ArrayBuffer>;
-  rec: Int32Array<ArrayBuffer>;
-  flags: Uint8Array<ArrayBuffer>;
+  order: Uint32Array<ArrayBufferLike> | null;
+  weight: Float64Array<ArrayBufferLike>;
+  lease: Int32Array<ArrayBufferLike>;
+  prev: Int32Array<ArrayBufferLike>;
+  rec: Int32Array<ArrayBufferLike>;
+  flags: Uint8Array<ArrayBufferLike>;
   /** Without an order: two key words per row, and row r's id is idChars[idOff[r], idOff[r+1]). */
-  key: Uint32Array<ArrayBuffer> | null;
+  key: Uint32Array<ArrayBufferLike> | null;
   idChars: string | null;
-  idOff: Uint32Array<ArrayBuffer> | null;
+  idOff: Uint32Array<ArrayBufferLike> | null;
 }
 
 /** Where a `ColumnarPool`'s decision state travels (pool.ts builds it, thread.ts decides on it). */

@@ -204,6 +204,30 @@ describe('AssignmentPool equals desiredAssignment', () => {
     }
   });
 
+  it('columnar snapshots taken while a decision runs or waits do not share its buffers (snapshot rooms)', async () => {
+    for (const [which, p] of [['threads', pool], ['in-thread', local]] as const) {
+      const input = bigInput(3000, 20, 12);
+      const cp = toPool(input);
+      await p.assignColumnar(cp); // the order is cached: later snapshots carry the sorted columns
+      // Each call's expected decision: the same pool, decided in this thread at the moment of the call.
+      const wants: unknown[] = [];
+      const calls: Promise<ColumnarDecision>[] = [];
+      for (let round = 0; round < 4; round++) {
+        calls.push(p.assignColumnar(cp));
+        wants.push(columnarComparable(columnarAssignment(cp)));
+        // Every owner changes between calls; round 2 also drops the order (a new split).
+        input.splits.forEach((sp, k) => cp.setLeaseOwner(sp.id, `m-${(k + round) % 20}`));
+        if (round === 2) cp.upsertSplit(`new-${round}`, 12345);
+      }
+      const got = await Promise.all(calls.map((c) => c.then(columnarComparable, (e: unknown) => (isSplitfleetError(e) ? e.code : e))));
+      // Latest wins: the first runs, the middle two are superseded while waiting, the last runs.
+      expect(got[0], which).toEqual(wants[0]);
+      expect(got.slice(1, 3), which).toEqual(['SUPERSEDED', 'SUPERSEDED']);
+      expect(got[3], which).toEqual(wants[3]);
+      expect(columnarComparable(await p.assignColumnar(cp)), which).toEqual(columnarComparable(columnarAssignment(cp)));
+    }
+  });
+
   it('columnar form: pool = in-thread = columnarAssignment, cold then with the adopted order', async () => {
     await fc.assert(
       fc.asyncProperty(assignmentInput(), async (input) => {

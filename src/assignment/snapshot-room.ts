@@ -1,0 +1,51 @@
+/**
+ * Shared buffers a pool copies `ColumnarPool` snapshots into, reused from
+ * one decision to the next (`SnapshotRooms`), so that taking a snapshot
+ * allocates nothing. Why: a snapshot is ~21–29 MB at 1M rows, taken
+ * synchronously in the caller's turn; fresh buffers each time cost that
+ * turn their allocation (glibc clears large blocks once its mmap threshold
+ * has risen) and, as they were freed, the collector's reaction to that much
+ * external memory: 5–100 ms per snapshot at 1M, against a copy into a kept
+ * buffer (BENCHMARKS.md, issue 14, fourth pass).
+ *
+ * A room belongs to one snapshot from `acquire` until `release`: the thread
+ * reads it only while it decides, and keeps nothing of it (thread.ts).
+ * Pure: no I/O, no clock.
+ */
+
+type Column = Float64Array | Int32Array | Uint32Array | Uint8Array;
+type ColumnOf<C extends Column> = C extends Float64Array ? Float64Array
+  : C extends Int32Array ? Int32Array : C extends Uint32Array ? Uint32Array : Uint8Array;
+
+/** One snapshot's columns: a shared buffer per name, grown (never shrunk) as snapshots grow. */
+export class SnapshotRoom {
+  private readonly buffers = new Map<string, SharedArrayBuffer>();
+
+  /** A copy of `src` in this room's buffer `name` (same element type and length). */
+  copy<C extends Column>(name: string, src: C): ColumnOf<C> {
+    const bytes = src.byteLength;
+    let b = this.buffers.get(name);
+    if (b === undefined || b.byteLength < bytes) {
+      // Room for growth: a pool that gains splits should not reallocate at every snapshot.
+      b = new SharedArrayBuffer(Math.max(64, bytes + (bytes >>> 3)));
+      this.buffers.set(name, b);
+    }
+    const Make = src.constructor as new (buffer: SharedArrayBuffer, offset: number, length: number) => Column;
+    const out = new Make(b, 0, src.length);
+    out.set(src as never);
+    return out as ColumnOf<C>;
+  }
+}
+
+/** The rooms of one pool: a free one per snapshot, another when all are in use (a decision running, another waiting). */
+export class SnapshotRooms {
+  private readonly free: SnapshotRoom[] = [];
+
+  acquire(): SnapshotRoom {
+    return this.free.pop() ?? new SnapshotRoom();
+  }
+
+  release(room: SnapshotRoom): void {
+    this.free.push(room);
+  }
+}
