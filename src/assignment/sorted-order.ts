@@ -29,6 +29,11 @@ export interface SortedState {
 
 const COLUMNS = ['weight', 'lease', 'prev', 'rec', 'flags'] as const;
 
+/** to[k] = from[order[k]] (small, so that V8 inlines it at each call site, with that site's one array type). */
+function gather(to: Float64Array | Int32Array | Uint8Array, from: Float64Array | Int32Array | Uint8Array, order: Uint32Array): void {
+  for (let k = 0; k < order.length; k++) to[k] = from[order[k]!]!;
+}
+
 /** Past this many logged changes the log is given up: the thread's sort is not adopted. */
 const MAX_LOGGED = 1 << 20;
 
@@ -61,11 +66,15 @@ export class SortedOrder {
     const p: RowColumns = {
       weight: new Float64Array(n), lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), flags: new Uint8Array(n),
     };
-    for (let k = 0; k < n; k++) {
-      const r = order[k]!;
-      this.pos[r] = k;
-      for (const c of COLUMNS) p[c][k] = rows[c][r]!;
-    }
+    // Column by column, each a monomorphic gather: a loop over COLUMNS made every load and store a
+    // keyed access on one of three array types (megamorphic), ~1 s per 1M rows against ~30 ms.
+    const pos = this.pos;
+    for (let k = 0; k < n; k++) pos[order[k]!] = k;
+    gather(p.weight, rows.weight, order);
+    gather(p.lease, rows.lease, order);
+    gather(p.prev, rows.prev, order);
+    gather(p.rec, rows.rec, order);
+    gather(p.flags, rows.flags, order);
     this.sorted = p;
   }
 
