@@ -6,6 +6,7 @@
  *   [hashKeys(state, from)]                 content keys from the ids' code units;
  *   [countDuplicateKeys()]                  validation helper for object input;
  *   sortOrder(mask) | JS writes ORDER       the pool's order;
+ *   [permuteByOrder()]                      the row columns rewritten in that order;
  *   decide()                                the three passes;
  *   [sortOutput()]                          each member's rows in id order;
  *   [rankRows()] / [sortOutputByRank()]     the same from a kept id order.
@@ -26,7 +27,7 @@ export {
   H_COLLISIONS, H_DUPLICATES, H_SHIFT, H_BY_RANK, H_PERMUTED, H_WORDS, F_OFFSET, F_ASSIGNED_TOTAL, F_HEAVIEST, F_WORDS,
   HEADER_BYTES, FLAG_LIVE, FLAG_POOL, STATUS_OK, STATUS_NO_MEMORY, STATUS_BAD_SIZE,
 } from './layout';
-export { countDuplicateKeys, sortOrder } from './sort';
+export { countDuplicateKeys, permuteByOrder, sortOrder } from './sort';
 export { hashKeys } from './hash';
 export { rankRows, sortOutput, sortOutputByRank } from './output';
 export { decide } from './passes';

@@ -54,7 +54,8 @@ export const H_SHIFT: i32 = 28;
 export const H_BY_RANK: i32 = 29;
 /**
  * Input: 1 when WEIGHT, LEASE, PREVIOUS, RECORD and FLAGS are written in
- * ORDER's order (entry k describes row ORDER[k]) rather than by row.
+ * ORDER's order (entry k describes row ORDER[k]) rather than by row; the
+ * caller writes them so, or `permuteByOrder` rewrites them so.
  */
 export const H_PERMUTED: i32 = 30;
 export const H_WORDS: i32 = 32;

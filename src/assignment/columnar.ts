@@ -309,11 +309,6 @@ export class ColumnarPool {
     return this.cache.order;
   }
 
-  /** @internal (pool.ts) Keeps a thread's sort of a snapshot taken at `epoch`, if nothing has dropped the order since. */
-  adoptOrder(epoch: number, order: Uint32Array): void {
-    this.cache.adoptOrder(epoch, order, this.columns(), this.weight.length);
-  }
-
   /**
    * @internal (pool.ts) Keeps a thread's sort of the snapshot taken at
    * `epoch` with the columns it laid out in that order (`sortedState` on the
@@ -329,9 +324,9 @@ export class ColumnarPool {
     return this.cache.state();
   }
 
-  /** @internal (wasm.ts) Keeps the engine's sorted order of the live rows for later decisions. */
-  keepOrder(order: Uint32Array): void {
-    this.cache.keep(order, this.columns(), this.weight.length);
+  /** @internal (wasm.ts) Keeps copies of the engine's sorted order of the live rows and of the columns in it, for later decisions. */
+  keepOrder(order: Uint32Array, sorted: RowColumns): void {
+    this.cache.keep(order, sorted, this.weight.length);
   }
 
   private columns(): RowColumns {

@@ -29,11 +29,6 @@ export interface SortedState {
 
 const COLUMNS = ['weight', 'lease', 'prev', 'rec', 'flags'] as const;
 
-/** to[k] = from[order[k]] (small, so that V8 inlines it at each call site, with that site's one array type). */
-function gather(to: Float64Array | Int32Array | Uint8Array, from: Float64Array | Int32Array | Uint8Array, order: Uint32Array): void {
-  for (let k = 0; k < order.length; k++) to[k] = from[order[k]!]!;
-}
-
 /** Past this many logged changes the log is given up: the thread's sort is not adopted. */
 const MAX_LOGGED = 1 << 20;
 
@@ -58,35 +53,25 @@ export class SortedOrder {
     this.sorted = null;
   }
 
-  /** Keeps `order` (the engine's), laying `rows` out in it; `capacity` is the pool's row capacity. */
-  keep(order: Uint32Array, rows: RowColumns, capacity: number): void {
+  /**
+   * Keeps copies of `order` (the engine's) and of `sorted`, the columns laid
+   * out in it (the engine's PERMUTED columns: entry k is row order[k]'s);
+   * `capacity` is the pool's row capacity.
+   */
+  keep(order: Uint32Array, sorted: RowColumns, capacity: number): void {
     const n = order.length;
     this.order = order.slice();
-    this.pos = new Int32Array(capacity).fill(-1);
-    const p: RowColumns = {
-      weight: new Float64Array(n), lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), flags: new Uint8Array(n),
-    };
-    // Column by column, each a monomorphic gather: a loop over COLUMNS made every load and store a
-    // keyed access on one of three array types (megamorphic), ~1 s per 1M rows against ~30 ms.
-    const pos = this.pos;
+    const pos = (this.pos = new Int32Array(capacity).fill(-1));
     for (let k = 0; k < n; k++) pos[order[k]!] = k;
-    gather(p.weight, rows.weight, order);
-    gather(p.lease, rows.lease, order);
-    gather(p.prev, rows.prev, order);
-    gather(p.rec, rows.rec, order);
-    gather(p.flags, rows.flags, order);
-    this.sorted = p;
+    this.sorted = {
+      weight: sorted.weight.slice(0, n), lease: sorted.lease.slice(0, n), prev: sorted.prev.slice(0, n),
+      rec: sorted.rec.slice(0, n), flags: sorted.flags.slice(0, n),
+    };
   }
 
   /** A snapshot without an order is being taken: log changes from here (an open log is kept for an earlier snapshot). */
   openLog(): void {
     if (this.order === null && this.touched === null) this.touched = [];
-  }
-
-  /** A thread's sort of the snapshot taken at `epoch`, kept if nothing has dropped the order since. */
-  adoptOrder(epoch: number, order: Uint32Array, rows: RowColumns, capacity: number): void {
-    if (this.epoch === epoch && this.order === null) this.keep(order, rows, capacity);
-    this.touched = null;
   }
 
   /**

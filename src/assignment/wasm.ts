@@ -40,6 +40,7 @@ interface EngineExports {
   rankRows(): number;
   sortOutputByRank(): number;
   sortOrder(mask: number): number;
+  permuteByOrder(): number;
   decide(): number;
   sortOutput(): number;
 }
@@ -296,8 +297,14 @@ function decideColumnar(pool: ColumnarPool, withIds: boolean): { members: Member
       // A pool rebuilt from a snapshot without ids cannot order colliding keys: its caller sends the ids.
       if (collisions > 0 && !pool.hasIds()) return null;
       if (collisions > 0) orderCollisions(mem.views(), (r) => pool.idAt(r)!);
+      // The columns in that order: decide reads them in sequence, and the pool keeps copies (no gather in JS).
+      check(x.permuteByOrder(), 'permuteByOrder');
       const v = mem.views();
-      pool.keepOrder(v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)));
+      const n = v.word(LAYOUT.H_ORDER_LEN);
+      pool.keepOrder(v.u32(LAYOUT.H_ORDER, n), {
+        weight: v.f64(LAYOUT.H_WEIGHT, n), lease: v.i32(LAYOUT.H_LEASE, n), prev: v.i32(LAYOUT.H_PREVIOUS, n),
+        rec: v.i32(LAYOUT.H_RECORD, n), flags: v.u8(LAYOUT.H_FLAGS, n),
+      });
     }
     check(x.decide(), 'decide');
     return { members: written.members, views: mem.views() };
