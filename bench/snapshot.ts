@@ -1,0 +1,48 @@
+/**
+ * `ColumnarPool.snapshot` at 1M × 10k (settled, lognormal): into fresh
+ * buffers (what `assignColumnar` did before snapshot-room.ts) and into a
+ * kept `SnapshotRoom`, with and without a cached order. Each snapshot is
+ * dropped before the next, as a pool's thread drops it after deciding.
+ * Medians and ranges of 9, in ms; the whole time is the caller's turn.
+ *
+ *   npm run build && node dist/bench/snapshot.js [--n 1000000]
+ */
+import os from 'node:os';
+import { ColumnarPool } from '../src/assignment/codec.js';
+import { desiredAssignment } from '../src/assignment/engine.js';
+import { SnapshotRoom } from '../src/assignment/snapshot-room.js';
+import { columnarAssignment } from '../src/assignment/wasm.js';
+import { coldInput, settledFrom } from './inputs.js';
+
+const argv = process.argv.slice(2);
+const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;
+const base = coldInput(N, 10_000, 'lognormal');
+const settled = settledFrom(base, desiredAssignment(base).assignment);
+const cp = new ColumnarPool(settled.seed);
+cp.setMembers(settled.members);
+for (const s of settled.splits) {
+  cp.upsertSplit(s.id, s.weight);
+  cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
+  cp.setRecordOwner(s.id, s.recordOwner ?? null);
+  cp.setPrevious(s.id, s.previous ?? null);
+}
+
+let kept: unknown = null;
+function times(room: SnapshotRoom | null): string {
+  const xs: number[] = [];
+  for (let k = 0; k < 9; k++) {
+    const t = performance.now();
+    kept = cp.snapshot(false, room);
+    xs.push(performance.now() - t);
+  }
+  xs.sort((a, b) => a - b);
+  return `median ${xs[4]!.toFixed(1)} (${xs[0]!.toFixed(1)}–${xs[8]!.toFixed(1)})`;
+}
+
+console.log(`snapshot of ${N} splits; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`no cached order, fresh buffers: ${times(null)}`);
+console.log(`no cached order, kept room:     ${times(new SnapshotRoom())}`);
+columnarAssignment(cp);
+console.log(`cached order, fresh buffers:    ${times(null)}`);
+console.log(`cached order, kept room:        ${times(new SnapshotRoom())}`);
+void kept;
