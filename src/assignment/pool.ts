@@ -129,13 +129,8 @@ export class AssignmentPool {
   private running = 0;
   private waiting: Job | null = null;
   private closed = false;
-  /**
-   * The last object input decided, as read, and the thread's reply to it: a
-   * repeat of that read gets its result rebuilt from the reply (rows, in
-   * shared memory, kept instead of a copy of the result, which cost every
-   * decision 50–100 ms at 1M and 1M more strings' worth of lists).
-   */
-  private last: { read: TaskRead; reply: ObjectReply } | null = null;
+  /** The last object input decided, as read, and a private copy of its result (a repeat of that read returns it again). */
+  private last: { read: TaskRead; result: AssignmentResult } | null = null;
   /** The buffers object inputs are read into; one decision at a time uses them (`readsBusy`), others read into their own. */
   private readonly reads = new ReadBuffers();
   /** ...and the task columns they are turned into (shared memory the thread reads while it decides). */
@@ -260,9 +255,9 @@ export class AssignmentPool {
       if (got === null) return desiredAssignment(input);
       if (got.repeats && last !== null) {
         // The same input as the last decision's, field for field: the engine would be given the same
-        // columns, so its decision is the last one, rebuilt from its reply with these (equal) ids.
-        const again = await rebuild(input, got.read.fields.ids, last.reply, this.chunk, turns);
-        this.last = { read: got.read, reply: last.reply };
+        // columns, so its decision is the last one, copied again (a chunk of rows per turn).
+        const again = await copyResult(last.result, this.chunk, turns);
+        this.last = { read: got.read, result: last.result };
         again.stats.computeMs = performance.now() - started;
         return again;
       }
@@ -280,7 +275,7 @@ export class AssignmentPool {
       if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
       await turns.next();
       const result = await rebuild(input, ids, reply, this.chunk, turns);
-      if (shared) this.last = { read, reply };
+      if (shared) this.last = { read, result: await copyResult(result, this.chunk, turns) };
       result.stats.computeMs = performance.now() - started;
       return result;
     } finally {
@@ -311,8 +306,6 @@ export class AssignmentPool {
   }
 }
 
-type ObjectReply = Extract<ThreadReply, { kind: 'object' }>;
-
 /** The snapshot's buffers to move to the thread: its fresh ones (a room's shared ones cross without a copy and stay). */
 function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
   return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a !== null && a.buffer instanceof ArrayBuffer ? [a.buffer] : []));
@@ -322,9 +315,15 @@ function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
 }
 
+/** A copy of `r` (fresh lists, keys in the same order), in turns. */
+function copyResult(r: AssignmentResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
+  const entries = Object.entries(r.assignment);
+  return resultInTurns(entries.length, (k) => entries[k]![0], (k) => entries[k]![1].slice(), r.stats, chunk, turns);
+}
+
 /** The object result from the thread's rows and the caller's own ids, in turns. */
 function rebuild(
-  input: AssignmentInput, ids: readonly string[], reply: ObjectReply, chunk: number, turns: Turns,
+  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
 ): Promise<AssignmentResult> {
   const { memberOrder, off, rows } = reply;
   const list = (k: number): string[] => {
