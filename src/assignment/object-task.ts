@@ -120,18 +120,32 @@ export class TaskRoom {
   private buffers: { idOff: Uint32Array; weight: Float64Array; flags: Uint8Array; lease: Int32Array; prev: Int32Array; rec: Int32Array } | null = null;
   private units: Uint16Array | null = null;
 
-  /** Columns for n rows (views of exactly n, idOff n + 1), new shared buffers only when n outgrows them. */
-  columns(n: number): Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'> {
+  /**
+   * Columns for n rows (views of exactly n, idOff n + 1), new shared buffers
+   * only when n outgrows them, one buffer per `next()` turn: a room's first
+   * allocation at 1M is ~57 MB, which glibc may clear in the turn that asks.
+   */
+  async columns(n: number, next: () => Promise<void>): Promise<Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'>> {
     if (this.buffers === null || n > this.rows) {
       const sab = (bytes: number): SharedArrayBuffer => new SharedArrayBuffer(Math.max(8, bytes));
-      this.buffers = {
-        idOff: new Uint32Array(sab(4 * (n + 1))), weight: new Float64Array(sab(8 * n)), flags: new Uint8Array(sab(n)),
-        lease: new Int32Array(sab(4 * n)), prev: new Int32Array(sab(4 * n)), rec: new Int32Array(sab(4 * n)),
-      };
+      const idOff = new Uint32Array(sab(4 * (n + 1)));
+      await next();
+      const weight = new Float64Array(sab(8 * n));
+      await next();
+      const flags = new Uint8Array(sab(n));
+      const lease = new Int32Array(sab(4 * n));
+      await next();
+      const prev = new Int32Array(sab(4 * n));
+      await next();
+      const rec = new Int32Array(sab(4 * n));
+      this.buffers = { idOff, weight, flags, lease, prev, rec };
       this.rows = n;
     }
+    if (this.units === null || this.units.length < n) {
+      await next();
+      this.units = new Uint16Array(new SharedArrayBuffer(2 * Math.max(16, 16 * n)));
+    }
     const b = this.buffers;
-    if (this.units === null || this.units.length < n) this.units = new Uint16Array(new SharedArrayBuffer(2 * Math.max(16, 16 * n)));
     return {
       idOff: b.idOff.subarray(0, n + 1), weight: b.weight.subarray(0, n), flags: b.flags.subarray(0, n),
       lease: b.lease.subarray(0, n), prev: b.prev.subarray(0, n), rec: b.rec.subarray(0, n), units: this.units,
@@ -154,7 +168,7 @@ export class TaskRoom {
  */
 export async function taskColumns(read: TaskRead, chunk: number, turns: Turns, room: TaskRoom | null = null): Promise<TaskColumns> {
   const n = read.n;
-  const arrays = room !== null ? room.columns(n) : {
+  const arrays = room !== null ? await room.columns(n, () => turns.next()) : {
     idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
     lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, 16 * n)),
   };
