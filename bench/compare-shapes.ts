@@ -1,0 +1,42 @@
+/**
+ * Sets beside each other the JSON files of `bench/shapes.ts` runs: per cell,
+ * the median ms and × sort of each run (before; after), and the caller's
+ * longest stall less GC. Prints a Markdown table.
+ *
+ *   node dist/bench/compare-shapes.js before-1.json,before-2.json after-1.json,after-2.json
+ */
+import { readFileSync } from 'node:fs';
+import type { ShapeRow } from './shapes.js';
+
+interface Run {
+  load0: number[];
+  sorts: Record<string, number>;
+  rows: ShapeRow[];
+}
+
+const [beforeArg, afterArg] = process.argv.slice(2);
+if (beforeArg === undefined || afterArg === undefined) {
+  console.error('usage: compare-shapes BEFORE.json[,BEFORE2.json] AFTER.json[,AFTER2.json]');
+  process.exit(2);
+}
+const load = (list: string): Run[] => list.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')) as Run);
+const before = load(beforeArg);
+const after = load(afterArg);
+const key = (r: ShapeRow): string => `${r.shape}|${r.scenario}|${r.path}|${r.call}`;
+const cell = (runs: Run[], k: string): ShapeRow[] => runs.flatMap((run) => run.rows.filter((r) => key(r) === k));
+const fmt = (rows: ShapeRow[]): string => rows.map((r) => `${r.medianMs.toFixed(0)} (${r.xSort.toFixed(2)})`).join(', ');
+const own = (rows: ShapeRow[]): string => (rows[0]?.ownMaxMs === undefined ? '' : rows.map((r) => r.ownMaxMs!.toFixed(0)).join(', '));
+
+for (const [name, runs] of [['before', before], ['after', after]] as const) {
+  for (const r of runs) {
+    console.log(`${name}: load at start ${r.load0.map((l) => l.toFixed(2)).join(' ')}; sort ${Object.entries(r.sorts).map(([s, v]) => `${s} ${v.toFixed(0)}`).join(', ')} ms`);
+  }
+}
+console.log('\n| shape | scenario | path | call | before ms (× sort) | after ms (× sort) | less GC ms, before | less GC ms, after |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const r of before[0]!.rows) {
+  const k = key(r);
+  const b = cell(before, k);
+  const a = cell(after, k);
+  console.log(`| ${r.shape} | ${r.scenario} | ${r.path} | ${r.call} | ${fmt(b)} | ${fmt(a)} | ${own(b)} | ${own(a)} |`);
+}
