@@ -17,7 +17,7 @@ import {
   H_PERMUTED, H_QUEUED, H_RECORD, H_ROWS, H_SHIFT, H_WEIGHT, STATUS_NO_MEMORY, STATUS_OK,
 } from './layout';
 import { commit, ensure, scratchReset, scratchTop, setFloat, setWord, take, word } from './memory';
-import { effective } from './sort';
+import { effective, packRows } from './sort';
 
 const TWO_53: f64 = 9007199254740992;
 /** Highest arena address: growth past it fails rather than wrapping u32 offsets. */
@@ -150,8 +150,8 @@ export function decide(): i32 {
   const prow = take(<usize>L << 2);
   const pPrev = take(<usize>L << 2);
   const pRec = take(<usize>L << 2);
-  const packed = permuted ? 0 : take(<usize>R << 5);
-  const inOrder = permuted ? 0 : take(<usize>L << 5);
+  const packed: usize = permuted ? 0 : take(<usize>R << 5);
+  const inOrder: usize = permuted ? 0 : take(<usize>L << 5);
   const wEff = take(<usize>L << 3);
   gW = take(<usize>L << 3);
   gOwner = take(<usize>L << 2);
@@ -166,14 +166,7 @@ export function decide(): i32 {
   memory.fill(gCount, 0, <usize>m << 2);
   memory.fill(gLoad, 0, <usize>m << 3);
   if (!permuted) {
-    for (let r = 0; r < R; r++) {
-      const rec = packed + (<usize>r << 5);
-      store<f64>(rec, load<f64>(weightP + (<usize>r << 3)));
-      store<i32>(rec, load<i32>(leaseP + (<usize>r << 2)), 8);
-      store<i32>(rec, load<i32>(prevP + (<usize>r << 2)), 12);
-      store<i32>(rec, load<i32>(recP + (<usize>r << 2)), 16);
-      store<u8>(rec, load<u8>(flagsP + <usize>r), 20);
-    }
+    packRows(packed);
     // The gather on its own, before the pass that uses it: a loop that does
     // nothing but copy keeps many cache misses in flight, where the pass's
     // longer body kept few (decide at 1M cold: ~155 → ~110 ms, load ~2).

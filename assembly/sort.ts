@@ -167,26 +167,18 @@ export function sortOrder(mask: i32): i32 {
 }
 
 /**
- * Rewrites WEIGHT, LEASE, PREVIOUS, RECORD and FLAGS in ORDER's order (entry
- * k then describes row ORDER[k], for k < ORDER_LEN) and sets PERMUTED, so
- * that `decide` reads them in sequence and a caller can keep them as its
- * sorted columns (columnar.ts) instead of gathering them in JS. The rows are
- * first packed into 32-byte records (one sequential pass), so the gather
- * touches one cache line a row instead of five. Anything that reads these
- * columns by row (`countDuplicateKeys`, `rankRows`) must run before.
+ * Packs each row's WEIGHT, LEASE, PREVIOUS, RECORD and FLAGS into a 32-byte
+ * record at `packed` + 32 × row (f64 at 0, i32 at 8, 12, 16, u8 at 20), in
+ * one sequential pass: a later gather in pool order then touches one cache
+ * line a row instead of five (`decide`, `permuteByOrder`).
  */
-export function permuteByOrder(): i32 {
+export function packRows(packed: usize): void {
   const R = <i32>word(H_ROWS);
-  const L = <i32>word(H_ORDER_LEN);
   const weightP = <usize>word(H_WEIGHT);
   const leaseP = <usize>word(H_LEASE);
   const prevP = <usize>word(H_PREVIOUS);
   const recP = <usize>word(H_RECORD);
   const flagsP = <usize>word(H_FLAGS);
-  const orderP = <usize>word(H_ORDER);
-  scratchReset();
-  const packed = take(<usize>R << 5);
-  if (!commit()) return STATUS_NO_MEMORY;
   for (let r = 0; r < R; r++) {
     const rec = packed + (<usize>r << 5);
     store<f64>(rec, load<f64>(weightP + (<usize>r << 3)));
@@ -195,6 +187,28 @@ export function permuteByOrder(): i32 {
     store<i32>(rec, load<i32>(recP + (<usize>r << 2)), 16);
     store<u8>(rec, load<u8>(flagsP + <usize>r), 20);
   }
+}
+
+/**
+ * Rewrites WEIGHT, LEASE, PREVIOUS, RECORD and FLAGS in ORDER's order (entry
+ * k then describes row ORDER[k], for k < ORDER_LEN) and sets PERMUTED, so
+ * that `decide` reads them in sequence and a caller can keep them as its
+ * sorted columns (columnar.ts) instead of gathering them in JS (the rows
+ * packed first, `packRows`). Anything that reads these
+ * columns by row (`countDuplicateKeys`, `rankRows`) must run before.
+ */
+export function permuteByOrder(): i32 {
+  const L = <i32>word(H_ORDER_LEN);
+  const weightP = <usize>word(H_WEIGHT);
+  const leaseP = <usize>word(H_LEASE);
+  const prevP = <usize>word(H_PREVIOUS);
+  const recP = <usize>word(H_RECORD);
+  const flagsP = <usize>word(H_FLAGS);
+  const orderP = <usize>word(H_ORDER);
+  scratchReset();
+  const packed = take(<usize>word(H_ROWS) << 5);
+  if (!commit()) return STATUS_NO_MEMORY;
+  packRows(packed);
   for (let k = 0; k < L; k++) {
     const rec = packed + (<usize>load<u32>(orderP + (<usize>k << 2)) << 5);
     store<f64>(weightP + (<usize>k << 3), load<f64>(rec));
