@@ -4,6 +4,7 @@
  * (cold, settled, joined, left). Deterministic (mulberry32); no engine calls
  * except `settledFrom`, which takes the cold decision it is given.
  */
+import { ColumnarPool } from '../src/assignment/codec.js';
 import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
 import { prng } from '../src/prng.js';
 
@@ -103,4 +104,17 @@ export function leftFrom(settled: AssignmentInput, shape: Shape = 'literal'): As
     splits: settled.splits.map((s) =>
       s.leaseOwner === 'm-0' ? shaped(shape, s, null, s.recordOwner ?? null, s.previous ?? null) : s),
   };
+}
+
+/** `input` as a `ColumnarPool` (the leader's form): every split with its weight and owners, the members. */
+export function columnarFrom(input: AssignmentInput): ColumnarPool {
+  const cp = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
+  cp.setMembers(input.members);
+  for (const s of input.splits) {
+    cp.upsertSplit(s.id, s.weight);
+    cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
+    cp.setRecordOwner(s.id, s.recordOwner ?? null);
+    cp.setPrevious(s.id, s.previous ?? null);
+  }
+  return cp;
 }

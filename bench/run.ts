@@ -22,13 +22,12 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Bench } from 'tinybench';
-import { ColumnarPool } from '../src/assignment/codec.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { AssignmentPool } from '../src/assignment/pool.js';
 import { churn } from '../src/assignment/quality.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
-import { coldInput, coldShaped, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape, type Weights } from './inputs.js';
+import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape, type Weights } from './inputs.js';
 import { plot, type Series } from './svg.js';
 
 const argv = process.argv.slice(2);
@@ -196,14 +195,7 @@ async function eventLoop(f: Family, pool: AssignmentPool): Promise<Record<string
 
 async function columnar(f: Family, pool: AssignmentPool): Promise<void> {
   const input = f.inputs.settled;
-  const cp = new ColumnarPool(input.seed);
-  cp.setMembers(input.members);
-  for (const s of input.splits) {
-    cp.upsertSplit(s.id, s.weight);
-    cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
-    cp.setRecordOwner(s.id, s.recordOwner ?? null);
-    cp.setPrevious(s.id, s.previous ?? null);
-  }
+  const cp = columnarFrom(input);
   const base = { n: f.n, m: f.m, scenario: 'settled' as const, weights: f.weights };
   const t = performance.now();
   columnarAssignment(cp);

@@ -21,7 +21,7 @@ import { ColumnarPool } from '../src/assignment/codec.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { AssignmentPool } from '../src/assignment/pool.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
-import { coldInput, coldShaped, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape } from './inputs.js';
+import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape } from './inputs.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => {
@@ -113,18 +113,6 @@ async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loop
   return { ms: median(xs), loopMaxMs: loopMax, ownMaxMs: ownMax };
 }
 
-function toColumnar(input: AssignmentInput): ColumnarPool {
-  const cp = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
-  cp.setMembers(input.members);
-  for (const s of input.splits) {
-    cp.upsertSplit(s.id, s.weight);
-    cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
-    cp.setRecordOwner(s.id, s.recordOwner ?? null);
-    cp.setPrevious(s.id, s.previous ?? null);
-  }
-  return cp;
-}
-
 async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }> {
   const sortMs = sortYardstick(N);
   const base = coldInput(N, M, 'lognormal');
@@ -157,7 +145,7 @@ async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }
 /** Settled 1M × 10k as a ColumnarPool, the objects it was built from left to the collector (a leader's heap). */
 function settledColumnar(): ColumnarPool {
   const base = coldInput(N, M, 'lognormal');
-  return toColumnar(settledFrom(base, desiredAssignment(base).assignment));
+  return columnarFrom(settledFrom(base, desiredAssignment(base).assignment));
 }
 
 /** The leader's path: a ColumnarPool with no cached order (a split was added), then with it. */

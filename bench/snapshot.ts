@@ -8,24 +8,16 @@
  *   npm run build && node dist/bench/snapshot.js [--n 1000000]
  */
 import os from 'node:os';
-import { ColumnarPool } from '../src/assignment/codec.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { SnapshotRoom } from '../src/assignment/snapshot-room.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
-import { coldInput, settledFrom } from './inputs.js';
+import { coldInput, columnarFrom, settledFrom } from './inputs.js';
 
 const argv = process.argv.slice(2);
 const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;
 const base = coldInput(N, 10_000, 'lognormal');
 const settled = settledFrom(base, desiredAssignment(base).assignment);
-const cp = new ColumnarPool(settled.seed);
-cp.setMembers(settled.members);
-for (const s of settled.splits) {
-  cp.upsertSplit(s.id, s.weight);
-  cp.setLeaseOwner(s.id, s.leaseOwner ?? null);
-  cp.setRecordOwner(s.id, s.recordOwner ?? null);
-  cp.setPrevious(s.id, s.previous ?? null);
-}
+const cp = columnarFrom(settled);
 
 let kept: unknown = null;
 function times(room: SnapshotRoom | null): string {
