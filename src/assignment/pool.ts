@@ -258,11 +258,13 @@ export class AssignmentPool {
         // columns, so its decision is the last one, copied again (a chunk of rows per turn).
         const again = await fromKept(last.result, this.chunk, turns);
         this.last = { read: got.read, result: last.result };
+        this.room.alsoHolds(last.read.fields, got.read.fields);
         again.stats.computeMs = performance.now() - started;
         return again;
       }
       if (shared) this.last = null;
-      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns, shared ? this.room : null);
+      // The room leaves in place the rows that repeat the last read (which the other read buffer still holds).
+      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns, shared ? this.room : null, last?.read.fields ?? null);
       const ids = got.read.fields.ids;
       // The room's shared buffers cross without a copy and stay the pool's; fresh ones are moved.
       const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec]

@@ -148,6 +148,38 @@ describe('AssignmentPool equals desiredAssignment', () => {
     );
   });
 
+  it('object form: rows left in place from the last task (TaskRoom) are right when ids diverge after wide code units', async () => {
+    // The room keeps the last task's code units for the rows whose ids repeat; the task's narrow flag must still see
+    // them. "ā" (0x101) sorts after "b", but read as 8 bits (0x01) it would sort first.
+    const members = [{ id: 'a', cap: 8 }];
+    const task = (ids: string[], seed: string): AssignmentInput => ({ seed, members, splits: ids.map((id) => ({ id, weight: 1 })) });
+    for (const t of [task(['ā', 'b', 'c'], 's'), task(['ā', 'b', 'd'], 's'), task(['ā', 'b'], 's'), task(['ā', 'b', 'c', 'e'], 't')]) {
+      const got = await pool.assign(t);
+      expect(comparable(got)).toEqual(comparable(desiredAssignment(t, { engine: 'reference' })));
+    }
+  });
+
+  it('object form: a room whose owner handles grew past their bound starts a new table, and repeated rows are rewritten under it', async () => {
+    // Rows 0 and 1 repeat in every task (their handles are left in place); the other rows name fresh owners, so the
+    // room's table grows by 24 a task and is replaced on the way. Each task is then repeated with another seed.
+    const members = ['a', 'b', 'c', 'd'].map((id) => ({ id, cap: 10 }));
+    const own = pool.mode === 'threads';
+    expect(own).toBe(true);
+    for (let k = 0; k < 60; k++) {
+      const splits = [
+        { id: 'r0', weight: 5, leaseOwner: 'a', previous: 'a', recordOwner: 'a' },
+        { id: 'r1', weight: 5, leaseOwner: 'b', previous: 'c', recordOwner: 'd' },
+        ...Array.from({ length: 8 }, (_, i) => ({
+          id: `f${i}`, weight: 1 + i, leaseOwner: `x-${k}-${i}`, previous: `y-${k}-${i}`, recordOwner: i % 2 === 0 ? 'c' : `z-${k}-${i}`,
+        })),
+      ];
+      for (const seed of [`s-${k}`, `t-${k}`]) {
+        const t: AssignmentInput = { seed, members, splits };
+        expect(comparable(await pool.assign(t))).toEqual(comparable(desiredAssignment(t, { engine: 'reference' })));
+      }
+    }
+  });
+
   it('object form on two threads: decisions read at once do not share a read buffer, and repeats stay right', async () => {
     // A small chunk: the two reads interleave turn by turn.
     const two = new AssignmentPool({ threads: 2, fallback: false, chunk: 64 });
