@@ -6,7 +6,7 @@
  * the same way (`taskColumns`: flags, owners as handles, the ids as UTF-16
  * code units), the thread writes it straight into engine memory
  * (`writeObjectTask`) without rebuilding any object, and the caller turns
- * the reply's row indices back into its own id strings.
+ * the reply's output places back into its own id strings (pool.ts `rebuild`).
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: the engine's `hashKeys` is hash.ts `hashInto` over the code

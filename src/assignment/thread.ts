@@ -43,7 +43,7 @@ function shared<A extends Column>(a: A): A {
 /** `r` with its arrays in shared memory. */
 function sharedReply(r: ThreadReply): ThreadReply {
   if (!r.ok) return r;
-  if (r.kind === 'object') return { ...r, memberOrder: shared(r.memberOrder), off: shared(r.off), rows: shared(r.rows) };
+  if (r.kind === 'object') return { ...r, memberOrder: shared(r.memberOrder), off: shared(r.off), slot: shared(r.slot) };
   if (r.kind !== 'columnar') return r;
   const s = r.sorted;
   const sorted = s === null ? null : {

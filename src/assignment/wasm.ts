@@ -18,7 +18,7 @@ import {
 import { taskId, writeObjectTask, type TaskMemo } from './object-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
-import type { ObjectTask, ThreadReply } from './wire.js';
+import { NO_SLOT, type ObjectTask, type ThreadReply } from './wire.js';
 
 /** The slice of the WebAssembly JS API used here (this project's lib has no DOM types). */
 interface WasmGlobal {
@@ -273,18 +273,17 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
     const givenIndex = new Map(t.memberIds.map((id, j) => [id, j]));
     const memberOrder = new Int32Array(m);
     const off = new Uint32Array(m + 1);
-    const rows = new Uint32Array(outOff[m]!);
+    const slot = new Uint32Array(t.weight.length).fill(NO_SLOT);
     let p = 0;
     w.members.byId.forEach((j, k) => {
       memberOrder[k] = givenIndex.get(w.members.ids[j]!)!;
       off[k] = p;
-      rows.set(outRows.subarray(outOff[j]!, outOff[j + 1]!), p);
-      p += outOff[j + 1]! - outOff[j]!;
+      for (let q = outOff[j]!; q < outOff[j + 1]!; q++) slot[outRows[q]!] = p++;
     });
     off[m] = p;
     const stats = readStats(v, m);
     e.taskMemo = w.memo;
-    return { ok: true, kind: 'object', memberOrder, off, rows, stats };
+    return { ok: true, kind: 'object', memberOrder, off, slot, stats };
   });
 }
 

@@ -88,15 +88,24 @@ export interface ColumnarTask {
 
 export type ThreadTask = ObjectTask | ColumnarTask;
 
+/** A row no output place holds (ThreadReply `slot`). */
+export const NO_SLOT = 0xffffffff;
+
 export type ThreadReply =
   | {
       ok: true;
       kind: 'object';
       /** Per output key (the result's key order): the index of that member in `memberIds`. */
       memberOrder: Int32Array;
-      /** Key k's splits are rows[off[k] .. off[k+1]), indices into `input.splits`, in output order. */
+      /** Key k's splits are places off[k] .. off[k+1]) of the output, in output order. */
       off: Uint32Array;
-      rows: Uint32Array;
+      /**
+       * Per row of `input.splits`: its place in the output, or NO_SLOT
+       * (not assigned). Why not rows per place: the caller then reads its
+       * ids in row order and writes each to its place, where gathering ids
+       * place by place read them at random (pool.ts `rebuild`).
+       */
+      slot: Uint32Array;
       stats: AssignmentStats;
     }
   | {
