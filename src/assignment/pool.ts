@@ -138,7 +138,7 @@ export class AssignmentPool {
   /** Where `assignColumnar` copies snapshots (one room per snapshot not yet decided). */
   private readonly snapshotRooms = new SnapshotRooms();
   private readsBusy = false;
-  /** Where object results are laid out before their lists are sliced (`rebuild`); one decision at a time uses it, as `reads`. */
+  /** Where object results are laid out before their lists are sliced (`rebuild`), and the last one stays (`last`); one decision at a time uses it, as `reads`. */
   private places: string[] = [];
 
   constructor(options: AssignmentPoolOptions = {}) {
@@ -287,9 +287,10 @@ export class AssignmentPool {
       if (reply.kind === 'duplicates') return desiredAssignment(input);
       if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
       await turns.next();
-      const kept: KeptResult | null = shared ? { keys: [], lists: [], stats: reply.stats } : null;
-      const result = await rebuild(input, ids, reply, this.chunk, turns, kept, await this.placesFor(shared, reply.off.at(-1)!, turns));
-      if (kept !== null) this.last = { read, result: await keepCopies(kept, this.chunk, turns) };
+      const keys: string[] | null = shared ? [] : null;
+      const places = await this.placesFor(shared, reply.off.at(-1)!, turns);
+      const result = await rebuild(input, ids, reply, this.chunk, turns, keys, places);
+      if (keys !== null) this.last = { read, result: { keys, places, off: reply.off, stats: { ...reply.stats } } };
       result.stats.computeMs = performance.now() - started;
       return result;
     } finally {
@@ -330,40 +331,29 @@ function closedError(): SplitfleetError {
 }
 
 /**
- * A result kept as its keys and lists in order, not as an object: a copy
- * of it is built key by key in turns, where `Object.entries` of a 10k-key
- * result took 7–34 ms in one turn (a profile of a pool's first calls at 1M).
+ * A result kept as its keys in order and its lists laid out in `places`
+ * (key k's is places[off[k], off[k + 1])), not as an object: a copy of it is
+ * built key by key in turns, where `Object.entries` of a 10k-key result took
+ * 7–34 ms in one turn (a profile of a pool's first calls at 1M). The places
+ * are the pool's own list (`placesFor`), which only the next decision that
+ * is not a repeat writes again, once this result is no longer kept.
  */
 interface KeptResult {
   keys: string[];
-  lists: string[][];
+  places: readonly string[];
+  off: Uint32Array;
   stats: AssignmentStats;
 }
 
 /** A fresh result from `kept` (new lists, keys in the same order), in turns. */
 function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
-  const { keys, lists } = kept;
-  return resultInTurns(keys.length, (k) => keys[k]!, (k) => lists[k]!.slice(), kept.stats, chunk, turns, null);
-}
-
-/** `kept`'s lists replaced by private copies (the caller owns the ones it was given), a chunk of rows per turn. */
-async function keepCopies(kept: KeptResult, chunk: number, turns: Turns): Promise<KeptResult> {
-  const { lists } = kept;
-  let built = 0;
-  for (let k = 0; k < lists.length; k++) {
-    if (built >= chunk || (built >= STEP_ROWS && turns.due())) {
-      await turns.next();
-      built = 0;
-    }
-    lists[k] = lists[k]!.slice();
-    built += lists[k]!.length + 1;
-  }
-  return { ...kept, stats: { ...kept.stats } };
+  const { keys, places, off } = kept;
+  return resultInTurns(keys.length, (k) => keys[k]!, (k) => places.slice(off[k]!, off[k + 1]!), kept.stats, chunk, turns, null);
 }
 
 /**
  * The object result from the thread's places and the caller's own ids, in
- * turns (recorded in `keep` as it is built): each row's id is written to its
+ * turns (its keys recorded in `keys`, when given): each row's id is written to its
  * output place in `places`, in row order, then each key's list is sliced
  * out. Why: gathering ids place by place read them at random, one cache miss
  * an id (40–150 ms at 1M); in row order the ids are read in sequence and the
@@ -371,7 +361,7 @@ async function keepCopies(kept: KeptResult, chunk: number, turns: Turns): Promis
  */
 async function rebuild(
   input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
-  keep: KeptResult | null, places: string[],
+  keys: string[] | null, places: string[],
 ): Promise<AssignmentResult> {
   const { memberOrder, off, slot } = reply;
   await inTurns(slot.length, chunk, turns, (from, to) => {
@@ -383,18 +373,18 @@ async function rebuild(
   });
   await turns.next();
   const list = (k: number): string[] => places.slice(off[k]!, off[k + 1]!);
-  return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns, keep);
+  return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns, keys);
 }
 
 /**
  * A result whose k-th key is key(k) with list(k), keys defined in order (with
  * defineProperty, so "__proto__" is an ordinary key), in turns: a turn ends
  * after `chunk` rows, or once it is due (asked every STEP_ROWS rows). Each
- * key and list is also pushed to `keep`, when given.
+ * key is also pushed to `keep`, when given.
  */
 async function resultInTurns(
   keys: number, key: (k: number) => string, list: (k: number) => string[], stats: AssignmentStats, chunk: number, turns: Turns,
-  keep: KeptResult | null,
+  keep: string[] | null,
 ): Promise<AssignmentResult> {
   const assignment: Record<string, string[]> = {};
   for (let k = 0; k < keys; ) {
@@ -410,7 +400,7 @@ const STEP_ROWS = 2048;
 /** Keys from `k` on, until `chunk` rows or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
 function defineKeys(
   to: Record<string, string[]>, k: number, keys: number, key: (k: number) => string, list: (k: number) => string[], chunk: number, turns: Turns,
-  keep: KeptResult | null,
+  keep: string[] | null,
 ): number {
   let built = 0;
   let asked = 0;
@@ -422,10 +412,7 @@ function defineKeys(
     const value = list(k);
     const name = key(k);
     Object.defineProperty(to, name, { value, enumerable: true, writable: true, configurable: true });
-    if (keep !== null) {
-      keep.keys.push(name);
-      keep.lists.push(value);
-    }
+    keep?.push(name);
     built += value.length + 1;
   }
   return k;
