@@ -77,6 +77,8 @@ export interface TaskRead {
   n: number;
   /** Rows [0, n): the splits' fields (a buffer of the caller's ReadBuffers). */
   fields: SplitFields;
+  /** The code units of the ids of rows [0, n), all told: what a task's id room needs. */
+  units: number;
 }
 
 /**
@@ -98,12 +100,16 @@ export async function readTask(
   const f = await buffers.besideInTurns(last?.fields ?? null, n, () => turns.next());
   let repeats = last !== null && last.n === n && last.seed === input.seed && sameStrings(last.memberIds, memberIds)
     && sameBytes(last.memberCaps, memberCaps) && sameStrings(last.reserved, reserved);
+  let units = 0;
   const ok = await inTurns(n, chunk, turns, (from, to) => {
     if (readSplits(splits, from, to, f) >= 0) return false;
     if (repeats) repeats = sameRows(last!.fields, f, from, to);
+    // The ids were just read: their lengths are in cache.
+    const ids = f.ids;
+    for (let i = from; i < to; i++) units += ids[i]!.length;
     return true;
   });
-  return ok ? { read: { seed: input.seed, memberIds, memberCaps, reserved, n, fields: f }, repeats } : null;
+  return ok ? { read: { seed: input.seed, memberIds, memberCaps, reserved, n, fields: f, units }, repeats } : null;
 }
 
 /**
@@ -116,7 +122,8 @@ export async function readTask(
  * room (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
  * a room; the thread reads the columns only while it decides and copies
  * what it keeps (`writeObjectTask`). Cost: the room stays allocated, ~41
- * bytes a row plus two bytes a code unit of room for ids.
+ * bytes a row plus two bytes a code unit of room for ids (the units the
+ * reads counted, and an eighth more).
  *
  * The room also remembers which read its columns were written from, with
  * owner handles that outlive a task, so that the next task leaves in place
@@ -166,7 +173,7 @@ export class TaskRoom {
    * only when n outgrows them, one buffer per `next()` turn: a room's first
    * allocation at 1M is ~57 MB, which glibc may clear in the turn that asks.
    */
-  async columns(n: number, next: () => Promise<void>): Promise<Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'>> {
+  async columns(n: number, units: number, next: () => Promise<void>): Promise<Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'>> {
     if (this.buffers === null || n > this.rows) {
       this.held = null;
       const sab = (bytes: number): SharedArrayBuffer => new SharedArrayBuffer(Math.max(8, bytes));
@@ -183,10 +190,11 @@ export class TaskRoom {
       this.buffers = { idOff, weight, flags, lease, prev, rec };
       this.rows = n;
     }
-    if (this.units === null || this.units.length < n) {
+    if (this.units === null || this.units.length < units) {
       this.held = null;
       await next();
-      this.units = new Uint16Array(new SharedArrayBuffer(2 * Math.max(16, 16 * n)));
+      // An eighth more than this task needs, so that ids a little longer next time fit too.
+      this.units = new Uint16Array(new SharedArrayBuffer(2 * Math.max(16, units + (units >>> 3))));
     }
     const b = this.buffers;
     return {
@@ -215,9 +223,9 @@ export async function taskColumns(
   read: TaskRead, chunk: number, turns: Turns, room: TaskRoom | null = null, last: SplitFields | null = null,
 ): Promise<TaskColumns> {
   const n = read.n;
-  const arrays = room !== null ? await room.columns(n, () => turns.next()) : {
+  const arrays = room !== null ? await room.columns(n, read.units, () => turns.next()) : {
     idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
-    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, 16 * n)),
+    lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, read.units)),
   };
   const held = room !== null ? room.begin(last, n) : null;
   const c: Columns = {
