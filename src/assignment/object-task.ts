@@ -5,8 +5,8 @@
  * whole read repeats the last one, it builds an `ObjectTask` from the read
  * the same way (`taskColumns`: flags, owners as handles, the ids as UTF-16
  * code units), the thread writes it straight into engine memory
- * (`writeObjectTask`) without rebuilding any object, and the caller turns
- * the reply's output places back into its own id strings (pool.ts `rebuild`).
+ * (thread-task.ts `writeObjectTask`) without rebuilding any object, and the caller turns
+ * the reply's output places back into its own id strings (object-result.ts `rebuild`).
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: the engine's `hashKeys` is hash.ts `hashInto` over the code
@@ -14,12 +14,10 @@
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
  * waiting, and the only clock, are the `Turns` the caller passes in.
  */
-import { seedState } from '../hash.js';
 import { OwnerHandles } from './handles.js';
 import { readSplits, sameRows, sameStrings, type ReadBuffers, type SplitFields } from './fields.js';
-import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
+import { LAYOUT as L } from './layout.js';
 import { shapeIsValid } from './marshal.js';
-import { memberTable, type MemberTable } from './members.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
 
@@ -121,7 +119,7 @@ export async function readTask(
  * gone with the threshold pinned (MALLOC_MMAP_THRESHOLD_) and gone with this
  * room (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
  * a room; the thread reads the columns only while it decides and copies
- * what it keeps (`writeObjectTask`). Cost: the room stays allocated, ~41
+ * what it keeps (thread-task.ts `writeObjectTask`). Cost: the room stays allocated, ~41
  * bytes a row plus two bytes a code unit of room for ids (the units the
  * reads counted, and an eighth more).
  *
@@ -363,24 +361,8 @@ function fillRows(f: SplitFields, from: number, to: number, c: Columns, held: Sp
   c.or = or;
 }
 
-/** What a thread keeps from one object task for the next: reused only where the new one is equal. */
-export interface TaskMemo {
-  seed: string;
-  members: MemberTable;
-  idUnits: Uint16Array;
-  idOff: Uint32Array;
-  keys: Uint32Array;
-  narrow: boolean;
-  /** Set once the ids repeat. */
-  byRank: Uint32Array | null;
-  /** The pool order, and the weights and claimability it was computed from. */
-  order: Uint32Array | null;
-  weight: Float64Array | null;
-  flags: Uint8Array | null;
-}
-
 /** Byte-for-byte equality of two typed arrays, compared as i32 words (one monomorphic loop for every element type). */
-function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
+export function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
   if (a.byteLength !== b.byteLength) return false;
   const words = a.byteLength >>> 2;
   const aligned = a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0;
@@ -395,83 +377,4 @@ function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
   const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   for (let i = from; i < x.length; i++) if (x[i] !== y[i]) return false;
   return true;
-}
-
-/**
- * Writes `t` into engine memory (rows in input order, owners as handles with
- * their handle → member map). Returns the member table and the memo with
- * `sameIds` (keys and id order carry over) and `sameOrder` (the pool order
- * too, already written to ORDER).
- */
-export function writeObjectTask(
-  t: ObjectTask, mem: EngineMemory, memo: TaskMemo | null,
-): { members: MemberTable; memo: TaskMemo; sameIds: boolean; sameOrder: boolean } {
-  const n = t.weight.length;
-  const given = t.memberIds.map((id, j) => ({ id, cap: t.memberCaps[j]! }));
-  const members = memberTable({ seed: t.seed, members: given }, memo?.members ?? null);
-  const m = members.ids.length;
-  const H = t.ownerIds.length;
-  const chars = t.idOff[n]!;
-  const units = t.idUnits.subarray(0, chars);
-  const sameIds = memo !== null && memo.seed === t.seed && sameBytes(memo.idOff, t.idOff) && sameBytes(memo.idUnits, units);
-  const v = mem.reserve(n, m, H, chars);
-  const cap = v.i32(L.H_CAP, m);
-  for (let j = 0; j < m; j++) cap[j] = Math.min(members.caps[j]!, I32_MAX);
-  const map = v.i32(L.H_HANDLE_MAP, H);
-  for (let h = 0; h < H; h++) map[h] = members.index.get(t.ownerIds[h]!) ?? -1;
-  v.f64(L.H_WEIGHT, n).set(t.weight);
-  v.i32(L.H_LEASE, n).set(t.lease);
-  v.i32(L.H_PREVIOUS, n).set(t.prev);
-  v.i32(L.H_RECORD, n).set(t.rec);
-  v.u8(L.H_FLAGS, n).set(t.flags);
-  v.u32(L.H_STR_OFF, n + 1).set(t.idOff);
-  const str = v.u16(L.H_STR, chars);
-  str.set(units);
-  const key = v.u32(L.H_KEY, 2 * n);
-  let keys: Uint32Array;
-  const narrow = t.narrow;
-  if (sameIds) {
-    keys = memo!.keys;
-    key.set(keys);
-  } else {
-    mem.hashKeys(seedState(t.seed), 0);
-    keys = key.slice();
-  }
-  v.setWord(L.H_NARROW, narrow ? 1 : 0);
-  const sameWeights = memo !== null && memo.weight !== null && sameBytes(memo.weight, t.weight);
-  const sameFlags = memo !== null && memo.flags !== null && sameBytes(memo.flags, t.flags);
-  const sameOrder = sameIds && memo!.order !== null && sameWeights && sameFlags;
-  if (sameOrder) {
-    v.u32(L.H_ORDER, memo!.order!.length).set(memo!.order!);
-    v.setWord(L.H_ORDER_LEN, memo!.order!.length);
-  }
-  // The caller reuses shared task columns for its next task: keep copies of those.
-  const weight = sameWeights ? memo!.weight! : owned(t.weight, memo?.weight ?? null);
-  const flags = sameFlags ? memo!.flags! : owned(t.flags, memo?.flags ?? null);
-  const next: TaskMemo = sameIds
-    ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight, flags }
-    : { seed: t.seed, members, idUnits: owned(units, null), idOff: owned(t.idOff, null), keys, narrow, byRank: null, order: null, weight, flags };
-  return { members, memo: next, sameIds, sameOrder };
-}
-
-/**
- * `a` itself, or a copy when it is in shared memory (its owner writes it
- * again later): into `into` when that is the memo's own array of the same
- * length (no allocation: fresh 1M-row copies cost the thread ~35 ms a task),
- * else a new one.
- */
-function owned<A extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: A, into: A | null): A {
-  if (!(a.buffer instanceof SharedArrayBuffer)) return a;
-  if (into !== null && into.length === a.length && !(into.buffer instanceof SharedArrayBuffer)) {
-    into.set(a as never);
-    return into;
-  }
-  return a.slice() as A;
-}
-
-/** Row r's id from a task's code units (the rare paths: key collisions). */
-export function taskId(t: ObjectTask, r: number): string {
-  let id = '';
-  for (let k = t.idOff[r]!; k < t.idOff[r + 1]!; k++) id += String.fromCharCode(t.idUnits[k]!);
-  return id;
 }

@@ -24,11 +24,12 @@ import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
-import { inTurns, readTask, TaskRoom, taskColumns, type TaskRead, type Turns } from './object-task.js';
+import { fromKept, rebuild, type KeptResult } from './object-result.js';
+import { readTask, TaskRoom, taskColumns, type TaskRead, type Turns } from './object-task.js';
 import { SnapshotRooms } from './snapshot-room.js';
-import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
+import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
-import { NO_SLOT, type ObjectTask, type ThreadReply, type ThreadTask } from './wire.js';
+import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
 
 export interface AssignmentPoolOptions {
   /** Threads computing decisions (and decisions run at once); 0 computes on the calling thread. Default 1. */
@@ -328,92 +329,4 @@ function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
 
 function closedError(): SplitfleetError {
   return new SplitfleetError('CLOSED', 'AssignmentPool: used after close()');
-}
-
-/**
- * A result kept as its keys in order and its lists laid out in `places`
- * (key k's is places[off[k], off[k + 1])), not as an object: a copy of it is
- * built key by key in turns, where `Object.entries` of a 10k-key result took
- * 7–34 ms in one turn (a profile of a pool's first calls at 1M). The places
- * are the pool's own list (`placesFor`), which only the next decision that
- * is not a repeat writes again, once this result is no longer kept.
- */
-interface KeptResult {
-  keys: string[];
-  places: readonly string[];
-  off: Uint32Array;
-  stats: AssignmentStats;
-}
-
-/** A fresh result from `kept` (new lists, keys in the same order), in turns. */
-function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
-  const { keys, places, off } = kept;
-  return resultInTurns(keys.length, (k) => keys[k]!, (k) => places.slice(off[k]!, off[k + 1]!), kept.stats, chunk, turns, null);
-}
-
-/**
- * The object result from the thread's places and the caller's own ids, in
- * turns (its keys recorded in `keys`, when given): each row's id is written to its
- * output place in `places`, in row order, then each key's list is sliced
- * out. Why: gathering ids place by place read them at random, one cache miss
- * an id (40–150 ms at 1M); in row order the ids are read in sequence and the
- * writes land in one list (a scratch benchmark at 1M, load ~0.5: 19–54 ms).
- */
-async function rebuild(
-  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
-  keys: string[] | null, places: string[],
-): Promise<AssignmentResult> {
-  const { memberOrder, off, slot } = reply;
-  await inTurns(slot.length, chunk, turns, (from, to) => {
-    for (let i = from; i < to; i++) {
-      const q = slot[i]!;
-      if (q !== NO_SLOT) places[q] = ids[i]!;
-    }
-    return true;
-  });
-  await turns.next();
-  const list = (k: number): string[] => places.slice(off[k]!, off[k + 1]!);
-  return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns, keys);
-}
-
-/**
- * A result whose k-th key is key(k) with list(k), keys defined in order (with
- * defineProperty, so "__proto__" is an ordinary key), in turns: a turn ends
- * after `chunk` rows, or once it is due (asked every STEP_ROWS rows). Each
- * key is also pushed to `keep`, when given.
- */
-async function resultInTurns(
-  keys: number, key: (k: number) => string, list: (k: number) => string[], stats: AssignmentStats, chunk: number, turns: Turns,
-  keep: string[] | null,
-): Promise<AssignmentResult> {
-  const assignment: Record<string, string[]> = {};
-  for (let k = 0; k < keys; ) {
-    if (k > 0) await turns.next();
-    k = defineKeys(assignment, k, keys, key, list, chunk, turns, keep);
-  }
-  return { assignment, stats: { ...stats } };
-}
-
-/** Rows a result step builds before it asks whether its turn is over. */
-const STEP_ROWS = 2048;
-
-/** Keys from `k` on, until `chunk` rows or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
-function defineKeys(
-  to: Record<string, string[]>, k: number, keys: number, key: (k: number) => string, list: (k: number) => string[], chunk: number, turns: Turns,
-  keep: string[] | null,
-): number {
-  let built = 0;
-  let asked = 0;
-  for (; k < keys && built < chunk; k++) {
-    if (built - asked >= STEP_ROWS) {
-      if (turns.due()) break;
-      asked = built;
-    }
-    const value = list(k);
-    const name = key(k);
-    Object.defineProperty(to, name, { value, enumerable: true, writable: true, configurable: true });
-    keep?.push(name);
-    built += value.length + 1;
-  }
-  return k;
 }

@@ -130,7 +130,7 @@ export function readAssignmentKept(
  * places[q] = the id of output place q's row (rows[q]), written in row
  * order. Why: reading ids place by place is a random read per id, one
  * cache miss each (the pool's result build at 1M: 85–139 ms that way,
- * 25–48 ms in row order, pool.ts `rebuild`).
+ * 25–48 ms in row order, object-result.ts `rebuild`).
  */
 function placesOf(ids: readonly string[], n: number, rows: Uint32Array): string[] {
   const slot = new Int32Array(n).fill(-1);

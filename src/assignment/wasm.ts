@@ -15,7 +15,7 @@ import {
   ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats, repeatedAssignment,
   MarshalScratch, type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
-import { taskId, writeObjectTask, type TaskMemo } from './object-task.js';
+import { taskId, writeObjectTask, type TaskMemo } from './thread-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
 import { NO_SLOT, type ObjectTask, type ThreadReply } from './wire.js';

@@ -103,7 +103,7 @@ export type ThreadReply =
        * Per row of `input.splits`: its place in the output, or NO_SLOT
        * (not assigned). Why not rows per place: the caller then reads its
        * ids in row order and writes each to its place, where gathering ids
-       * place by place read them at random (pool.ts `rebuild`).
+       * place by place read them at random (object-result.ts `rebuild`).
        */
       slot: Uint32Array;
       stats: AssignmentStats;
