@@ -14,11 +14,11 @@
  * inline cache: 110–130 ms on literals, 130–490 ms on spread objects, the
  * same on every read. Neither is right for every caller, and which one
  * wins is a property of the objects that JavaScript cannot see, so
- * `readSplits` measures it: every PROBE_EVERY blocks it reads one block
- * with each reader, times both and reads on with the faster (decision
- * 0020). Both readers read the same fields once each into the same
- * columns, so the choice changes the speed, never the result; the probe's
- * clock is the only one in the engine's input path. A `for…in` reader was
+ * `readSplits` measures it: now and then (`settleProbe`, `judgeBlock`) it
+ * reads one block with each reader, times both and reads on with the
+ * faster (decision 0020). Both readers read the same fields once each into
+ * the same columns, so the choice changes the speed, never the result; the
+ * probe's clock is the only one in the engine's input path. A `for…in` reader was
  * measured too and lost (decision 0002).
  *
  * Invariants: reads each field exactly once (a getter runs once, as in the
@@ -110,12 +110,16 @@ export function sameStrings(a: readonly string[] | null, b: readonly string[] | 
   return true;
 }
 
-const newChoice = (): ReaderChoice => ({ named: true, untilProbe: 0, probing: 0, namedPerRow: 0 });
+const newChoice = (): ReaderChoice => ({ named: true, untilProbe: 0, probing: 0, namedPerRow: 0, interval: 1, chosenPerRow: 0 });
 
 /** Rows per block: the unit the readers are timed and chosen over. */
 const BLOCK = 1024;
-/** Blocks read between two probes (a probe every 256k rows: at most ~1 ms each on spread objects). */
-const PROBE_EVERY = 256;
+/** The most blocks read between two probes (a probe every 256k rows: at most ~1 ms each on spread objects). */
+export const PROBE_EVERY = 256;
+/** A block this many times slower per row than its reader was in the last probe calls for a probe at the next block. */
+export const SURPRISE = 4;
+/** Blocks shorter than this are not judged (their time per row is mostly the clock's). */
+const JUDGED_ROWS = 256;
 
 /** Which reader `readSplits` uses, and when it measures again; kept with the scratch, across the calls of one read. */
 export interface ReaderChoice {
@@ -126,6 +130,44 @@ export interface ReaderChoice {
   probing: 0 | 1;
   /** Named loads' time per row in the probe under way. */
   namedPerRow: number;
+  /** Blocks from the next probe to the one after: 1 at the start of a read and after a surprise, doubled by each probe up to PROBE_EVERY. */
+  interval: number;
+  /** The chosen reader's time per row in the last probe: what later blocks are judged against. */
+  chosenPerRow: number;
+}
+
+/**
+ * After a probe timed both readers (ms per row): read on with the faster,
+ * and probe again after `interval` blocks, which doubles up to PROBE_EVERY.
+ * Why not PROBE_EVERY at once: a probe also times the JIT. The first blocks
+ * a reader ever runs are interpreted or deoptimized, and objects whose
+ * hidden class V8 has deprecated (a field that turned from small integers
+ * to doubles while the caller built them) cost named loads ~1 µs each the
+ * first time, to migrate them, where `Reflect.get` reads them as they are.
+ * A choice made on such a block held for 256 blocks read the first 1M
+ * splits of a fresh pool in 0.7–1.1 s (decision 0020).
+ */
+export function settleProbe(choice: ReaderChoice, namedPerRow: number, genericPerRow: number): void {
+  choice.named = namedPerRow <= genericPerRow;
+  choice.chosenPerRow = Math.min(namedPerRow, genericPerRow);
+  choice.probing = 0;
+  choice.untilProbe = choice.interval;
+  choice.interval = Math.min(PROBE_EVERY, 2 * choice.interval);
+}
+
+/**
+ * After a block read with the chosen reader: a block of JUDGED_ROWS or more
+ * that took SURPRISE times the chosen reader's probe time per row means the
+ * objects or the code changed under it (rows of another hidden class, a
+ * deopt, a collection): probe at the next block, and from there on as at
+ * the start of a read.
+ */
+export function judgeBlock(choice: ReaderChoice, perRow: number, rows: number): void {
+  choice.untilProbe--;
+  if (rows >= JUDGED_ROWS && perRow > SURPRISE * choice.chosenPerRow) {
+    choice.untilProbe = 0;
+    choice.interval = 1;
+  }
 }
 
 /**
@@ -150,13 +192,12 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
         choice.namedPerRow = perRow;
         choice.probing = 1;
       } else {
-        choice.named = choice.namedPerRow <= perRow;
-        choice.probing = 0;
-        choice.untilProbe = PROBE_EVERY;
+        settleProbe(choice, choice.namedPerRow, perRow);
       }
     } else {
+      const t0 = performance.now();
       bad = choice.named ? readNamed(splits, i, end, f) : readGeneric(splits, i, end, f);
-      choice.untilProbe--;
+      judgeBlock(choice, (performance.now() - t0) / (end - i), end - i);
     }
     if (bad >= 0) return bad;
     i = end;

@@ -11,7 +11,9 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
-import { readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../../../src/assignment/fields.js';
+import {
+  judgeBlock, PROBE_EVERY, readGeneric, readNamed, readSplits, settleProbe, splitFields, SURPRISE, type ReaderChoice, type SplitFields,
+} from '../../../src/assignment/fields.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
 import { assignmentInput, settle } from './generators.js';
@@ -189,6 +191,34 @@ describe('fields.ts: both readers, and the choice between them, read the same co
       }),
       { numRuns: 15 },
     );
+  });
+
+  it('the probe schedule: the faster reader wins, probes thin out by doubling, and a surprise probes again at once', () => {
+    const choice: ReaderChoice = splitFields(1).choice;
+    expect(choice.untilProbe).toBe(0);
+    const gaps: number[] = [];
+    for (let k = 0; k < 12; k++) {
+      settleProbe(choice, k % 2 === 0 ? 0.03 : 0.2, 0.1);
+      expect(choice.named).toBe(k % 2 === 0);
+      expect(choice.chosenPerRow).toBe(k % 2 === 0 ? 0.03 : 0.1);
+      gaps.push(choice.untilProbe);
+      // Blocks as fast as the probe said (or faster) never call for a probe.
+      while (choice.untilProbe > 0) judgeBlock(choice, choice.chosenPerRow * (choice.untilProbe % 3), 1024);
+    }
+    expect(gaps).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256, 256, 256, 256]);
+    expect(Math.max(...gaps)).toBe(PROBE_EVERY);
+    // A block SURPRISE times slower than its reader's probe: probe at the next block, and thin out from the start.
+    settleProbe(choice, 0.03, 0.1);
+    judgeBlock(choice, 0.03 * SURPRISE * 1.01, 1024);
+    expect(choice.untilProbe).toBe(0);
+    settleProbe(choice, 0.5, 0.1);
+    expect([choice.named, choice.untilProbe]).toEqual([false, 1]);
+    // ...but not on a short block (its time is mostly the clock's), nor just under the bound.
+    judgeBlock(choice, 1000, 100);
+    expect([choice.untilProbe, choice.interval]).toEqual([0, 2]);
+    settleProbe(choice, 0.03, 0.1);
+    judgeBlock(choice, 0.03 * SURPRISE * 0.99, 1024);
+    expect(choice.untilProbe).toBe(1);
   });
 
   it('readSplits reads each field of each row once, probe or not', () => {
