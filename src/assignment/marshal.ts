@@ -108,6 +108,9 @@ export function shapeIsValid(input: AssignmentInput): boolean {
   return true;
 }
 
+/** Rows read before they are compared with the memo's read (`marshalInput`): a step's fields are still in cache. */
+const COMPARE_STEP = 4096;
+
 /** A lease owner no input can have: "not seen yet" in InputMemo's owners. */
 const UNSEEN = Symbol('unseen');
 
@@ -168,13 +171,20 @@ export function marshalInput(
     map[j] = j;
   }
 
-  // Every field of every split, read once whatever the objects' hidden classes (fields.ts).
+  // Every field of every split, read once whatever the objects' hidden classes (fields.ts),
+  // and compared with the memo's read a step at a time, while the step's rows are in cache.
   const f = scratch.reads.beside(prior?.read ?? null, n);
-  if (readSplits(splits, 0, n, f) >= 0) refuse(input);
-  const fid = f.ids;
   const given = input.reserved ?? null;
-  if (prior !== null && prior.out !== null && prior.stats !== null && prior.read !== null && prior.members === table
-    && sameStrings(prior.reserved, given) && sameRows(prior.read, f, 0, n)) {
+  const last = prior !== null && prior.out !== null && prior.stats !== null && prior.members === table
+    && sameStrings(prior.reserved, given) ? prior.read : null;
+  let repeats = last !== null;
+  for (let i = 0; i < n; i += COMPARE_STEP) {
+    const end = Math.min(n, i + COMPARE_STEP);
+    if (readSplits(splits, i, end, f) >= 0) refuse(input);
+    if (repeats) repeats = sameRows(last!, f, i, end);
+  }
+  const fid = f.ids;
+  if (repeats && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
     const ids = prior.ids;
     return {

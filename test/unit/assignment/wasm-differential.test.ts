@@ -191,6 +191,17 @@ describe('wasm engine equals the reference', () => {
     );
   });
 
+  it('sees a change in any step of a long input (the read is compared with the last one a step at a time)', () => {
+    const input = largeInput(5, 10_000, 40, 0.1);
+    const settled = settle(input, expectSameAsReference(input)!.assignment);
+    for (const at of [0, 4095, 4096, 8191, 8192, 9999]) {
+      expectSameAsReference(settled);
+      expectSameAsReference(settled); // unchanged: the last decision is reused
+      // A completed split leaves the output: reusing the last decision would show.
+      expectSameAsReference({ ...settled, splits: settled.splits.map((s, i) => (i === at ? { ...s, status: 'completed' as const } : s)) });
+    }
+  });
+
   it('is the default engine of desiredAssignment', () => {
     const input: AssignmentInput = { seed: 's', members: [{ id: 'a' }], splits: [{ id: 'x', weight: 3 }] };
     const result = desiredAssignment(input);
