@@ -37,6 +37,12 @@ export interface SplitFields {
   rec: (string | null)[];
   /** The reader choice of the read in progress (`readSplits`). */
   choice: ReaderChoice;
+  /**
+   * Some row of the read in progress differed from what the buffer held
+   * (rows are compared before they are stored): read over a buffer that
+   * holds the last input, false at the end means the input is the same.
+   */
+  rewritten: boolean;
 }
 
 /**
@@ -48,7 +54,7 @@ export function splitFields(n: number): SplitFields {
   return {
     ids: new Array<string>(n).fill(''), weight: new Float64Array(n), status: new Uint8Array(n),
     lease: new Array<string | null>(n).fill(null), prev: new Array<string | null>(n).fill(null), rec: new Array<string | null>(n).fill(null),
-    choice: newChoice(),
+    choice: newChoice(), rewritten: false,
   };
 }
 
@@ -56,6 +62,7 @@ export function splitFields(n: number): SplitFields {
 export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
   if (f === null || f.weight.length < n) return splitFields(Math.max(n, f === null ? 0 : 2 * f.weight.length));
   f.choice = newChoice();
+  f.rewritten = false;
   return f;
 }
 
@@ -67,6 +74,21 @@ export class ReadBuffers {
   beside(busy: SplitFields | null, n: number): SplitFields {
     const i = this.other(busy);
     return (this.reads[i] = fieldsFor(this.reads[i], n));
+  }
+
+  /**
+   * `f` itself (one of these buffers, holding the last input's read) for a
+   * read of n rows over it: rows equal to what it holds are not stored
+   * again, and `rewritten` stays false when every row is. Why: comparing a
+   * read with the last one in a second pass, or reading it into the other
+   * buffer, cost a repeat at 1M ~30 ms more (marshal.ts). A caller that
+   * needs the last read intact, to compare the new one with it later
+   * (object-task.ts), reads `beside` it instead.
+   */
+  over(f: SplitFields, n: number): SplitFields {
+    const i = this.reads[0] === f ? 0 : 1;
+    if (this.reads[i] !== f) throw new Error('ReadBuffers.over: not one of these buffers');
+    return (this.reads[i] = fieldsFor(f, n));
   }
 
   /** `beside`, allocating a new buffer's four lists one per `next()` turn (each of 1M rows takes ~10 ms). */
@@ -82,7 +104,7 @@ export class ReadBuffers {
     }
     const [ids, lease, prev, rec] = lists as [string[], (string | null)[], (string | null)[], (string | null)[]];
     return (this.reads[i] = {
-      ids, weight: new Float64Array(size), status: new Uint8Array(size), lease, prev, rec, choice: newChoice(),
+      ids, weight: new Float64Array(size), status: new Uint8Array(size), lease, prev, rec, choice: newChoice(), rewritten: false,
     });
   }
 
@@ -227,10 +249,17 @@ export function readGeneric(splits: readonly unknown[], from: number, to: number
   return -1;
 }
 
-/** Checks one split's fields (read in this order by both readers) and stores them in row i; false when a rule is broken. */
+/**
+ * Checks one split's fields (read in this order by both readers) and stores
+ * them in row i unless the row holds them already (`rewritten` says whether
+ * any row did not); false when a rule is broken.
+ */
 function keepRow(f: SplitFields, i: number, id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown): boolean {
   const code = statusCode(st);
   if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return false;
+  if (f.ids[i] === id && f.weight[i] === w && f.status[i] === code
+    && f.lease[i] === (lo ?? null) && f.prev[i] === (pr ?? null) && f.rec[i] === (ro ?? null)) return true;
+  f.rewritten = true;
   f.ids[i] = id;
   f.weight[i] = w;
   f.status[i] = code;

@@ -11,7 +11,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { seedState } from '../hash.js';
-import { ReadBuffers, readSplits, sameRows, sameStrings, type SplitFields } from './fields.js';
+import { ReadBuffers, readSplits, sameStrings, type SplitFields } from './fields.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
@@ -50,8 +50,9 @@ export interface InputMemo {
   stats: AssignmentStats | null;
   /**
    * The fields of the input this memo was made from, as read (a buffer of
-   * the engine's MarshalScratch, not reused for the next read), and its
-   * reserved ids: equal fields, members and reserved ids are the same input.
+   * the engine's MarshalScratch; the next call that may repeat this input
+   * reads over it, and a failed call drops the memo), and its reserved ids:
+   * equal fields, members and reserved ids are the same input.
    */
   read: SplitFields | null;
   reserved: readonly string[] | null;
@@ -107,9 +108,6 @@ export function shapeIsValid(input: AssignmentInput): boolean {
   }
   return true;
 }
-
-/** Rows read before they are compared with the memo's read (`marshalInput`): a step's fields are still in cache. */
-const COMPARE_STEP = 4096;
 
 /** A lease owner no input can have: "not seen yet" in InputMemo's owners. */
 const UNSEEN = Symbol('unseen');
@@ -171,20 +169,15 @@ export function marshalInput(
     map[j] = j;
   }
 
-  // Every field of every split, read once whatever the objects' hidden classes (fields.ts),
-  // and compared with the memo's read a step at a time, while the step's rows are in cache.
-  const f = scratch.reads.beside(prior?.read ?? null, n);
+  // Every field of every split, read once whatever the objects' hidden classes
+  // (fields.ts); over the memo's read, which then says whether any row differs.
   const given = input.reserved ?? null;
   const last = prior !== null && prior.out !== null && prior.stats !== null && prior.members === table
     && sameStrings(prior.reserved, given) ? prior.read : null;
-  let repeats = last !== null;
-  for (let i = 0; i < n; i += COMPARE_STEP) {
-    const end = Math.min(n, i + COMPARE_STEP);
-    if (readSplits(splits, i, end, f) >= 0) refuse(input);
-    if (repeats) repeats = sameRows(last!, f, i, end);
-  }
+  const f = last !== null ? scratch.reads.over(last, n) : scratch.reads.beside(prior?.read ?? null, n);
+  if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   const fid = f.ids;
-  if (repeats && prior !== null) {
+  if (last !== null && !f.rewritten && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
     const ids = prior.ids;
     return {
