@@ -103,6 +103,9 @@ describe('etcd out of space mid-job (real etcd)', () => {
 
       const verdicts = await Promise.all(coordinators.map((c) => c.done));
       expect(verdicts).toEqual(['complete', 'complete']);
+      // The verdicts can land before the watch has delivered the last commits (etcd sends a
+      // watcher that fell behind its events in batches): let it reach a write made after them.
+      await history.sync(`${prefix}test-sync`, 20_000);
       expect(regressions).toEqual([]);
       for (const s of splits) for (let u = 1; u <= UNITS; u++) expect(processed.has(`${s.id}:${u}`)).toBe(true);
       for (const s of splits) expect(last.get(s.id)).toBe(UNITS);
