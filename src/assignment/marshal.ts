@@ -170,14 +170,14 @@ export function marshalInput(
   }
 
   // Every field of every split, read once whatever the objects' hidden classes
-  // (fields.ts); over the memo's read, which then says whether any row differs.
+  // (fields.ts); over the memo's read, which then says whether every row repeats.
   const given = input.reserved ?? null;
   const last = prior !== null && prior.out !== null && prior.stats !== null && prior.members === table
     && sameStrings(prior.reserved, given) ? prior.read : null;
   const f = last !== null ? scratch.reads.over(last, n) : scratch.reads.beside(prior?.read ?? null, n);
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   const fid = f.ids;
-  if (last !== null && !f.rewritten && prior !== null) {
+  if (f.repeats && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
     const ids = prior.ids;
     return {
