@@ -119,7 +119,9 @@ export async function readTask(
  * gone with the threshold pinned (MALLOC_MMAP_THRESHOLD_) and gone with this
  * room (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
  * a room; the thread reads the columns only while it decides and copies
- * what it keeps (thread-task.ts `writeObjectTask`). Cost: the room stays allocated, ~41
+ * what it keeps (thread-task.ts `writeObjectTask`). The room also lends the thread
+ * the reply's `slot` (wire.ts), which the thread writes and the caller reads
+ * before its next task. Cost: the room stays allocated, ~45
  * bytes a row plus two bytes a code unit of room for ids (the units the
  * reads counted, and an eighth more).
  *
@@ -133,7 +135,7 @@ export async function readTask(
  */
 export class TaskRoom {
   private rows = -1;
-  private buffers: { idOff: Uint32Array; weight: Float64Array; flags: Uint8Array; lease: Int32Array; prev: Int32Array; rec: Int32Array } | null = null;
+  private buffers: { idOff: Uint32Array; weight: Float64Array; flags: Uint8Array; lease: Int32Array; prev: Int32Array; rec: Int32Array; slot: Uint32Array } | null = null;
   private units: Uint16Array | null = null;
   /** Handles of the owners named in the room's tasks, kept from one task to the next (until `MAX_OWNERS_PER_ROW` a row). */
   owners = new OwnerHandles();
@@ -171,7 +173,7 @@ export class TaskRoom {
    * only when n outgrows them, one buffer per `next()` turn: a room's first
    * allocation at 1M is ~57 MB, which glibc may clear in the turn that asks.
    */
-  async columns(n: number, units: number, next: () => Promise<void>): Promise<Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units'>> {
+  async columns(n: number, units: number, next: () => Promise<void>): Promise<Pick<Columns, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'units' | 'slot'>> {
     if (this.buffers === null || n > this.rows) {
       this.held = null;
       const sab = (bytes: number): SharedArrayBuffer => new SharedArrayBuffer(Math.max(8, bytes));
@@ -185,7 +187,9 @@ export class TaskRoom {
       const prev = new Int32Array(sab(4 * n));
       await next();
       const rec = new Int32Array(sab(4 * n));
-      this.buffers = { idOff, weight, flags, lease, prev, rec };
+      await next();
+      const slot = new Uint32Array(sab(4 * n));
+      this.buffers = { idOff, weight, flags, lease, prev, rec, slot };
       this.rows = n;
     }
     if (this.units === null || this.units.length < units) {
@@ -198,6 +202,7 @@ export class TaskRoom {
     return {
       idOff: b.idOff.subarray(0, n + 1), weight: b.weight.subarray(0, n), flags: b.flags.subarray(0, n),
       lease: b.lease.subarray(0, n), prev: b.prev.subarray(0, n), rec: b.rec.subarray(0, n), units: this.units,
+      slot: b.slot.subarray(0, n),
     };
   }
 
@@ -224,6 +229,7 @@ export async function taskColumns(
   const arrays = room !== null ? await room.columns(n, read.units, () => turns.next()) : {
     idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
     lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, read.units)),
+    slot: null,
   };
   const held = room !== null ? room.begin(last, n) : null;
   const c: Columns = {
@@ -249,12 +255,12 @@ export async function taskColumns(
   room?.wrote(read.fields, n, c.chars, c.or);
   return {
     kind: 'object', seed: read.seed, memberIds: read.memberIds, memberCaps: read.memberCaps, idUnits: c.units, narrow: c.or < 256,
-    idOff: c.idOff, weight: c.weight, flags: c.flags, lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids,
+    idOff: c.idOff, weight: c.weight, flags: c.flags, lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids, slot: c.slot,
   };
 }
 
 /** What `taskColumns` fills, step by step: the task's row columns, and what builds them. */
-type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec'> & {
+type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec' | 'slot'> & {
   owners: OwnerHandles;
   reserved: Set<string> | null;
   /** The ids' code units (grown by doubling), how many so far, and their OR (narrow when < 256). */

@@ -5,11 +5,14 @@
  * caller's shared buffers (TaskRoom), which the caller writes again.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same
- * input; the memo never holds a view into a task's shared memory.
+ * input; the memo never holds a view into a task's shared memory, and a
+ * new memo's copies overwrite the memory of the one it replaces (kept-copies.ts),
+ * which is never read again.
  */
 import { seedState } from '../hash.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
+import { keptCopy, owned } from './kept-copies.js';
 import { sameBytes } from './object-task.js';
 import type { ObjectTask } from './wire.js';
 
@@ -67,38 +70,27 @@ export function writeObjectTask(
     key.set(keys);
   } else {
     mem.hashKeys(seedState(t.seed), 0);
-    keys = key.slice();
+    keys = keptCopy(key, memo?.keys ?? null);
   }
   v.setWord(L.H_NARROW, narrow ? 1 : 0);
-  const sameWeights = memo !== null && memo.weight !== null && sameBytes(memo.weight, t.weight);
-  const sameFlags = memo !== null && memo.flags !== null && sameBytes(memo.flags, t.flags);
+  // Weights and claimability matter only to reuse the order, which needs the same ids: other tasks just copy them.
+  const sameWeights = sameIds && memo!.weight !== null && sameBytes(memo!.weight, t.weight);
+  const sameFlags = sameIds && memo!.flags !== null && sameBytes(memo!.flags, t.flags);
   const sameOrder = sameIds && memo!.order !== null && sameWeights && sameFlags;
   if (sameOrder) {
     v.u32(L.H_ORDER, memo!.order!.length).set(memo!.order!);
     v.setWord(L.H_ORDER_LEN, memo!.order!.length);
   }
-  // The caller reuses shared task columns for its next task: keep copies of those.
+  // The caller reuses shared task columns for its next task: keep copies of those, over the last memo's.
   const weight = sameWeights ? memo!.weight! : owned(t.weight, memo?.weight ?? null);
   const flags = sameFlags ? memo!.flags! : owned(t.flags, memo?.flags ?? null);
   const next: TaskMemo = sameIds
     ? { ...memo!, members, order: sameOrder ? memo!.order : null, weight, flags }
-    : { seed: t.seed, members, idUnits: owned(units, null), idOff: owned(t.idOff, null), keys, narrow, byRank: null, order: null, weight, flags };
+    : {
+        seed: t.seed, members, idUnits: owned(units, memo?.idUnits ?? null), idOff: owned(t.idOff, memo?.idOff ?? null), keys, narrow,
+        byRank: null, order: null, weight, flags,
+      };
   return { members, memo: next, sameIds, sameOrder };
-}
-
-/**
- * `a` itself, or a copy when it is in shared memory (its owner writes it
- * again later): into `into` when that is the memo's own array of the same
- * length (no allocation: fresh 1M-row copies cost the thread ~35 ms a task),
- * else a new one.
- */
-function owned<A extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: A, into: A | null): A {
-  if (!(a.buffer instanceof SharedArrayBuffer)) return a;
-  if (into !== null && into.length === a.length && !(into.buffer instanceof SharedArrayBuffer)) {
-    into.set(a as never);
-    return into;
-  }
-  return a.slice() as A;
 }
 
 /** Row r's id from a task's code units (the rare paths: key collisions). */

@@ -43,7 +43,8 @@ function shared<A extends Column>(a: A): A {
 /** `r` with its arrays in shared memory. */
 function sharedReply(r: ThreadReply): ThreadReply {
   if (!r.ok) return r;
-  if (r.kind === 'object') return { ...r, memberOrder: shared(r.memberOrder), off: shared(r.off), slot: shared(r.slot) };
+  // A slot in the caller's lent memory is the caller's already.
+  if (r.kind === 'object') return { ...r, memberOrder: shared(r.memberOrder), off: shared(r.off), slot: r.slot.buffer instanceof SharedArrayBuffer ? r.slot : shared(r.slot) };
   if (r.kind !== 'columnar') return r;
   const s = r.sorted;
   const sorted = s === null ? null : {

@@ -15,6 +15,7 @@ import {
   ColumnarPool, EngineViews, LAYOUT, marshalInput, orderCollisions, readAssignment, readAssignmentKept, readStats, repeatedAssignment,
   MarshalScratch, type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
+import { keptCopy } from './kept-copies.js';
 import { taskId, writeObjectTask, type TaskMemo } from './thread-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
@@ -251,7 +252,8 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
     if (!w.sameOrder) {
       if (check(x.sortOrder(LAYOUT.FLAG_POOL), 'sortOrder') > 0) orderCollisions(mem.views(), (r) => taskId(t, r));
       const v = mem.views();
-      w.memo.order = v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)).slice();
+      // Over the last memo's order, which the new memo does not keep.
+      w.memo.order = keptCopy(v.u32(LAYOUT.H_ORDER, v.word(LAYOUT.H_ORDER_LEN)), memo?.order ?? null);
     }
     check(x.decide(), 'decide');
     if (w.sameIds) {
@@ -273,7 +275,10 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
     const givenIndex = new Map(t.memberIds.map((id, j) => [id, j]));
     const memberOrder = new Int32Array(m);
     const off = new Uint32Array(m + 1);
-    const slot = new Uint32Array(t.weight.length).fill(NO_SLOT);
+    // The caller's room for the reply's places, when it lends one (shared: no allocation, and no copy in thread.ts).
+    const n = t.weight.length;
+    const slot = t.slot !== null && t.slot.length >= n ? (t.slot.subarray(0, n) as Uint32Array) : new Uint32Array(n);
+    slot.fill(NO_SLOT);
     let p = 0;
     w.members.byId.forEach((j, k) => {
       memberOrder[k] = givenIndex.get(w.members.ids[j]!)!;

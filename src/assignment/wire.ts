@@ -48,6 +48,12 @@ export interface ObjectTask {
   prev: Int32Array<ArrayBufferLike>;
   rec: Int32Array<ArrayBufferLike>;
   ownerIds: string[];
+  /**
+   * Where the thread writes the reply's `slot` (at least one per row), when
+   * the caller lends it from its room (shared memory, read by the caller
+   * before its next task); null: the thread allocates one.
+   */
+  slot: Uint32Array<ArrayBufferLike> | null;
 }
 
 /** A decision on a `ColumnarPool`. */
@@ -104,8 +110,9 @@ export type ThreadReply =
        * (not assigned). Why not rows per place: the caller then reads its
        * ids in row order and writes each to its place, where gathering ids
        * place by place read them at random (object-result.ts `rebuild`).
+       * In the task's `slot` memory when it lent some.
        */
-      slot: Uint32Array;
+      slot: Uint32Array<ArrayBufferLike>;
       stats: AssignmentStats;
     }
   | {
