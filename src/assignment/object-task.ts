@@ -83,10 +83,13 @@ export interface TaskRead {
  * Reads `input` in turns into a buffer of `buffers` (never `last`'s) and
  * compares each step with `last` while they agree: `repeats` is true when
  * the whole input equals `last` field for field. Null when a rule is broken
- * (the caller runs the validator for the exact error).
+ * (the caller runs the validator for the exact error). `newMembers` is
+ * called before the splits are read when the members, their caps or the
+ * seed are not `last`'s.
  */
 export async function readTask(
   input: AssignmentInput, chunk: number, turns: Turns, buffers: ReadBuffers, last: TaskRead | null,
+  newMembers: (seed: string, memberIds: string[], memberCaps: Float64Array<ArrayBuffer>) => void = () => {},
 ): Promise<{ read: TaskRead; repeats: boolean } | null> {
   if (!shapeIsValid(input)) return null;
   const splits = input.splits;
@@ -95,9 +98,10 @@ export async function readTask(
   const memberIds = input.members.map((mm) => mm.id);
   const memberCaps = Float64Array.from(input.members, (mm) => mm.cap ?? defaultCap);
   const reserved = input.reserved !== undefined ? input.reserved.slice() : null;
+  const sameMembers = last !== null && last.seed === input.seed && sameStrings(last.memberIds, memberIds) && sameBytes(last.memberCaps, memberCaps);
+  if (!sameMembers) newMembers(input.seed, memberIds, memberCaps);
   const f = await buffers.besideInTurns(last?.fields ?? null, n, () => turns.next());
-  let repeats = last !== null && last.n === n && last.seed === input.seed && sameStrings(last.memberIds, memberIds)
-    && sameBytes(last.memberCaps, memberCaps) && sameStrings(last.reserved, reserved);
+  let repeats = sameMembers && last.n === n && sameStrings(last.reserved, reserved);
   let units = 0;
   const ok = await inTurns(n, chunk, turns, (from, to) => {
     if (readSplits(splits, from, to, f) >= 0) return false;

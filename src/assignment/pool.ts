@@ -262,7 +262,7 @@ export class AssignmentPool {
     try {
       const last = shared ? this.last : null;
       const turns = slices();
-      const got = await readTask(input, this.chunk, turns, shared ? this.reads : new ReadBuffers(), last?.read ?? null);
+      const got = await readTask(input, this.chunk, turns, shared ? this.reads : new ReadBuffers(), last?.read ?? null, this.prepareMembers);
       // A broken rule: desiredAssignment throws the validator's own error.
       if (got === null) return desiredAssignment(input);
       if (got.repeats && last !== null) {
@@ -298,6 +298,16 @@ export class AssignmentPool {
       if (shared) this.readsBusy = false;
     }
   }
+
+  /**
+   * Starts a thread on the member table of the task being read (wire.ts
+   * MembersTask), so that it is built while this caller reads the splits.
+   * A hint: the reply says nothing, and a failure (a pool closing) is dropped.
+   */
+  private readonly prepareMembers = (seed: string, memberIds: string[], memberCaps: Float64Array<ArrayBuffer>): void => {
+    if (this.closed || this.piscina === null) return;
+    this.piscina.run({ kind: 'members', seed, memberIds, memberCaps } satisfies ThreadTask).catch(() => undefined);
+  };
 
   private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot): Promise<ColumnarDecision> {
     if (this.piscina === null) {

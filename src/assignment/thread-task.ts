@@ -39,11 +39,10 @@ export interface TaskMemo {
  * too, already written to ORDER).
  */
 export function writeObjectTask(
-  t: ObjectTask, mem: EngineMemory, memo: TaskMemo | null,
+  t: ObjectTask, mem: EngineMemory, memo: TaskMemo | null, prepared: MemberTable | null = null,
 ): { members: MemberTable; memo: TaskMemo; sameIds: boolean; sameOrder: boolean } {
   const n = t.weight.length;
-  const given = t.memberIds.map((id, j) => ({ id, cap: t.memberCaps[j]! }));
-  const members = memberTable({ seed: t.seed, members: given }, memo?.members ?? null);
+  const members = taskMembers(t, prepared ?? memo?.members ?? null);
   const m = members.ids.length;
   const H = t.ownerIds.length;
   const chars = t.idOff[n]!;
@@ -91,6 +90,11 @@ export function writeObjectTask(
         byRank: null, order: null, weight, flags,
       };
   return { members, memo: next, sameIds, sameOrder };
+}
+
+/** The member table of a task's members (`prior` when they, their caps and the seed are its). */
+export function taskMembers(t: Pick<ObjectTask, 'seed' | 'memberIds' | 'memberCaps'>, prior: MemberTable | null): MemberTable {
+  return memberTable({ seed: t.seed, members: t.memberIds.map((id, j) => ({ id, cap: t.memberCaps[j]! })) }, prior);
 }
 
 /** Row r's id from a task's code units (the rare paths: key collisions). */

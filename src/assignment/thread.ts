@@ -18,7 +18,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { ColumnarPool } from './columnar.js';
-import { columnarDecisionOrNull, decideObjectTask } from './wasm.js';
+import { columnarDecisionOrNull, decideObjectTask, prepareMembers } from './wasm.js';
 import type { ColumnarTask, ThreadReply, ThreadTask } from './wire.js';
 
 function runColumnar(t: ColumnarTask): ThreadReply {
@@ -57,6 +57,10 @@ function sharedReply(r: ThreadReply): ThreadReply {
 /** Runs one task; never throws. Exported for the in-thread tests of the wire format. */
 export function runTask(t: ThreadTask): ThreadReply {
   try {
+    if (t.kind === 'members') {
+      prepareMembers(t);
+      return { ok: true, kind: 'members' };
+    }
     return sharedReply(t.kind === 'object' ? decideObjectTask(t) : runColumnar(t));
   } catch (e) {
     if (e instanceof SplitfleetError) return { ok: false, code: e.code, message: e.message };

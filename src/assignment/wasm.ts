@@ -16,10 +16,10 @@ import {
   MarshalScratch, type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
 import { keptCopy } from './kept-copies.js';
-import { taskId, writeObjectTask, type TaskMemo } from './thread-task.js';
+import { taskId, taskMembers, writeObjectTask, type TaskMemo } from './thread-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
-import { NO_SLOT, type ObjectTask, type ThreadReply } from './wire.js';
+import { NO_SLOT, type MembersTask, type ObjectTask, type ThreadReply } from './wire.js';
 
 /** The slice of the WebAssembly JS API used here (this project's lib has no DOM types). */
 interface WasmGlobal {
@@ -111,6 +111,8 @@ interface Engine {
   memo: InputMemo | null;
   /** The last object task a pool thread decided (object-task.ts TaskMemo). */
   taskMemo: TaskMemo | null;
+  /** The member table a pool thread built ahead of its next object task (wire.ts MembersTask). */
+  prepared: MemberTable | null;
   /** This engine's marshalling buffers (marshal.ts). */
   scratch: MarshalScratch;
 }
@@ -136,7 +138,7 @@ function load(): Engine {
     if (version !== LAYOUT.LAYOUT_VERSION) {
       throw new Error(`engine.wasm has layout version ${String(version)}, codec expects ${LAYOUT.LAYOUT_VERSION}; rebuild it`);
     }
-    engine = { x, mem: new WasmMemory(x), memo: null, taskMemo: null, scratch: new MarshalScratch() };
+    engine = { x, mem: new WasmMemory(x), memo: null, taskMemo: null, prepared: null, scratch: new MarshalScratch() };
     return engine;
   } catch (e) {
     throw asEngineFailure(e, 'loading engine.wasm');
@@ -234,6 +236,21 @@ export function forgetWasmMemo(): void {
 }
 
 /**
+ * @internal (thread.ts) Builds the member table of the object task to come
+ * (wire.ts MembersTask), from this thread's last table, and keeps it for
+ * that task. Never throws: it is only a hint (a table is built again from
+ * the task itself when this one does not match it).
+ */
+export function prepareMembers(t: MembersTask): void {
+  const e = load();
+  try {
+    e.prepared = taskMembers(t, e.prepared ?? e.taskMemo?.members ?? null);
+  } catch {
+    e.prepared = null;
+  }
+}
+
+/**
  * @internal (thread.ts) The object form's decision from its row columns, as
  * the reply's numbers: per output key the member's index in `t.memberIds`,
  * and each key's rows (indices into the input's splits) in output order.
@@ -247,7 +264,9 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
   const memo = e.taskMemo;
   e.taskMemo = null;
   return guarded('decideObjectTask', () => {
-    const w = writeObjectTask(t, mem, memo);
+    const prepared = e.prepared;
+    e.prepared = null;
+    const w = writeObjectTask(t, mem, memo, prepared);
     if (!w.sameIds && check(x.countDuplicateKeys(), 'countDuplicateKeys') > 0) return { ok: true, kind: 'duplicates' };
     if (!w.sameOrder) {
       if (check(x.sortOrder(LAYOUT.FLAG_POOL), 'sortOrder') > 0) orderCollisions(mem.views(), (r) => taskId(t, r));

@@ -190,6 +190,25 @@ describe('AssignmentPool equals desiredAssignment', () => {
     }
   });
 
+  it('object form: a member table built ahead (MembersTask) is a hint, also for an input whose read fails', async () => {
+    const a = bigInput(2000, 30, 3);
+    const b = { ...bigInput(2000, 30, 4), members: a.members.slice(5).concat([{ id: 'late-joiner' }]) };
+    // A bad input's members get their table built on the thread, then its read fails; the next task has the last
+    // good input's members (so no table is built ahead for it) and must not take the bad one's.
+    const bad = (x: AssignmentInput): AssignmentInput => ({ ...x, seed: `${x.seed}-bad`, splits: [...x.splits, { id: 'broken', weight: -1 }] });
+    const changed = (x: AssignmentInput, w: number): AssignmentInput => ({ ...x, splits: [{ ...x.splits[0]!, weight: w }, ...x.splits.slice(1)] });
+    for (const [next, seed] of [[a, 'x'], [b, 'y'], [a, 'y'], [b, 'x']] as const) {
+      const other = next === a ? b : a;
+      for (const v of [{ ...next, seed }, 'bad', changed({ ...next, seed }, 7), 'bad', changed({ ...next, seed }, 8)] as const) {
+        if (v === 'bad') {
+          await expect(pool.assign(bad(other))).rejects.toThrow(/weight/);
+          continue;
+        }
+        expect(comparable(await pool.assign(v))).toEqual(comparable(desiredAssignment(v, { engine: 'reference' })));
+      }
+    }
+  });
+
   it('object form on two threads: decisions read at once do not share a read buffer, and repeats stay right', async () => {
     // A small chunk: the two reads interleave turn by turn.
     const two = new AssignmentPool({ threads: 2, fallback: false, chunk: 64 });
