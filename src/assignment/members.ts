@@ -18,6 +18,8 @@ export interface MemberTable {
   givenCaps: number[];
   /** Canonical order. */
   ids: string[];
+  /** givenAt[j]: where canonical member j is in `given`. */
+  givenAt: Uint32Array;
   caps: number[];
   index: Map<string, number>;
   /** The member ids in JS string order: whatever the seed, the next table patches it (`idOrderAfter`). */
@@ -46,7 +48,7 @@ export function memberTable(
   for (let j = 0; j < ids.length; j++) index.set(ids[j]!, j);
   const idOrder = prior === null ? ids.slice().sort() : idOrderAfter(prior, ids, index);
   return {
-    seed: input.seed, given, givenCaps, ids, caps: Array.from(order, (g) => givenCaps[g]!), index, idOrder,
+    seed: input.seed, given, givenCaps, ids, givenAt: order, caps: Array.from(order, (g) => givenCaps[g]!), index, idOrder,
     byId: idOrder.map((id) => index.get(id)!),
   };
 }

@@ -291,19 +291,23 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
     const m = w.members.ids.length;
     const outOff = v.u32(LAYOUT.H_OUT_OFF, m + 1);
     const outRows = v.u32(LAYOUT.H_OUT_ROWS, outOff[m]!);
-    const givenIndex = new Map(t.memberIds.map((id, j) => [id, j]));
+    // The task's members are the table's `given` (memberTable reuses a table only for the same list).
+    const { byId, givenAt } = w.members;
     const memberOrder = new Int32Array(m);
     const off = new Uint32Array(m + 1);
     // The caller's room for the reply's places, when it lends one (shared: no allocation, and no copy in thread.ts).
     const n = t.weight.length;
     const slot = t.slot !== null && t.slot.length >= n ? (t.slot.subarray(0, n) as Uint32Array) : new Uint32Array(n);
     slot.fill(NO_SLOT);
+    // A plain loop: a counter captured by a callback is a context slot, written once a row.
     let p = 0;
-    w.members.byId.forEach((j, k) => {
-      memberOrder[k] = givenIndex.get(w.members.ids[j]!)!;
+    for (let k = 0; k < m; k++) {
+      const j = byId[k]!;
+      memberOrder[k] = givenAt[j]!;
       off[k] = p;
-      for (let q = outOff[j]!; q < outOff[j + 1]!; q++) slot[outRows[q]!] = p++;
-    });
+      const end = outOff[j + 1]!;
+      for (let q = outOff[j]!; q < end; q++) slot[outRows[q]!] = p++;
+    }
     off[m] = p;
     const stats = readStats(v, m);
     e.taskMemo = w.memo;

@@ -25,6 +25,7 @@ function expectTable(t: MemberTable, seed: string, given: { id: string; cap?: nu
   expect(t.idOrder).toEqual(sorted);
   expect(t.byId.map((j) => t.ids[j])).toEqual(sorted);
   t.ids.forEach((id, j) => expect(t.index.get(id)).toBe(j));
+  expect(Array.from(t.givenAt, (g) => given[g]!.id)).toEqual(t.ids);
 }
 
 describe('member table', () => {
