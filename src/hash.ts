@@ -27,7 +27,7 @@ const out = new Uint32Array(2);
  * Hash `id` under a seed state; writes [lo, hi] into `into` at `at`
  * (a Uint32Array laid out as little-endian u64s) and returns nothing.
  * assembly/hash.ts `hashKeys` is the same function over code units in engine
- * memory (a property test in wasm-differential holds them equal).
+ * memory (a property test in wasm-collisions.test.ts holds them equal).
  */
 export function hashInto(state: number, id: string, into: Uint32Array, at: number): void {
   // Two independent multiplicative lanes (cyrb53-style), cross-mixed at the end.

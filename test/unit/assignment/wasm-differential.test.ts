@@ -2,117 +2,24 @@
  * The WASM engine against the reference, output for output: the assignment
  * (keys and lists in the same order) and every stat but computeMs, on
  * fast-check inputs, seeded large inputs, the columnar path (including after
- * incremental updates), invalid inputs, and forced content-key collisions.
- * Also checks that codec.ts and assembly/layout.ts agree.
+ * incremental updates) and invalid inputs. Also checks that codec.ts and
+ * assembly/layout.ts agree. Content keys and forced key collisions are in
+ * wasm-collisions.test.ts.
  *
  * Needs build/engine.wasm: built here when missing or older than assembly/.
  * A failing property prints its seed; replay with { seed, path } in fc.assert.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { ColumnarPool, LAYOUT } from '../../../src/assignment/codec.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { LAYOUT } from '../../../src/assignment/codec.js';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
 import { referenceAssignment } from '../../../src/assignment/reference.js';
-import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
-import {
-  columnarAssignment, columnarAssignmentResult, engineLayout, engineWord, forceEngineKeys, forgetWasmMemo, wasmAssignment,
-} from '../../../src/assignment/wasm.js';
-import { isSplitfleetError } from '../../../src/errors.js';
-import { hashInto, seedState } from '../../../src/hash.js';
+import type { AssignmentInput, SplitInput } from '../../../src/assignment/types.js';
+import { columnarAssignment, engineLayout, forgetWasmMemo, wasmAssignment } from '../../../src/assignment/wasm.js';
 import { assignmentInput, mulberry32, settle, shuffleInput } from './generators.js';
+import { buildEngineIfStale, expectColumnarSame, expectSameAsReference, outcome, poolOf } from './wasm-compare.js';
 
-// The seam for forced collisions: ids listed here hash to the given key.
-const forcedKeys = vi.hoisted(() => new Map<string, [lo: number, hi: number]>());
-vi.mock('../../../src/hash.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../../src/hash.js')>();
-  return {
-    ...real,
-    hashInto(state: number, id: string, into: Uint32Array, at: number): void {
-      const k = forcedKeys.get(id);
-      if (k === undefined) real.hashInto(state, id, into, at);
-      else [into[at], into[at + 1]] = k;
-    },
-  };
-});
-
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-beforeAll(() => {
-  const wasm = `${root}build/engine.wasm`;
-  const newest = Math.max(...readdirSync(`${root}assembly`).map((f) => statSync(`${root}assembly/${f}`).mtimeMs));
-  if (!existsSync(wasm) || statSync(wasm).mtimeMs < newest) {
-    execFileSync(process.execPath, [`${root}scripts/build-wasm.mjs`], { stdio: 'inherit' });
-  }
-  // The engine hashes ids itself (assembly/hash.ts): the forced keys reach it through its own seam.
-  forceEngineKeys((id) => forcedKeys.get(id));
-}, 120_000);
-
-type Outcome = { ok: true; result: AssignmentResult } | { ok: false; code: string; message: string };
-
-function outcome(f: () => AssignmentResult): Outcome {
-  try {
-    return { ok: true, result: f() };
-  } catch (e) {
-    if (!isSplitfleetError(e)) throw e;
-    return { ok: false, code: e.code, message: e.message };
-  }
-}
-
-/** Deep equality including the order of keys at every level. */
-function expectIdentical(got: AssignmentResult, want: AssignmentResult): void {
-  expect(Object.keys(got.assignment)).toEqual(Object.keys(want.assignment));
-  for (const id of Object.keys(want.assignment)) expect(got.assignment[id]).toEqual(want.assignment[id]);
-  expect(Object.keys(got.stats)).toEqual(Object.keys(want.stats));
-  expect({ ...got.stats, computeMs: 0 }).toEqual({ ...want.stats, computeMs: 0 });
-}
-
-function expectSameAsReference(input: AssignmentInput): AssignmentResult | null {
-  const want = outcome(() => referenceAssignment(input));
-  const got = outcome(() => wasmAssignment(input));
-  if (!want.ok) {
-    expect(got).toEqual(want);
-    return null;
-  }
-  expect(got.ok).toBe(true);
-  if (got.ok) expectIdentical(got.result, want.result);
-  return want.result;
-}
-
-/** A pool holding `input`, built through the incremental API. */
-function poolOf(input: AssignmentInput): ColumnarPool {
-  const pool = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
-  pool.setMembers(input.members);
-  for (const s of input.splits) {
-    pool.upsertSplit(s.id, s.weight, s.status ?? 'runnable');
-    pool.setLeaseOwner(s.id, s.leaseOwner ?? null);
-    pool.setRecordOwner(s.id, s.recordOwner ?? null);
-    pool.setPrevious(s.id, s.previous ?? null);
-  }
-  pool.setReserved(input.reserved ?? []);
-  return pool;
-}
-
-/** Both columnar outputs equal the reference on the pool's object form. */
-function expectColumnarSame(pool: ColumnarPool): void {
-  const want = referenceAssignment(pool.toInput());
-  const decision = columnarAssignment(pool);
-  expect({ ...decision.stats, computeMs: 0 }).toEqual({ ...want.stats, computeMs: 0 });
-  const byMember = new Map<string, string[]>();
-  for (let r = 0; r < pool.rowCount; r++) {
-    const j = decision.assignee[r]!;
-    if (j < 0) continue;
-    const id = pool.idAt(r)!;
-    const list = byMember.get(decision.members[j]!) ?? [];
-    list.push(id);
-    byMember.set(decision.members[j]!, list);
-  }
-  for (const [member, ids] of Object.entries(want.assignment)) {
-    expect((byMember.get(member) ?? []).sort()).toEqual(ids);
-  }
-  expectIdentical(columnarAssignmentResult(pool), want);
-}
+beforeAll(buildEngineIfStale, 120_000);
 
 describe('layout', () => {
   it('codec.ts mirrors assembly/layout.ts name for name', () => {
@@ -357,106 +264,5 @@ describe('columnar path', () => {
     expectColumnarSame(pool);
     pool.upsertSplit(input.splits[1]!.id, 123456789);
     expectColumnarSame(pool);
-  });
-});
-
-describe('content keys', () => {
-  it('the engine hashes code units as hash.ts hashes strings (hashKeys = hashInto)', () => {
-    fc.assert(
-      fc.property(fc.string(), fc.uniqueArray(fc.string({ unit: 'binary', minLength: 1 }), { minLength: 1, maxLength: 40 }), (seed, ids) => {
-        const seen = new Map<string, readonly [number, number]>();
-        forceEngineKeys((id, hashed) => void seen.set(id, hashed));
-        try {
-          forgetWasmMemo();
-          wasmAssignment({ seed, members: [{ id: 'm' }], splits: ids.map((id, i) => ({ id, weight: i })) });
-        } finally {
-          forceEngineKeys((id) => forcedKeys.get(id));
-          forgetWasmMemo();
-        }
-        const want = new Uint32Array(2);
-        expect([...seen.keys()].sort()).toEqual([...ids].sort());
-        for (const id of ids) {
-          hashInto(seedState(seed), id, want, 0);
-          expect(seen.get(id)).toEqual([want[0], want[1]]);
-        }
-      }),
-      { numRuns: 300 },
-    );
-  });
-});
-
-describe('content-key collisions', () => {
-  it('counts every row whose key repeats an earlier one, in any partition of the key space (countDuplicateKeys)', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 3000 }),
-        fc.array(fc.tuple(fc.nat(), fc.constantFrom<'same-id' | 'same-key' | 'zero-key'>('same-id', 'same-key', 'zero-key')), { maxLength: 12 }),
-        fc.nat(),
-        (n, extra, top) => {
-          forgetWasmMemo();
-          try {
-            const splits: SplitInput[] = Array.from({ length: n }, (_, i) => ({ id: `u-${i}`, weight: i % 17 }));
-            // Rows that repeat an earlier key: the same id again, or two new ids forced to one key
-            // (in one of a few partitions: the top byte of the high word), or to the zero key.
-            extra.forEach(([at, how], k) => {
-              if (how === 'same-id') return void splits.push({ id: splits[at % splits.length]!.id, weight: 1 });
-              const key: [number, number] = how === 'zero-key' ? [0, 0] : [at % 5, ((top + at) % 3) << 24];
-              forcedKeys.set(`x-${k}`, key);
-              forcedKeys.set(`y-${k}`, key);
-              splits.push({ id: `y-${k}`, weight: 2 }, { id: `x-${k}`, weight: 3 });
-            });
-            // The model: the engine's keys (hash.ts, forced keys included), counted with a Set.
-            const seen = new Set<string>();
-            const key = new Uint32Array(2);
-            let want = 0;
-            let zeros = 0;
-            for (const sp of splits) {
-              hashInto(seedState('dups'), sp.id, key, 0);
-              const k = `${key[0]}:${key[1]}`;
-              if (k === '0:0') zeros++;
-              else if (seen.has(k)) want++;
-              else seen.add(k);
-            }
-            want += Math.max(0, zeros - 1);
-            const got = outcome(() => wasmAssignment({ seed: 'dups', members: [{ id: 'm' }], splits }));
-            expect(engineWord(LAYOUT.H_DUPLICATES)).toBe(want);
-            expect(got.ok).toBe(extra.every(([, how]) => how !== 'same-id'));
-          } finally {
-            forcedKeys.clear();
-            forgetWasmMemo();
-          }
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
-
-  it('orders splits with equal weight and equal key by id, as the reference does', () => {
-    const ids = ['d', 'b', 'e', 'a', 'c'];
-    for (const id of ids) forcedKeys.set(id, [7, 9]);
-    forcedKeys.set('m-z', [1, 1]);
-    forcedKeys.set('m-y', [1, 1]);
-    forgetWasmMemo();
-    try {
-      const input: AssignmentInput = {
-        seed: 'collide',
-        members: [{ id: 'm-z', cap: 2 }, { id: 'm-y', cap: 1 }],
-        splits: [...ids.map((id) => ({ id, weight: 10 })), { id: 'f', weight: 10 }, { id: 'g', weight: 0 }, { id: 'h', weight: 1 }],
-      };
-      const want = referenceAssignment(input);
-      expectSameAsReference(input);
-      expect(engineWord(LAYOUT.H_COLLISIONS)).toBe(ids.length - 1);
-      expectColumnarSame(poolOf(input));
-      expect(engineWord(LAYOUT.H_COLLISIONS)).toBe(ids.length - 1);
-      // Only the first three in id order fit: the collision decides who queues.
-      expect(Object.values(want.assignment).flat().sort()).toEqual(['a', 'b', 'c']);
-      // Equal keys of distinct ids are not duplicates; equal ids still are.
-      const dup = outcome(() => wasmAssignment({ ...input, splits: [...input.splits, { id: 'a', weight: 1 }] }));
-      expect(dup).toEqual(outcome(() => referenceAssignment({ ...input, splits: [...input.splits, { id: 'a', weight: 1 }] })));
-      expect(dup.ok).toBe(false);
-    } finally {
-      forcedKeys.clear();
-      forgetWasmMemo();
-    }
   });
 });
