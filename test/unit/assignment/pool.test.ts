@@ -9,13 +9,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ColumnarPool, type ColumnarDecision } from '../../../src/assignment/codec.js';
+import type { ColumnarDecision, ColumnarPool } from '../../../src/assignment/codec.js';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
 import { AssignmentPool, defaultThreadFile } from '../../../src/assignment/pool.js';
 import type { AssignmentInput, AssignmentResult } from '../../../src/assignment/types.js';
 import { columnarAssignment } from '../../../src/assignment/wasm.js';
 import { isSplitfleetError, SplitfleetError } from '../../../src/errors.js';
 import { assignmentInput, mulberry32, settle } from './generators.js';
+import { poolOf } from './wasm-compare.js';
 
 const threadFile = defaultThreadFile();
 
@@ -38,19 +39,6 @@ function thrown(f: () => unknown): SplitfleetError {
     throw e;
   }
   throw new Error('expected a throw');
-}
-
-function toPool(input: AssignmentInput): ColumnarPool {
-  const pool = new ColumnarPool(input.seed, input.defaultCap === undefined ? {} : { defaultCap: input.defaultCap });
-  pool.setMembers(input.members);
-  for (const s of input.splits) {
-    pool.upsertSplit(s.id, s.weight, s.status ?? 'runnable');
-    pool.setLeaseOwner(s.id, s.leaseOwner ?? null);
-    pool.setRecordOwner(s.id, s.recordOwner ?? null);
-    pool.setPrevious(s.id, s.previous ?? null);
-  }
-  pool.setReserved(input.reserved ?? []);
-  return pool;
 }
 
 function bigInput(n: number, m: number, seed: number): AssignmentInput {
@@ -243,7 +231,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
   it('changes made while a thread sorts a snapshot are kept in the order the pool adopts', async () => {
     for (const [which, p] of [['threads', pool], ['in-thread', local]] as const) {
       const input = bigInput(4000, 20, 11);
-      const cp = toPool(input);
+      const cp = poolOf(input);
       const pending = p.assignColumnar(cp); // snapshot taken, no cached order yet
       input.splits.slice(0, 300).forEach((s, k) => {
         cp.setLeaseOwner(s.id, `m-${k % 23}`);
@@ -255,7 +243,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
       await pending;
       expect(cp.cachedOrder(), which).not.toBeNull();
       // The same state built afresh (sorted from scratch) must decide the same.
-      const fresh = toPool({ ...cp.toInput(), reserved: input.reserved ?? [] });
+      const fresh = poolOf({ ...cp.toInput(), reserved: input.reserved ?? [] });
       const d = columnarAssignment(cp);
       const f = columnarAssignment(fresh);
       const byId = (dd: ColumnarDecision, q: ColumnarPool): Record<string, string | null> =>
@@ -268,7 +256,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
   it('columnar snapshots taken while a decision runs or waits do not share its buffers (snapshot rooms)', async () => {
     for (const [which, p] of [['threads', pool], ['in-thread', local]] as const) {
       const input = bigInput(3000, 20, 12);
-      const cp = toPool(input);
+      const cp = poolOf(input);
       await p.assignColumnar(cp); // the order is cached: later snapshots carry the sorted columns
       // Each call's expected decision: the same pool, decided in this thread at the moment of the call.
       const wants: unknown[] = [];
@@ -292,12 +280,12 @@ describe('AssignmentPool equals desiredAssignment', () => {
   it('columnar form: pool = in-thread = columnarAssignment, cold then with the adopted order', async () => {
     await fc.assert(
       fc.asyncProperty(assignmentInput(), async (input) => {
-        const want = columnarComparable(columnarAssignment(toPool(input)));
-        const p = toPool(input);
+        const want = columnarComparable(columnarAssignment(poolOf(input)));
+        const p = poolOf(input);
         expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
         if (p.size > 0) expect(p.cachedOrder()).not.toBeNull(); // the thread's sort was adopted
         expect(columnarComparable(await pool.assignColumnar(p))).toEqual(want);
-        expect(columnarComparable(await local.assignColumnar(toPool(input)))).toEqual(want);
+        expect(columnarComparable(await local.assignColumnar(poolOf(input)))).toEqual(want);
       }),
       { numRuns: 100 },
     );
@@ -310,15 +298,15 @@ describe('AssignmentPool equals desiredAssignment', () => {
     const settled = settle(input, cold.assignment);
     expect(comparable(await pool.assign(settled))).toEqual(comparable(desiredAssignment(settled)));
     expect(comparable(await pool.assign(settled))).toEqual(comparable(desiredAssignment(settled, { engine: 'reference' })));
-    const p = toPool(settled);
-    const want = columnarComparable(columnarAssignment(toPool(settled)));
+    const p = poolOf(settled);
+    const want = columnarComparable(columnarAssignment(poolOf(settled)));
     const first = await pool.assignColumnar(p);
     expect(columnarComparable(first)).toEqual(want);
     // A thread's reply arrives in shared memory (not copied on this thread), and the pool adopted its sort.
     expect(first.assignee.buffer).toBeInstanceOf(SharedArrayBuffer);
     expect(p.cachedOrder()?.buffer).toBeInstanceOf(SharedArrayBuffer);
     p.setLeaseOwner('s-5', 'm-1'); // an owner change keeps the cached order
-    const again = toPool(settled);
+    const again = poolOf(settled);
     again.setLeaseOwner('s-5', 'm-1');
     expect(columnarComparable(await pool.assignColumnar(p))).toEqual(columnarComparable(columnarAssignment(again)));
   }, 120_000);
@@ -377,7 +365,7 @@ describe('AssignmentPool semantics', () => {
     expect(await waiting).toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
     expect(await running).toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
     await expect(p.assign(small(1))).rejects.toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
-    await expect(p.assignColumnar(toPool(small(1)))).rejects.toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
+    await expect(p.assignColumnar(poolOf(small(1)))).rejects.toSatisfy((e) => isSplitfleetError(e, 'CLOSED'));
   });
 
   it('falls back to the calling thread when the thread file is missing, or refuses with fallback: false', async () => {
