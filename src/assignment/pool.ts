@@ -306,7 +306,9 @@ export class AssignmentPool {
    */
   private readonly prepareMembers = (seed: string, memberIds: string[], memberCaps: Float64Array<ArrayBuffer>): void => {
     if (this.closed || this.piscina === null) return;
-    this.piscina.run({ kind: 'members', seed, memberIds, memberCaps } satisfies ThreadTask).catch(() => undefined);
+    // A copy, moved: the task that follows moves the read's own caps, and this one may wait in Piscina's queue until then.
+    const caps = memberCaps.slice();
+    this.piscina.run({ kind: 'members', seed, memberIds, memberCaps: caps } satisfies ThreadTask, { transferList: [caps.buffer] }).catch(() => undefined);
   };
 
   private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot): Promise<ColumnarDecision> {
