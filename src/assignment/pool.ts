@@ -306,7 +306,7 @@ export class AssignmentPool {
    */
   private readonly prepareMembers = (seed: string, memberIds: string[], memberCaps: Float64Array<ArrayBuffer>): void => {
     if (this.closed || this.piscina === null) return;
-    // A copy, moved: the task that follows moves the read's own caps, and this one may wait in Piscina's queue until then.
+    // A copy of the caps, moved (wire.ts: a task's typed arrays are moved, never cloned): the object task moves the read's own.
     const caps = memberCaps.slice();
     this.piscina.run({ kind: 'members', seed, memberIds, memberCaps: caps } satisfies ThreadTask, { transferList: [caps.buffer] }).catch(() => undefined);
   };
