@@ -3,20 +3,28 @@
  * the median ms and × sort of each run (before; after), and the caller's
  * longest stall less GC. Prints a Markdown table.
  *
- *   node dist/bench/compare-shapes.js before-1.json,before-2.json after-1.json,after-2.json
+ *   node dist/bench/compare-shapes.js before-1.json,before-2.json after-1.json,after-2.json [--labels node20,node22]
+ *
+ * `--labels A,B` names the two sides (default before,after): the same
+ * commit on two runtimes, say (decision 0022).
  */
 import { readFileSync } from 'node:fs';
 import type { ShapeRow } from './shapes.js';
 
 interface Run {
+  /** The runtime the run was on (runs before this field: not recorded). */
+  node?: string;
   load0: number[];
   sorts: Record<string, number>;
   rows: ShapeRow[];
 }
 
-const [beforeArg, afterArg] = process.argv.slice(2);
-if (beforeArg === undefined || afterArg === undefined) {
-  console.error('usage: compare-shapes BEFORE.json[,BEFORE2.json] AFTER.json[,AFTER2.json]');
+const args = process.argv.slice(2);
+const at = args.indexOf('--labels');
+const [nameB, nameA] = at >= 0 ? (args.splice(at, 2)[1] ?? '').split(',') : ['before', 'after'];
+const [beforeArg, afterArg] = args;
+if (beforeArg === undefined || afterArg === undefined || nameB === undefined || nameA === undefined) {
+  console.error('usage: compare-shapes BEFORE.json[,BEFORE2.json] AFTER.json[,AFTER2.json] [--labels BEFORE,AFTER]');
   process.exit(2);
 }
 const load = (list: string): Run[] => list.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')) as Run);
@@ -27,12 +35,12 @@ const cell = (runs: Run[], k: string): ShapeRow[] => runs.flatMap((run) => run.r
 const fmt = (rows: ShapeRow[]): string => rows.map((r) => `${r.medianMs.toFixed(0)} (${r.xSort.toFixed(2)})`).join(', ');
 const own = (rows: ShapeRow[]): string => (rows[0]?.ownMaxMs === undefined ? '' : rows.map((r) => r.ownMaxMs!.toFixed(0)).join(', '));
 
-for (const [name, runs] of [['before', before], ['after', after]] as const) {
+for (const [name, runs] of [[nameB, before], [nameA, after]] as const) {
   for (const r of runs) {
-    console.log(`${name}: load at start ${r.load0.map((l) => l.toFixed(2)).join(' ')}; sort ${Object.entries(r.sorts).map(([s, v]) => `${s} ${v.toFixed(0)}`).join(', ')} ms`);
+    console.log(`${name}${r.node === undefined ? '' : ` (node ${r.node})`}: load at start ${r.load0.map((l) => l.toFixed(2)).join(' ')}; sort ${Object.entries(r.sorts).map(([s, v]) => `${s} ${v.toFixed(0)}`).join(', ')} ms`);
   }
 }
-console.log('\n| shape | scenario | path | call | before ms (× sort) | after ms (× sort) | less GC ms, before | less GC ms, after |');
+console.log(`\n| shape | scenario | path | call | ${nameB} ms (× sort) | ${nameA} ms (× sort) | less GC ms, ${nameB} | less GC ms, ${nameA} |`);
 console.log('|---|---|---|---|---|---|---|---|');
 for (const r of before[0]!.rows) {
   const k = key(r);

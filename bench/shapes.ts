@@ -1,7 +1,10 @@
 /**
  * The 1M × 10k matrix of issue 14, per input shape: cold, settled, joined and
  * left through `desiredAssignment` (first call and repeat) and through
- * `AssignmentPool.assign` (with the caller's event-loop max delay), plus
+ * `AssignmentPool.assign` (with the caller's event-loop max delay); joined
+ * and left also as a change from the settled input with the same seed (what
+ * a leader decides when a member comes or goes: the memo's keys and order
+ * are reused, the decision is not); plus
  * `AssignmentPool.assignColumnar` on a `ColumnarPool` with and without a
  * cached order (in a child of its own that keeps only the pool, as a leader
  * does: the object inputs' heap would otherwise stretch every GC pause). Each shape runs in a child process of its own, so that one
@@ -32,12 +35,15 @@ const N = Number(flag('--n', '1000000'));
 const M = Number(flag('--m', '10000'));
 const RUNS = Number(flag('--runs', '5'));
 const SCENARIOS: Scenario[] = ['cold', 'settled', 'joined', 'left'];
+/** Scenarios also timed as a change from the settled input (the same seed): what a leader decides when a member joins or leaves. */
+const CHANGES: Scenario[] = ['joined', 'left'];
 
 export interface ShapeRow {
   shape: Shape;
   scenario: Scenario | 'columnar';
   path: 'wasm' | 'pool' | 'columnar-pool';
-  call: 'first' | 'repeat';
+  /** first: a fresh seed (nothing reused); change: right after the settled input, same seed (a leader's next tick after a join or leave); repeat: the same input again. */
+  call: 'first' | 'change' | 'repeat';
   medianMs: number;
   xSort: number;
   /** Largest event-loop delay of the caller over the runs (pool paths only). */
@@ -74,11 +80,13 @@ const withFreshSeed = (input: AssignmentInput): AssignmentInput => ({ ...input, 
  * overlap each): what the library's own synchronous steps held the loop,
  * as opposed to the collector's pauses over the caller's whole heap.
  */
-async function timed(runs: number, f: () => unknown): Promise<{ ms: number; loopMaxMs: number; ownMaxMs: number }> {
+async function timed(runs: number, f: () => unknown, before?: () => unknown): Promise<{ ms: number; loopMaxMs: number; ownMaxMs: number }> {
   const xs: number[] = [];
   let loopMax = 0;
   let ownMax = 0;
   for (let k = 0; k < runs; k++) {
+    // Untimed and unwatched: what the timed call follows (the settled decision, for 'change').
+    if (before !== undefined) await before();
     const gcs: [number, number][] = [];
     const obs = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
@@ -126,6 +134,9 @@ async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }
   for (const scenario of SCENARIOS) {
     const input = inputs[scenario];
     push({ scenario, path: 'wasm', call: 'first', medianMs: (await timed(RUNS, () => desiredAssignment(withFreshSeed(input)))).ms });
+    if (CHANGES.includes(scenario)) {
+      push({ scenario, path: 'wasm', call: 'change', medianMs: (await timed(RUNS, () => desiredAssignment(input), () => desiredAssignment(settled))).ms });
+    }
     desiredAssignment(input);
     push({ scenario, path: 'wasm', call: 'repeat', medianMs: (await timed(RUNS, () => desiredAssignment(input))).ms });
   }
@@ -134,6 +145,10 @@ async function child(shape: Shape): Promise<{ sortMs: number; rows: ShapeRow[] }
     const input = inputs[scenario];
     const first = await timed(RUNS, () => pool.assign(withFreshSeed(input)));
     push({ scenario, path: 'pool', call: 'first', medianMs: first.ms, loopMaxMs: first.loopMaxMs, ownMaxMs: first.ownMaxMs });
+    if (CHANGES.includes(scenario)) {
+      const change = await timed(RUNS, () => pool.assign(input), () => pool.assign(settled));
+      push({ scenario, path: 'pool', call: 'change', medianMs: change.ms, loopMaxMs: change.loopMaxMs, ownMaxMs: change.ownMaxMs });
+    }
     await pool.assign(input);
     const repeat = await timed(RUNS, () => pool.assign(input));
     push({ scenario, path: 'pool', call: 'repeat', medianMs: repeat.ms, loopMaxMs: repeat.loopMaxMs, ownMaxMs: repeat.ownMaxMs });
@@ -207,7 +222,7 @@ async function main(): Promise<void> {
   const file = flag('--json', '');
   if (file !== '') {
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, JSON.stringify({ n: N, m: M, runs: RUNS, load0, load1: os.loadavg(), sorts, rows: all }, null, 2));
+    writeFileSync(file, JSON.stringify({ n: N, m: M, runs: RUNS, node: process.version, load0, load1: os.loadavg(), sorts, rows: all }, null, 2));
   }
 }
 
