@@ -13,9 +13,9 @@ export type Weights = 'equal' | 'lognormal' | 'giants';
  * How the caller built its split objects (issue 14: the engine's speed must
  * not depend on it). `literal`: { id, weight, leaseOwner, recordOwner,
  * previous } written out; `spread`: { ...s, leaseOwner, recordOwner,
- * previous } from the cold split (how most JavaScript builds them; in V8 a
- * spread of an object whose weight field holds doubles gets a hidden class of
- * its own per object); `class`: instances of a class; `extra`: literals with
+ * previous } from the cold split (how most JavaScript builds them; on Node
+ * 20's V8 each such object gets a hidden class of its own, on Node 22 and
+ * later they share one: decision 0022); `class`: instances of a class; `extra`: literals with
  * two more fields; `reordered`: literals with the fields in another order.
  */
 export type Shape = 'literal' | 'spread' | 'class' | 'extra' | 'reordered';

@@ -5,10 +5,11 @@
  * Why two readers: a named property load (`s.id`) is an inline cache keyed
  * by the object's hidden class. Objects built as literals, by one class or
  * by one factory share a few classes, and named loads read them at memory
- * speed (six loads over 1M literals 12–20 ms). V8 gives every object built
- * as `{ ...s, leaseOwner }` (spread, then any field added) a hidden class of
- * its own (the clone's map is not in a transition tree, seen with
- * `%HaveSameMap`), so at 1M splits named loads see ~1M classes, go
+ * speed (six loads over 1M literals 12–20 ms). Node 20's V8 (11.3) gives
+ * every object built as `{ ...s, leaseOwner }` (spread, then any field
+ * added) a hidden class of its own (the clone's map is not in a transition
+ * tree, seen with `%HaveSameMap`; Node 22 and later share one, decision
+ * 0022), so at 1M splits named loads see ~1M classes, go
  * megamorphic, miss the stub cache on nearly every object and pay a runtime
  * miss each (1,000–1,500 ms). `Reflect.get` is a generic lookup with no
  * inline cache: 110–130 ms on literals, 130–490 ms on spread objects, the

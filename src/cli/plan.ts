@@ -86,7 +86,8 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(body);
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
+    // Node 22+ (V8 12) appends its own " (line L column C)"; we name line and column once, in front, on every Node.
+    const message = (e instanceof Error ? e.message : String(e)).replace(/ \(line \d+ column \d+\)$/, '');
     const at = /at position (\d+)/.exec(message);
     let where = '';
     if (at !== null) {
