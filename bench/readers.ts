@@ -105,7 +105,7 @@ if (argv.includes('--child')) {
 } else {
   const shapes = flag('--shapes', [...SHAPES, 'deprecated'].join(',')).split(',') as ReaderShape[];
   const self = fileURLToPath(import.meta.url);
-  console.log(`readers bench: 1M settled splits; load average at start ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  console.log(`readers bench: 1M settled splits, node ${process.version}; load average at start ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   console.log('| shape | reader | first read ms | later reads ms | heap left MiB |');
   console.log('|---|---|---:|---:|---:|');
   for (const shape of shapes) {
