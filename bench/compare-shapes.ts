@@ -1,7 +1,8 @@
 /**
  * Sets beside each other the JSON files of `bench/shapes.ts` runs: per cell,
  * the median ms and × sort of each run (before; after), and the caller's
- * longest stall less GC. Prints a Markdown table.
+ * longest stall less GC, with the part of it the loop was busy (runs that
+ * did not record it show –). Prints a Markdown table.
  *
  *   node dist/bench/compare-shapes.js before-1.json,before-2.json after-1.json,after-2.json [--labels node20,node22]
  *
@@ -33,14 +34,15 @@ const after = load(afterArg);
 const key = (r: ShapeRow): string => `${r.shape}|${r.scenario}|${r.path}|${r.call}`;
 const cell = (runs: Run[], k: string): ShapeRow[] => runs.flatMap((run) => run.rows.filter((r) => key(r) === k));
 const fmt = (rows: ShapeRow[]): string => rows.map((r) => `${r.medianMs.toFixed(0)} (${r.xSort.toFixed(2)})`).join(', ');
-const own = (rows: ShapeRow[]): string => (rows[0]?.ownMaxMs === undefined ? '' : rows.map((r) => r.ownMaxMs!.toFixed(0)).join(', '));
+const own = (rows: ShapeRow[]): string => (rows[0]?.ownMaxMs === undefined ? ''
+  : rows.map((r) => `${r.ownMaxMs!.toFixed(0)}/${r.busyMaxMs === undefined ? '–' : r.busyMaxMs.toFixed(0)}`).join(', '));
 
 for (const [name, runs] of [[nameB, before], [nameA, after]] as const) {
   for (const r of runs) {
     console.log(`${name}${r.node === undefined ? '' : ` (node ${r.node})`}: load at start ${r.load0.map((l) => l.toFixed(2)).join(' ')}; sort ${Object.entries(r.sorts).map(([s, v]) => `${s} ${v.toFixed(0)}`).join(', ')} ms`);
   }
 }
-console.log(`\n| shape | scenario | path | call | ${nameB} ms (× sort) | ${nameA} ms (× sort) | less GC ms, ${nameB} | less GC ms, ${nameA} |`);
+console.log(`\n| shape | scenario | path | call | ${nameB} ms (× sort) | ${nameA} ms (× sort) | less GC / busy ms, ${nameB} | less GC / busy ms, ${nameA} |`);
 console.log('|---|---|---|---|---|---|---|---|');
 for (const r of before[0]!.rows) {
   const k = key(r);

@@ -19,15 +19,18 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { desiredAssignment } from '../src/assignment/engine.js';
-import { fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
+import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
+import { PAGE_BITS, PAGE_MASK } from '../src/assignment/pages.js';
 import { isId, isOwner, isValidWeight, statusCode } from '../src/assignment/validate.js';
 import type { SplitInput } from '../src/assignment/types.js';
 import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
 
 /** The rejected reader: a `for…in` (loads by field index), then one lookup per field it did not see. */
 function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
-  const { ids, weight, status, lease, prev, rec } = f;
+  const { weight, status } = f;
   for (let i = from; i < to; i++) {
+    const { ids, lease, prev, rec } = fieldPage(f, i >>> PAGE_BITS);
+    const j = i & PAGE_MASK;
     const s = splits[i];
     if (typeof s !== 'object' || s === null) return i;
     let id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown;
@@ -50,12 +53,12 @@ function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f
     if ((seen & 32) === 0) st = Reflect.get(s, 'status');
     const code = statusCode(st);
     if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return i;
-    ids[i] = id;
+    ids[j] = id;
     weight[i] = w;
     status[i] = code;
-    lease[i] = lo ?? null;
-    prev[i] = pr ?? null;
-    rec[i] = ro ?? null;
+    lease[j] = lo ?? null;
+    prev[j] = pr ?? null;
+    rec[j] = ro ?? null;
   }
   return -1;
 }

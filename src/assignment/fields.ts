@@ -25,17 +25,28 @@
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null.
  */
+import { flatten, PAGE_BITS, PAGE_MASK, PAGE_ROWS, pageLength } from './pages.js';
 import { isId, isOwner, isValidWeight, statusCode } from './validate.js';
 
-/** One read of a split array: row i is `splits[i]`. Reused between calls (grown, never shrunk). */
-export interface SplitFields {
+/** Rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of a read's ids and owners, at their row & PAGE_MASK. */
+export interface FieldPage {
   ids: string[];
-  weight: Float64Array;
-  /** wire.ts STATUS_CODES; an absent status is runnable. */
-  status: Uint8Array;
   lease: (string | null)[];
   prev: (string | null)[];
   rec: (string | null)[];
+}
+
+/**
+ * One read of a split array: row i is `splits[i]`. Reused between calls
+ * (grown, never shrunk). Ids and owners are paged (pages.ts): row i's are
+ * in `pages[i >>> PAGE_BITS]`, which the read that first reaches row i
+ * allocates (`fieldPage`); every row a read reached is in an allocated page.
+ */
+export interface SplitFields {
+  pages: (FieldPage | null)[];
+  weight: Float64Array;
+  /** wire.ts STATUS_CODES; an absent status is runnable. */
+  status: Uint8Array;
   /** The reader choice of the read in progress (`readSplits`). */
   choice: ReaderChoice;
   /**
@@ -48,16 +59,29 @@ export interface SplitFields {
 }
 
 /**
- * Room for n rows, allocated at once (about 40 ms for four lists of 1M, once
- * per buffer and size: buffers are kept). Lists grown row by row instead
- * stalled longer, copying all four lists at each growth (up to 90 ms at 1M).
+ * Room for n rows. Only the typed columns are allocated now, and their
+ * memory is mapped as it is written; the pages of ids and owners are
+ * allocated by the reads that reach them (~1 ms each; four lists of 1M
+ * allocated at once held a pool caller's loop 25–80 ms a list, decision 0023).
  */
 export function splitFields(n: number): SplitFields {
   return {
-    ids: new Array<string>(n).fill(''), weight: new Float64Array(n), status: new Uint8Array(n),
-    lease: new Array<string | null>(n).fill(null), prev: new Array<string | null>(n).fill(null), rec: new Array<string | null>(n).fill(null),
-    choice: newChoice(), repeats: false,
+    pages: new Array<FieldPage | null>((n + PAGE_MASK) >>> PAGE_BITS).fill(null),
+    weight: new Float64Array(n), status: new Uint8Array(n), choice: newChoice(), repeats: false,
   };
+}
+
+/** Page p of `f` (rows from p·PAGE_ROWS), allocated if no read reached it yet. */
+export function fieldPage(f: SplitFields, p: number): FieldPage {
+  const have = f.pages[p];
+  if (have !== null && have !== undefined) return have;
+  const rows = pageLength(f.weight.length, p);
+  const page: FieldPage = {
+    ids: new Array<string>(rows).fill(''), lease: new Array<string | null>(rows).fill(null),
+    prev: new Array<string | null>(rows).fill(null), rec: new Array<string | null>(rows).fill(null),
+  };
+  f.pages[p] = page;
+  return page;
 }
 
 /** `f` if it holds n rows, else a larger one (old contents dropped); either way a new read, which starts with a probe. */
@@ -74,7 +98,7 @@ export class ReadBuffers {
 
   /** A buffer of at least n rows for a new read, never `busy` (the read kept for comparison). */
   beside(busy: SplitFields | null, n: number): SplitFields {
-    const i = this.other(busy);
+    const i = busy !== null && this.reads[0] === busy ? 1 : 0;
     return (this.reads[i] = fieldsFor(this.reads[i], n));
   }
 
@@ -94,36 +118,38 @@ export class ReadBuffers {
     g.repeats = g === f;
     return g;
   }
+}
 
-  /** `beside`, allocating a new buffer's four lists one per `next()` turn (each of 1M rows takes ~10 ms). */
-  async besideInTurns(busy: SplitFields | null, n: number, next: () => Promise<void>): Promise<SplitFields> {
-    const i = this.other(busy);
-    const have = this.reads[i];
-    if (have !== null && have.weight.length >= n) return this.beside(busy, n);
-    const size = Math.max(n, have === null ? 0 : 2 * have.weight.length);
-    const lists: (string | null)[][] = [];
-    for (let k = 0; k < 4; k++) {
-      await next();
-      lists.push(new Array<string | null>(size).fill(k === 0 ? '' : null));
-    }
-    const [ids, lease, prev, rec] = lists as [string[], (string | null)[], (string | null)[], (string | null)[]];
-    return (this.reads[i] = {
-      ids, weight: new Float64Array(size), status: new Uint8Array(size), lease, prev, rec, choice: newChoice(), repeats: false,
-    });
-  }
+/** Rows [0, n) of a read's ids as one list (a flat copy, for a caller that keeps them: marshal.ts). */
+export function readIds(f: SplitFields, n: number): string[] {
+  return flatten(f.pages.map((page) => (page === null ? null : page.ids)), n);
+}
 
-  private other(busy: SplitFields | null): 0 | 1 {
-    return busy !== null && this.reads[0] === busy ? 1 : 0;
+/** The first row in [0, n) whose id in `f` is not `ids`'s (n: none). */
+export function sameIdsUpTo(f: SplitFields, ids: readonly string[], n: number): number {
+  for (let i = 0; i < n; ) {
+    const base = i & ~PAGE_MASK;
+    const end = Math.min(n, base + PAGE_ROWS);
+    const page = f.pages[base >>> PAGE_BITS]!.ids;
+    for (; i < end; i++) if (page[i - base] !== ids[i]) return i;
   }
+  return n;
 }
 
 /** Rows [from, to) of two reads are equal in every field (so the engine would be given the same columns for them). */
 export function sameRows(a: SplitFields, b: SplitFields, from: number, to: number): boolean {
-  const { ids, weight, status, lease, prev, rec } = a;
-  const { ids: ids2, weight: weight2, status: status2, lease: lease2, prev: prev2, rec: rec2 } = b;
-  for (let i = from; i < to; i++) {
-    if (ids[i] !== ids2[i] || weight[i] !== weight2[i] || status[i] !== status2[i]
-      || lease[i] !== lease2[i] || prev[i] !== prev2[i] || rec[i] !== rec2[i]) return false;
+  const { weight, status } = a;
+  const { weight: weight2, status: status2 } = b;
+  for (let i = from; i < to; ) {
+    const p = i >>> PAGE_BITS;
+    const base = p << PAGE_BITS;
+    const end = Math.min(to, base + PAGE_ROWS);
+    const { ids, lease, prev, rec } = a.pages[p]!;
+    const { ids: ids2, lease: lease2, prev: prev2, rec: rec2 } = b.pages[p]!;
+    for (let j = i - base; i < end; i++, j++) {
+      if (ids[j] !== ids2[j] || weight[i] !== weight2[i] || status[i] !== status2[i]
+        || lease[j] !== lease2[j] || prev[j] !== prev2[j] || rec[j] !== rec2[j]) return false;
+    }
   }
   return true;
 }
@@ -207,7 +233,8 @@ export function judgeBlock(choice: ReaderChoice, perRow: number, rows: number): 
 export function readSplits(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
   const choice = f.choice;
   for (let i = from; i < to; ) {
-    const end = Math.min(to, i + BLOCK);
+    // A block never spans two pages (a page is a whole number of blocks).
+    const end = Math.min(to, i + BLOCK, ((i >>> PAGE_BITS) + 1) << PAGE_BITS);
     let bad: number;
     if (choice.untilProbe <= 0) {
       const t0 = performance.now();
@@ -233,46 +260,58 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
 
 /** `readSplits` with named loads only: fastest over objects that share a few hidden classes. */
 export function readNamed(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
-  for (let i = from; i < to; i++) {
-    const s = splits[i] as Partial<Record<'id' | 'weight' | 'status' | 'leaseOwner' | 'previous' | 'recordOwner', unknown>>;
-    if (typeof s !== 'object' || s === null) return i;
-    if (!keepRow(f, i, s.id, s.weight, s.status, s.leaseOwner, s.previous, s.recordOwner)) return i;
+  for (let i = from; i < to; ) {
+    const p = i >>> PAGE_BITS;
+    const base = p << PAGE_BITS;
+    const end = Math.min(to, base + PAGE_ROWS);
+    const page = fieldPage(f, p);
+    for (; i < end; i++) {
+      const s = splits[i] as Partial<Record<'id' | 'weight' | 'status' | 'leaseOwner' | 'previous' | 'recordOwner', unknown>>;
+      if (typeof s !== 'object' || s === null) return i;
+      if (!keepRow(f, page, i - base, i, s.id, s.weight, s.status, s.leaseOwner, s.previous, s.recordOwner)) return i;
+    }
   }
   return -1;
 }
 
 /** `readSplits` with `Reflect.get` only: no inline cache, so no cost per hidden class. */
 export function readGeneric(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
-  for (let i = from; i < to; i++) {
-    const s = splits[i];
-    if (typeof s !== 'object' || s === null) return i;
-    const ok = keepRow(f, i, Reflect.get(s, 'id'), Reflect.get(s, 'weight'), Reflect.get(s, 'status'),
-      Reflect.get(s, 'leaseOwner'), Reflect.get(s, 'previous'), Reflect.get(s, 'recordOwner'));
-    if (!ok) return i;
+  for (let i = from; i < to; ) {
+    const p = i >>> PAGE_BITS;
+    const base = p << PAGE_BITS;
+    const end = Math.min(to, base + PAGE_ROWS);
+    const page = fieldPage(f, p);
+    for (; i < end; i++) {
+      const s = splits[i];
+      if (typeof s !== 'object' || s === null) return i;
+      const ok = keepRow(f, page, i - base, i, Reflect.get(s, 'id'), Reflect.get(s, 'weight'), Reflect.get(s, 'status'),
+        Reflect.get(s, 'leaseOwner'), Reflect.get(s, 'previous'), Reflect.get(s, 'recordOwner'));
+      if (!ok) return i;
+    }
   }
   return -1;
 }
 
 /**
  * Checks one split's fields (read in this order by both readers) and stores
- * them in row i; while `repeats`, only if the row does not hold them
+ * them in row i (at j of its page); while `repeats`, only if the row does not hold them
  * already. False when a rule is broken. Why compare only then: comparing
  * every read before it stores cost a literal read at 1M 56 → 67 ms when the
  * rows were equal and 57 → 94 ms when they were not (the pool's reads).
  */
-function keepRow(f: SplitFields, i: number, id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown): boolean {
+function keepRow(f: SplitFields, page: FieldPage, j: number, i: number, id: unknown, w: unknown, st: unknown, lo: unknown, pr: unknown, ro: unknown): boolean {
   const code = statusCode(st);
   if (!isId(id) || !isValidWeight(w) || code < 0 || !isOwner(lo) || !isOwner(pr) || !isOwner(ro)) return false;
   if (f.repeats) {
-    if (f.ids[i] === id && f.weight[i] === w && f.status[i] === code
-      && f.lease[i] === (lo ?? null) && f.prev[i] === (pr ?? null) && f.rec[i] === (ro ?? null)) return true;
+    if (page.ids[j] === id && f.weight[i] === w && f.status[i] === code
+      && page.lease[j] === (lo ?? null) && page.prev[j] === (pr ?? null) && page.rec[j] === (ro ?? null)) return true;
     f.repeats = false;
   }
-  f.ids[i] = id;
+  page.ids[j] = id;
   f.weight[i] = w;
   f.status[i] = code;
-  f.lease[i] = lo ?? null;
-  f.prev[i] = pr ?? null;
-  f.rec[i] = ro ?? null;
+  page.lease[j] = lo ?? null;
+  page.prev[j] = pr ?? null;
+  page.rec[j] = ro ?? null;
   return true;
 }

@@ -11,7 +11,8 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { seedState } from '../hash.js';
-import { ReadBuffers, readSplits, sameStrings, type SplitFields } from './fields.js';
+import { ReadBuffers, readIds, readSplits, sameIdsUpTo, sameStrings, type SplitFields } from './fields.js';
+import { PAGE_BITS, PAGE_MASK, PAGE_ROWS } from './pages.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
@@ -176,7 +177,6 @@ export function marshalInput(
     && sameStrings(prior.reserved, given) ? prior.read : null;
   const f = last !== null ? scratch.reads.over(last, n) : scratch.reads.beside(prior?.read ?? null, n);
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
-  const fid = f.ids;
   if (f.repeats && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
     const ids = prior.ids;
@@ -189,12 +189,9 @@ export function marshalInput(
   const kept = prior?.rows ?? null;
   // The first row whose id differs from the memo's (n: none).
   let k = 0;
-  if (prior !== null) {
-    const pids = prior.ids;
-    while (k < n && fid[k] === pids[k]) k++;
-  }
+  if (prior !== null) k = sameIdsUpTo(f, prior.ids, n);
   const same = prior !== null && k === n;
-  const ids: string[] = same ? prior!.ids : fid.slice(0, n);
+  const ids: string[] = same ? prior!.ids : readIds(f, n);
   let p = 0;
   let units = 0;
   let str: Uint16Array = scratch.charRoom(0, 0);
@@ -212,7 +209,7 @@ export function marshalInput(
       units = kept.narrow ? 0 : 0x100;
     }
     for (let i = from; i < n; i++) {
-      const id = fid[i]!;
+      const id = ids[i]!;
       strOff[i] = p;
       if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
       for (let c = 0; c < id.length; c++) {
@@ -231,34 +228,40 @@ export function marshalInput(
     : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
   const ownersHold = owners !== null && owners.table === table;
   // The owner columns of the memo's last decision; every claimable row's must repeat (checked below).
-  const { weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
-  for (let i = 0; i < n; i++) {
-    const w = fw[i]!;
-    let inPool = fs[i] === 0;
-    if (inPool && reserved !== null && reserved.has(fid[i]!)) inPool = false;
-    weight[i] = w;
-    const fl = inPool ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
-    flags[i] = fl;
-    if (sameOrder && (w !== kept!.weights[i] || fl !== kept!.pool[i])) sameOrder = false;
-    if (!inPool) continue;
-    const lo = flo[i]!;
-    const pr = fpr[i]!;
-    const ro = fro[i]!;
-    let l: number;
-    if (ownersHold && lo === owners!.lease[i]) {
-      l = owners!.index[i]!;
-    } else {
-      l = lo === null ? -1 : (memberIndex.get(lo) ?? -1);
-      if (same) {
-        owners!.lease[i] = lo;
-        owners!.index[i] = l;
+  const { weight: fw, status: fs } = f;
+  for (let i = 0; i < n; ) {
+    // The owners are paged (fields.ts): one page's rows at a time.
+    const base = i & ~PAGE_MASK;
+    const end = Math.min(n, base + PAGE_ROWS);
+    const { lease: flo, prev: fpr, rec: fro } = f.pages[base >>> PAGE_BITS]!;
+    for (; i < end; i++) {
+      const w = fw[i]!;
+      let inPool = fs[i] === 0;
+      if (inPool && reserved !== null && reserved.has(ids[i]!)) inPool = false;
+      weight[i] = w;
+      const fl = inPool ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
+      flags[i] = fl;
+      if (sameOrder && (w !== kept!.weights[i] || fl !== kept!.pool[i])) sameOrder = false;
+      if (!inPool) continue;
+      const lo = flo[i - base]!;
+      const pr = fpr[i - base]!;
+      const ro = fro[i - base]!;
+      let l: number;
+      if (ownersHold && lo === owners!.lease[i]) {
+        l = owners!.index[i]!;
+      } else {
+        l = lo === null ? -1 : (memberIndex.get(lo) ?? -1);
+        if (same) {
+          owners!.lease[i] = lo;
+          owners!.index[i] = l;
+        }
       }
+      lease[i] = l;
+      const q = pr === null ? -1 : pr === lo ? l : (memberIndex.get(pr) ?? -1);
+      prev[i] = q;
+      const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
+      rec[i] = r;
     }
-    lease[i] = l;
-    const q = pr === null ? -1 : pr === lo ? l : (memberIndex.get(pr) ?? -1);
-    prev[i] = q;
-    const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
-    rec[i] = r;
   }
 
   if (owners !== null && !ownersHold && same) {

@@ -8,13 +8,15 @@
  * Invariants: every result has fresh lists (the caller may mutate them);
  * no turn builds more than `chunk` rows. Pure: the only waiting is `Turns`.
  */
+import type { SplitFields } from './fields.js';
 import { inTurns, type Turns } from './object-task.js';
+import { PAGE_BITS, PAGE_MASK, PAGE_ROWS, pagedSlice } from './pages.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
 import { NO_SLOT, type ThreadReply } from './wire.js';
 
 /**
  * A result kept as its keys in order and its lists laid out in `places`
- * (key k's is places[off[k], off[k + 1])), not as an object: a copy of it is
+ * (key k's is places[off[k], off[k + 1]), paged: pages.ts), not as an object: a copy of it is
  * built key by key in turns, where `Object.entries` of a 10k-key result took
  * 7–34 ms in one turn (a profile of a pool's first calls at 1M). The places
  * are the pool's own list (`placesFor`), which only the next decision that
@@ -22,7 +24,7 @@ import { NO_SLOT, type ThreadReply } from './wire.js';
  */
 export interface KeptResult {
   keys: string[];
-  places: readonly string[];
+  places: readonly (readonly string[])[];
   off: Uint32Array;
   stats: AssignmentStats;
 }
@@ -30,7 +32,7 @@ export interface KeptResult {
 /** A fresh result from `kept` (new lists, keys in the same order), in turns. */
 export function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
   const { keys, places, off } = kept;
-  return resultInTurns(keys.length, (k) => keys[k]!, (k) => places.slice(off[k]!, off[k + 1]!), kept.stats, chunk, turns, null);
+  return resultInTurns(keys.length, (k) => keys[k]!, (k) => pagedSlice(places, off[k]!, off[k + 1]!), kept.stats, chunk, turns, null);
 }
 
 /**
@@ -42,19 +44,25 @@ export function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise
  * writes land in one list (a scratch benchmark at 1M, load ~0.5: 19–54 ms).
  */
 export async function rebuild(
-  input: AssignmentInput, ids: readonly string[], reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
-  keys: string[] | null, places: string[],
+  input: AssignmentInput, read: SplitFields, reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
+  keys: string[] | null, places: string[][],
 ): Promise<AssignmentResult> {
   const { memberOrder, off, slot } = reply;
   await inTurns(slot.length, chunk, turns, (from, to) => {
-    for (let i = from; i < to; i++) {
-      const q = slot[i]!;
-      if (q !== NO_SLOT) places[q] = ids[i]!;
+    for (let i = from; i < to; ) {
+      const p = i >>> PAGE_BITS;
+      const base = p << PAGE_BITS;
+      const end = Math.min(to, base + PAGE_ROWS);
+      const ids = read.pages[p]!.ids;
+      for (; i < end; i++) {
+        const q = slot[i]!;
+        if (q !== NO_SLOT) places[q >>> PAGE_BITS]![q & PAGE_MASK] = ids[i - base]!;
+      }
     }
     return true;
   });
   await turns.next();
-  const list = (k: number): string[] => places.slice(off[k]!, off[k + 1]!);
+  const list = (k: number): string[] => pagedSlice(places, off[k]!, off[k + 1]!);
   return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns, keys);
 }
 

@@ -15,9 +15,10 @@
  * waiting, and the only clock, are the `Turns` the caller passes in.
  */
 import { OwnerHandles } from './handles.js';
-import { readSplits, sameRows, sameStrings, type ReadBuffers, type SplitFields } from './fields.js';
+import { readSplits, sameRows, sameStrings, type FieldPage, type ReadBuffers, type SplitFields } from './fields.js';
 import { LAYOUT as L } from './layout.js';
 import { shapeIsValid } from './marshal.js';
+import { PAGE_BITS, PAGE_ROWS } from './pages.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
 
@@ -100,15 +101,20 @@ export async function readTask(
   const reserved = input.reserved !== undefined ? input.reserved.slice() : null;
   const sameMembers = last !== null && last.seed === input.seed && sameStrings(last.memberIds, memberIds) && sameBytes(last.memberCaps, memberCaps);
   if (!sameMembers) newMembers(input.seed, memberIds, memberCaps);
-  const f = await buffers.besideInTurns(last?.fields ?? null, n, () => turns.next());
+  const f = buffers.beside(last?.fields ?? null, n);
   let repeats = sameMembers && last.n === n && sameStrings(last.reserved, reserved);
   let units = 0;
   const ok = await inTurns(n, chunk, turns, (from, to) => {
     if (readSplits(splits, from, to, f) >= 0) return false;
     if (repeats) repeats = sameRows(last!.fields, f, from, to);
     // The ids were just read: their lengths are in cache.
-    const ids = f.ids;
-    for (let i = from; i < to; i++) units += ids[i]!.length;
+    for (let i = from; i < to; ) {
+      const p = i >>> PAGE_BITS;
+      const base = p << PAGE_BITS;
+      const end = Math.min(to, base + PAGE_ROWS);
+      const ids = f.pages[p]!.ids;
+      for (; i < end; i++) units += ids[i - base]!.length;
+    }
     return true;
   });
   return ok ? { read: { seed: input.seed, memberIds, memberCaps, reserved, n, fields: f, units }, repeats } : null;
@@ -287,39 +293,55 @@ function orOf(units: Uint16Array, chars: number): number {
   return or;
 }
 
-/** Rows [from, to) of the read `f` into `c`. */
+/** Rows [from, to) of the read `f` into `c`, page by page (fields.ts). */
 function fillChunk(f: SplitFields, from: number, to: number, c: Columns): void {
-  const fid = f.ids;
+  for (let i = from; i < to; ) {
+    const p = i >>> PAGE_BITS;
+    const base = p << PAGE_BITS;
+    const end = Math.min(to, base + PAGE_ROWS);
+    fillPage(f, f.pages[p]!, c.held?.pages[p] ?? null, base, i, end, c);
+    i = end;
+  }
+}
+
+/** Rows [from, to) of one page of `f` (`fp`; `hp`: the held read's same page, if it has one), row i at i − base of the pages. */
+function fillPage(f: SplitFields, fp: FieldPage, hp: FieldPage | null, base: number, from: number, to: number, c: Columns): void {
   const idOff = c.idOff;
-  const held = c.held;
   // Rows below `same` can repeat the held read's.
-  const same = held === null ? from : Math.min(to, c.heldRows);
-  if (held !== null && c.idsHeld) {
-    const hid = held.ids;
+  const same = c.held === null ? from : Math.min(to, c.heldRows);
+  if (hp !== null && c.idsHeld) {
+    const fid = fp.ids;
+    const hid = hp.ids;
     let i = from;
-    while (i < same && fid[i] === hid[i]) i++;
+    while (i < same && fid[i - base] === hid[i - base]) i++;
     if (i < to) {
       // Row i's id is new: its code units go where the held ones began, after those of rows [0, i), whose OR is counted now.
       c.idsHeld = false;
       c.chars = idOff[i]!;
       c.or = orOf(c.units, c.chars);
     }
-    keepRows(f, from, i, c, held, same);
+    keepRows(f, fp, hp, base, from, i, c, same);
     from = i;
+  } else if (c.idsHeld && from < to) {
+    // The held read has no rows here: every id from here on is new.
+    c.idsHeld = false;
+    c.chars = idOff[from]!;
+    c.or = orOf(c.units, c.chars);
   }
-  if (from < to) fillRows(f, from, to, c, held, same);
+  if (from < to) fillRows(f, fp, hp, base, from, to, c, same);
 }
 
 /** Rows [from, to), whose ids and code units are in place: flags, weights, and owners unless they repeat the held read's. */
-function keepRows(f: SplitFields, from: number, to: number, c: Columns, held: SplitFields, same: number): void {
-  const { ids: fid, weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
+function keepRows(f: SplitFields, fp: FieldPage, hp: FieldPage, base: number, from: number, to: number, c: Columns, same: number): void {
+  const { weight: fw, status: fs } = f;
+  const { ids: fid, lease: flo, prev: fpr, rec: fro } = fp;
   const { weight, flags, reserved } = c;
-  const { lease: hlo, prev: hpr, rec: hro } = held;
-  for (let i = from; i < to; i++) {
+  const { lease: hlo, prev: hpr, rec: hro } = hp;
+  for (let i = from, j = from - base; i < to; i++, j++) {
     weight[i] = fw[i]!;
-    flags[i] = fs[i] === 0 && (reserved === null || !reserved.has(fid[i]!)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
-    if (i < same && flo[i] === hlo[i] && fpr[i] === hpr[i] && fro[i] === hro[i]) continue;
-    ownersOf(c, i, flo[i]!, fpr[i]!, fro[i]!);
+    flags[i] = fs[i] === 0 && (reserved === null || !reserved.has(fid[j]!)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
+    if (i < same && flo[j] === hlo[j] && fpr[j] === hpr[j] && fro[j] === hro[j]) continue;
+    ownersOf(c, i, flo[j]!, fpr[j]!, fro[j]!);
   }
 }
 
@@ -333,18 +355,19 @@ function ownersOf(c: Columns, i: number, lo: string | null, pr: string | null, r
 }
 
 /** Rows [from, to) in full: code units and offsets, flags, weights, and owners unless they repeat the held read's. */
-function fillRows(f: SplitFields, from: number, to: number, c: Columns, held: SplitFields | null, same: number): void {
-  const { ids: fid, weight: fw, status: fs, lease: flo, prev: fpr, rec: fro } = f;
+function fillRows(f: SplitFields, fp: FieldPage, hp: FieldPage | null, base: number, from: number, to: number, c: Columns, same: number): void {
+  const { weight: fw, status: fs } = f;
+  const { ids: fid, lease: flo, prev: fpr, rec: fro } = fp;
   const { idOff, weight, flags, reserved } = c;
-  const hlo = held?.lease ?? flo;
-  const hpr = held?.prev ?? fpr;
-  const hro = held?.rec ?? fro;
-  const kept = held === null ? from : same;
+  const hlo = hp?.lease ?? flo;
+  const hpr = hp?.prev ?? fpr;
+  const hro = hp?.rec ?? fro;
+  const kept = hp === null ? from : same;
   let p = c.chars;
   let units = c.units;
   let or = c.or;
-  for (let i = from; i < to; i++) {
-    const id = fid[i]!;
+  for (let i = from, j = from - base; i < to; i++, j++) {
+    const id = fid[j]!;
     idOff[i] = p;
     if (p + id.length > units.length) {
       if (c.room !== null) {
@@ -362,10 +385,10 @@ function fillRows(f: SplitFields, from: number, to: number, c: Columns, held: Sp
     }
     weight[i] = fw[i]!;
     flags[i] = fs[i] === 0 && (reserved === null || !reserved.has(id)) ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
-    const lo = flo[i]!;
-    const pr = fpr[i]!;
-    const ro = fro[i]!;
-    if (i >= kept || lo !== hlo[i] || pr !== hpr[i] || ro !== hro[i]) ownersOf(c, i, lo, pr, ro);
+    const lo = flo[j]!;
+    const pr = fpr[j]!;
+    const ro = fro[j]!;
+    if (i >= kept || lo !== hlo[j] || pr !== hpr[j] || ro !== hro[j]) ownersOf(c, i, lo, pr, ro);
   }
   c.chars = p;
   c.or = or;

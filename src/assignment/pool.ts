@@ -24,6 +24,7 @@ import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
+import { pagesInTurns } from './pages.js';
 import { fromKept, rebuild, type KeptResult } from './object-result.js';
 import { readTask, TaskRoom, taskColumns, type TaskRead, type Turns } from './object-task.js';
 import { SnapshotRooms } from './snapshot-room.js';
@@ -140,7 +141,9 @@ export class AssignmentPool {
   private readonly snapshotRooms = new SnapshotRooms();
   private readsBusy = false;
   /** Where object results are laid out before their lists are sliced (`rebuild`), and the last one stays (`last`); one decision at a time uses it, as `reads`. */
-  private places: string[] = [];
+  private places: string[][] = [];
+  /** How many places `places` has room for. */
+  private placeRows = 0;
 
   constructor(options: AssignmentPoolOptions = {}) {
     const threads = options.threads ?? 1;
@@ -243,12 +246,14 @@ export class AssignmentPool {
     return reply;
   }
 
-  /** Room for n output places: the pool's own when `shared` (grown in a turn of its own: ~10 ms at 1M), else a fresh one. */
-  private async placesFor(shared: boolean, n: number, turns: Turns): Promise<string[]> {
-    if (shared && this.places.length >= n) return this.places;
-    await turns.next();
-    const places = new Array<string>(n).fill('');
-    if (shared) this.places = places;
+  /** Room for n output places, paged (pages.ts): the pool's own when `shared` (grown in turns), else a fresh one. */
+  private async placesFor(shared: boolean, n: number, turns: Turns): Promise<string[][]> {
+    if (shared && this.placeRows >= n) return this.places;
+    const places = await pagesInTurns(n, '', turns);
+    if (shared) {
+      this.places = places;
+      this.placeRows = n;
+    }
     return places;
   }
 
@@ -277,7 +282,6 @@ export class AssignmentPool {
       if (shared) this.last = null;
       // The room leaves in place the rows that repeat the last read (which the other read buffer still holds).
       const t: ObjectTask = await taskColumns(got.read, this.chunk, turns, shared ? this.room : null, last?.read.fields ?? null);
-      const ids = got.read.fields.ids;
       // The room's shared buffers cross without a copy and stay the pool's; fresh ones are moved.
       const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec]
         .map((a) => a.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
@@ -290,7 +294,7 @@ export class AssignmentPool {
       await turns.next();
       const keys: string[] | null = shared ? [] : null;
       const places = await this.placesFor(shared, reply.off.at(-1)!, turns);
-      const result = await rebuild(input, ids, reply, this.chunk, turns, keys, places);
+      const result = await rebuild(input, got.read.fields, reply, this.chunk, turns, keys, places);
       if (keys !== null) this.last = { read, result: { keys, places, off: reply.off, stats: { ...reply.stats } } };
       result.stats.computeMs = performance.now() - started;
       return result;

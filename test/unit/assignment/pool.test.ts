@@ -310,6 +310,39 @@ describe('AssignmentPool equals desiredAssignment', () => {
     again.setLeaseOwner('s-5', 'm-1');
     expect(columnarComparable(await pool.assignColumnar(p))).toEqual(columnarComparable(columnarAssignment(again)));
   }, 120_000);
+
+  it('object form over several pages of rows (pages.ts): changes that start inside a page, past a page, and rows that shrink and grow', async () => {
+    // 100k rows are three pages of 32,768 and part of a fourth; the caller reads and rebuilds them page by page.
+    const input = bigInput(100_000, 300, 11);
+    const settled = settle(input, desiredAssignment(input).assignment);
+    const at = (k: number, f: Partial<AssignmentInput['splits'][number]>, base = settled): AssignmentInput =>
+      ({ ...base, splits: base.splits.map((s, i) => (i === k ? { ...s, ...f } : s)) });
+    const variants: AssignmentInput[] = [
+      settled, settled,
+      // An id that differs in the second page: the room's rows after it are rewritten, those before kept.
+      at(40_000, { id: 'renamed-40000' }),
+      // Owners that differ in the last row of a page and the first row of the next.
+      at(65_535, { leaseOwner: 'm-7', previous: 'm-7' }), at(65_536, { leaseOwner: 'm-8', recordOwner: 'm-9' }),
+      // Fewer rows (two pages and a part), then more again (the held read has no rows past its end).
+      { ...settled, splits: settled.splits.slice(0, 70_000) }, settled,
+      // A member joins: the change a leader decides, over every page.
+      { ...settled, members: [...settled.members, { id: 'm-new', cap: settled.members[0]!.cap }] },
+      settled,
+    ];
+    const fresh = new AssignmentPool({ threads: 1, fallback: false, chunk: 5_000 });
+    try {
+      for (const v of variants) {
+        const want = comparable(desiredAssignment(v, { engine: 'reference' }));
+        expect(comparable(await pool.assign(v))).toEqual(want);
+        // A chunk that is not a whole number of pages: steps straddle page boundaries.
+        expect(comparable(await fresh.assign(v))).toEqual(want);
+        // ...and in-thread, whose reads are paged as well (marshal.ts).
+        expect(comparable(desiredAssignment(v))).toEqual(want);
+      }
+    } finally {
+      await fresh.close();
+    }
+  }, 240_000);
 });
 
 describe('AssignmentPool semantics', () => {

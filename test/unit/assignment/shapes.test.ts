@@ -15,6 +15,7 @@ import {
   judgeBlock, PROBE_EVERY, readGeneric, readNamed, readSplits, settleProbe, splitFields, SURPRISE, type ReaderChoice, type SplitFields,
 } from '../../../src/assignment/fields.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
+import { PAGE_BITS, PAGE_MASK } from '../../../src/assignment/pages.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
 import { assignmentInput, settle } from './generators.js';
 
@@ -144,8 +145,11 @@ describe('every input shape gives the same output', () => {
 
 /** Rows [0, n) of a read, as plain data. */
 function rows(f: SplitFields, n: number): unknown {
-  return { ids: f.ids.slice(0, n), weight: [...f.weight.subarray(0, n)], status: [...f.status.subarray(0, n)],
-    lease: f.lease.slice(0, n), prev: f.prev.slice(0, n), rec: f.rec.slice(0, n) };
+  // A page no read reached holds what a fresh one would ('' ids, null owners).
+  const list = (field: 'ids' | 'lease' | 'prev' | 'rec'): unknown[] =>
+    Array.from({ length: n }, (_, i) => f.pages[i >>> PAGE_BITS]?.[field][i & PAGE_MASK] ?? (field === 'ids' ? '' : null));
+  return { ids: list('ids'), weight: [...f.weight.subarray(0, n)], status: [...f.status.subarray(0, n)],
+    lease: list('lease'), prev: list('prev'), rec: list('rec') };
 }
 
 /** `n` splits cycled from `input`, the shape changing every `run` rows (so a long read crosses readers' probes). */
