@@ -287,13 +287,15 @@ export class AssignmentPool {
         .map((a) => a.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
       // The read's member caps go to the thread: keep a copy for the next comparison.
       const read: TaskRead = { ...got.read, memberCaps: got.read.memberCaps.slice() };
+      // Room for every row's place (a row has at most one), before the thread runs: fresh memory
+      // faulted in while the thread allocates and frees its own stalled a turn up to 46 ms (decision 0023).
+      const places = await this.placesFor(shared, got.read.n, turns);
       const reply = await this.call(t, transfer);
       // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
       if (reply.kind === 'duplicates') return desiredAssignment(input);
       if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
       await turns.next();
       const keys: string[] | null = shared ? [] : null;
-      const places = await this.placesFor(shared, reply.off.at(-1)!, turns);
       const result = await rebuild(input, got.read.fields, reply, this.chunk, turns, keys, places);
       if (keys !== null) this.last = { read, result: { keys, places, off: reply.off, stats: { ...reply.stats } } };
       result.stats.computeMs = performance.now() - started;
