@@ -15,10 +15,10 @@
  * waiting, and the only clock, are the `Turns` the caller passes in.
  */
 import { OwnerHandles } from './handles.js';
-import { readSplits, sameRows, sameStrings, type FieldPage, type ReadBuffers, type SplitFields } from './fields.js';
+import { fieldPage, readSplits, sameRows, sameStrings, type FieldPage, type ReadBuffers, type SplitFields } from './fields.js';
 import { LAYOUT as L } from './layout.js';
 import { shapeIsValid } from './marshal.js';
-import { PAGE_BITS, PAGE_ROWS } from './pages.js';
+import { PAGE_BITS, PAGE_ROWS, pageCount } from './pages.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
 
@@ -102,6 +102,13 @@ export async function readTask(
   const sameMembers = last !== null && last.seed === input.seed && sameStrings(last.memberIds, memberIds) && sameBytes(last.memberCaps, memberCaps);
   if (!sameMembers) newMembers(input.seed, memberIds, memberCaps);
   const f = buffers.beside(last?.fields ?? null, n);
+  // Pages the read will fill and the buffer lacks (a new buffer's), each allocated in a turn of its
+  // own: 2–6 ms a page with a large caller heap, of which the collector's marking takes part (decision 0023).
+  for (let p = 0; p < pageCount(n); p++) {
+    if (f.pages[p] !== null) continue;
+    await turns.next();
+    fieldPage(f, p);
+  }
   let repeats = sameMembers && last.n === n && sameStrings(last.reserved, reserved);
   let units = 0;
   const ok = await inTurns(n, chunk, turns, (from, to) => {

@@ -8,8 +8,8 @@
  * value), and the first write of fresh memory costs ~3 ms a MB on the
  * machines we measure on: one list of 1M rows (8 MB) held a pool caller's
  * loop 25–80 ms in one turn, and a pool's first calls allocated nine. A page
- * of 32k rows (256 KB) costs ~1 ms, and is allocated in the turn that first
- * writes its rows (decision 0023). Typed arrays need no pages: their memory
+ * of 16k rows (128 KB) costs under 1 ms, and is allocated in a turn of its
+ * own before the rows are written (decision 0023). Typed arrays need no pages: their memory
  * is mapped lazily and faults as it is written, row by row.
  *
  * Invariants: page p holds rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of the
@@ -17,7 +17,8 @@
  */
 import type { Turns } from './object-task.js';
 
-export const PAGE_BITS = 15;
+/** 16k rows: a page of one list is 128 KB; four (a read's page) took 1.9 ms at the median, 6.5 at the 90th percentile, with 2M objects alive (32k: 4.3 and 8.3 ms; 8k: 0.2 ms, but young objects the scavenger then copies, up to 78 ms). */
+export const PAGE_BITS = 14;
 export const PAGE_ROWS = 1 << PAGE_BITS;
 export const PAGE_MASK = PAGE_ROWS - 1;
 

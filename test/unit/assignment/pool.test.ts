@@ -312,7 +312,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
   }, 120_000);
 
   it('object form over several pages of rows (pages.ts): changes that start inside a page, past a page, and rows that shrink and grow', async () => {
-    // 100k rows are three pages of 32,768 and part of a fourth; the caller reads and rebuilds them page by page.
+    // 100k rows are six pages of 16,384 and part of a seventh; the caller reads and rebuilds them page by page.
     const input = bigInput(100_000, 300, 11);
     const settled = settle(input, desiredAssignment(input).assignment);
     const at = (k: number, f: Partial<AssignmentInput['splits'][number]>, base = settled): AssignmentInput =>
