@@ -60,9 +60,10 @@ export interface SplitFields {
 
 /**
  * Room for n rows. Only the typed columns are allocated now, and their
- * memory is mapped as it is written; the pages of ids and owners are
- * allocated by the reads that reach them (~1 ms each; four lists of 1M
- * allocated at once held a pool caller's loop 25–80 ms a list, decision 0023).
+ * memory is mapped as it is written; the pages of ids and owners come
+ * later, one at a time (`fieldPage`: the pool's `readTask` allocates them a
+ * turn each before it reads, the readers any still missing): lists of 1M
+ * allocated at once held a pool caller's loop 25–80 ms a list (decision 0023).
  */
 export function splitFields(n: number): SplitFields {
   return {
