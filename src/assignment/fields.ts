@@ -261,34 +261,45 @@ export function readSplits(splits: readonly unknown[], from: number, to: number,
 
 /** `readSplits` with named loads only: fastest over objects that share a few hidden classes. */
 export function readNamed(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
-  for (let i = from; i < to; ) {
-    const p = i >>> PAGE_BITS;
-    const base = p << PAGE_BITS;
-    const end = Math.min(to, base + PAGE_ROWS);
-    const page = fieldPage(f, p);
-    for (; i < end; i++) {
-      const s = splits[i] as Partial<Record<'id' | 'weight' | 'status' | 'leaseOwner' | 'previous' | 'recordOwner', unknown>>;
-      if (typeof s !== 'object' || s === null) return i;
-      if (!keepRow(f, page, i - base, i, s.id, s.weight, s.status, s.leaseOwner, s.previous, s.recordOwner)) return i;
-    }
-  }
-  return -1;
+  return byPage(splits, from, to, f, namedInPage);
 }
 
 /** `readSplits` with `Reflect.get` only: no inline cache, so no cost per hidden class. */
 export function readGeneric(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
+  return byPage(splits, from, to, f, genericInPage);
+}
+
+type PageReader = (splits: readonly unknown[], from: number, to: number, f: SplitFields, page: FieldPage, base: number) => number;
+
+/** `read` over the parts of rows [from, to) that lie in one page each (one call a page: the row loop stays in `read`). */
+function byPage(splits: readonly unknown[], from: number, to: number, f: SplitFields, read: PageReader): number {
   for (let i = from; i < to; ) {
     const p = i >>> PAGE_BITS;
     const base = p << PAGE_BITS;
     const end = Math.min(to, base + PAGE_ROWS);
-    const page = fieldPage(f, p);
-    for (; i < end; i++) {
-      const s = splits[i];
-      if (typeof s !== 'object' || s === null) return i;
-      const ok = keepRow(f, page, i - base, i, Reflect.get(s, 'id'), Reflect.get(s, 'weight'), Reflect.get(s, 'status'),
-        Reflect.get(s, 'leaseOwner'), Reflect.get(s, 'previous'), Reflect.get(s, 'recordOwner'));
-      if (!ok) return i;
-    }
+    const bad = read(splits, i, end, f, fieldPage(f, p), base);
+    if (bad >= 0) return bad;
+    i = end;
+  }
+  return -1;
+}
+
+function namedInPage(splits: readonly unknown[], from: number, to: number, f: SplitFields, page: FieldPage, base: number): number {
+  for (let i = from; i < to; i++) {
+    const s = splits[i] as Partial<Record<'id' | 'weight' | 'status' | 'leaseOwner' | 'previous' | 'recordOwner', unknown>>;
+    if (typeof s !== 'object' || s === null) return i;
+    if (!keepRow(f, page, i - base, i, s.id, s.weight, s.status, s.leaseOwner, s.previous, s.recordOwner)) return i;
+  }
+  return -1;
+}
+
+function genericInPage(splits: readonly unknown[], from: number, to: number, f: SplitFields, page: FieldPage, base: number): number {
+  for (let i = from; i < to; i++) {
+    const s = splits[i];
+    if (typeof s !== 'object' || s === null) return i;
+    const ok = keepRow(f, page, i - base, i, Reflect.get(s, 'id'), Reflect.get(s, 'weight'), Reflect.get(s, 'status'),
+      Reflect.get(s, 'leaseOwner'), Reflect.get(s, 'previous'), Reflect.get(s, 'recordOwner'));
+    if (!ok) return i;
   }
   return -1;
 }
