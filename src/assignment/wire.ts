@@ -34,7 +34,7 @@ export interface ObjectTask {
    * written on the caller a chunk per turn and transferred (a joined string
    * would be copied, and flattened, in one turn of the caller's loop). The
    * row columns are in shared memory when the caller reuses them between
-   * tasks (object-task.ts TaskRoom): the thread copies what it keeps.
+   * tasks (task-room.ts TaskRoom): the thread copies what it keeps.
    */
   idUnits: Uint16Array<ArrayBufferLike>;
   /** Every code unit is below 256. */
