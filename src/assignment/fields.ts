@@ -25,7 +25,7 @@
  * Invariants: reads each field exactly once (a getter runs once, as in the
  * validator); an owner that is undefined is stored as null.
  */
-import { flatten, PAGE_BITS, PAGE_MASK, PAGE_ROWS, pageLength } from './pages.js';
+import { flatten, PAGE_BITS, PAGE_MASK, PAGE_ROWS, pageCount, pageLength } from './pages.js';
 import { isId, isOwner, isValidWeight, statusCode } from './validate.js';
 
 /** Rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of a read's ids and owners, at their row & PAGE_MASK. */
@@ -67,7 +67,7 @@ export interface SplitFields {
  */
 export function splitFields(n: number): SplitFields {
   return {
-    pages: new Array<FieldPage | null>((n + PAGE_MASK) >>> PAGE_BITS).fill(null),
+    pages: new Array<FieldPage | null>(pageCount(n)).fill(null),
     weight: new Float64Array(n), status: new Uint8Array(n), choice: newChoice(), repeats: false,
   };
 }

@@ -26,14 +26,6 @@ export const PAGE_BITS = 14;
 export const PAGE_ROWS = 1 << PAGE_BITS;
 export const PAGE_MASK = PAGE_ROWS - 1;
 
-/** Pages of a list: null where no row has been written yet (`pageOf`). */
-export type Pages<T> = (T[] | null)[];
-
-/** Pages for `capacity` rows, none allocated yet. */
-export function noPages<T>(capacity: number): Pages<T> {
-  return new Array<T[] | null>(pageCount(capacity)).fill(null);
-}
-
 /** Pages spanning rows [0, n). */
 export function pageCount(n: number): number {
   return (n + PAGE_MASK) >>> PAGE_BITS;
@@ -42,11 +34,6 @@ export function pageCount(n: number): number {
 /** Rows of page p of a list of `capacity` rows (the last page holds the rest). */
 export function pageLength(capacity: number, p: number): number {
   return Math.min(PAGE_ROWS, capacity - p * PAGE_ROWS);
-}
-
-/** Page p, allocated (filled with `fill`) if no row of it was written yet. */
-export function pageOf<T>(pages: Pages<T>, capacity: number, p: number, fill: T): T[] {
-  return pages[p] ?? (pages[p] = new Array<T>(pageLength(capacity, p)).fill(fill));
 }
 
 /**

@@ -6,13 +6,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fieldPage, readSplits, splitFields } from '../../../src/assignment/fields.js';
-import { flatten, noPages, PAGE_ROWS, pageCount, pagedSlice, pageLength, pageOf, pagesInTurns, type Pages } from '../../../src/assignment/pages.js';
+import { flatten, PAGE_ROWS, pageCount, pagedSlice, pageLength, pagesInTurns } from '../../../src/assignment/pages.js';
 
 /** A paged copy of `flat`, with room for `capacity` rows (≥ flat.length). */
-function paged(flat: readonly number[], capacity: number): Pages<number> {
-  const pages = noPages<number>(capacity);
+function paged(flat: readonly number[], capacity: number): number[][] {
+  const pages = Array.from({ length: pageCount(capacity) }, (_, p) => new Array<number>(pageLength(capacity, p)).fill(-1));
   flat.forEach((x, i) => {
-    pageOf(pages, capacity, Math.floor(i / PAGE_ROWS), -1)[i % PAGE_ROWS] = x;
+    pages[Math.floor(i / PAGE_ROWS)]![i % PAGE_ROWS] = x;
   });
   return pages;
 }
