@@ -122,6 +122,7 @@ export class MarshalScratch {
   /** One buffer read into while the other may hold the memo's read. */
   readonly reads = new ReadBuffers();
   private chars: Uint16Array = new Uint16Array(1 << 16);
+  private slots: Int32Array = new Int32Array(0);
 
   /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
   charRoom(need: number, keep: number): Uint16Array {
@@ -132,6 +133,12 @@ export class MarshalScratch {
     }
     return this.chars;
   }
+
+  /** Two words a row for n rows (results.ts `readAssignmentKept`'s slot): memory written once, not fresh each call. */
+  slotRoom(n: number): Int32Array {
+    if (2 * n > this.slots.length) this.slots = new Int32Array(Math.max(2 * n, 2 * this.slots.length));
+    return this.slots;
+  }
 }
 
 /**
@@ -141,7 +148,9 @@ export class MarshalScratch {
  * rule of validate.ts except split-id uniqueness, which the engine checks on
  * the keys (`countDuplicateKeys`); any broken rule throws the validator's
  * error. With a `memo` of the previous input, rows whose ids match reuse
- * its keys and code units instead of computing them.
+ * its keys and code units instead of computing them. The memo is consumed
+ * (the caller keeps the returned one): when the ids differ, its list of
+ * ids is written over with the new ones.
  */
 export function marshalInput(
   input: AssignmentInput, mem: EngineMemory, memo: InputMemo | null = null, scratch: MarshalScratch = new MarshalScratch(),
@@ -191,7 +200,7 @@ export function marshalInput(
   let k = 0;
   if (prior !== null) k = sameIdsUpTo(f, prior.ids, n);
   const same = prior !== null && k === n;
-  const ids: string[] = same ? prior!.ids : readIds(f, n);
+  const ids: string[] = same ? prior!.ids : readIds(f, n, memo?.ids ?? null);
   let p = 0;
   let units = 0;
   let str: Uint16Array = scratch.charRoom(0, 0);

@@ -85,33 +85,32 @@ export interface OutputMemo {
 /**
  * `readAssignment`, reusing `previous` lists where a member's rows repeat
  * (rows name `ids`). With nothing to reuse and the ids at hand (`byRow`:
- * row r's id is byRow[r], for rows [0, n)), the ids are laid out in output
- * order row by row (`placesOf`) and each list sliced from that.
+ * row r's id is byRow.ids[r], for rows [0, n); `slot` a scratch of at least
+ * 2n), every list is written row by row (`listsInRowOrder`).
  */
 export function readAssignmentKept(
   v: EngineViews, members: MemberTable, idOf: (row: number) => string,
   kept: { ids: readonly string[]; previous: OutputMemo | null } | null,
-  byRow: { ids: readonly string[]; n: number } | null = null,
+  byRow: { ids: readonly string[]; n: number; slot: Int32Array } | null = null,
 ): { result: AssignmentResult; memo: OutputMemo | null } {
   const m = members.ids.length;
   const off = v.u32(L.H_OUT_OFF, m + 1);
   const rows = v.u32(L.H_OUT_ROWS, off[m]!);
   const prev = kept?.previous ?? null;
   const reuse = prev !== null && prev.members === members && prev.ids === kept!.ids ? prev : null;
-  const places = reuse === null && byRow !== null ? placesOf(byRow.ids, byRow.n, rows) : null;
-  const lists = new Array<string[]>(m);
+  const lists = reuse === null && byRow !== null ? listsInRowOrder(byRow.ids, byRow.n, byRow.slot, off, rows, m) : new Array<string[]>(m);
+  const written = reuse === null && byRow !== null;
   const assignment: Record<string, string[]> = {};
   for (const j of members.byId) {
     const s = off[j]!;
     const len = off[j + 1]! - s;
-    let list: string[] | null = null;
+    let list: string[] | null = written ? lists[j]! : null;
     if (reuse !== null && reuse.off[j + 1]! - reuse.off[j]! === len) {
       const ps = reuse.off[j]!;
       let k = 0;
       while (k < len && reuse.rows[ps + k] === rows[s + k]) k++;
       if (k === len) list = reuse.lists[j]!;
     }
-    if (list === null && places !== null) list = places.slice(s, s + len);
     if (list === null) {
       list = new Array<string>(len);
       for (let k = 0; k < len; k++) list[k] = idOf(rows[s + k]!);
@@ -127,20 +126,32 @@ export function readAssignmentKept(
 
 
 /**
- * places[q] = the id of output place q's row (rows[q]), written in row
- * order. Why: reading ids place by place is a random read per id, one
- * cache miss each (the pool's result build at 1M: 85–139 ms that way,
- * 25–48 ms in row order, object-result.ts `rebuild`).
+ * Each member's list (`lists[j]`: the ids of rows[off[j]..off[j + 1]]),
+ * written in row order: `slot` says, per row, its list and place in it.
+ * Why: reading ids place by place is a random read per id, one cache miss
+ * each (the pool's result build at 1M: 85–139 ms that way, 25–48 ms in row
+ * order, object-result.ts `rebuild`); and writing the lists directly, not
+ * slicing them from one list of places, leaves no 8 MB list to allocate
+ * (fresh memory costs ~3 ms a MB here, pages.ts) and no second copy.
  */
-function placesOf(ids: readonly string[], n: number, rows: Uint32Array): string[] {
-  const slot = new Int32Array(n).fill(-1);
-  for (let q = 0; q < rows.length; q++) slot[rows[q]!] = q;
-  const places = new Array<string>(rows.length).fill('');
-  for (let r = 0; r < n; r++) {
-    const q = slot[r]!;
-    if (q >= 0) places[q] = ids[r]!;
+function listsInRowOrder(ids: readonly string[], n: number, slot: Int32Array, off: Uint32Array, rows: Uint32Array, m: number): string[][] {
+  const lists = new Array<string[]>(m);
+  for (let i = 0; i < 2 * n; i += 2) slot[i] = -1;
+  for (let j = 0; j < m; j++) {
+    const s = off[j]!;
+    const len = off[j + 1]! - s;
+    lists[j] = new Array<string>(len);
+    for (let k = 0; k < len; k++) {
+      const r = rows[s + k]!;
+      slot[2 * r] = j;
+      slot[2 * r + 1] = k;
+    }
   }
-  return places;
+  for (let r = 0; r < n; r++) {
+    const j = slot[2 * r]!;
+    if (j >= 0) lists[j]![slot[2 * r + 1]!] = ids[r]!;
+  }
+  return lists;
 }
 
 /**
