@@ -122,7 +122,6 @@ export class MarshalScratch {
   /** One buffer read into while the other may hold the memo's read. */
   readonly reads = new ReadBuffers();
   private chars: Uint16Array = new Uint16Array(1 << 16);
-  private slots: Int32Array = new Int32Array(0);
 
   /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
   charRoom(need: number, keep: number): Uint16Array {
@@ -132,12 +131,6 @@ export class MarshalScratch {
       this.chars = grown;
     }
     return this.chars;
-  }
-
-  /** Two words a row for n rows (results.ts `readAssignmentKept`'s slot): memory written once, not fresh each call. */
-  slotRoom(n: number): Int32Array {
-    if (2 * n > this.slots.length) this.slots = new Int32Array(Math.max(2 * n, 2 * this.slots.length));
-    return this.slots;
   }
 }
 

@@ -84,27 +84,32 @@ export interface OutputMemo {
 
 /**
  * `readAssignment`, reusing `previous` lists where a member's rows repeat
- * (rows name `ids`). With nothing to reuse and the ids at hand (`byRow`:
- * row r's id is byRow.ids[r], for rows [0, n); `slot` a scratch of at least
- * 2n), every list is written row by row (`listsInRowOrder`).
+ * (rows name `ids`). With the ids at hand as a list (`byRow`: row r's id is
+ * byRow[r]), the others are gathered from it directly.
+ *
+ * Why gather: at 1M × 10k a cold call's lists took 12–20 ms gathered from
+ * the flat ids and 20–48 ms through `idOf`; written in row order instead
+ * (each member's list at the places a scratch of two words a row named, or
+ * sliced from one list of all places) they took 45–88 ms, with ~2,260 page
+ * faults a call against ~150–275 gathered (Node 22, loads 0.9–1.3, tenth
+ * pass). Fresh memory costs ~3 ms a MB on the machines we measure on.
  */
 export function readAssignmentKept(
   v: EngineViews, members: MemberTable, idOf: (row: number) => string,
   kept: { ids: readonly string[]; previous: OutputMemo | null } | null,
-  byRow: { ids: readonly string[]; n: number; slot: Int32Array } | null = null,
+  byRow: readonly string[] | null = null,
 ): { result: AssignmentResult; memo: OutputMemo | null } {
   const m = members.ids.length;
   const off = v.u32(L.H_OUT_OFF, m + 1);
   const rows = v.u32(L.H_OUT_ROWS, off[m]!);
   const prev = kept?.previous ?? null;
   const reuse = prev !== null && prev.members === members && prev.ids === kept!.ids ? prev : null;
-  const lists = reuse === null && byRow !== null ? listsInRowOrder(byRow.ids, byRow.n, byRow.slot, off, rows, m) : new Array<string[]>(m);
-  const written = reuse === null && byRow !== null;
+  const lists = new Array<string[]>(m);
   const assignment: Record<string, string[]> = {};
   for (const j of members.byId) {
     const s = off[j]!;
     const len = off[j + 1]! - s;
-    let list: string[] | null = written ? lists[j]! : null;
+    let list: string[] | null = null;
     if (reuse !== null && reuse.off[j + 1]! - reuse.off[j]! === len) {
       const ps = reuse.off[j]!;
       let k = 0;
@@ -113,7 +118,8 @@ export function readAssignmentKept(
     }
     if (list === null) {
       list = new Array<string>(len);
-      for (let k = 0; k < len; k++) list[k] = idOf(rows[s + k]!);
+      if (byRow !== null) for (let k = 0; k < len; k++) list[k] = byRow[rows[s + k]!]!;
+      else for (let k = 0; k < len; k++) list[k] = idOf(rows[s + k]!);
     }
     lists[j] = list;
     const value = kept === null ? list : list.slice();
@@ -122,36 +128,6 @@ export function readAssignmentKept(
   const result = { assignment, stats: readStats(v, m) };
   if (kept === null) return { result, memo: null };
   return { result, memo: { members, ids: kept.ids, off: off.slice(), rows: rows.slice(), lists } };
-}
-
-
-/**
- * Each member's list (`lists[j]`: the ids of rows[off[j]..off[j + 1]]),
- * written in row order: `slot` says, per row, its list and place in it.
- * Why: reading ids place by place is a random read per id, one cache miss
- * each (the pool's result build at 1M: 85–139 ms that way, 25–48 ms in row
- * order, object-result.ts `rebuild`); and writing the lists directly, not
- * slicing them from one list of places, leaves no 8 MB list to allocate
- * (fresh memory costs ~3 ms a MB here, pages.ts) and no second copy.
- */
-function listsInRowOrder(ids: readonly string[], n: number, slot: Int32Array, off: Uint32Array, rows: Uint32Array, m: number): string[][] {
-  const lists = new Array<string[]>(m);
-  for (let i = 0; i < 2 * n; i += 2) slot[i] = -1;
-  for (let j = 0; j < m; j++) {
-    const s = off[j]!;
-    const len = off[j + 1]! - s;
-    lists[j] = new Array<string>(len);
-    for (let k = 0; k < len; k++) {
-      const r = rows[s + k]!;
-      slot[2 * r] = j;
-      slot[2 * r + 1] = k;
-    }
-  }
-  for (let r = 0; r < n; r++) {
-    const j = slot[2 * r]!;
-    if (j >= 0) lists[j]![slot[2 * r + 1]!] = ids[r]!;
-  }
-  return lists;
 }
 
 /**

@@ -221,7 +221,7 @@ export function wasmAssignment(input: AssignmentInput): AssignmentResult {
     }
     // Only ids seen before come back (a one-off input keeps nothing).
     const kept = marshalled.sameIds ? { ids: marshalled.ids, previous: next.out } : null;
-    const read = readAssignmentKept(mem.views(), marshalled.members, marshalled.idOf, kept, { ids: marshalled.ids, n: input.splits.length, slot: e.scratch.slotRoom(input.splits.length) });
+    const read = readAssignmentKept(mem.views(), marshalled.members, marshalled.idOf, kept, marshalled.ids);
     next.out = read.memo;
     next.stats = read.memo === null ? null : { ...read.result.stats };
     return read.result;
