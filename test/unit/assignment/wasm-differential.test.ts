@@ -17,7 +17,7 @@ import { referenceAssignment } from '../../../src/assignment/reference.js';
 import type { AssignmentInput, SplitInput } from '../../../src/assignment/types.js';
 import { columnarAssignment, engineLayout, forgetWasmMemo, wasmAssignment } from '../../../src/assignment/wasm.js';
 import { assignmentInput, mulberry32, settle, shuffleInput } from './generators.js';
-import { buildEngineIfStale, expectColumnarSame, expectSameAsReference, outcome, poolOf } from './wasm-compare.js';
+import { buildEngineIfStale, expectColumnarSame, expectIdentical, expectSameAsReference, outcome, poolOf } from './wasm-compare.js';
 
 beforeAll(buildEngineIfStale, 120_000);
 
@@ -107,6 +107,30 @@ describe('wasm engine equals the reference', () => {
       // A completed split leaves the output: reusing the last decision would show.
       expectSameAsReference({ ...settled, splits: settled.splits.map((s, i) => (i === at ? { ...s, status: 'completed' as const } : s)) });
     }
+  });
+
+  it('keeps every result it returned intact while later calls write over the memo (other ids, seeds and lengths)', () => {
+    // The engine writes a call's ids over the last call's list when they differ (marshal.ts):
+    // no result, and no later decision, may see that list change under it.
+    forgetWasmMemo();
+    const a = largeInput(11, 3_000, 20, 0.2);
+    const b = { ...largeInput(12, 2_000, 15, 0.2), seed: 'other seed' };
+    const c = largeInput(13, 5_000, 25, 0.2);
+    const aSettled = settle(a, referenceAssignment(a).assignment);
+    // Same seed and length, other ids: one renamed, then the same ids in another order.
+    const aRenamed = { ...a, splits: a.splits.map((s, i) => (i === 1_500 ? { ...s, id: `${s.id}-renamed` } : s)) };
+    const sequence = [
+      a, b, b, c, { ...a, seed: 'a again' }, aSettled, aSettled, aRenamed, shuffleInput(aSettled, 5), b,
+      { ...c, splits: c.splits.slice(0, 4_000) }, a,
+    ];
+    const kept = sequence.map((input) => ({ input, got: wasmAssignment(input), copy: '' }));
+    for (const k of kept) k.copy = JSON.stringify(k.got);
+    for (const k of kept) {
+      expect(JSON.stringify(k.got)).toBe(k.copy);
+      expectIdentical(k.got, referenceAssignment(k.input));
+    }
+    // Every later call still decides as the reference does (the memo's lists were left consistent).
+    for (const input of sequence) expectSameAsReference(input);
   });
 
   it('is the default engine of desiredAssignment', () => {
