@@ -50,7 +50,7 @@ export interface SplitFields {
   /** The reader choice of the read in progress (`readSplits`). */
   choice: ReaderChoice;
   /**
-   * Read over a buffer that holds the last input (`ReadBuffers.over`): true
+   * Read over a buffer that holds the last input (marshal.ts `readRoom`): true
    * while every row read so far equals the row the buffer held, which is
    * then not stored again; the first row that differs turns it false, and
    * from there rows are stored without comparing. False for any other read.
@@ -93,7 +93,12 @@ export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
   return f;
 }
 
-/** Two read buffers, so that a read can be compared with the last one, which the other buffer holds. */
+/**
+ * Two read buffers, so that a read can be compared with the last one, which
+ * the other buffer holds: the pool's (object-task.ts compares a new read
+ * with the last one after reading it). The in-thread engine compares while
+ * it reads, over its one buffer (marshal.ts `MarshalScratch.readRoom`).
+ */
 export class ReadBuffers {
   private readonly reads: [SplitFields | null, SplitFields | null] = [null, null];
 
@@ -101,23 +106,6 @@ export class ReadBuffers {
   beside(busy: SplitFields | null, n: number): SplitFields {
     const i = busy !== null && this.reads[0] === busy ? 1 : 0;
     return (this.reads[i] = fieldsFor(this.reads[i], n));
-  }
-
-  /**
-   * `f` itself (one of these buffers, holding the last input's read) for a
-   * read of n rows over it, with `repeats` true: rows equal to what it holds
-   * are not stored again, and `repeats` is still true at the end when every
-   * row was. Why: comparing a read with the last one in a second pass, or
-   * reading it into the other buffer, cost a repeat at 1M ~30 ms more
-   * (marshal.ts). A caller that needs the last read intact, to compare the
-   * new one with it later (object-task.ts), reads `beside` it instead.
-   */
-  over(f: SplitFields, n: number): SplitFields {
-    const i = this.reads[0] === f ? 0 : 1;
-    if (this.reads[i] !== f) throw new Error('ReadBuffers.over: not one of these buffers');
-    const g = (this.reads[i] = fieldsFor(f, n));
-    g.repeats = g === f;
-    return g;
   }
 }
 

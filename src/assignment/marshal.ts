@@ -11,7 +11,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { seedState } from '../hash.js';
-import { ReadBuffers, readIds, readSplits, sameIdsUpTo, sameStrings, type SplitFields } from './fields.js';
+import { fieldsFor, readIds, readSplits, sameIdsUpTo, sameStrings, type SplitFields } from './fields.js';
 import { PAGE_BITS, PAGE_MASK, PAGE_ROWS } from './pages.js';
 import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
@@ -119,9 +119,27 @@ const UNSEEN = Symbol('unseen');
  * units. Owned by the engine instance (wasm.ts), so two engines never share.
  */
 export class MarshalScratch {
-  /** One buffer read into while the other may hold the memo's read. */
-  readonly reads = new ReadBuffers();
+  /** The one read buffer: each call reads into it, over the last call's read. */
+  private read: SplitFields | null = null;
   private chars: Uint16Array = new Uint16Array(1 << 16);
+
+  /**
+   * The read buffer, for a read of n rows. Given `last` (the memo's read,
+   * which this buffer holds, when the memo's decision may repeat), the read
+   * goes over it with `repeats` true: rows equal to what it holds are not
+   * stored again, and `repeats` is still true at the end when every row
+   * was. Why over it: comparing in a second pass, or reading into a second
+   * buffer, cost a repeat at 1M ~30 ms more. Why one buffer: with no
+   * decision to repeat, nothing compares with the old read again (the
+   * memo's ids are its flat `ids`), and a second buffer's pages were 32 MB
+   * at 1M, written by the call that first repeats a new input's ids
+   * (160–240 ms of its 640–900).
+   */
+  readRoom(last: SplitFields | null, n: number): SplitFields {
+    const g = (this.read = fieldsFor(this.read, n));
+    g.repeats = last !== null && g === last;
+    return g;
+  }
 
   /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
   charRoom(need: number, keep: number): Uint16Array {
@@ -177,7 +195,7 @@ export function marshalInput(
   const given = input.reserved ?? null;
   const last = prior !== null && prior.out !== null && prior.stats !== null && prior.members === table
     && sameStrings(prior.reserved, given) ? prior.read : null;
-  const f = last !== null ? scratch.reads.over(last, n) : scratch.reads.beside(prior?.read ?? null, n);
+  const f = scratch.readRoom(last, n);
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   if (f.repeats && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
