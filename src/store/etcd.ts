@@ -37,6 +37,7 @@ import {
   type IRequestOp,
   type IWatchResponse,
 } from 'etcd3';
+import { WatchManager } from 'etcd3/lib/watch.js';
 import { SplitfleetError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
 import {
@@ -52,6 +53,28 @@ import { WatchDelivery } from './etcd-watch.js';
 export { ETCD_KEEPALIVE_MIN_MS, type EtcdStoreOptions } from './etcd-options.js';
 
 type FaultHandling = Required<NonNullable<IOptions['faultHandling']>>;
+
+/**
+ * etcd3 1.1.2 throws from its watch stream's data handler when a response
+ * names a watch id that none of its watchers holds ("Failed to find watcher
+ * for IWatchResponse"): a response that a stream delivered after it broke
+ * and was replaced, or one of a watch closed while the stream reconnected.
+ * Thrown there, inside gRPC's delivery, it is an unhandled rejection, which
+ * ends a Node process (seen in CI, test/etcd/nospace.test.ts, while etcd
+ * refused writes). Such a response reaches no watcher either way: it is
+ * dropped, and a watch that lost its stream resumes from its own revision
+ * (`WatchDelivery`). Applied once, when this module loads (decision 0025).
+ */
+function dropStrayWatchResponses(): void {
+  type Manager = { watchers: { id: string | null }[]; handleResponse(res: IWatchResponse): void };
+  const manager = WatchManager.prototype as unknown as Manager;
+  const handleResponse = manager.handleResponse;
+  manager.handleResponse = function (this: Manager, res: IWatchResponse): void {
+    if (!this.watchers.some((w) => w.id === res.watch_id)) return;
+    handleResponse.call(this, res);
+  };
+}
+dropStrayWatchResponses();
 
 /** The store over etcd. See the file header for its invariants. */
 export class EtcdStore extends BaseStore {

@@ -118,3 +118,21 @@ describe('WatchDelivery', () => {
     expect(got.length).toBe(DELIVERY_CHUNK * 2);
   });
 });
+
+describe("etcd3's watch manager, as EtcdStore leaves it", () => {
+  // etcd3 1.1.2 threw here, inside gRPC's delivery: an unhandled rejection, which ends a process.
+  it('drops a response for a watch id no watcher holds, and still delivers the others', async () => {
+    await import('../../../src/store/etcd.js');
+    const { WatchManager } = await import('etcd3/lib/watch.js');
+    const got: unknown[] = [];
+    const watcher = { id: '3', emit: (event: string, res: unknown) => got.push([event, res]) };
+    const manager = Object.assign(Object.create(WatchManager.prototype) as object, {
+      watchers: [watcher], initialBackoff: { next: () => null },
+    }) as { handleResponse(res: unknown): void };
+    expect(() => manager.handleResponse({ watch_id: '7', canceled: false, events: [] })).not.toThrow();
+    expect(got).toEqual([]);
+    const res = { watch_id: '3', canceled: false, events: [] };
+    manager.handleResponse(res);
+    expect(got).toEqual([['data', res]]);
+  });
+});
