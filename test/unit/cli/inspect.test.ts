@@ -146,8 +146,14 @@ describe('splitfleet inspect on a running job', () => {
   });
 
   test('--watch --json refreshes until interrupted', async () => {
-    // Interrupted once two reports are out (progress commits every second), however slowly it started.
-    const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'inspected', '--watch', '--json'], {}, (out) => out.split('\n').length > 2);
+    // Interrupted once a report shows a later revision than the first, however slowly it started: the
+    // second report may follow an event the first already included (the watch starts before the first
+    // read), and on a loaded machine the next progress commit can be seconds away.
+    const later = (out: string): boolean => {
+      const revisions = out.split('\n').slice(0, -1).map((l) => (JSON.parse(l) as JobReport).revision);
+      return revisions.length >= 2 && revisions.at(-1)! > revisions[0]!;
+    };
+    const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'inspected', '--watch', '--json'], {}, later);
     expect(r.code).toBe(0);
     const reports = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as JobReport);
     expect(reports.length).toBeGreaterThanOrEqual(2); // progress commits every second
