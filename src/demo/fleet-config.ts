@@ -45,7 +45,7 @@ export interface FleetProcessConfig extends SyntheticMember {
 /**
  * One line of a member's stdout. Known `ev` values: started, leading,
  * not-leading, claimed {id, epoch, progress}, unit {id, unit, epoch},
- * drained {id, progress}, declined {id, progress}, completed {id, units},
+ * drained {id, epoch, progress}, declined {id, epoch, progress}, completed {id, units},
  * failed {id}, stats {…}, verdict {verdict}, fatal {code, message}, stopped.
  * A line that is not JSON is kept as {ev: 'raw', line}.
  */

@@ -112,7 +112,7 @@ export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
       if (split.drainSignal.aborted) {
         const behaviour = options.drain ?? 'cooperate';
         if (behaviour === 'decline') {
-          options.onEvent?.({ ev: 'declined', id: split.id, progress: committed });
+          options.onEvent?.({ ev: 'declined', id: split.id, epoch: split.epoch, progress: committed });
           split.decline();
           return;
         }
@@ -122,7 +122,7 @@ export function pacedHandler(options: PacedHandlerOptions): SplitHandler {
           if (behaviour === 'slow') await sleep(options.slowDrainMs ?? 0, split.signal, options.clock);
           if (split.signal.aborted) return;
           if (done > committed) await split.commit(done);
-          options.onEvent?.({ ev: 'drained', id: split.id, progress: done });
+          options.onEvent?.({ ev: 'drained', id: split.id, epoch: split.epoch, progress: done });
           return; // returning releases the split with the final commit
         }
       }

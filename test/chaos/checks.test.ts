@@ -143,6 +143,27 @@ describe('chaos auditor checks', () => {
     expect(r.violations.map((v) => v.check)).toContain('cooperative-replayed');
   });
 
+  test("a drain by an earlier tenancy does not make a later store-failure release cooperative", () => {
+    // a drains at 10 (epoch 1), reclaims at 10 (epoch 2), processes to 13, and releases on a store
+    // failure with 10 still committed; a's epoch 3 resumes at 10: a forced move, replay within bound.
+    const h = new History();
+    h.write(['spec', 's', { descriptor: { units: 20 } }], ['split', 's', split(0, '')]);
+    h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+    h.write(['split', 's', split(1, '')], ['progress', 's', prog(1, 10)], ['lease', 's', 'delete']);
+    h.write(['split', 's', split(2, 'a')], ['lease', 's', lease('a', 2)]);
+    h.write(['split', 's', split(2, '')], ['lease', 's', 'delete']);
+    h.write(['split', 's', split(3, 'a')], ['lease', 's', lease('a', 3)]);
+    h.write(['split', 's', split(3, '', 'completed')], ['progress', 's', prog(3, 20)], ['lease', 's', 'delete']);
+    const ledger: Ledger = {
+      units: [...units('a', 1, 1, 10), ...units('a', 2, 11, 13), ...units('a', 3, 11, 20)],
+      events: [{ instance: 'a', ev: 'drained', id: 's', epoch: 1, progress: 10 }],
+    };
+    const r = audit(h.events, ledger, { commitEvery: 5 });
+    expect(r.transitions.find((t) => t.epoch === 2)?.kind).toBe('cooperative');
+    expect(r.transitions.find((t) => t.epoch === 3)?.kind).not.toBe('cooperative');
+    expect(r.violations.map((v) => v.check)).not.toContain('cooperative-replayed');
+  });
+
   test('a split that never completes', () => {
     const { h, ledger } = cleanRun();
     h.events.splice(h.events.length - 3, 3);

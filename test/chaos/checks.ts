@@ -269,19 +269,27 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       v('claimed-event-mismatch', e.id, t ? [t.rev] : [], `${e.instance} reported claiming ${e.id} epoch ${e.epoch} at progress ${e.progress}; the store shows ${t ? `${t.owner} at ${t.resumeAt}` : 'no such claim'}`);
     }
   }
-  const drained = new Set(ledger.events.filter((e) => e.ev === 'drained').map((e) => `${e.instance}|${e.id}|${e.progress ?? 0}`));
-  const declined = new Set(ledger.events.filter((e) => e.ev === 'declined').map((e) => `${e.instance}|${e.id}|${e.progress ?? 0}`));
+  // A hand-over by tenancy e: keyed by its epoch when the event names one. Without the epoch, an
+  // earlier tenancy's drain at the same progress by the same instance made a later store-failure
+  // release look cooperative (seen in CI: proxy-cut-delay, seed 20261135).
+  const handover = (ev: string) => new Set(ledger.events.filter((e) => e.ev === ev)
+    .map((e) => `${e.instance}|${e.id}|${e.epoch ?? '?'}|${e.progress ?? 0}`));
+  const drainedSet = handover('drained');
+  const declinedSet = handover('declined');
+  const handedOverBy = (set: Set<string>, owner: string, id: string, epoch: number | undefined, at: number) =>
+    set.has(`${owner}|${id}|${epoch ?? '?'}|${at}`) || set.has(`${owner}|${id}|?|${at}`);
   const transitions: Transition[] = [];
   for (const [id, byEpoch] of claims) {
     const epochs = [...byEpoch.keys()].sort((a, b) => a - b);
     const maxes = maxByEpoch.get(id) ?? new Map<number, number>();
-    for (const epoch of epochs) {
+    for (const [i, epoch] of epochs.entries()) {
       const t = byEpoch.get(epoch)!;
+      const before = i > 0 ? epochs[i - 1] : undefined;
       let prior = 0;
       for (const [e, m] of maxes) if (e < epoch) prior = Math.max(prior, m);
       t.replay = Math.max(0, prior - t.resumeAt);
-      if (t.kind === 'forced' && drained.has(`${t.previousOwner}|${id}|${t.resumeAt}`)) t.kind = 'cooperative';
-      else if (t.kind === 'forced' && declined.has(`${t.previousOwner}|${id}|${t.resumeAt}`)) t.kind = 'declined';
+      if (t.kind === 'forced' && handedOverBy(drainedSet, t.previousOwner, id, before, t.resumeAt)) t.kind = 'cooperative';
+      else if (t.kind === 'forced' && handedOverBy(declinedSet, t.previousOwner, id, before, t.resumeAt)) t.kind = 'declined';
       // A cooperative drain hands over everything its tenancy processed; older tenancies' tails may still replay.
       const handedOver = maxes.get(epoch - 1) ?? 0;
       if (t.kind === 'cooperative' && handedOver > t.resumeAt) {
