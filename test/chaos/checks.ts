@@ -291,7 +291,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       if (t.kind === 'forced' && handedOverBy(drainedSet, t.previousOwner, id, before, t.resumeAt)) t.kind = 'cooperative';
       else if (t.kind === 'forced' && handedOverBy(declinedSet, t.previousOwner, id, before, t.resumeAt)) t.kind = 'declined';
       // A cooperative drain hands over everything its tenancy processed; older tenancies' tails may still replay.
-      const handedOver = maxes.get(epoch - 1) ?? 0;
+      const handedOver = before === undefined ? 0 : (maxes.get(before) ?? 0);
       if (t.kind === 'cooperative' && handedOver > t.resumeAt) {
         v('cooperative-replayed', id, [t.rev], `epoch ${epoch} (${t.owner}) followed a cooperative drain by ${t.previousOwner} at ${t.resumeAt}, but that tenancy had processed up to unit ${handedOver}`);
       }
