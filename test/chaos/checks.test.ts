@@ -164,6 +164,46 @@ describe('chaos auditor checks', () => {
     expect(r.violations.map((v) => v.check)).not.toContain('cooperative-replayed');
   });
 
+  test('delivery attempts: a takeover consumes one, a store-failure release none, a failure report one the handler made', () => {
+    // cleanRun's takeover moved attempts 0 → 1: counted, no violation.
+    expect(checks(cleanRun().h, cleanRun().ledger)).not.toContain('attempts-miscounted');
+    // The same takeover, had the claim not counted it.
+    const { h: h1, ledger: l1 } = cleanRun();
+    for (const e of h1.events) if (e.kind === 'split' && e.rec && e.rec.epoch === 2) e.rec = { ...e.rec, attempts: 0 };
+    expect(checks(h1, l1)).toContain('attempts-miscounted');
+    // a releases on a store failure and the release consumes an attempt; b's claim after it, another.
+    const burned = (attempts: [number, number], events: Ledger['events']) => {
+      const h = new History();
+      h.write(['spec', 's', { descriptor: { units: 10 } }], ['split', 's', split(0, '')]);
+      h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+      h.write(['split', 's', split(1, '', 'runnable', attempts[0])], ['progress', 's', prog(1, 5)], ['lease', 's', 'delete']);
+      h.write(['split', 's', split(2, 'b', 'runnable', attempts[1])], ['lease', 's', lease('b', 2)]);
+      h.write(['split', 's', split(2, '', 'completed', attempts[1])], ['progress', 's', prog(2, 10)], ['lease', 's', 'delete']);
+      return checks(h, { units: [...units('a', 1, 1, 5), ...units('b', 2, 6, 10)], events });
+    };
+    expect(burned([0, 0], [])).toEqual([]);
+    expect(burned([1, 1], [])).toContain('attempt-burned');
+    expect(burned([0, 1], [])).toContain('attempts-miscounted');
+    // The same release with the handler's failure report in the ledger: a failure, counted once.
+    expect(burned([1, 1], [{ instance: 'a', ev: 'failed', id: 's', attempts: 1 }])).toEqual([]);
+  });
+
+  test("quarantine takes the attempt that reaches the cap: of an expired owner's split, not of a released one", () => {
+    const run = (released: boolean, attempts: number) => {
+      const h = new History();
+      h.write(['spec', 's', { descriptor: { units: 10 } }], ['split', 's', split(0, '', 'runnable', 3)]);
+      h.write(['split', 's', split(1, 'a', 'runnable', 3)], ['lease', 's', lease('a', 1)]);
+      if (released) h.write(['split', 's', split(1, '', 'runnable', 3)], ['lease', 's', 'delete']);
+      else h.write(['lease', 's', 'delete']); // a's lease expires
+      h.write(['split', 's', split(1, released ? '' : 'a', 'quarantined', attempts)]);
+      // Only the attempt checks: nothing was processed, so the unit checks fire too.
+      return audit(h.events, { units: [], events: [] }, { commitEvery: 5, expectComplete: false }).violations.map((v) => v.check).filter((c) => c.startsWith('attempt'));
+    };
+    expect(run(false, 4)).toEqual([]);
+    expect(run(false, 3)).toContain('attempts-miscounted');
+    expect(run(true, 4)).toContain('attempt-burned');
+  });
+
   test('a split that never completes', () => {
     const { h, ledger } = cleanRun();
     h.events.splice(h.events.length - 3, 3);

@@ -129,6 +129,9 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   const claims = new Map<string, Map<number, Transition>>();
   const ends = new Map<string, { how: 'released' | 'failed'; owner: string; progress: number; rev: number }>();
   let leaderTerms = 0;
+  // Failure reports the handlers made (instance|split|attempts after it): the only releases that may consume an attempt.
+  const failureReports = new Set(ledger.events.filter((e) => e.ev === 'failed').map((e) => `${e.instance}|${e.id}|${Number(e.attempts)}`));
+  const attemptsOf = (r: Rec | undefined): number => Number(r?.attempts ?? 0);
 
   for (let i = 0; i < history.length;) {
     const rev = history[i]!.rev;
@@ -196,6 +199,11 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           if (bs.epoch === 0) kind = 'create';
           else if (bs.owner !== '') kind = bl && bl.rec.owner === as.owner ? 'reclaim' : 'takeover';
           else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
+          // substrate.md: a claim of an expired or own lease consumes one delivery attempt; every other claim none.
+          const consumes = kind === 'takeover' || kind === 'reclaim' ? 1 : 0;
+          if (attemptsOf(as) - attemptsOf(bs) !== consumes) {
+            v('attempts-miscounted', id, revs, `split.${id} epoch ${as.epoch} (${kind}) moved attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; such a claim consumes ${consumes}`);
+          }
           const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bp), replay: 0 };
           if (!claims.has(id)) claims.set(id, new Map());
           claims.get(id)!.set(as.epoch, t);
@@ -204,6 +212,13 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
             // An owner change without a claim: splitFence, below.
           } else if (as.status === 'quarantined') {
             if (bs.owner !== '' && bl && !leaseDeleted) v('quarantined-while-leased', id, revs, `split.${id} quarantined with lease.${id} of ${bl.rec.owner} live`);
+            if (attemptsOf(as) - attemptsOf(bs) !== 1) {
+              v('attempts-miscounted', id, revs, `split.${id} quarantined moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; quarantine takes the one attempt that reaches the cap`);
+            } else if (bs.owner === '') {
+              v('attempt-burned', id, revs, `split.${id} was released and then quarantined: a claim after a release consumes no attempt`);
+            } else if (bl && !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`)) {
+              v('attempt-burned', id, revs, `split.${id} quarantined by its owner ${bs.owner} without a failure report from its handler`);
+            }
           } else if (bs.owner === '') {
             v('write-to-unowned', id, revs, `split.${id} had no owner and was written: ${JSON.stringify(as)}`);
           } else {
@@ -216,7 +231,11 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
             if (as.owner === '') {
               if (!leaseDeleted) v('lease-kept-after-release', id, revs, `split.${id} released by ${bs.owner} but lease.${id} was not deleted in the same revision`);
               if (as.status === 'runnable') {
-                ends.set(id, { how: as.attempts > bs.attempts ? 'failed' : 'released', owner: bs.owner, progress: progressOf(ap), rev });
+                const failed = attemptsOf(as) > attemptsOf(bs);
+                if (failed && (attemptsOf(as) - attemptsOf(bs) !== 1 || !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`))) {
+                  v('attempt-burned', id, revs, `split.${id} released by ${bs.owner} moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)} without a failure report from its handler (a store failure or a drain must not consume an attempt)`);
+                }
+                ends.set(id, { how: failed ? 'failed' : 'released', owner: bs.owner, progress: progressOf(ap), rev });
               }
             }
           }

@@ -67,9 +67,10 @@ export function baseSettings(seed: number, over: Partial<ChaosSettings> = {}, kn
     ...over,
     knobs: {
       leaseDurationMs: 2000, opTimeoutMs: 750, rebalanceDelayMs: 1000, drainDeadlineMs: 1500, reconcileIntervalMs: 2000,
-      // Takeovers of a killed owner's splits consume delivery attempts (substrate.md); a kill schedule
-      // this dense must not quarantine (quarantine is tested elsewhere). Store-fault scenarios use the
-      // library default instead: a store outage must not burn attempts (see STORE_FAULT_KNOBS).
+      // Takeovers consume delivery attempts (substrate.md): of a killed owner's splits, and of a
+      // partitioned owner's once its lease expires. A schedule this dense must not quarantine
+      // (quarantine is tested elsewhere), so every scenario runs with a high cap; that a store outage
+      // burns no attempt is checked attempt by attempt instead (checks.ts: attempts-miscounted, attempt-burned).
       maxAttempts: 1000,
       ...knobs,
       ...(process.env.CHAOS_MAX_ATTEMPTS ? { maxAttempts: Number(process.env.CHAOS_MAX_ATTEMPTS) } : {}),
@@ -78,14 +79,6 @@ export function baseSettings(seed: number, over: Partial<ChaosSettings> = {}, kn
 }
 
 export const NAMES = ['w0', 'w1', 'w2', 'w3', 'w4'];
-
-/**
- * Store faults (etcd down, connections cut, a member lost) kill no worker, so
- * they run with the library's default maxAttempts (4): an outage that made
- * handlers' commits fail must not quarantine healthy splits. Soak schedules
- * (three times the outages, each a takeover) keep the high cap.
- */
-const STORE_FAULT_KNOBS: Record<string, number> = SOAK ? {} : { maxAttempts: 4 };
 
 const expectAtLeast = (what: keyof AuditFigures['transitions'] | 'leaderTerms', n: number) => (f: AuditFigures): string | undefined => {
   const got = what === 'leaderTerms' ? f.leaderTerms : f.transitions[what];
@@ -107,7 +100,7 @@ export const SCENARIOS: Scenario[] = [
     // The reference: the same fleet and job with no fault. Only cooperative moves, so nothing replays.
     name: 'baseline',
     topology: 'shared',
-    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    settings: (seed) => baseSettings(seed),
     chaos: async () => undefined,
     faultFree: true,
     expect: (f) => (f.duplicates === 0 && f.transitions.takeover === 0 && f.transitions.forced === 0 ? undefined
@@ -170,7 +163,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'etcd-sigkill',
     topology: 'private',
-    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    settings: (seed) => baseSettings(seed),
     chaos: ({ run, etcd }) => run.schedule({
       minGap: 1500, maxGap: 3000, maxFaults: scale(2), budgetMs: scale(25_000),
       step: async () => {
@@ -188,7 +181,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'proxy-cut-delay',
     topology: 'proxied',
-    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    settings: (seed) => baseSettings(seed),
     chaos: ({ run, proxies }) => run.schedule({
       minGap: 400, maxGap: 1500, maxFaults: scale(10), budgetMs: scale(25_000),
       step: async () => {
@@ -229,7 +222,7 @@ export const SCENARIOS: Scenario[] = [
     // term to another member. First the leader, then workers holding splits.
     name: 'proxy-blackhole',
     topology: 'proxied',
-    settings: (seed) => baseSettings(seed, {}, STORE_FAULT_KNOBS),
+    settings: (seed) => baseSettings(seed),
     chaos: ({ run, proxies }) => {
       let first = true;
       return run.schedule({
@@ -354,7 +347,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'cluster-member-loss',
     topology: 'cluster',
-    settings: (seed) => baseSettings(seed, {}, { leaseDurationMs: 3000, opTimeoutMs: 1000, ...STORE_FAULT_KNOBS }),
+    settings: (seed) => baseSettings(seed, {}, { leaseDurationMs: 3000, opTimeoutMs: 1000 }),
     chaos: ({ run, cluster }) => run.schedule({
       minGap: 1500, maxGap: 3000, maxFaults: scale(2), budgetMs: scale(30_000),
       step: async () => {
