@@ -43,9 +43,13 @@ describe('etcd out of space mid-job (real etcd)', () => {
     const splits = Array.from({ length: 6 }, (_, i) => ({ id: `s-${i}`, weight: 1 + i }));
     const processed = new Set<string>();
     const commitErrors: SplitfleetError[] = [];
+    // Halfway through, each split waits until etcd is full, so that commits are still to come once
+    // it is: a fill slower than the job (a loaded CI machine) once left no commit to refuse.
+    let filled = false;
     const handler = async (h: SplitHandle) => {
       let done = typeof h.progress === 'number' ? h.progress : 0;
       while (done < UNITS) {
+        while (done >= UNITS / 2 && !filled && !h.drainSignal.aborted && !h.signal.aborted) await sleep(20);
         if (h.drainSignal.aborted || h.signal.aborted) return;
         await sleep(20);
         processed.add(`${h.id}:${done + 1}`);
@@ -85,6 +89,7 @@ describe('etcd out of space mid-job (real etcd)', () => {
           else throw e;
         });
       }
+      filled = true;
       expect(full, 'etcd never refused a write').toBeDefined();
       expect(full!.retryable).toBe(true);
       expect(full!.message).toMatch(/etcd is out of space \(its NOSPACE alarm is raised\).*etcdctl compact.*etcdctl defrag.*etcdctl alarm disarm/);
