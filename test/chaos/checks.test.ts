@@ -166,7 +166,8 @@ describe('chaos auditor checks', () => {
 
   test('delivery attempts: a takeover consumes one, a store-failure release none, a failure report one the handler made', () => {
     // cleanRun's takeover moved attempts 0 → 1: counted, no violation.
-    expect(checks(cleanRun().h, cleanRun().ledger)).not.toContain('attempts-miscounted');
+    const clean = cleanRun();
+    expect(checks(clean.h, clean.ledger)).not.toContain('attempts-miscounted');
     // The same takeover, had the claim not counted it.
     const { h: h1, ledger: l1 } = cleanRun();
     for (const e of h1.events) if (e.kind === 'split' && e.rec && e.rec.epoch === 2) e.rec = { ...e.rec, attempts: 0 };

@@ -189,6 +189,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           v('bad-seed', id, [rev], `split.${id} was created as ${JSON.stringify(as)}`);
         }
       } else if (splitPut && bs && as) {
+        const consumed = attemptsOf(as) - attemptsOf(bs);
         if (bs.status !== 'runnable') v('terminal-rewritten', id, revs, `split.${id} was ${bs.status} and was written again: ${JSON.stringify(as)}`);
         if ('progress' in as) v('progress-in-split-record', id, [rev], `split.${id} carries progress (it belongs in progress.${id}): ${JSON.stringify(as)}`);
         if (as.epoch === bs.epoch + 1) {
@@ -201,7 +202,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
           // substrate.md: a claim of an expired or own lease consumes one delivery attempt; every other claim none.
           const consumes = kind === 'takeover' || kind === 'reclaim' ? 1 : 0;
-          if (attemptsOf(as) - attemptsOf(bs) !== consumes) {
+          if (consumed !== consumes) {
             v('attempts-miscounted', id, revs, `split.${id} epoch ${as.epoch} (${kind}) moved attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; such a claim consumes ${consumes}`);
           }
           const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bp), replay: 0 };
@@ -212,7 +213,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
             // An owner change without a claim: splitFence, below.
           } else if (as.status === 'quarantined') {
             if (bs.owner !== '' && bl && !leaseDeleted) v('quarantined-while-leased', id, revs, `split.${id} quarantined with lease.${id} of ${bl.rec.owner} live`);
-            if (attemptsOf(as) - attemptsOf(bs) !== 1) {
+            if (consumed !== 1) {
               v('attempts-miscounted', id, revs, `split.${id} quarantined moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; quarantine takes the one attempt that reaches the cap`);
             } else if (bs.owner === '') {
               v('attempt-burned', id, revs, `split.${id} was released and then quarantined: a claim after a release consumes no attempt`);
@@ -231,8 +232,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
             if (as.owner === '') {
               if (!leaseDeleted) v('lease-kept-after-release', id, revs, `split.${id} released by ${bs.owner} but lease.${id} was not deleted in the same revision`);
               if (as.status === 'runnable') {
-                const failed = attemptsOf(as) > attemptsOf(bs);
-                if (failed && (attemptsOf(as) - attemptsOf(bs) !== 1 || !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`))) {
+                const failed = consumed > 0;
+                if (failed && (consumed !== 1 || !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`))) {
                   v('attempt-burned', id, revs, `split.${id} released by ${bs.owner} moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)} without a failure report from its handler (a store failure or a drain must not consume an attempt)`);
                 }
                 ends.set(id, { how: failed ? 'failed' : 'released', owner: bs.owner, progress: progressOf(ap), rev });
