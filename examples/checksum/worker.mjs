@@ -68,10 +68,9 @@ async function walk(root) {
   return files.sort();
 }
 
-/** A split id for a path: ids may not contain '/' and must be at most 512 bytes. */
+/** A split id for a path: the path itself (an id is any string of up to 1,024 UTF-8 bytes, '/' included). */
 function splitId(path) {
-  const id = encodeURIComponent(path);
-  return Buffer.byteLength(id) <= 512 ? id : `sha-${createHash('sha256').update(path).digest('hex')}`;
+  return Buffer.byteLength(path) <= 1024 ? path : `sha-${createHash('sha256').update(path).digest('hex')}`;
 }
 
 // The planner runs only on the leader: one split per file, weighted by size.

@@ -7,10 +7,15 @@
  * - Every key is `<jobPrefix><kind>` (singletons) or `<jobPrefix><kind>.<id>`.
  *   Kinds contain no '.', so the first '.' after the prefix always ends the kind
  *   and an id may itself contain dots.
- * - Ids never contain '/', so no key of one job is mistaken for a key of a
- *   nested prefix (`<root>/<job>/x/...` parses as `unknown`).
- * - `parseKey` is total: anything that is not exactly a key of this layout,
- *   with a valid id, is `{ kind: 'unknown' }`, never an exception.
+ * - An id is any well-formed Unicode string of 1 to 1,024 UTF-8 bytes (an
+ *   object-store key is an id as it is). In a key it is encoded (`encodeId`):
+ *   '%', '/' and control characters become %XX of their UTF-8 bytes, so an
+ *   encoded id never contains '/' and no key of one job is mistaken for a key
+ *   of a nested prefix (`<root>/<job>/x/...` parses as `unknown`). Ids without
+ *   those characters are their own encoding.
+ * - `parseKey` is total and canonical: anything that is not exactly a key of
+ *   this layout, with an id in its one encoding, is `{ kind: 'unknown' }`,
+ *   never an exception. It returns the raw (decoded) id.
  *
  * Pure: no I/O. Builders throw SplitfleetError('INVALID_INPUT') on a bad id,
  * because a bad id is a caller's bug, never a store condition.
@@ -61,8 +66,8 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
 
 const ID_KIND: ReadonlyMap<string, KeyIdKind> = new Map(KEY_LAYOUT.map((r) => [r.kind, r.idKind]));
 
-/** Largest id, in UTF-8 bytes. Keeps keys far below etcd's request limit. */
-export const MAX_ID_BYTES = 512;
+/** Largest id, in UTF-8 bytes: S3's key limit, so any object key is an id. An encoded id is at most 3× that. */
+export const MAX_ID_BYTES = 1024;
 
 /** UTF-8 length of a well-formed string, without allocating. */
 export function utf8ByteLength(s: string): number {
@@ -79,24 +84,21 @@ export function utf8ByteLength(s: string): number {
   return n;
 }
 
-// \p{Cc}: C0 controls, DEL and C1 controls.
-const CONTROL = /\p{Cc}/u;
 // A lone surrogate has no UTF-8 encoding: etcd would receive U+FFFD, and two
 // different ids could then name the same key.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * The rule an id breaks, or undefined when it is valid. Split ids and instance
- * ids share one rule: non-empty, at most {@link MAX_ID_BYTES} UTF-8 bytes, no
- * control characters, no '/', and well-formed Unicode (no lone surrogates).
+ * ids share one rule: a well-formed Unicode string (no lone surrogates) of 1 to
+ * {@link MAX_ID_BYTES} UTF-8 bytes. Anything else goes: '/', '%', spaces and
+ * control characters are encoded in keys (`encodeId`).
  */
 export function idProblem(id: unknown): string | undefined {
   if (typeof id !== 'string') return `must be a string (got ${typeof id})`;
   if (id.length === 0) return 'must not be empty';
   const bytes = utf8ByteLength(id);
   if (bytes > MAX_ID_BYTES) return `must be at most ${MAX_ID_BYTES} UTF-8 bytes (got ${bytes})`;
-  if (CONTROL.test(id)) return 'must not contain control characters';
-  if (id.includes('/')) return "must not contain '/'";
   if (LONE_SURROGATE.test(id)) return 'must be well-formed Unicode (no lone surrogates)';
   return undefined;
 }
@@ -104,6 +106,39 @@ export function idProblem(id: unknown): string | undefined {
 /** True when `id` is a valid split id / instance id (see {@link idProblem}). */
 export function isValidId(id: unknown): id is string {
   return idProblem(id) === undefined;
+}
+
+// What an id's key form escapes: the escape itself, the segment separator, and
+// control characters (\p{Cc}: C0, DEL, C1), which tools would print raw.
+const ESCAPED = /[%/\p{Cc}]/gu;
+const HAS_ESCAPE = /%/;
+
+/**
+ * An id as it appears in a key: '%', '/' and control characters as %XX of
+ * their UTF-8 bytes (uppercase hex), everything else as it is. Reversible
+ * (`decodeId`), and the identity on ids without those characters, so their
+ * keys are what they were before ids could hold them.
+ */
+export function encodeId(id: string): string {
+  return id.replace(ESCAPED, encodeURIComponent);
+}
+
+/**
+ * The id a key's id part encodes, or undefined when it is not the one
+ * encoding of a valid id (a raw '/' or control character, lowercase or
+ * superfluous escapes, escaped bytes that are not UTF-8, an invalid id).
+ */
+export function decodeId(encoded: string): string | undefined {
+  let id = encoded;
+  if (HAS_ESCAPE.test(encoded)) {
+    try {
+      id = decodeURIComponent(encoded);
+    } catch {
+      return undefined; // a stray '%' or bytes that are not UTF-8 (lone surrogates included)
+    }
+  }
+  if (encodeId(id) !== encoded) return undefined;
+  return isValidId(id) ? id : undefined;
 }
 
 function checkId(what: 'split id' | 'instance id', id: string): string {
@@ -144,32 +179,32 @@ export function controlKey(prefix: string): string {
 
 /** `<prefix>worker.{instance}`: a worker's presence key. */
 export function workerKey(prefix: string, instance: string): string {
-  return `${prefix}worker.${checkId('instance id', instance)}`;
+  return `${prefix}worker.${encodeId(checkId('instance id', instance))}`;
 }
 
 /** `<prefix>spec.{id}`: a split's immutable spec. */
 export function specKey(prefix: string, id: string): string {
-  return `${prefix}spec.${checkId('split id', id)}`;
+  return `${prefix}spec.${encodeId(checkId('split id', id))}`;
 }
 
 /** `<prefix>split.{id}`: a split's durable ownership record (the fence): epoch, status, owner, attempts. */
 export function splitKey(prefix: string, id: string): string {
-  return `${prefix}split.${checkId('split id', id)}`;
+  return `${prefix}split.${encodeId(checkId('split id', id))}`;
 }
 
 /** `<prefix>lease.{id}`: a split's ephemeral ownership key. */
 export function leaseKey(prefix: string, id: string): string {
-  return `${prefix}lease.${checkId('split id', id)}`;
+  return `${prefix}lease.${encodeId(checkId('split id', id))}`;
 }
 
 /** `<prefix>assign.{instance}`: an instance's published assignment. */
 export function assignKey(prefix: string, instance: string): string {
-  return `${prefix}assign.${checkId('instance id', instance)}`;
+  return `${prefix}assign.${encodeId(checkId('instance id', instance))}`;
 }
 
 /** `<prefix>progress.{id}`: a split's committed progress, written in the owner's fenced transaction. */
 export function progressKey(prefix: string, id: string): string {
-  return `${prefix}progress.${checkId('split id', id)}`;
+  return `${prefix}progress.${encodeId(checkId('split id', id))}`;
 }
 
 /** The prefix under which every key of one kind lives, for ranged reads and watches. */
@@ -187,9 +222,10 @@ export type ParsedKey =
   | { kind: 'unknown' };
 
 /**
- * What a key under `prefix` names. Total: anything else (another prefix, an
- * unknown kind, a singleton with a suffix, a keyed kind with an invalid id) is
- * `{ kind: 'unknown' }`; the caller decides whether that is worth a warning.
+ * What a key under `prefix` names, with the raw (decoded) id. Total: anything
+ * else (another prefix, an unknown kind, a singleton with a suffix, a keyed
+ * kind whose id part is not the one encoding of a valid id, a nested job's
+ * key) is `{ kind: 'unknown' }`; the caller decides whether that is worth a warning.
  */
 export function parseKey(prefix: string, key: string): ParsedKey {
   if (!key.startsWith(prefix)) return { kind: 'unknown' };
@@ -202,7 +238,7 @@ export function parseKey(prefix: string, key: string): ParsedKey {
     return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' } : { kind: 'unknown' };
   }
   if (dot < 0) return { kind: 'unknown' };
-  const id = rest.slice(dot + 1);
-  if (!isValidId(id)) return { kind: 'unknown' };
+  const id = decodeId(rest.slice(dot + 1));
+  if (id === undefined) return { kind: 'unknown' };
   return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'progress' | 'lease', id };
 }

@@ -22,7 +22,7 @@
 import { z } from 'zod';
 import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
-import { idProblem, utf8ByteLength, type KeyKind } from './keys.js';
+import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
 
 /**
  * The schema's major version (`v`), which this build writes and the only one
@@ -201,11 +201,14 @@ function describeIssues(error: z.ZodError): string {
   }).join('; ');
 }
 
-/** The kind and id a key names, by its last segment (ids contain no '/'). */
-function keyTail(key: string): { kind: string; id: string | undefined } {
+/**
+ * The kind and raw id a key names, by its last segment (an encoded id contains
+ * no '/'); id null when the key's id part is not the one encoding of an id.
+ */
+function keyTail(key: string): { kind: string; id: string | null | undefined } {
   const tail = key.slice(key.lastIndexOf('/') + 1);
   const dot = tail.indexOf('.');
-  return dot < 0 ? { kind: tail, id: undefined } : { kind: tail.slice(0, dot), id: tail.slice(dot + 1) };
+  return dot < 0 ? { kind: tail, id: undefined } : { kind: tail.slice(0, dot), id: decodeId(tail.slice(dot + 1)) ?? null };
 }
 
 // ---- encoding --------------------------------------------------------------
@@ -330,6 +333,7 @@ export function decodeRecord<K extends RecordKind>(
   if (tail.kind !== kind || (KEY_ID_FIELD[kind] === undefined) !== (tail.id === undefined)) {
     throw invalid(key, kind, `the key is not a ${kind} key`);
   }
+  if (tail.id === null) throw invalid(key, kind, 'the key\'s id is not encoded as keys encode ids (docs/keys.md)');
   let text: string;
   try {
     text = typeof raw === 'string' ? raw : UTF8.decode(raw);

@@ -208,7 +208,8 @@ export function refusalSuite(backend: string, fixture: () => SubstrateFixture): 
       { name: 'duplicate ids', splits: () => [{ id: 'a', weight: 1 }, { id: 'b', weight: 1 }, { id: 'a', weight: 2 }], code: 'PLANNER_FAILURE', says: ['[2].id', '"a" appears twice'] },
       { name: 'a fractional weight', splits: () => [{ id: 'a', weight: 1.5 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got 1.5'] },
       { name: 'a negative weight', splits: () => [{ id: 'a', weight: -1 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got -1'] },
-      { name: 'an id with a slash', splits: () => [{ id: 'a/b', weight: 1 }], code: 'PLANNER_FAILURE', says: ['[0].id', "must not contain '/'"] },
+      { name: 'an id over 1,024 UTF-8 bytes', splits: () => [{ id: 'ok/a b', weight: 1 }, { id: 'x'.repeat(1025), weight: 1 }], code: 'PLANNER_FAILURE', says: ['[1].id', 'at most 1024 UTF-8 bytes (got 1025)'] },
+      { name: 'an id with a lone surrogate', splits: () => [{ id: 'a\uD800', weight: 1 }], code: 'PLANNER_FAILURE', says: ['[0].id', 'no lone surrogates'] },
       { name: 'a descriptor over 1.5 MiB', splits: () => [{ id: 'ok', weight: 1 }, { id: 'huge', weight: 1, descriptor: { blob: 'x'.repeat(1.6 * 1024 * 1024) } }], code: 'RECORD_TOO_LARGE', says: ['spec record of split "huge"', 'over the limit'] },
     ];
     for (const c of planners) {

@@ -185,7 +185,7 @@ describe('record codecs', () => {
         [{ epoch: '2' }, /epoch: must be an integer .* \(got "2"\)/],
         [{ status: 'done' }, /status: must be 'runnable', 'completed' or 'quarantined' \(got "done"\)/],
         [{ attempts: undefined }, /attempts: must be an integer .*\(got nothing\)/],
-        [{ owner: 'a/b' }, /owner: must be '' \(no owner\) or an instance id/],
+        [{ owner: 'a\uD800' }, /owner: must be '' \(no owner\) or an instance id: must be well-formed/],
         [{ status: 'completed' }, /owner: must be empty unless status is runnable and epoch ≥ 1/],
         [{ epoch: 0 }, /owner: must be empty unless/],
         [{ fp: 'XYZ' }, /fp: must be 16 lowercase hex characters/],
