@@ -17,6 +17,7 @@ import {
   EtcdStore, isSplitfleetError, jobPrefix, jobReport, readJobRecords, renderReport, resolveConfig, serveDashboard, SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
+import { printableJson } from '../inspect/printable.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
 
 export interface InspectOptions extends EtcdCliOptions {
@@ -89,7 +90,7 @@ export async function inspect(options: InspectOptions): Promise<void> {
     if (!report.exists) {
       throw new Error(`no job ${JSON.stringify(options.job)} under ${root}/: nothing is stored at ${report.prefix} (check --job and --root)`);
     }
-    process.stdout.write(options.json ? `${JSON.stringify(report)}\n` : renderReport(report, { color: useColor() }));
+    process.stdout.write(options.json ? `${printableJson(report)}\n` : renderReport(report, { color: useColor() }));
   } finally {
     await store.close();
   }
@@ -167,7 +168,7 @@ async function watch(store: Store, root: string, options: InspectOptions): Promi
         dirty = false;
         const report = await readReport(store, root, options.job);
         if (options.json) {
-          process.stdout.write(`${JSON.stringify(report)}\n`);
+          process.stdout.write(`${printableJson(report)}\n`);
         } else {
           const text = renderReport(report, { color: useColor() });
           const footer = `watching ${prefix} · updated ${new Date().toLocaleTimeString()} · Ctrl-C to stop\n`;

@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { isSplitfleetError } from '../index.js';
+import { printable } from '../inspect/printable.js';
 import { registerDemo } from './demo.js';
 import { registerInspect } from './inspect.js';
 import { registerOperate } from './operate.js';
@@ -29,9 +30,12 @@ function version(): string {
   }
 }
 
-/** One line: newlines escaped, so a message can never spill onto a second line. */
+/**
+ * One line: newlines and every other control escaped (a message may quote store text, decision
+ * 0030), so a message can never spill onto a second line or act on the terminal.
+ */
 function oneLine(text: string): string {
-  return text.trim().replace(/\r?\n\(/g, ' (').replace(/\r?\n/g, '\\n');
+  return printable(text.trim().replace(/\r?\n\(/g, ' ('));
 }
 
 /** Commander's own errors ("error: unknown option '--x'") as `splitfleet <command>: ...`. */

@@ -10,6 +10,7 @@ import {
   deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
+import { printable, printableJson } from '../inspect/printable.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
 
 interface Common extends EtcdCliOptions {
@@ -34,8 +35,9 @@ async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Prom
   }
 }
 
+/** Prints `lines` (their store text made printable here, decision 0030), or `json`. */
 function print(options: Common, json: unknown, lines: string[]): void {
-  process.stdout.write(options.json ? `${JSON.stringify(json)}\n` : `${lines.join('\n')}\n`);
+  process.stdout.write(options.json ? `${printableJson(json)}\n` : `${lines.map(printable).join('\n')}\n`);
 }
 
 function controlLines(job: string, r: ControlResult, did: string, undid: string): string[] {
@@ -120,6 +122,8 @@ function jobTable(jobs: JobSummary[]): string[] {
       j.leader ?? '-',
     ]);
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  // Widths of the cells as print() will show them (escaped); a cell is padded raw by what its escape lacks.
+  const shown = (c: string) => printable(c).length;
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => shown(r[i]!))));
+  return rows.map((r) => r.map((c, i) => c + ' '.repeat(widths[i]! - shown(c))).join('  ').replace(/ +$/, ''));
 }

@@ -21,6 +21,7 @@
 import type {
   AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitRecord, WorkerRecord,
 } from '../protocol/records.js';
+import { printableDeep } from './printable.js';
 import type { JobRecords } from './report.js';
 
 /** One thing the dashboard's event log says happened, derived from one record's change. */
@@ -146,8 +147,12 @@ export class ChangeTracker {
   }
 }
 
-/** One line of text for an event, as the dashboard's log shows it. */
-export function describeChange(e: ChangeEvent): string {
+/**
+ * One line of text for an event, as the dashboard's log shows it. Its ids and reasons are
+ * printable (decision 0030): no control or bidi character from the store reaches the line.
+ */
+export function describeChange(event: ChangeEvent): string {
+  const e = printableDeep(event);
   switch (e.kind) {
     case 'join': return `${e.instance} joined (${e.lanes} lanes)`;
     case 'leave': return `${e.instance} left (its presence key is gone)`;

@@ -4,8 +4,11 @@
  * assigned load by weight), each instance's assignment against what it holds,
  * revocations in flight, quarantined splits and problems.
  *
- * Pure: report in, string out. Colour only when asked (ANSI SGR codes).
+ * Pure: report in, string out. Colour only when asked (ANSI SGR codes), and
+ * the only control characters in the output are those codes and newlines:
+ * every text from the store goes through `printable` first (decision 0030).
  */
+import { printable, printableDeep } from './printable.js';
 import type { JobReport, MemberReport } from './report.js';
 
 export interface RenderOptions {
@@ -40,10 +43,10 @@ function padLeft(s: string, n: number): string {
   return s.length >= n ? s : ' '.repeat(n - s.length) + s;
 }
 
-/** Lists ids, at most `max` of them, then "+N more". */
+/** Lists ids, at most `max` of them, then "+N more"; each id printable (it came from the store). */
 export function idList(ids: readonly string[], max: number): string {
   if (ids.length === 0) return '—';
-  const shown = ids.slice(0, max).join(' ');
+  const shown = ids.slice(0, max).map(printable).join(' ');
   return ids.length > max ? `${shown} +${ids.length - max} more` : shown;
 }
 
@@ -52,7 +55,11 @@ export function idList(ids: readonly string[], max: number): string {
  * printed page, section by section in the order they print, which is easier to check against
  * docs/inspect-example.txt whole than split up.
  */
-export function renderReport(report: JobReport, options: RenderOptions = {}): string {
+export function renderReport(raw: JobReport, options: RenderOptions = {}): string {
+  // Every string of the report escaped once, here, before anything is measured or printed: a field
+  // added later cannot be forgotten, and table widths are those of the text as printed. Id lists
+  // stay raw (they can be long) and are escaped as idList shows them.
+  const report = printableReport(raw);
   const color = options.color ?? false;
   const maxIds = options.maxIds ?? 8;
   const c = (code: keyof typeof SGR, s: string) => (color ? `\x1b[${SGR[code]}m${s}\x1b[0m` : s);
@@ -133,6 +140,15 @@ export function renderReport(report: JobReport, options: RenderOptions = {}): st
     if (report.problems.length > 20) out.push(`  +${report.problems.length - 20} more`);
   }
   return `${out.join('\n')}\n`;
+}
+
+/** The report with every string but the (long, sliced when shown) id lists made printable. */
+function printableReport(report: JobReport): JobReport {
+  const { members, ...rest } = report;
+  return {
+    ...printableDeep(rest),
+    members: members.map(({ assigned, held, claiming, revoking, ...m }) => ({ ...printableDeep(m), assigned, held, claiming, revoking })),
+  };
 }
 
 function memberRow(m: MemberReport): string[] {
