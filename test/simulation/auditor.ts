@@ -38,7 +38,8 @@
  * under the properties above.
  *
  * It reads records with JSON.parse, not the production codecs, so a codec
- * bug cannot hide from it. It never writes.
+ * bug cannot hide from it. It never writes. Revisions written from outside
+ * the fleet (the hostile writer's) are left out of the replay.
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
@@ -76,15 +77,27 @@ export class Auditor {
   private readonly writers = new Map<number, { proc: string; what: string }>();
   private readonly leaseProc = new Map<string, string>();
   private readonly procInstance = new Map<string, string>();
+  private readonly externals = new Set<number>();
 
   /** `clock`: the simulation's virtual clock (receive times; the run reads no wall clock). */
   constructor(store: MemoryStore, readonly prefix: string, clock: Clock) {
     this.recorder = new HistoryRecorder(store, prefix, prefix, { fromRevision: 1, clock });
   }
 
-  /** Every change to the job's keys, in revision order (the one history recorder's). */
+  /**
+   * Every change to the job's keys, in revision order (the one history
+   * recorder's), without the hostile writer's: the fleet's own writes are
+   * replayed as if a foreign value had never been there (a write over one is
+   * checked against the value the fleet last wrote).
+   */
   get changes(): readonly HistoryEvent[] {
-    return this.recorder.events;
+    const all = this.recorder.events;
+    return this.externals.size === 0 ? all : all.filter((e) => !this.externals.has(e.rev));
+  }
+
+  /** A revision written from outside the fleet (the hostile writer's, test/simulation/hostile.ts). */
+  external(revision: number): void {
+    this.externals.add(revision);
   }
 
   attribute(revision: number, proc: string, what: string): void {
@@ -387,8 +400,17 @@ export class Auditor {
     }
 
     // Bounded replay: replay.ts.
-    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), sizes, commitEvery, stats));
+    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), sizes, commitEvery, stats, this.foreignWrites()));
     return { violations: v, stats };
+  }
+
+  /** Per split id, the hostile writer's revisions on its keys. */
+  private foreignWrites(): Map<string, number> {
+    const n = new Map<string, number>();
+    for (const e of this.recorder.events) {
+      if (this.externals.has(e.rev) && e.id !== undefined) n.set(e.id, (n.get(e.id) ?? 0) + 1);
+    }
+    return n;
   }
 
   /** Final-state checks once every live coordinator reported 'complete' and leases had time to lapse. */

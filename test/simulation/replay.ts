@@ -28,11 +28,13 @@ export function replayViolations(
   sizes: ReadonlyMap<string, number>,
   commitEvery: number,
   stats: AuditStats,
+  /** Per split, revisions written from outside the fleet to its keys (each may fence its owner out). */
+  foreignWrites: ReadonlyMap<string, number> = new Map(),
 ): Violation[] {
   const v: Violation[] = [];
   const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
   for (const [id, ts] of tenancies) {
-    let causes = 0;
+    let causes = foreignWrites.get(id) ?? 0;
     for (const t of ts) {
       const done = processed.get(`${id}\u0000${t.epoch}`);
       const maxUnit = done ? Math.max(...done.keys()) : t.resume;
@@ -59,7 +61,7 @@ export function replayViolations(
     for (const n of counts.values()) dups += n - 1;
     stats.duplicates += dups;
     if (dups > commitEvery * causes) {
-      v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases)` });
+      v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases + foreign writes)` });
     }
     const size = sizes.get(id);
     for (const u of counts.keys()) {

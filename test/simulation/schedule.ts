@@ -16,10 +16,11 @@ import { prng } from '../../src/prng.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
 import { retrySplits } from '../../src/operator/retry.js';
-import { controlKey } from '../../src/protocol/keys.js';
+import { controlKey, planKey } from '../../src/protocol/keys.js';
 import type { Violation, AuditStats } from './auditor.js';
 import type { Txn } from '../../src/store/store.js';
 import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
+import { HOSTILE_KINDS, HostileWriter, MUTATIONS, type HostileKind, type Mutation } from './hostile.js';
 
 export type Fault =
   | { kind: 'crash'; target: number }
@@ -33,7 +34,12 @@ export type Fault =
   | { kind: 'delay'; target: number; latencyMs: number; durationMs: number }
   | { kind: 'slow'; target: number; latencyMs: number; durationMs: number }
   /** An operator action (`splitfleet pause` and so on), made on the store while the fleet runs. */
-  | { kind: 'operator'; action: OperatorAction; target: number };
+  | { kind: 'operator'; action: OperatorAction; target: number }
+  /**
+   * A hostile writer overwrites one record (hostile.ts), and puts it back
+   * `repairAfterMs` later (or when the faults end, when absent).
+   */
+  | { kind: 'hostile'; record: HostileKind; mutation: Mutation; target: number; repairAfterMs?: number };
 
 export type OperatorAction = 'pause' | 'resume' | 'evacuate' | 'resumeInstance' | 'retry';
 
@@ -116,6 +122,27 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   restartAtEnd: fc.boolean(),
 });
 
+const hostileFault: fc.Arbitrary<Fault> = fc.record(
+  {
+    kind: fc.constant('hostile' as const),
+    record: fc.constantFrom(...HOSTILE_KINDS),
+    mutation: fc.constantFrom(...MUTATIONS),
+    target,
+    repairAfterMs: fc.integer({ min: 0, max: 20_000 }),
+  },
+  { requiredKeys: ['kind', 'record', 'mutation', 'target'] },
+);
+
+/**
+ * Schedules with a hostile writer among the faults: about half the steps
+ * overwrite a record (every kind the fleet reads, every mutation), the rest are
+ * the usual faults. Each hostile record is put back after its delay or when
+ * the faults end; the fleet must then finish the job with every property held.
+ */
+export const hostileScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =>
+  fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFault) }), { minLength: 4, maxLength: 24 })
+    .map((steps) => ({ ...s, steps })));
+
 /**
  * Deliberately broken coordinators, to show the auditor has teeth:
  * - 'unfenced-commit': a lane's commit/release/complete drops its guards
@@ -190,6 +217,8 @@ export async function runSchedule(
     ...(options.trace ? { trace: true } : {}),
     ...(options.mutant ? { mutate: MUTANTS[options.mutant]! } : {}),
   });
+  const hostileRandom = prng(s.seed ^ 0x5eed);
+  const hostile = new HostileWriter(fleet.store, fleet.prefix, (rev) => fleet.auditor.external(rev));
   let nextId = 0;
   const newInstance = () => `w${nextId++}`;
   for (let i = 0; i < s.fleet; i++) fleet.start(newInstance());
@@ -259,13 +288,30 @@ export async function runSchedule(
       case 'operator':
         await operate(fleet, f.action, pick(running(), f.target)?.instance);
         break;
+      case 'hostile': {
+        const what = await hostile.write(f.record, f.mutation, f.target, hostileRandom);
+        if (what !== undefined) {
+          fleet.note(`hostile write: ${what}`);
+          if (f.repairAfterMs !== undefined) {
+            fleet.at(fleet.clock.now() + f.repairAfterMs, async () => {
+              const done = await hostile.repairOne();
+              if (done !== undefined) fleet.note(`hostile writer: ${done}`);
+            });
+          }
+        }
+        break;
+      }
     }
     if (fleet.events.length > before && fleet.live.some((p) => p.verdict === undefined)) faultsDuringWork++;
     await fleet.advance(0);
   }
 
-  // Faults stop; so do the operators' holds (the fleet must be able to finish).
+  // Faults stop; so do the operators' holds (the fleet must be able to finish),
+  // and every hostile record still there is put back.
   await fleet.calm();
+  await hostile.repairAll();
+  if (hostile.log.length > 0) fleet.note(`hostile writer: ${hostile.log.join('; ')}`);
+  if (hostile.wrote) await recoverFromStall(fleet);
   await release(fleet);
   if (s.restartAtEnd) for (const id of restartable()) if (fleet.live.length < MAX_FLEET) fleet.start(id);
   if (fleet.live.length === 0) fleet.start(restartable()[0] ?? newInstance());
@@ -319,6 +365,26 @@ async function operate(fleet: Fleet, action: OperatorAction, instance: string | 
   } catch (e) {
     if (!isSplitfleetError(e, 'INVALID_INPUT')) throw e;
   }
+}
+
+/**
+ * An unreadable split record parks its split, and a job whose only splits
+ * left are parked ends `stalled` (substrate.md, "Hostile records"). Once the
+ * records are put back, the operator does what docs/operations.md says:
+ * `splitfleet retry --all-quarantined` clears the verdict, and the members that
+ * stopped on it are started again. They must then complete.
+ */
+async function recoverFromStall(fleet: Fleet): Promise<void> {
+  const kv = await fleet.store.get(planKey(fleet.prefix));
+  if (!kv || (JSON.parse(kv.value) as { verdict?: string }).verdict !== 'stalled') return;
+  await operate(fleet, 'retry', undefined);
+  const stalled = fleet.procs.filter((p) => p.state === 'done' && p.verdict === 'stalled');
+  for (const p of stalled) {
+    await p.coordinator?.close();
+    p.state = 'stopped';
+  }
+  for (const instance of new Set(stalled.map((p) => p.instance))) fleet.start(instance);
+  fleet.note(`operator retry after the repair: ${stalled.length} stalled member(s) started again`);
 }
 
 /** Ends every operator hold: resume the job and every evacuated instance. */

@@ -1,0 +1,260 @@
+/**
+ * The hostile writer: someone with write access to etcd (an `etcdctl put`, a
+ * buggy tool, a newer build) who overwrites a job's records with things this
+ * build must survive, and later puts some of them back.
+ *
+ * It writes straight to the shared MemoryStore, never through a process's
+ * facade, and tells the auditor which revisions are its own: the auditor
+ * replays the fleet's history without them (as if the foreign value had never
+ * been there), so every fence and ownership check still holds the fleet's own
+ * writes to account. Repairs are compare-and-swaps on the hostile revision: a
+ * record the fleet has rewritten since (a newer minor's record it read and
+ * kept) is left alone.
+ *
+ * What it targets: records the fleet reads that carry no etcd lease (their
+ * previous value can be put back exactly), and, for the leased kinds, only
+ * keys that do not exist (a `worker`, `lease` or `assign` record for an
+ * instance that is not there). `plan` gets only a newer minor's valid record:
+ * an unreadable plan is a documented fatal (its own test, not a schedule's).
+ *
+ * Pure of the fleet: it needs the store, the prefix, a revision callback and
+ * a seeded random source.
+ */
+import type { MemoryStore } from '../../src/store/memory.js';
+import type { KeyValue } from '../../src/store/store.js';
+import { parseKey } from '../../src/protocol/keys.js';
+
+export type HostileKind = 'split' | 'spec' | 'progress' | 'assign' | 'worker' | 'lease' | 'control' | 'publish' | 'plan';
+
+export type Mutation =
+  /** Not JSON at all, or JSON of the wrong shape. */
+  | 'garbage'
+  /** An extra field nested 20,000 deep (about 40 KB): decodes as JSON, cannot be written back. */
+  | 'deep'
+  /** An extra field holding a 300 KB string. */
+  | 'huge'
+  /** Control characters and terminal escapes in a field the record has. */
+  | 'control-chars'
+  /** A known field with the wrong type. */
+  | 'wrong-type'
+  /** The same field twice in the text (JSON.parse keeps the last one silently). */
+  | 'duplicate-key'
+  /** A valid record of a newer minor: the same fields, plus ones this build does not know. */
+  | 'newer-minor'
+  /** A well-formed record for an instance that is not in the fleet. */
+  | 'dead-instance';
+
+export const HOSTILE_KINDS: readonly HostileKind[] = ['split', 'spec', 'progress', 'assign', 'worker', 'lease', 'control', 'publish', 'plan'];
+export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'control-chars', 'wrong-type', 'duplicate-key', 'newer-minor', 'dead-instance'];
+
+/** The instance no process of the fleet is ever called. */
+export const GHOST = 'ghost';
+
+interface Written {
+  key: string;
+  revision: number;
+  /** What was there before (undefined: the key did not exist). */
+  previous: string | undefined;
+  what: string;
+}
+
+/** Fields whose value is any JSON by the schema. */
+const FREE_FORM = new Set(['progress', 'descriptor', 'cursor']);
+
+const DEEP = 20_000;
+const HUGE = 300 * 1024;
+
+/** The id a key names (undefined for a key of no keyed kind). */
+const idOf = (prefix: string, key: string): string | undefined => {
+  const k = parseKey(prefix, key);
+  return 'id' in k ? k.id : undefined;
+};
+
+/** A random pick from a non-empty list. */
+const pick = <T>(xs: readonly T[], r: () => number): T => xs[Math.floor(r() * xs.length) % xs.length]!;
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Text of `rec` with `"field": <valueText>` appended as one more member. */
+function withRawField(rec: Record<string, unknown>, field: string, valueText: string): string {
+  const base = JSON.stringify(rec);
+  return `${base.slice(0, -1)}${base.length > 2 ? ',' : ''}${JSON.stringify(field)}:${valueText}}`;
+}
+
+/** The mutated text for a record that exists (`current`), or undefined when the mutation does not apply. */
+export function mutate(current: string, mutation: Mutation, r: () => number): string | undefined {
+  const rec = parseObject(current);
+  switch (mutation) {
+    case 'garbage':
+      return pick(['', 'not json', '{', '[]', 'null', '42', '"split"', '{"v":1}', '\u0000\u00ff\ufffd', '{"v":1,"fp":7}'], r);
+    case 'deep':
+      if (!rec) return undefined;
+      return withRawField(rec, 'x-deep', `${'['.repeat(DEEP)}${']'.repeat(DEEP)}`);
+    case 'huge':
+      if (!rec) return undefined;
+      return JSON.stringify({ ...rec, 'x-huge': 'y'.repeat(HUGE) });
+    case 'control-chars': {
+      if (!rec) return undefined;
+      const fields = Object.keys(rec).filter((k) => typeof rec[k] === 'string' && k !== 'v' && k !== 'fp');
+      const hostile = '\u001b]0;pwned\u0007\u001b[2K\r\nall splits completed\u0000';
+      if (fields.length === 0) return JSON.stringify({ ...rec, 'x-escape': hostile });
+      const f = pick(fields, r);
+      return JSON.stringify({ ...rec, [f]: `${String(rec[f])}${hostile}` });
+    }
+    case 'wrong-type': {
+      if (!rec) return undefined;
+      // Free-form JSON fields (progress, descriptor, cursor) accept any value: a forgery there is a valid record.
+      const fields = Object.keys(rec).filter((k) => k !== 'v' && !FREE_FORM.has(k));
+      if (fields.length === 0) return undefined;
+      const f = pick(fields, r);
+      const wrong = typeof rec[f] === 'string' ? pick([7, null, [], {}, true], r)
+        : typeof rec[f] === 'number' ? pick(['1', -1, 1.5, 2 ** 60, null, 'NaN'], r)
+          : Array.isArray(rec[f]) ? pick([{}, 'a', 3, [7, null]], r)
+            : pick(['x', 3, null], r);
+      return JSON.stringify({ ...rec, [f]: wrong });
+    }
+    case 'duplicate-key': {
+      if (!rec) return undefined;
+      const fields = Object.keys(rec).filter((k) => k !== 'v' && !FREE_FORM.has(k));
+      if (fields.length === 0) return undefined;
+      const f = pick(fields, r);
+      // The first copy is the real one; a reader that keeps the last sees the forgery.
+      return withRawField(rec, f, JSON.stringify(typeof rec[f] === 'number' ? (rec[f] as number) + 1000 : 'forged'));
+    }
+    case 'newer-minor':
+      if (!rec) return undefined;
+      return JSON.stringify({ ...rec, minor: 7, 'x-newer': { note: 'a field of minor 7', n: [1, 2, 3] } });
+    case 'dead-instance':
+      return undefined;
+  }
+}
+
+/** Records a hostile writer put into one store, and puts them back. */
+export class HostileWriter {
+  private readonly outstanding: Written[] = [];
+  /** Everything it did, for failure reports. */
+  readonly log: string[] = [];
+
+  constructor(
+    private readonly store: MemoryStore,
+    private readonly prefix: string,
+    /** Called with each revision the writer made (the auditor leaves them out of its replay). */
+    private readonly onRevision: (revision: number) => void,
+  ) {}
+
+  /** Whether any hostile record was written. */
+  get wrote(): boolean {
+    return this.log.some((l) => l.startsWith('wrote '));
+  }
+
+  get pending(): number {
+    return this.outstanding.length;
+  }
+
+  /**
+   * Writes one hostile record of `kind` (the `target`-th existing key of that
+   * kind, or a new one for `dead-instance`). Returns what it wrote, or
+   * undefined when nothing applied (no such key yet, a mutation that does not
+   * fit, a leased key).
+   */
+  async write(kind: HostileKind, mutation: Mutation, target: number, r: () => number): Promise<string | undefined> {
+    const P = this.prefix;
+    if (kind === 'plan' && mutation !== 'newer-minor') return undefined;
+    if (mutation === 'dead-instance') return this.writeForGhost(kind, target, r);
+    // Leased kinds only ever get dead-instance records (an existing one's value cannot be put back under its lease).
+    if (kind === 'worker' || kind === 'lease') return undefined;
+    const single = kind === 'control' || kind === 'publish' || kind === 'plan';
+    let kv: KeyValue | undefined;
+    if (single) kv = await this.store.get(`${P}${kind}`);
+    else {
+      const { kvs } = await this.store.listAll(`${P}${kind}.`);
+      kv = kvs.length > 0 ? kvs[target % kvs.length] : undefined;
+    }
+    if (!kv || kv.lease !== undefined) return undefined;
+    if (this.outstanding.some((w) => w.key === kv.key)) return undefined;
+    const text = mutate(kv.value, mutation, r);
+    if (text === undefined) return undefined;
+    return this.put(kv.key, kv.modRevision, kv.value, text, `${mutation} ${kv.key.slice(P.length)}`);
+  }
+
+  private async writeForGhost(kind: HostileKind, target: number, r: () => number): Promise<string | undefined> {
+    const P = this.prefix;
+    const fp = await this.fingerprintHash();
+    if (fp === undefined) return undefined;
+    let key: string;
+    let value: string;
+    switch (kind) {
+      case 'worker':
+        key = `${P}worker.${GHOST}`;
+        value = JSON.stringify({ v: 1, fp, instance: GHOST, maxInFlight: 1 + Math.floor(r() * 4), nonce: 'ghost-nonce' });
+        break;
+      case 'assign': {
+        const { kvs } = await this.store.listAll(`${P}split.`);
+        const ids = kvs.map((k) => idOf(P, k.key)).filter((id): id is string => id !== undefined).sort().slice(0, 1 + (target % 3));
+        key = `${P}assign.${GHOST}`;
+        value = JSON.stringify({ v: 1, fp, instance: GHOST, generation: 1, splits: ids });
+        break;
+      }
+      case 'lease': {
+        const { kvs } = await this.store.listAll(`${P}split.`);
+        if (kvs.length === 0) return undefined;
+        const id = idOf(P, kvs[target % kvs.length]!.key);
+        if (id === undefined) return undefined;
+        key = `${P}lease.${id}`;
+        value = JSON.stringify({ v: 1, fp, id, owner: GHOST, nonce: 'ghost-nonce', epoch: 1 });
+        break;
+      }
+      default:
+        return undefined;
+    }
+    const existing = await this.store.get(key);
+    if (existing) return undefined;
+    return this.put(key, 0, undefined, value, `dead-instance ${key.slice(P.length)}`);
+  }
+
+  /** The job's fingerprint hash, as the plan record carries it (undefined before the plan exists). */
+  private async fingerprintHash(): Promise<string | undefined> {
+    const plan = await this.store.get(`${this.prefix}plan`);
+    const rec = plan && parseObject(plan.value);
+    return typeof rec?.fp === 'string' ? rec.fp : undefined;
+  }
+
+  private async put(key: string, modRevision: number, previous: string | undefined, text: string, what: string): Promise<string | undefined> {
+    const res = modRevision === 0 ? await this.store.createIfAbsent(key, text) : await this.store.compareAndSwap(key, modRevision, text);
+    if (!res.won) return undefined;
+    this.onRevision(res.revision);
+    this.outstanding.push({ key, revision: res.revision, previous, what });
+    this.log.push(`wrote ${what} at rev ${res.revision}`);
+    return what;
+  }
+
+  /** Puts back the oldest outstanding record (if it is still the hostile one). */
+  async repairOne(): Promise<string | undefined> {
+    const w = this.outstanding.shift();
+    return w ? this.repair(w) : undefined;
+  }
+
+  /** Puts back every outstanding record. */
+  async repairAll(): Promise<void> {
+    while (this.outstanding.length > 0) await this.repairOne();
+  }
+
+  private async repair(w: Written): Promise<string> {
+    const kv = await this.store.get(w.key);
+    if (!kv || kv.modRevision !== w.revision) {
+      this.log.push(`left ${w.what}: rewritten since (${kv ? `rev ${kv.modRevision}` : 'deleted'})`);
+      return `left ${w.what}`;
+    }
+    const res = w.previous === undefined ? await this.store.deleteIf(w.key, w.revision) : await this.store.compareAndSwap(w.key, w.revision, w.previous);
+    if (res.won) this.onRevision(res.revision);
+    this.log.push(`${res.won ? "repaired" : "could not repair"} ${w.what}${res.won ? ` at rev ${res.revision}` : ''}`);
+    return `repaired ${w.what}`;
+  }
+}
