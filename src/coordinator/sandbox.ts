@@ -103,7 +103,9 @@ function moduleUrl(module: string | URL): string {
 /**
  * A SplitHandler that runs `module`'s handler export (default: its default
  * export) in worker threads. The module is imported once per thread, so
- * module-level state is per thread, not per process.
+ * module-level state is per thread, not per process. A thread keeps CPU work
+ * off the loop that renews the lease; it is not a security boundary (same
+ * process, file system, network, environment and credentials).
  * Over 80 lines on purpose (and its `runSplit` too): the pool, its readiness and the mirrored
  * handle are closures over one state; split up, every piece would take all of it as arguments.
  */
