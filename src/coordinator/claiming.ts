@@ -22,6 +22,7 @@ import type { ReconcileDecision } from '../protocol/reconcile.js';
 import type { ClaimKind } from '../protocol/claims.js';
 import { claimTxn, joinTxns, type Writer } from '../protocol/txns.js';
 import type { KeyValue, Store, Txn } from '../store/store.js';
+import type { OnUnexpected } from './background.js';
 import type { Emit } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -51,6 +52,10 @@ export interface WorkerParts {
   metrics: Metrics;
   log: Logger;
   emit: Emit;
+  /** An error that escaped a background path (background.ts). */
+  unexpected: OnUnexpected;
+  /** The jitter stream of retry loops (protocol/backoff.ts). */
+  random: () => number;
 }
 
 /** What the claimer works with; `won` opens the lane (the worker's). */
@@ -77,8 +82,14 @@ export class Claimer {
   async claimAll(decisions: readonly Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>[]): Promise<void> {
     const prepared: PreparedClaim[] = [];
     for (const d of decisions) {
-      const p = this.prepare(d);
-      if (p) prepared.push(p);
+      // One split whose claim cannot even be built (a bug, a record that cannot be written back)
+      // costs that split only: reported, and the others are still sent.
+      try {
+        const p = this.prepare(d);
+        if (p) prepared.push(p);
+      } catch (e) {
+        this.ctx.unexpected(d.kind, e);
+      }
     }
     // Nothing to send (each was lost on this very observation, or is not claimable now): no
     // reconciliation to schedule either, or an unchanged view would re-decide the same claims

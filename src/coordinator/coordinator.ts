@@ -26,12 +26,15 @@ import { SplitfleetError, isSplitfleetError, storeFailure } from '../errors.js';
 import { jobOutcome, presenceVerdict } from '../protocol/completion.js';
 import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
+import { backoffDelay, retryRandom, storeRetryPolicy } from '../protocol/backoff.js';
 import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
+import { background, UnexpectedErrors, type OnUnexpected } from './background.js';
 import { DefaultEngine } from './decide.js';
 import { Leader, type LeaderStats } from './leader.js';
 import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
+import { LeadershipHealth } from './leadership-health.js';
 import { defaultLogger, UnreadableReporter, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { resolveOptions, type CoordinatorOptions } from './options.js';
@@ -100,6 +103,14 @@ export class Coordinator {
   private stopReason: string | undefined;
   /** Sessions opened so far: every one after the first is a rejoin. */
   private sessions = 0;
+  /** Errors that escape a background path: logged, counted, in health (background.ts). */
+  private readonly unexpectedErrors: UnexpectedErrors;
+  private readonly unexpected: OnUnexpected;
+  /** Degraded while the job has no working leader for two leases (leadership-health.ts). */
+  private readonly leadership: LeadershipHealth;
+  /** This process's jitter stream for its retry loops (protocol/backoff.ts). */
+  private readonly random: () => number;
+  private rejoinAttempts = 0;
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
@@ -120,6 +131,15 @@ export class Coordinator {
     }
     this.monitor = new HealthMonitor(this.clock.now());
     this.reported = new UnreadableReporter(this.log); // once per key and problem
+    this.random = retryRandom(config.instance);
+    this.unexpectedErrors = new UnexpectedErrors({
+      log: this.log, clock: this.clock, count: (where) => this.metrics.unexpectedErrors.inc({ where }), show: (unexpected) => this.observe({ unexpected }),
+    });
+    this.unexpected = this.unexpectedErrors.report;
+    this.leadership = new LeadershipHealth({
+      clock: this.clock, leaseDurationMs: config.leaseDurationMs, show: (leaderless) => this.observe({ leaderless }),
+      seen: () => ({ leaderGeneration: this.own.leader?.rec.generation, planGeneration: this.own.plan?.rec.generation }),
+    });
     // The one decorator: every store call of every part timed, counted and bounded by opTimeoutMs on
     // the injected clock; no call site adds its own (safe with the publication fence, decision 0015).
     this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs);
@@ -190,12 +210,15 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
-    this.own.onChange((change) => {
-      if (change.kinds.has('leader') || change.kinds.has('plan')) this.leader?.onViewChange();
+    this.own.onChange((change) => background('view change', () => {
+      if (change.kinds.has('leader') || change.kinds.has('plan')) {
+        this.leader?.onViewChange();
+        this.leadership.check();
+      }
       this.worker?.schedule();
       this.checkCompletion();
       if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
-    });
+    }, this.unexpected));
     // A handler module that cannot be loaded refuses the start, rather than failing every split it is given.
     await this.sandbox?.ready().catch((e: SplitfleetError) => {
       throw new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`);
@@ -204,6 +227,7 @@ export class Coordinator {
     if (this.fatal) throw this.fatal;
     await this.untilStarted('joining the fleet', () => this.openSession());
     if (!this.stopping && !this.fatal) this.armBackstop();
+    this.leadership.check();
     this.checkCompletion();
   }
 
@@ -228,6 +252,7 @@ export class Coordinator {
     const rejoined = this.sessions++ > 0;
     this.worker = new Worker({
       store: this.store, config: this.config, clock: this.clock, view: this.own, session, handler: this.handler, metrics: this.metrics, log: this.log,
+      unexpected: this.unexpected, random: this.random,
       hooks: {
         emit: this.events.emit,
         // Start-up ends with the first reconciliation on the first session: only then does this instance act on its assignment.
@@ -240,7 +265,7 @@ export class Coordinator {
       store: this.store, config: this.config, clock: this.clock, view: this.own, session, planner: this.options.planner,
       onUnreadable: (key, e) => this.unreadable(key, e),
       assigner: this.options.assigner, decide: (pool) => this.engine.decide(pool), metrics: this.metrics, log: this.log,
-      onFatal: (e) => this.fail(e), emit: this.events.emit,
+      onFatal: (e) => this.fail(e), emit: this.events.emit, unexpected: this.unexpected, random: this.random,
     });
     session.onRenewal((error) => {
       if (this.session !== session) return;
@@ -254,10 +279,12 @@ export class Coordinator {
       this.events.emit('session-lost', { reason: end.reason });
       this.observe({ sessionLost: end.reason, rejoinError: undefined, renewalFailures: 0, lastRenewalError: undefined });
       this.worker?.loseAll(end.reason);
-      void this.leader?.stop('session lost');
+      const leader = this.leader;
+      background('resign', () => leader?.stop('session lost'), this.unexpected);
       if (!this.stopping && !this.fatal) this.rejoin(session.leaseId);
     });
     if (rejoined) {
+      this.rejoinAttempts = 0;
       this.events.emit('session-rejoined', {});
       this.observe({ sessionLost: undefined, rejoinError: undefined });
     }
@@ -272,12 +299,12 @@ export class Coordinator {
    * otherwise look like a live duplicate of this instance; its lanes are
    * already dropped, so revoking only frees their splits sooner. A store
    * outage is what usually ends a session, so a retryable failure is retried
-   * (every leaseDuration / 6, at most 1 s) rather than ending the process;
+   * (jittered backoff up to leaseDuration / 6, at most 1 s) rather than ending the process;
    * LEASE_LOST here means the new lease lapsed before its presence key was
    * written, and a fresh grant fixes it. Anything else is fatal.
    */
   private rejoin(lostLease: string | undefined): void {
-    void (async () => {
+    background('rejoin', () => (async () => {
       if (lostLease !== undefined) {
         await this.store.revokeLease(lostLease);
         lostLease = undefined;
@@ -291,11 +318,12 @@ export class Coordinator {
       if (err.retryable || err.code === 'LEASE_LOST') {
         this.log.warn({ err: err.message }, 'rejoining the fleet failed; retrying');
         this.observe({ rejoinError: err.message });
-        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => this.rejoin(lostLease));
+        const delay = backoffDelay(this.rejoinAttempts++, storeRetryPolicy(this.config.leaseDurationMs), this.random);
+        this.clock.setTimer(delay, () => this.rejoin(lostLease));
         return;
       }
       this.fail(err);
-    });
+    }), this.unexpected);
   }
 
   /** Our presence key changed: another run under our instance id, or deleted by hand. */
@@ -318,9 +346,9 @@ export class Coordinator {
   /** The listing backstop: re-read what this instance depends on, treating anything missing as deleted. */
   private armBackstop(): void {
     this.cancelBackstop = this.clock.setTimer(this.config.reconcileIntervalMs, () => {
-      void this.backstop().finally(() => {
+      background('backstop', () => this.backstop().finally(() => {
         if (!this.stopping && !this.fatal) this.armBackstop();
-      });
+      }), this.unexpected);
     });
   }
 
@@ -348,7 +376,7 @@ export class Coordinator {
     this.log.info({ verdict: this.verdict, planned: this.own.plan?.rec.planned }, 'job finished');
     const verdict = this.verdict;
     this.stopReason = `job finished: verdict ${verdict}`;
-    void this.stop().then(() => this.resolveDone(verdict));
+    background('stop', () => this.stop().then(() => this.resolveDone(verdict)), this.unexpected);
   }
 
   /** Logs a record that cannot be read once per key and problem, and counts every sighting. */
@@ -363,7 +391,7 @@ export class Coordinator {
     this.log.error({ code: e.code, err: e.message }, 'fatal');
     this.events.emit('fatal', { error: e });
     this.rejectDone(e);
-    void this.close();
+    background('close', () => this.close(), this.unexpected);
   }
 
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
@@ -373,6 +401,8 @@ export class Coordinator {
     const reason = this.stopReason ?? 'stop() called';
     this.observe({ stopping: reason });
     this.cancelBackstop?.();
+    this.leadership.close();
+    this.unexpectedErrors.close();
     await this.worker?.stop();
     await this.leader?.stop();
     await this.session?.close();
@@ -388,6 +418,8 @@ export class Coordinator {
     const reason = this.fatal ? `fatal: ${this.fatal.code}: ${this.fatal.message}` : this.monitor.observations.started ? 'close() called' : 'closed during start-up';
     this.observe({ stopping: reason });
     this.cancelBackstop?.();
+    this.leadership.close();
+    this.unexpectedErrors.close();
     this.worker?.abortAll();
     await this.leader?.stop().catch(() => undefined);
     await this.session?.close();

@@ -9,7 +9,9 @@
  * - stopping: stop() is draining (or close() is closing);
  * - starting: until the first session is established and the worker has reconciled once;
  * - degraded: the session is lost and being re-established, lease renewals are
- *   failing, or the view could not be re-read;
+ *   failing, the view could not be re-read, the job has had no working leader
+ *   for LEADERLESS_LEASES leases (`leaderlessSince`), or an error escaped a
+ *   background path lately (background.ts);
  * - running: otherwise.
  *
  * Invariants: stopped is final; from stopping only stopped follows; starting is
@@ -44,6 +46,10 @@ export interface HealthObservations {
   lastRenewalError?: string;
   /** The last backstop re-read of the view failed with this (cleared by one that succeeds). */
   viewError?: string;
+  /** The job has had no working leader for too long: why (see `leaderVerdict`). */
+  leaderless?: string;
+  /** An error escaped a background path lately (background.ts): what and where. */
+  unexpected?: string;
   /** stop() or close() has begun: why. */
   stopping?: string;
   /** The coordinator has ended: why. */
@@ -68,7 +74,47 @@ export function assessHealth(o: HealthObservations): { state: HealthState; reaso
     return { state: 'degraded', reason: `store failing: ${n} lease renewal${n === 1 ? '' : 's'} in a row failed${last}` };
   }
   if (o.viewError !== undefined) return { state: 'degraded', reason: `the view could not be re-read: ${o.viewError}` };
+  if (o.leaderless !== undefined) return { state: 'degraded', reason: o.leaderless };
+  if (o.unexpected !== undefined) return { state: 'degraded', reason: o.unexpected };
   return { state: 'running', reason: 'session established; reconciling' };
+}
+
+/** Leases without a working leader after which every process says degraded (the spec: "two leases"). */
+export const LEADERLESS_LEASES = 2;
+
+/** What a process sees of its job's leadership: the `leader` and `plan` keys of its own view. */
+export interface LeadershipSeen {
+  /** The `leader` key's generation; undefined: no key (or one that cannot be read). */
+  leaderGeneration: number | undefined;
+  /** The `plan` record's generation; undefined: no plan (or one that cannot be read). */
+  planGeneration: number | undefined;
+}
+
+/**
+ * Whether the job has a working leader: a `leader` key whose term the plan
+ * record shows (a new leader's first write bumps the plan's generation to
+ * its own). A key whose generation the plan never reaches is a leader that
+ * cannot write, and is no better than none.
+ */
+export function leaderWorking(seen: LeadershipSeen): boolean {
+  return seen.leaderGeneration !== undefined && seen.planGeneration !== undefined && seen.planGeneration >= seen.leaderGeneration;
+}
+
+/**
+ * The `leaderless` observation for a job with no working leader since
+ * `since`: the reason once LEADERLESS_LEASES leases have passed, else
+ * undefined, and when to look again.
+ */
+export function leaderVerdict(seen: LeadershipSeen, since: number, now: number, leaseDurationMs: number): { reason: string | undefined; recheckAt: number | undefined } {
+  if (leaderWorking(seen)) return { reason: undefined, recheckAt: undefined };
+  const due = since + LEADERLESS_LEASES * leaseDurationMs;
+  if (now < due) return { reason: undefined, recheckAt: due };
+  // No elapsed time in the reason: it would change the health (and emit an event) on every look.
+  const secs = (LEADERLESS_LEASES * leaseDurationMs) / 1000;
+  const what = seen.leaderGeneration === undefined
+    ? 'no leader'
+    : `a leader (generation ${seen.leaderGeneration}) that has not written the plan (generation ${seen.planGeneration ?? 'none'})`;
+  return { reason: `the job has had ${what} for more than ${LEADERLESS_LEASES} leases (${secs} s)`, recheckAt: undefined };
 }
 
 /**

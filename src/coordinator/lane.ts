@@ -10,18 +10,28 @@
  * Writes of one lane are serialised, so each guard uses the revision of the
  * previous write. After the lane ends (released, completed, failed, lost) no
  * write of its handle lands.
+ *
+ * No lane is left open by a write the store refuses for good (not
+ * retryable: too large, say): a refused commit or completion becomes a
+ * failure report (one attempt, so the normal retry and quarantine rules
+ * apply), a refused report is sent again with a short reason and then as a
+ * release, a refused release ends the lane without a write (its split, still
+ * on our session lease, goes to the orphan settler). Failure reasons are
+ * bounded (protocol/reason.ts).
  */
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { isRetryable, SplitfleetError } from '../errors.js';
+import { isRetryable, storeFailure, SplitfleetError } from '../errors.js';
+import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
 import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteKind } from '../protocol/lanes.js';
+import { boundReason } from '../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../protocol/records.js';
 import { laneTxn, readBackTxn } from '../protocol/txns.js';
 import type { Store } from '../store/store.js';
 import type { SplitHandle } from './types.js';
 
-/** How often a lane's ending write (release, failure report, forced release) is retried while the store fails. */
-const TERMINAL_RETRY_MS = 250;
+/** How a lane's ending write (release, failure report, forced release) is retried while the store fails: jittered, 250 ms doubling to 4 s. */
+export const TERMINAL_RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
 
 export type { LaneEnd };
 export type LaneState = 'running' | 'draining' | 'ended';
@@ -38,6 +48,10 @@ export interface LaneContext {
   onDecline?: (lane: Lane) => void;
   /** A write of unknown outcome was read back: what it turned out to be (metrics). */
   onSettled?: (resolution: 'landed' | 'not-landed' | 'moved') => void;
+  /** The store refused a write for good (not retryable): logged and counted by the caller; the lane ends. */
+  onRefused?: (lane: Lane, write: 'commit' | 'complete' | 'fail' | 'release', error: SplitfleetError) => void;
+  /** The jitter stream of the ending write's retries (protocol/backoff.ts); default: Math.random. */
+  random?: () => number;
 }
 
 export class Lane {
@@ -83,7 +97,7 @@ export class Lane {
       drainSignal: this.drain.signal,
       commit: (progress) => lane.write('commit', { progress }),
       complete: (progress) => lane.write('complete', { progress }),
-      fail: (reason) => lane.write('fail', { reason: String(reason) }),
+      fail: (reason) => lane.write('fail', { reason: boundReason(String(reason)) }),
       release: (progress) => lane.write('release', { progress }),
       decline: () => {
         if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
@@ -137,19 +151,57 @@ export class Lane {
    * (fenced, or dropped with the session). A store outage must not leave a
    * lane open with no handler behind it: its split would stay held, and
    * unprocessed, for as long as the session lives. A retryable failure is
-   * retried every TERMINAL_RETRY_MS; a first attempt that landed unseen makes
-   * the retry's guard stale, so it is fenced and the lane ends as lost.
+   * retried with jittered backoff (TERMINAL_RETRY); a first attempt that
+   * landed unseen makes the retry's guard stale, so it is fenced and the lane
+   * ends as lost. A refusal for good is `refused`'s to answer; anything else
+   * that fails it for good ends the lane without a write.
    */
   private async untilWritten(write: () => Promise<void>): Promise<void> {
-    while (!this.endedAs) {
+    for (let attempt = 0; !this.endedAs; attempt++) {
       try {
         await write();
         return;
       } catch (e) {
-        if (this.endedAs || !isRetryable(e)) return;
-        await new Promise<void>((resolve) => this.ctx.clock.setTimer(TERMINAL_RETRY_MS, resolve));
+        if (this.endedAs || (typeof e === 'object' && e !== null && this.answered.has(e))) return; // a refusal: `refused` took it from there
+        if (!isRetryable(e)) {
+          // Aborted: a forced release is under way and ends the lane itself.
+          if (!this.abort.signal.aborted) this.end('lost', `an ending write failed for good: ${storeFailure(e).message}`);
+          return;
+        }
+        const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
+        await new Promise<void>((resolve) => this.ctx.clock.setTimer(delay, resolve));
       }
     }
+  }
+
+  /** Refusals `refused` answers: the write that was refused must not end the lane a second time. */
+  private readonly answered = new WeakSet<object>();
+
+  /**
+   * The store refused `kind` for good. Counted and logged (`onRefused`), then
+   * the lane ends, as the header says: a commit or completion refused is
+   * reported as the split's failure, a report refused is sent again with a
+   * short reason and then released, a release refused ends the lane.
+   */
+  private refused(kind: LaneWriteKind, args: { reason?: string }, raw: unknown): void {
+    if (typeof raw === 'object' && raw !== null) this.answered.add(raw);
+    const e = storeFailure(raw);
+    const what = kind === 'force' ? 'release' : kind;
+    this.ctx.onRefused?.(this, what, e);
+    if (e.code === 'LEASE_LOST') {
+      this.end('lost', `${what} found the session lease gone: ${e.message}`);
+      return;
+    }
+    const short = `${what} refused by the store: ${e.code}`;
+    let next: (() => Promise<void>) | undefined;
+    if (kind === 'commit' || kind === 'complete') next = () => this.write('fail', { reason: boundReason(`${short}: ${e.message}`, 1024) });
+    else if (kind === 'fail' && args.reason !== short) next = () => this.write('fail', { reason: short });
+    else if (kind === 'fail') next = () => this.write('force', {}, true);
+    if (!next) {
+      this.end('lost', `${short}: ${e.message}`);
+      return;
+    }
+    void this.untilWritten(next).catch(() => undefined);
   }
 
   /** The lane is gone without a write (our lease expired or was fenced). */
@@ -190,7 +242,10 @@ export class Lane {
       try {
         res = await store.txn(laneTxn(this.fence, write));
       } catch (e) {
-        if (!isRetryable(e)) throw e;
+        if (!isRetryable(e)) {
+          this.refused(kind, args, e);
+          throw e;
+        }
         // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
         // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
         // not landed, the caller may send it again; moved on, the lane is lost.

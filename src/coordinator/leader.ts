@@ -26,7 +26,9 @@ import { SplitfleetError, isSplitfleetError } from '../errors.js';
 import { jobVerdict } from '../protocol/completion.js';
 import { leaderKey, planKey } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type PlanRecord } from '../protocol/records.js';
+import { backoffDelay, storeRetryPolicy } from '../protocol/backoff.js';
 import { cmp, op, type Compare, type Store } from '../store/store.js';
+import { background, type OnUnexpected } from './background.js';
 import type { Emit } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -59,6 +61,10 @@ export interface LeaderContext {
   onUnreadable: (key: string, e: SplitfleetError) => void;
   /** Reports leadership-gained / leadership-lost. */
   emit?: Emit;
+  /** An error that escaped a background path (background.ts); default: logged. */
+  unexpected?: OnUnexpected;
+  /** The jitter stream of the campaign's retries (protocol/backoff.ts); default: Math.random. */
+  random?: () => number;
 }
 
 export class Leader {
@@ -67,6 +73,9 @@ export class Leader {
   private cancelReplan: (() => void) | undefined;
   private stopped = false;
   private droppingOrphan = false;
+  /** Campaigns that failed in a row (the retry backoff's attempt). */
+  private campaignFailures = 0;
+  private readonly unexpected: OnUnexpected;
   /** The generation reported as gained: only a term announced is reported lost (a lost bump never led). */
   private announced: number | undefined;
   /** Counters for tests and inspection. */
@@ -95,12 +104,14 @@ export class Leader {
     this.session = ctx.session;
     this.metrics = ctx.metrics;
     this.log = ctx.log;
+    this.unexpected = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
     this.publisher = new PublishLoop({
       store: ctx.store, config: ctx.config, clock: ctx.clock, assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log, stats: this.stats,
       term: () => this.term,
       publishing: () => (this.term ? { generation: this.term.generation, fence: this.term.fence, guard: this.guard } : undefined),
       job: () => this.job,
       seeding: () => this.seeding,
+      unexpected: (where, e) => this.unexpected(where, e),
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
   }
@@ -135,7 +146,7 @@ export class Leader {
       this.depose('the leader key no longer names this term');
     }
     this.dropOrphanKey();
-    if (!leader && !this.campaigning && this.session.alive) void this.campaign();
+    if (!leader && !this.campaigning && this.session.alive) background('campaign', () => this.campaign(), this.unexpected);
     if (this.term) this.checkVerdict();
   }
 
@@ -156,11 +167,15 @@ export class Leader {
     this.droppingOrphan = true;
     const key = leaderKey(this.view.prefix);
     this.log.warn({ generation: leader.rec.generation }, 'deleting a leader key of ours that no term stands on');
-    void this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] })
-      .catch(() => undefined)
-      .finally(() => {
+    background('drop leader key', async () => {
+      try {
+        await this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] });
+      } catch {
+        // Failed: the next change (or the backstop) tries again.
+      } finally {
         this.droppingOrphan = false;
-      });
+      }
+    }, this.unexpected);
   }
 
   private async campaign(): Promise<void> {
@@ -198,6 +213,7 @@ export class Leader {
         return;
       }
       this.stats.terms++;
+      this.campaignFailures = 0;
       this.metrics.leaderChanges.inc();
       this.metrics.isLeader.set(1);
       this.log.info({ generation }, 'leading');
@@ -213,7 +229,8 @@ export class Leader {
         // The request may never have reached the store, and then no change will come to retry on.
         this.log.warn({ err: (e as Error).message }, 'campaign failed; retrying');
         if (this.term) await this.resign();
-        this.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.config.leaseDurationMs / 6))), () => this.onViewChange());
+        const delay = backoffDelay(this.campaignFailures++, storeRetryPolicy(this.config.leaseDurationMs), this.ctx.random ?? Math.random);
+        this.clock.setTimer(delay, () => background('campaign', () => this.onViewChange(), this.unexpected));
       }
     } finally {
       this.campaigning = false;
@@ -227,14 +244,14 @@ export class Leader {
     const job = new LeaderView(
       this.store, this.view.prefix, this.view.fp, this.config.fingerprint, (e) => this.ctx.onFatal(e), this.clock, (key, e) => this.ctx.onUnreadable(key, e),
     );
-    job.onChange(() => {
+    job.onChange(() => background('leader view change', () => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
       this.metrics.setBacklog(job.backlog());
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
-    });
+    }, this.unexpected));
     this.job = job;
     this.publisher.newView();
     const started = this.clock.now();
@@ -250,7 +267,7 @@ export class Leader {
       return;
     }
     this.log.info({ splits: job.splitCount, ms: this.clock.now() - started }, 'job view built');
-    void this.planLoop(term.abort.signal);
+    background('plan', () => this.planLoop(term.abort.signal), this.unexpected);
     this.publisher.schedule();
     this.checkVerdict();
   }
@@ -268,7 +285,7 @@ export class Leader {
     this.publisher.reset();
     const job = this.job;
     this.job = undefined;
-    void job?.close();
+    if (job) background('close job view', () => job.close(), this.unexpected);
   }
 
   /** Gives leadership up (graceful stop, or a lost generation bump). */
@@ -276,8 +293,11 @@ export class Leader {
     const term = this.term;
     this.depose(reason);
     if (!term) return;
-    await this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] })
-      .catch(() => undefined);
+    try {
+      await this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] });
+    } catch {
+      // Not deleted: it lapses with our session lease.
+    }
   }
 
   async stop(reason = 'stopping'): Promise<void> {
@@ -300,18 +320,21 @@ export class Leader {
     const counts = job.statusCounts;
     this.writingVerdict = true;
     const key = planKey(this.view.prefix);
-    void this.store.txn({
-      compares: [this.guard, cmp.modRevision(key, plan.modRevision)],
-      success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))],
-    })
-      .then((res) => {
+    const guard = this.guard;
+    background('verdict', async () => {
+      try {
+        const res = await this.store.txn({
+          compares: [guard, cmp.modRevision(key, plan.modRevision)],
+          success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))],
+        });
         if (res.won) this.log.info({ verdict, planned: plan.rec.planned, quarantined: counts.quarantined }, 'job finished');
-      })
-      .catch((e) => this.log.warn({ err: (e as Error).message }, 'writing the verdict failed; will retry'))
-      .finally(() => {
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message }, 'writing the verdict failed; will retry');
+      } finally {
         this.writingVerdict = false;
         // Lost or failed: the next change (or the backstop) tries again.
-      });
+      }
+    }, this.unexpected);
   }
 
   /** A split record deleted by hand is seeded again (seeding.ts). */
@@ -336,7 +359,7 @@ export class Leader {
       // Decide now on the whole plan, rather than when a seeding-paced timer would fire.
       this.publisher.now();
       if (!result.final && !signal.aborted) {
-        this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => void this.planLoop(signal));
+        this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => background('plan', () => this.planLoop(signal), this.unexpected));
       }
     } catch (e) {
       if (signal.aborted) return;
@@ -345,7 +368,7 @@ export class Leader {
         : new SplitfleetError('PLANNER_FAILURE', `the planner threw: ${(e as Error)?.message ?? String(e)}`, { cause: e });
       if (err.retryable) {
         this.log.warn({ err: err.message }, 'planning failed; retrying after replanIntervalMs');
-        this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => void this.planLoop(signal));
+        this.cancelReplan = this.clock.setTimer(this.config.replanIntervalMs, () => background('plan', () => this.planLoop(signal), this.unexpected));
       } else {
         this.ctx.onFatal(err);
       }

@@ -60,6 +60,10 @@ export class Metrics implements StoreCallRecorder {
    * graceful stop or close is not a loss.
    */
   readonly sessionLosses: Counter;
+  /** An error that escaped a background path (claims, reconcile, publish, ...), by where: logged and in health, never an exit. */
+  readonly unexpectedErrors: Counter<'where'>;
+  /** A lane's write refused for good (not retryable): the lane was ended, by write (commit, complete, fail, release). */
+  readonly laneWritesRefused: Counter<'write'>;
   /** Filled by the store decorator (`instrumentStore`) through `storeCall`. */
   readonly storeCallSeconds: Histogram<'call'>;
   /** Filled by the store decorator (`instrumentStore`) through `storeError`. */
@@ -94,6 +98,8 @@ export class Metrics implements StoreCallRecorder {
     this.completions = new Counter({ name: 'splitfleet_completions_total', help: 'Splits this instance completed (the complete() write landed).', registers });
     this.handlerFailures = new Counter({ name: 'splitfleet_handler_failures_total', help: 'Failure reports this instance landed (the handler threw or called fail()): one delivery attempt each.', registers });
     this.sessionLosses = new Counter({ name: 'splitfleet_session_losses_total', help: 'Sessions this instance lost (lease expired or renewals unconfirmed): lanes dropped, fleet rejoined.', registers });
+    this.unexpectedErrors = new Counter({ name: 'splitfleet_unexpected_errors_total', help: 'Errors that escaped a background path of this process (where: claim, reconcile, publish, ...): logged, shown in health, the process carries on.', labelNames: ['where'], registers });
+    this.laneWritesRefused = new Counter({ name: 'splitfleet_lane_writes_refused_total', help: 'Lane writes the store refused for good (not retryable), by write: the lane was ended and its split released or left to its lease.', labelNames: ['write'], registers });
     this.storeCallSeconds = new Histogram({ name: 'splitfleet_store_call_seconds', help: 'Store calls by method, from the call to its answer (failures included; watches until established).', labelNames: ['call'], buckets: storeSeconds, registers });
     this.storeErrors = new Counter({ name: 'splitfleet_store_errors_total', help: 'Store calls that failed, by method and SplitfleetError code (a lost transaction is an answer, not an error).', labelNames: ['call', 'code'], registers });
   }

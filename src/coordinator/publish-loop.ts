@@ -16,6 +16,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
 import type { Compare, Store } from '../store/store.js';
+import { background, type OnUnexpected } from './background.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -64,6 +65,8 @@ export interface PublishLoopContext {
   publishing: () => PublishingTerm | undefined;
   job: () => LeaderView | undefined;
   seeding: () => boolean;
+  /** An error that escaped a publishing step (background.ts). */
+  unexpected: OnUnexpected;
 }
 
 export class PublishLoop {
@@ -89,7 +92,7 @@ export class PublishLoop {
     if (this.cancelTimer) return;
     this.cancelTimer = this.ctx.clock.setTimer(this.ctx.seeding() ? SEEDING_PUBLISH_MS : PUBLISH_DEBOUNCE_MS, () => {
       this.cancelTimer = undefined;
-      void this.step();
+      background('publish', () => this.step(), this.ctx.unexpected);
     });
   }
 

@@ -160,7 +160,9 @@ export class Seeder {
     const fp = fingerprintHash(this.ctx.config.fingerprint);
     const writes = ids.map((id) => op.put(splitKey(this.ctx.prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
     // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
-    void this.ctx.store.txn({ compares: [this.ctx.guard(), ...writes.map((w) => cmp.absent(w.key))], success: writes })
+    // Through Promise.resolve().then: a store that throws at once must not leave `reseeding` set for good.
+    void Promise.resolve()
+      .then(() => this.ctx.store.txn({ compares: [this.ctx.guard(), ...writes.map((w) => cmp.absent(w.key))], success: writes }))
       .then((res) => {
         if (res.won) this.ctx.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
       })

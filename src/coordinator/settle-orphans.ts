@@ -17,9 +17,11 @@
  * - With no assignment record at all nothing is released: no record means hold.
  */
 import type { Clock } from '../clock.js';
+import { backoffDelay, storeRetryPolicy } from '../protocol/backoff.js';
 import { settleOrphan } from '../protocol/orphans.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import { adoptTxn, orphanReleaseTxn, type Writer } from '../protocol/txns.js';
+import { background } from './background.js';
 import type { WorkerParts } from './claiming.js';
 
 export interface SettlerContext extends WorkerParts {
@@ -49,6 +51,8 @@ export class OrphanSettler {
   private readonly confirmed = new Set<string>();
   /** Orphans whose adoption or release failed, by the observation it was based on (see basis). */
   private readonly tried = new Map<string, string>();
+  /** Settling attempts of each split that failed on the store in a row (the backoff's attempt). */
+  private readonly failures = new Map<string, number>();
 
   constructor(private readonly ctx: SettlerContext) {}
 
@@ -89,10 +93,10 @@ export class OrphanSettler {
         case 'wait':
           break;
         case 'adopt':
-          void this.adopt(id);
+          background('adopt', () => this.adopt(id), this.ctx.unexpected);
           break;
         case 'release':
-          if (hasRecord) this.release(id);
+          if (hasRecord) background('orphan release', () => this.release(id), this.ctx.unexpected);
           break;
         default: {
           const never: never = d;
@@ -173,13 +177,17 @@ export class OrphanSettler {
 
   /**
    * A settling attempt failed on the store (a timeout, an outage): try again once the view
-   * moves, or after a short wait at the latest. Waiting for the view alone stalls a quiet
+   * moves, or after a short, jittered and growing wait at the latest. Waiting for the view alone stalls a quiet
    * job for good: nothing else may ever change (found by the simulation: a slow link, then
    * the only other member leaving).
    */
   private againLater(id: string): void {
     this.tried.set(id, this.basis(id));
-    this.ctx.clock.setTimer(Math.min(1000, Math.max(50, Math.floor(this.ctx.config.leaseDurationMs / 6))), () => {
+    for (const other of this.failures.keys()) if (!this.uncertain.has(other)) this.failures.delete(other);
+    const attempt = this.failures.get(id) ?? 0;
+    this.failures.set(id, attempt + 1);
+    const delay = backoffDelay(attempt, storeRetryPolicy(this.ctx.config.leaseDurationMs), this.ctx.random);
+    this.ctx.clock.setTimer(delay, () => {
       if (this.ctx.stopped()) return;
       this.tried.delete(id);
       this.ctx.schedule();

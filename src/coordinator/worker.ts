@@ -21,11 +21,13 @@
  */
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
 import type { ObservedSplit } from '../protocol/claims.js';
 import { handlerFailure } from '../protocol/lanes.js';
 import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import type { KeyValue, Store } from '../store/store.js';
+import { background, type OnUnexpected } from './background.js';
 import { Claimer, type PreparedClaim } from './claiming.js';
 import { emitLaneEnd, noEmit, type LifecycleHooks } from './events.js';
 import { Lane, type LaneEnd } from './lane.js';
@@ -49,7 +51,14 @@ export interface WorkerContext {
   log: Logger;
   /** Lifecycle events and the start-up signal. */
   hooks?: LifecycleHooks;
+  /** An error that escaped a background path (background.ts); default: logged. */
+  unexpected?: OnUnexpected;
+  /** The jitter stream of retry loops (protocol/backoff.ts); default: Math.random. */
+  random?: () => number;
 }
+
+/** How soon reconciliation runs again after an error escaped it (a claim, say): nothing else may change to trigger it. */
+const UNEXPECTED_RETRY: BackoffPolicy = { base: 1000, max: 30_000, min: 100 };
 
 export class Worker {
   readonly lanes = new Map<string, Lane>();
@@ -71,6 +80,10 @@ export class Worker {
   private readonly metrics: Metrics;
   private readonly log: Logger;
   private readonly hooks: LifecycleHooks;
+  private readonly unexpected: OnUnexpected;
+  private readonly random: () => number;
+  private unexpectedRetries = 0;
+  private cancelRetry: (() => void) | undefined;
 
   constructor(ctx: WorkerContext) {
     this.store = ctx.store;
@@ -82,7 +95,16 @@ export class Worker {
     this.metrics = ctx.metrics;
     this.log = ctx.log;
     this.hooks = ctx.hooks ?? {};
-    const common = { store: this.store, config: this.config, view: this.view, session: this.session, metrics: this.metrics, log: this.log, emit: this.emit };
+    const report = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
+    this.unexpected = (where, e) => {
+      report(where, e);
+      this.retryLater();
+    };
+    const common = {
+      store: this.store, config: this.config, view: this.view, session: this.session, metrics: this.metrics, log: this.log, emit: this.emit,
+      unexpected: this.unexpected, random: ctx.random ?? Math.random,
+    };
+    this.random = common.random;
     this.claimer = new Claimer({
       ...common,
       hasLane: (id) => this.lanes.has(id),
@@ -116,7 +138,17 @@ export class Worker {
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
-      if (!this.stopped) this.reconcile();
+      if (!this.stopped) background('reconcile', () => this.reconcile(), this.unexpected);
+    });
+  }
+
+  /** After an unexpected error: reconcile again after a jittered, growing wait (one timer at a time). */
+  private retryLater(): void {
+    if (this.cancelRetry || this.stopped) return;
+    const delay = backoffDelay(this.unexpectedRetries++, UNEXPECTED_RETRY, this.random);
+    this.cancelRetry = this.clock.setTimer(delay, () => {
+      this.cancelRetry = undefined;
+      this.schedule();
     });
   }
 
@@ -174,7 +206,7 @@ export class Worker {
           claims.push(d);
           break;
         case 'quarantine':
-          void this.claimer.claimAll([d]);
+          background('quarantine', () => this.claimer.claimAll([d]), this.unexpected);
           break;
         case 'revoke':
           this.revoke(d.id);
@@ -185,12 +217,13 @@ export class Worker {
         }
       }
     }
-    if (claims.length > 0) void this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]);
+    if (claims.length > 0) background('claim', () => this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]), this.unexpected);
     this.settler.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
     this.hooks.reconciled?.();
   }
 
   private claimWon(p: PreparedClaim, revision: number, progressKv: KeyValue | undefined): void {
+    this.unexpectedRetries = 0;
     this.metrics.claims.inc({ kind: p.kind, outcome: 'won' });
     const named = this.namedAt.get(p.id);
     if (named !== undefined) this.metrics.assignmentLatency.observe((this.clock.now() - named) / 1000);
@@ -201,7 +234,7 @@ export class Worker {
     // We won a claim while stopping: give it straight back.
     if (!run) {
       lane.releaseCause = 'stopping';
-      void lane.finishNormally();
+      background('lane release', () => lane.finishNormally(), this.unexpected);
     }
   }
 
@@ -216,6 +249,11 @@ export class Worker {
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
         onDecline: () => this.serviceRevocations(),
         onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
+        onRefused: (l, write, e) => {
+          this.metrics.laneWritesRefused.inc({ write });
+          this.log.error({ split: l.id, write, code: e.code, err: e.message }, 'the store refused a lane write for good; ending the lane');
+        },
+        random: this.random,
       },
       id,
       spec,
@@ -228,7 +266,7 @@ export class Worker {
     this.lanes.set(id, lane);
     this.metrics.lanes.set(this.lanes.size);
     if (run) {
-      void (async () => {
+      background('lane', async () => {
         try {
           await this.handler(lane.handle);
           await lane.finishNormally();
@@ -256,7 +294,7 @@ export class Worker {
           this.log.warn({ split: id, err: e }, 'split handler failed');
           await lane.finishWithError(e);
         }
-      })();
+      }, this.unexpected);
     }
     return lane;
   }
@@ -307,7 +345,7 @@ export class Worker {
       switch (d.kind) {
         case 'force':
           this.log.info({ split: lane.id, reason: d.reason }, 'revocation forced');
-          void lane.force();
+          background('forced release', () => lane.force(), this.unexpected);
           break;
         case 'wait':
           if (!this.drainTimers.has(lane.id)) {
@@ -335,6 +373,7 @@ export class Worker {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.cancelRetry?.();
     for (const lane of this.lanes.values()) {
       if (lane.state !== 'running') continue; // already draining (a revocation): reported when it began
       lane.beginDrain();
@@ -349,6 +388,7 @@ export class Worker {
   /** Drops all lanes at once (the coordinator is closing without a drain). */
   abortAll(): void {
     this.stopped = true;
+    this.cancelRetry?.();
     this.loseAll('coordinator closed');
   }
 }

@@ -222,10 +222,11 @@ const found: Record<string, Schedule> = {
 
 /**
  * Slow links only (round trips past opTimeoutMs while writes land), found by sampling the
- * schedule generator for a run in which a landed claim is adopted.
+ * schedule generator for a run in which a landed claim is adopted (the seed re-sampled, 11 → 3,
+ * when retry loops took jittered backoff, issue 28: the old seed's timing no longer lost a claim's reply).
  */
 const LOST_REPLY: Schedule = {
-  seed: 11, fleet: 5, splits: 38, maxUnits: 8, commitEvery: 3, unitMs: 182, leaseSeconds: 2, rebalanceDelayMs: 4997,
+  seed: 3, fleet: 5, splits: 38, maxUnits: 8, commitEvery: 3, unitMs: 182, leaseSeconds: 2, rebalanceDelayMs: 4997,
   drainDeadlineMs: 1752, reconcileIntervalMs: 3986, lanes: [4], drains: ['ignore', 'slow'], restartAtEnd: true,
   steps: [
     { gapMs: 836, fault: { kind: 'slow', target: 0, latencyMs: 562, durationMs: 1168 } },
