@@ -2,7 +2,9 @@
  * An opt-in HTTP endpoint for one process: `/metrics` (Prometheus text from a
  * registry), `/healthz` (liveness) and `/readyz` (readiness) from a health
  * function the caller supplies. Nothing starts it implicitly; it binds to
- * 127.0.0.1 unless told otherwise. It must not change the host process's
+ * 127.0.0.1 unless told otherwise, and bound to loopback it answers only
+ * requests whose Host is a loopback name (421 otherwise), so a web page
+ * elsewhere cannot read it through DNS rebinding. It must not change the host process's
  * globals (hono's node adapter would replace `Request`/`Response` by default).
  */
 import { createAdaptorServer } from '@hono/node-server';
@@ -12,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import type { HealthState } from './coordinator/health.js';
 import type { Metrics } from './coordinator/metrics.js';
 import { SplitfleetError } from './errors.js';
+import { refusedHost } from './loopback-host.js';
 
 
 /** What a health function reports; extra fields are passed through into the JSON body. */
@@ -66,6 +69,11 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
   }
   const host = options.host ?? '127.0.0.1';
   const app = new Hono();
+  app.use('*', async (c, next) => {
+    const refused = refusedHost(host, c.req.header('host'));
+    if (refused !== undefined) return c.text(`${refused}\n`, 421);
+    await next();
+  });
   app.get('/metrics', async (c) => c.body(await source.metrics(), 200, { 'content-type': source.contentType }));
   // A registry whose collect callback throws: say so, without hono's default console.error.
   app.onError((e, c) => c.text(`splitfleet metrics endpoint: ${e.message}\n`, 500));

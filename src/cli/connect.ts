@@ -4,11 +4,15 @@
  * password from SPLITFLEET_ETCD_PASSWORD), turned into `EtcdStoreOptions`.
  *
  * Invariants: a refusal names the option and the rule and never quotes a
- * password or key material; nothing here prints or logs the options.
+ * password or key material; nothing here prints or logs the options. `--user`
+ * without TLS (no `--ca`, no https:// endpoint) is allowed (a local test
+ * etcd) but said once on stderr: the password then crosses the network as
+ * it is.
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SplitfleetError, type EtcdStoreOptions } from '../index.js';
+import { sendsPasswordInClear } from '../store/etcd-options.js';
 
 export interface EtcdCliOptions {
   etcd?: string;
@@ -59,8 +63,12 @@ function readPem(option: string, file: string): Buffer {
   }
 }
 
-/** The store options for the parsed CLI options. */
-export function etcdStoreOptions(o: EtcdCliOptions, env: NodeJS.ProcessEnv = process.env, opTimeoutMs = 5000): EtcdStoreOptions {
+let warnedCleartext = false;
+
+/** The store options for the parsed CLI options; `warn` gets the one line about a password sent in clear. */
+export function etcdStoreOptions(
+  o: EtcdCliOptions, env: NodeJS.ProcessEnv = process.env, opTimeoutMs = 5000, warn: (line: string) => void = (line) => process.stderr.write(line),
+): EtcdStoreOptions {
   if (o.etcd === undefined) throw new SplitfleetError('INVALID_INPUT', '--etcd: is required (a client URL such as http://127.0.0.1:2379)');
   const options: EtcdStoreOptions = { endpoints: parseEndpoints(o.etcd), opTimeoutMs };
   if (o.cert !== undefined && o.key === undefined) throw new SplitfleetError('INVALID_INPUT', '--cert: needs --key (the client certificate\'s private key)');
@@ -79,6 +87,10 @@ export function etcdStoreOptions(o: EtcdCliOptions, env: NodeJS.ProcessEnv = pro
       throw new SplitfleetError('INVALID_INPUT', '--user: needs a password: set SPLITFLEET_ETCD_PASSWORD (or pass --password)');
     }
     options.auth = { username: o.user, password };
+    if (sendsPasswordInClear(options) && !warnedCleartext) {
+      warnedCleartext = true;
+      warn('splitfleet: warning: --user over http:// without TLS: the password is sent in clear; use https:// endpoints with --ca\n');
+    }
   } else if (o.password !== undefined) {
     throw new SplitfleetError('INVALID_INPUT', '--password: needs --user');
   }

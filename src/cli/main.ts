@@ -85,6 +85,8 @@ process.emitWarning = ((warning: unknown, ...rest: unknown[]) => {
   const options = rest[0];
   const code = typeof options === 'object' && options !== null ? (options as { code?: unknown }).code : rest[1];
   if (code === 'DEP0123') return;
+  // The store's own warning about a password sent in clear: connect.ts has said it in the CLI's words.
+  if (code === 'SPLITFLEET_CLEARTEXT_PASSWORD') return;
   emitWarning(warning, ...rest);
 }) as typeof process.emitWarning;
 

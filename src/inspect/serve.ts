@@ -10,13 +10,17 @@
  *   read the job through DNS rebinding. It has no authentication: what it
  *   shows is the job's state (never credentials: it never sees them).
  * - The page runs only its own inline script (a hashed Content-Security-Policy).
- * - The only file that imports hono.
+ * - At most `maxClients` event streams at once (default 64); one more is
+ *   answered 503 with the reason. Each view is serialised once, whatever
+ *   the number of streams it goes to.
  */
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { refusedHost } from '../loopback-host.js';
+import { SplitfleetError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard-page.js';
 import { LiveJob, type DashboardView } from './live.js';
@@ -36,7 +40,12 @@ export interface DashboardOptions {
   refreshMs?: number;
   /** Events kept in the log (default 300). */
   maxEvents?: number;
+  /** Event streams open at once (default 64); one more is refused with 503. */
+  maxClients?: number;
 }
+
+/** Default cap on open event streams: each holds a connection and gets every view. */
+export const DEFAULT_MAX_CLIENTS = 64;
 
 /** A running dashboard server (`serveDashboard`). */
 export interface Dashboard {
@@ -48,20 +57,6 @@ export interface Dashboard {
   view(): DashboardView;
   /** Stops the server (open streams included) and the watch. */
   close(): Promise<void>;
-}
-
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
-
-/** Whether `host` names this machine's loopback interface. */
-export function isLoopback(host: string): boolean {
-  return LOOPBACK_NAMES.has(host.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/** The hostname of a Host header (`name:port`, `[v6]:port`). */
-function hostnameOf(header: string): string {
-  if (header.startsWith('[')) return header.slice(0, header.indexOf(']') + 1);
-  const colon = header.lastIndexOf(':');
-  return colon < 0 ? header : header.slice(0, colon);
 }
 
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
@@ -83,6 +78,10 @@ const CSP = [
  */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? '127.0.0.1';
+  const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
+  if (!Number.isInteger(maxClients) || maxClients < 1) {
+    throw new SplitfleetError('INVALID_CONFIG', `serveDashboard: maxClients must be an integer ≥ 1 (got ${maxClients})`);
+  }
   const live = new LiveJob({
     store: options.store, job: options.job, root: options.root, refreshMs: options.refreshMs, maxEvents: options.maxEvents,
   });
@@ -94,14 +93,20 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   }
 
   const streams = new Set<() => void>();
+  // Streams counted from the request on (not from when the stream starts), so a burst cannot overshoot the cap.
+  let clients = 0;
+  // The latest view's JSON: every stream sends the same view, so it is serialised once per refresh.
+  let serialised: { view: DashboardView; data: string } | undefined;
+  const dataOf = (view: DashboardView): string => {
+    if (serialised?.view !== view) serialised = { view, data: JSON.stringify(view) };
+    return serialised.data;
+  };
   const app = new Hono();
-  if (isLoopback(host)) {
-    app.use('*', async (c, next) => {
-      const name = hostnameOf(c.req.header('host') ?? '');
-      if (!isLoopback(name)) return c.text(`refused: Host ${JSON.stringify(name)} is not a loopback name (the dashboard is bound to ${host})\n`, 421);
-      await next();
-    });
-  }
+  app.use('*', async (c, next) => {
+    const refused = refusedHost(host, c.req.header('host'));
+    if (refused !== undefined) return c.text(`${refused}\n`, 421);
+    await next();
+  });
   app.use('*', async (c, next) => {
     await next();
     c.header('x-content-type-options', 'nosniff');
@@ -116,45 +121,53 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     c.header('cache-control', 'no-store');
     return c.json(live.view());
   });
-  app.get('/events', (c) => streamSSE(c, async (stream) => {
-    // One state message now, then one per refresh; the client replaces its whole view each time.
-    let queued: DashboardView | undefined = live.view();
-    let wake: (() => void) | undefined;
-    let done = false;
-    const end = () => {
-      done = true;
-      wake?.();
-    };
-    const unsubscribe = live.subscribe((view) => {
-      queued = view;
-      wake?.();
-    });
-    streams.add(end);
-    stream.onAbort(end);
-    try {
-      while (!done) {
-        if (queued !== undefined) {
-          const view = queued;
-          queued = undefined;
-          await stream.writeSSE({ event: 'state', data: JSON.stringify(view), id: String(view.generatedAt) });
-          continue;
-        }
-        // Wake on the next view, the client leaving or close(); a comment every 15 s keeps idle proxies from cutting the stream.
-        await new Promise<void>((resolve) => {
-          const ping = setTimeout(resolve, 15_000);
-          wake = () => {
-            clearTimeout(ping);
-            resolve();
-          };
-        });
-        wake = undefined;
-        if (!done && queued === undefined) await stream.write(': ping\n\n');
-      }
-    } finally {
-      unsubscribe();
-      streams.delete(end);
+  app.get('/events', (c) => {
+    if (clients >= maxClients) {
+      c.header('cache-control', 'no-store');
+      return c.text(`refused: ${maxClients} event streams are open already (the dashboard's maxClients); close one or try later\n`, 503);
     }
-  }));
+    clients++;
+    return streamSSE(c, async (stream) => {
+      // One state message now, then one per refresh; the client replaces its whole view each time.
+      let queued: DashboardView | undefined = live.view();
+      let wake: (() => void) | undefined;
+      let done = false;
+      const end = () => {
+        done = true;
+        wake?.();
+      };
+      const unsubscribe = live.subscribe((view) => {
+        queued = view;
+        wake?.();
+      });
+      streams.add(end);
+      stream.onAbort(end);
+      try {
+        while (!done) {
+          if (queued !== undefined) {
+            const view = queued;
+            queued = undefined;
+            await stream.writeSSE({ event: 'state', data: dataOf(view), id: String(view.generatedAt) });
+            continue;
+          }
+          // Wake on the next view, the client leaving or close(); a comment every 15 s keeps idle proxies from cutting the stream.
+          await new Promise<void>((resolve) => {
+            const ping = setTimeout(resolve, 15_000);
+            wake = () => {
+              clearTimeout(ping);
+              resolve();
+            };
+          });
+          wake = undefined;
+          if (!done && queued === undefined) await stream.write(': ping\n\n');
+        }
+      } finally {
+        unsubscribe();
+        streams.delete(end);
+        clients--;
+      }
+    });
+  });
 
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s));

@@ -35,6 +35,16 @@ export interface EtcdStoreOptions {
   keepAliveTimeoutMs?: number;
 }
 
+/**
+ * Whether `options` send a password in clear: auth without TLS material and no `https://` endpoint
+ * (etcd3 then dials without TLS, and the password goes over the wire as it is).
+ */
+export function sendsPasswordInClear(options: Pick<EtcdStoreOptions, 'endpoints' | 'credentials' | 'auth'>): boolean {
+  if (options.auth === undefined || options.credentials !== undefined) return false;
+  const endpoints = typeof options.endpoints === 'string' ? [options.endpoints] : options.endpoints;
+  return !endpoints.some((e) => e.startsWith('https:'));
+}
+
 /** etcd's default `--grpc-keepalive-min-time`: pings more frequent than this are refused by the server. */
 export const ETCD_KEEPALIVE_MIN_MS = 5_000;
 

@@ -45,7 +45,9 @@ import {
 } from './store.js';
 import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch } from './base.js';
 import { closedError, etcdFailureToStoreError, type EtcdFailureClass } from './etcd-errors.js';
-import { grpcChannelOptions, hostPolicy, resolveEtcdSettings, RUN_ONCE, watchBackoff, type EtcdStoreOptions } from './etcd-options.js';
+import {
+  grpcChannelOptions, hostPolicy, resolveEtcdSettings, RUN_ONCE, sendsPasswordInClear, watchBackoff, type EtcdStoreOptions,
+} from './etcd-options.js';
 import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from './etcd-ranges.js';
 import { WatchDelivery } from './etcd-watch.js';
 
@@ -76,6 +78,17 @@ function dropStrayWatchResponses(): void {
 }
 dropStrayWatchResponses();
 
+/** Node's warning code for auth over a connection without TLS (the CLI prints its own line instead). */
+const CLEARTEXT_PASSWORD_WARNING = 'SPLITFLEET_CLEARTEXT_PASSWORD';
+let warnedCleartext = false;
+
+/** Says once per process that a password goes to etcd in clear: it is not refused (a test etcd on loopback is fine). */
+function warnCleartextPassword(): void {
+  if (warnedCleartext) return;
+  warnedCleartext = true;
+  process.emitWarning('EtcdStore: auth (a username and password) over http:// endpoints without TLS: the password is sent in clear; use https:// endpoints (and credentials)', { code: CLEARTEXT_PASSWORD_WARNING });
+}
+
 /** The store over etcd. See the file header for its invariants. */
 export class EtcdStore extends BaseStore {
   // Non-enumerable (set in the constructor): the client holds the password and private key, which must not
@@ -103,6 +116,7 @@ export class EtcdStore extends BaseStore {
     };
     if (options.credentials) etcdOptions.credentials = options.credentials;
     if (options.auth) etcdOptions.auth = { username: options.auth.username, password: options.auth.password };
+    if (sendsPasswordInClear(options)) warnCleartextPassword();
     let client: Etcd3;
     try {
       client = new Etcd3(etcdOptions);
