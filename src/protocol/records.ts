@@ -15,6 +15,10 @@
  * - Encoding is canonical: fixed field order and sorted assignment ids, so
  *   equal records encode to equal bytes and a leader can skip a write whose
  *   bytes are unchanged. What we encode always decodes (same schema both ways).
+ * - Bounded both ways (record-bounds.ts, decision 0026): size, nesting depth,
+ *   duplicate keys, and the number and size of unknown fields. So a record
+ *   that decodes always re-encodes: encodeRecord never throws for a decoded
+ *   record, except RECORD_TOO_LARGE when a caller grows it past the size bound.
  *
  * Pure: no I/O, no clock.
  */
@@ -23,6 +27,9 @@ import { z } from 'zod';
 import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
 import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
+import {
+  duplicateKeysProblem, MAX_RECORD_BYTES, MAX_RECORD_DEPTH, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
+} from './record-bounds.js';
 
 /**
  * The schema's major version (`v`), which this build writes and the only one
@@ -100,18 +107,34 @@ function show(v: unknown): string {
   return Array.isArray(v) ? 'an array' : typeof v;
 }
 
-/** Iterative, so a deeply nested value cannot overflow the stack. */
-function isJson(value: unknown): value is Json {
+/** A record field's value may nest one level less than the record (its object counts 1). */
+const FIELD_DEPTH = MAX_RECORD_DEPTH - 1;
+
+/**
+ * JSON this build can write back: finite numbers, plain objects, nested at
+ * most `maxDepth` levels (a scalar is 0). Iterative, so a deeply nested value
+ * cannot overflow the stack.
+ */
+function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  // Two parallel stacks (values, depths): no allocation per node.
   const stack: unknown[] = [value];
+  const depths: number[] = [0];
   while (stack.length > 0) {
     const v = stack.pop();
+    const depth = depths.pop()!;
     if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
     if (typeof v === 'number') { if (!Number.isFinite(v)) return false; continue; }
-    if (Array.isArray(v)) { for (const x of v) stack.push(x); continue; }
+    if (depth >= maxDepth) return false;
+    if (Array.isArray(v)) {
+      for (const x of v) { stack.push(x); depths.push(depth + 1); }
+      continue;
+    }
     if (typeof v !== 'object') return false;
     const proto = Object.getPrototypeOf(v);
     if (proto !== Object.prototype && proto !== null) return false;
-    for (const x of Object.values(v)) stack.push(x);
+    for (const x of Object.values(v)) { stack.push(x); depths.push(depth + 1); }
   }
   return true;
 }
@@ -123,8 +146,8 @@ const str = () => z.string({ error: (iss) => `must be a string (got ${show(iss.i
 const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
   error: (iss) => `${idProblem(iss.input)} (got ${show(iss.input)})`,
 }));
-const json = () => z.custom<Json>(isJson, {
-  error: 'must be JSON (null, a boolean, a finite number, a string, an array or a plain object)',
+const json = () => z.custom<Json>((v) => isJson(v), {
+  error: `must be JSON (null, a boolean, a finite number, a string, an array or a plain object) nested at most ${FIELD_DEPTH} deep`,
 });
 const FP_SHAPE = /^[0-9a-f]{16}$/;
 const stamp = {
@@ -265,18 +288,26 @@ function canonicalText<K extends RecordKind>(kind: K, record: RecordTypes[K]): s
   }
   // A newer minor's fields, kept as they came (sorted, so equal records still encode to equal bytes).
   if (typeof source.minor === 'number' && source.minor > 0) ordered.minor = source.minor;
-  for (const f of Object.keys(source).filter((k) => k !== 'minor' && !known.includes(k)).sort()) {
-    if (source[f] === undefined) continue;
-    if (!isJson(source[f])) {
-      throw new SplitfleetError('INVALID_RECORD', `refusing to write ${describeRecord(kind, record)}: field ${JSON.stringify(f)} must be JSON`);
-    }
-    ordered[f] = source[f];
+  const unknown = unknownFields(kind, source);
+  const problem = unknownFieldsProblem(source, unknown, (v) => isJson(v));
+  if (problem !== undefined) throw new SplitfleetError('INVALID_RECORD', `refusing to write ${describeRecord(kind, record)}: ${problem}`);
+  for (const f of unknown.sort()) ordered[f] = source[f];
+  try {
+    return JSON.stringify(ordered);
+  } catch (cause) {
+    // Only a value no schema looks into (a newer minor's field of an evacuation entry) can get here.
+    throw new SplitfleetError('INVALID_RECORD', `refusing to write ${describeRecord(kind, record)}: not encodable as JSON (${(cause as Error).message})`, { cause });
   }
-  return JSON.stringify(ordered);
+}
+
+/** The fields of `source` this build does not know (`minor` aside), present. */
+function unknownFields(kind: RecordKind, source: Readonly<Record<string, unknown>>, keys = Object.keys(source)): string[] {
+  const known = FIELD_ORDER[kind] as readonly string[];
+  return keys.filter((k) => k !== 'minor' && source[k] !== undefined && !known.includes(k));
 }
 
 export interface EncodeOptions {
-  /** Refuse (RECORD_TOO_LARGE) when the encoding exceeds this many UTF-8 bytes. */
+  /** Refuse (RECORD_TOO_LARGE) when the encoding exceeds this many UTF-8 bytes (never more than MAX_RECORD_BYTES). */
   maxBytes?: number;
 }
 
@@ -284,18 +315,21 @@ export interface EncodeOptions {
  * Encodes a record canonically (fixed field order; assignment ids sorted).
  * @throws SplitfleetError('INVALID_RECORD') when the record breaks its schema
  *   (assignment ids duplicated, a weight out of range, …);
- *   SplitfleetError('RECORD_TOO_LARGE') when it exceeds `options.maxBytes`.
+ *   SplitfleetError('RECORD_TOO_LARGE') when it exceeds `options.maxBytes`, or
+ *   MAX_RECORD_BYTES (what decodeRecord reads), whichever is lower.
  */
 export function encodeRecord<K extends RecordKind>(kind: K, record: RecordTypes[K], options: EncodeOptions = {}): string {
   const text = canonicalText(kind, record);
-  if (options.maxBytes !== undefined) {
+  const maxBytes = Math.min(options.maxBytes ?? MAX_RECORD_BYTES, MAX_RECORD_BYTES);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short texts need no count.
+  if (text.length * 3 > maxBytes) {
     const bytes = utf8ByteLength(text);
-    if (bytes > options.maxBytes) {
+    if (bytes > maxBytes) {
       const hint = kind === 'assign'
         ? `; an assignment names at most the instance's max_in_flight split ids, so lower max_in_flight or shorten split ids`
         : '';
       throw new SplitfleetError('RECORD_TOO_LARGE',
-        `${describeRecord(kind, record)} encodes to ${bytes} bytes, over the limit of ${options.maxBytes}: `
+        `${describeRecord(kind, record)} encodes to ${bytes} bytes, over the limit of ${maxBytes}: `
         + `every record must fit in one store request${hint}`);
     }
   }
@@ -322,8 +356,10 @@ function invalid(key: string, kind: RecordKind, problem: string): SplitfleetErro
  * @param key the full key (named in every error; its id must match the record's).
  * @param raw the stored value, as text or as the store's bytes (must be UTF-8).
  * @param expectedFp fingerprintHash of this job's fingerprint.
- * @throws SplitfleetError('INVALID_RECORD') for bad UTF-8 or JSON, another schema
- *   version, a broken field, or an id that disagrees with the key;
+ * @throws SplitfleetError('INVALID_RECORD') for bad UTF-8 or JSON, a record beyond
+ *   the bounds of record-bounds.ts (size, nesting, duplicate keys, unknown
+ *   fields), another schema version, a broken field, or an id that disagrees
+ *   with the key;
  *   SplitfleetError('FINGERPRINT_MISMATCH') naming both hashes.
  */
 export function decodeRecord<K extends RecordKind>(
@@ -334,12 +370,23 @@ export function decodeRecord<K extends RecordKind>(
     throw invalid(key, kind, `the key is not a ${kind} key`);
   }
   if (tail.id === null) throw invalid(key, kind, 'the key\'s id is not encoded as keys encode ids (docs/keys.md)');
+  if (typeof raw !== 'string') {
+    const tooLarge = sizeProblem(raw.length);
+    if (tooLarge !== undefined) throw invalid(key, kind, tooLarge);
+  }
   let text: string;
   try {
     text = typeof raw === 'string' ? raw : UTF8.decode(raw);
   } catch (cause) {
     throw new SplitfleetError('INVALID_RECORD', `${kind} record at ${key}: not valid UTF-8`, { cause });
   }
+  if (typeof raw === 'string' && text.length * 3 > MAX_RECORD_BYTES) {
+    const tooLarge = sizeProblem(utf8ByteLength(text));
+    if (tooLarge !== undefined) throw invalid(key, kind, tooLarge);
+  }
+  // Before JSON.parse: a hostile nesting must never reach a recursive parser or stringify.
+  const scan = scanJsonText(text);
+  if (scan.problem !== undefined) throw invalid(key, kind, scan.problem);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -351,6 +398,9 @@ export function decodeRecord<K extends RecordKind>(
     throw invalid(key, kind, `must be a JSON object (got ${show(value)})`);
   }
   const obj = value as Record<string, unknown>;
+  const fields = Object.keys(obj);
+  const twice = duplicateKeysProblem(text, obj, fields.length, scan);
+  if (twice !== undefined) throw invalid(key, kind, twice);
   if (obj.v !== SCHEMA_VERSION) {
     throw invalid(key, kind, obj.v === undefined
       ? `has no schema version field v; this build reads version ${SCHEMA_VERSION}`
@@ -366,7 +416,17 @@ export function decodeRecord<K extends RecordKind>(
   }
   const parsed = SCHEMAS[kind].safeParse(obj);
   if (!parsed.success) throw invalid(key, kind, describeIssues(parsed.error));
+  // Of the parsed JSON, not zod's output: zod drops a "__proto__" field silently.
+  const extra = unknownFieldsProblem(obj, unknownFields(kind, obj, fields), (v) => isJson(v));
+  if (extra !== undefined) throw invalid(key, kind, extra);
   const record = parsed.data as unknown as RecordTypes[K];
+  if (text.length > REENCODE_CHECK_UNITS) {
+    // Re-encoding can lengthen numbers written short (1e20): a long record is re-encoded once to be sure it fits.
+    const bytes = utf8ByteLength(canonicalText(kind, record));
+    if (bytes > MAX_RECORD_BYTES) {
+      throw invalid(key, kind, `re-encodes to ${bytes} bytes, over the limit of ${MAX_RECORD_BYTES} (rule: a record must be writable back in one store request)`);
+    }
+  }
   const idField = KEY_ID_FIELD[kind];
   if (idField !== undefined) {
     const inRecord = (record as unknown as Record<string, string>)[idField];
