@@ -235,7 +235,7 @@ export class Coordinator {
   private untilStarted(what: string, step: () => Promise<void>): Promise<void> {
     return untilStarted(what, step, {
       clock: this.clock, log: this.log, startTimeoutMs: this.config.startTimeoutMs,
-      giveUp: () => this.stopping || this.fatal !== undefined, observe: (startStep) => this.observe({ startStep }),
+      giveUp: () => this.stopping || this.fatal !== undefined, observe: (startStep) => this.observe({ startStep }), random: this.random,
     });
   }
 

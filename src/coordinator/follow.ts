@@ -10,20 +10,26 @@
  *   ignores anything not newer. A backstop read racing a watch event cannot
  *   resurrect a deleted key or undo a newer value.
  * - A watch that stops for good (a compacted resume point, a broken stream) is
- *   replaced by a fresh read and watch, retried every RETRY_MS while the store
- *   is unreachable; a non-retryable failure goes to `onFatal`.
+ *   replaced by a fresh read and watch, retried with jittered backoff (RETRY)
+ *   while the store is unreachable; a non-retryable failure goes to `onFatal`.
  *
  * I/O: one watch, and the reads of `reload`. No decisions are made here.
  */
 import type { Clock } from '../clock.js';
 import { storeFailure, type SplitfleetError } from '../errors.js';
 import { exactKey, type KeyValue, type Store, type WatchHandle } from '../store/store.js';
+import { backoffDelay, retryRandom, type BackoffPolicy } from '../protocol/backoff.js';
 
 /** What the follower hands on: the key's new value (undefined: deleted or missing) at `revision`. */
 export type KeyUpdate = { kv: KeyValue | undefined; revision: number };
 
-/** How often a broken follower retries its read and watch while the store fails. */
-const RETRY_MS = 500;
+/**
+ * How a broken follower retries its read and watch while the store fails: full jitter
+ * over 250 ms doubling to 4 s, drawn from a stream seeded by the key, so the thousands of
+ * followers of a fleet do not re-read in lock-step after an etcd restart, and a replay
+ * draws the same.
+ */
+const RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
 
 export class KeyFollower {
   /** Highest revision applied (0: nothing yet). */
@@ -31,6 +37,8 @@ export class KeyFollower {
   private handle: WatchHandle | undefined;
   private closed = false;
   private cancelRetry: (() => void) | undefined;
+  private failures = 0;
+  private random: (() => number) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -92,6 +100,7 @@ export class KeyFollower {
       try {
         const res = await this.store.txn({ compares: [], success: [{ op: 'get', key: this.key }] });
         if (this.closed) return;
+        this.failures = 0;
         this.offer(res.reads[0], res.revision);
         this.follow(res.revision + 1);
       } catch (e) {
@@ -101,7 +110,8 @@ export class KeyFollower {
           this.onFatal(err);
           return;
         }
-        this.cancelRetry = this.clock.setTimer(RETRY_MS, () => {
+        this.random ??= retryRandom(this.key);
+        this.cancelRetry = this.clock.setTimer(backoffDelay(this.failures++, RETRY, this.random), () => {
           this.cancelRetry = undefined;
           this.reload();
         });

@@ -21,6 +21,7 @@
 import type { ColumnarPool } from '../assignment/codec.js';
 import type { Clock } from '../clock.js';
 import { storeFailure, type SplitfleetError } from '../errors.js';
+import { backoffDelay, retryRandom } from '../protocol/backoff.js';
 import { kindPrefix, type KeyKind } from '../protocol/keys.js';
 import type {
   AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
@@ -58,6 +59,9 @@ export class LeaderView {
     () => this.failed || this.closed,
   );
   private failed = false;
+  /** Restarts that failed in a row, and their jitter stream (seeded by the job's prefix: replays draw the same). */
+  private restartFailures = 0;
+  private restartRandom: (() => number) | undefined;
   private closed = false;
 
   constructor(
@@ -243,7 +247,7 @@ export class LeaderView {
           if (this.failed || this.closed || !this.handles.includes(handle)) return;
           // A watch that cannot resume (compacted, say) leaves the view blind: start over.
           if (!e.retryable) this.fail(e);
-          else void this.restart();
+          else this.restartLater(0);
         },
       });
       handle.ready.catch(() => undefined);
@@ -261,10 +265,24 @@ export class LeaderView {
     try {
       await this.start();
     } catch (e) {
-      const err = storeFailure(e);
-      if (!err.retryable) this.fail(err);
-      else this.clock.setTimer(500, () => void this.restart());
+      this.restartFailed(e);
+      return;
     }
+    this.restartFailures = 0;
+  }
+
+  /** A restart failed: retried with jittered backoff while the store fails, else the view fails. */
+  private restartFailed(e: unknown): void {
+    const err = storeFailure(e);
+    if (!err.retryable) this.fail(err);
+    else this.restartLater(backoffDelay(this.restartFailures++, { base: 250, max: 4000, min: 25 }, (this.restartRandom ??= retryRandom(this.prefix))));
+  }
+
+  /** A restart after `ms`; however it fails (closing the old watches too), never an unhandled rejection. */
+  private restartLater(ms: number): void {
+    const run = () => void this.restart().catch((e: unknown) => this.restartFailed(e));
+    if (ms <= 0) run();
+    else this.clock.setTimer(ms, run);
   }
 
   private applyEvent(e: WatchEvent, firstRange: boolean): void {
