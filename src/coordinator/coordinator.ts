@@ -35,7 +35,7 @@ import { Leader, type LeaderStats } from './leader.js';
 import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
 import { LeadershipHealth } from './leadership-health.js';
-import { defaultLogger, UnreadableReporter, type Logger } from './log.js';
+import { defaultLogger, rateLimitWarnings, UnreadableReporter, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { resolveOptions, type CoordinatorOptions } from './options.js';
 import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
@@ -115,7 +115,8 @@ export class Coordinator {
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
     this.clock = options.clock ?? systemClock;
-    this.log = options.logger ?? defaultLogger({ job: config.job, instance: config.instance });
+    // Warnings are de-duplicated per key by their callers, and rate-limited overall here (log.ts).
+    this.log = rateLimitWarnings(options.logger ?? defaultLogger({ job: config.job, instance: config.instance }), this.clock);
     this.metrics = options.metrics ?? new Metrics();
     if (options.handlerModule !== undefined) {
       try {

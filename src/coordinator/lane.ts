@@ -192,7 +192,7 @@ export class Lane {
       this.end('lost', `${what} found the session lease gone: ${e.message}`);
       return;
     }
-    const short = `${what} refused by the store: ${e.code}`;
+    const short = `${what} refused: ${e.code}`;
     let next: (() => Promise<void>) | undefined;
     if (kind === 'commit' || kind === 'complete') next = () => this.write('fail', { reason: boundReason(`${short}: ${e.message}`, 1024) });
     else if (kind === 'fail' && args.reason !== short) next = () => this.write('fail', { reason: short });
@@ -237,7 +237,14 @@ export class Lane {
         }
       }
       // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
-      const write = laneWrite(kind, { me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts }, args);
+      let write: LaneWrite;
+      try {
+        write = laneWrite(kind, { me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts }, args);
+      } catch (e) {
+        // Refused before it is sent (a record that cannot be encoded, too large): a refusal like the store's.
+        this.refused(kind, args, e);
+        throw e;
+      }
       let res: { won: boolean; revision: number };
       try {
         res = await store.txn(laneTxn(this.fence, write));

@@ -36,3 +36,50 @@ export class UnreadableReporter {
     this.log.error({ key, code: e.code, err: e.message }, 'a record cannot be read; only what it concerns is set aside');
   }
 }
+
+/** At most this many warnings per window reach the logger (`rateLimitWarnings`). */
+export const WARNINGS_PER_WINDOW = 100;
+export const WARNING_WINDOW_MS = 60_000;
+
+/**
+ * `log` with an overall rate limit on warnings, beside the per-key
+ * de-duplication of its callers: at most `max` per `windowMs`; the rest of
+ * the window's are dropped and counted, and one summary ("suppressed K
+ * warnings") is logged when the window ends. A flood of distinct warnings
+ * (a hostile writer touching thousands of keys) cannot then flood the log.
+ * Errors and the other levels pass untouched.
+ */
+export function rateLimitWarnings(log: Logger, clock: { now(): number; setTimer(ms: number, fn: () => void): () => void }, max = WARNINGS_PER_WINDOW, windowMs = WARNING_WINDOW_MS): Logger {
+  let windowStart = -Infinity;
+  let sent = 0;
+  let suppressed = 0;
+  let summaryArmed = false;
+  const summarise = (): void => {
+    summaryArmed = false;
+    if (suppressed === 0) return;
+    log.warn({ suppressed, windowMs }, `suppressed ${suppressed} warning${suppressed === 1 ? '' : 's'} (more than ${max} in ${windowMs / 1000} s)`);
+    suppressed = 0;
+  };
+  return {
+    debug: (obj, msg) => log.debug(obj, msg),
+    info: (obj, msg) => log.info(obj, msg),
+    error: (obj, msg) => log.error(obj, msg),
+    warn: (obj, msg) => {
+      const now = clock.now();
+      if (now - windowStart >= windowMs) {
+        windowStart = now;
+        sent = 0;
+      }
+      if (sent < max) {
+        sent++;
+        log.warn(obj, msg);
+        return;
+      }
+      suppressed++;
+      if (!summaryArmed) {
+        summaryArmed = true;
+        clock.setTimer(windowStart + windowMs - now, summarise);
+      }
+    },
+  };
+}

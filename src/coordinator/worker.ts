@@ -57,6 +57,14 @@ export interface WorkerContext {
   random?: () => number;
 }
 
+/**
+ * The most assigned ids a worker follows (and may claim), as a multiple of its lane budget:
+ * the leader names at most `maxInFlight` (its cap for the member), so only a hand-written or
+ * stale record names more; twice covers a budget changed under a record not yet rewritten.
+ * A record of 100k ids would otherwise open two watches per id.
+ */
+export const FOLLOW_PER_LANE = 2;
+
 /** How soon reconciliation runs again after an error escaped it (a claim, say): nothing else may change to trigger it. */
 const UNEXPECTED_RETRY: BackoffPolicy = { base: 1000, max: 30_000, min: 100 };
 
@@ -83,6 +91,8 @@ export class Worker {
   private readonly unexpected: OnUnexpected;
   private readonly random: () => number;
   private unexpectedRetries = 0;
+  /** The assignment record revision last warned about for naming more than FOLLOW_PER_LANE × maxInFlight ids. */
+  private warnedOversized: number | undefined;
   private cancelRetry: (() => void) | undefined;
 
   constructor(ctx: WorkerContext) {
@@ -155,7 +165,7 @@ export class Worker {
   /** One reconciliation step: observe, decide (pure), execute. */
   reconcile(): void {
     if (!this.session.alive) return;
-    const assignment = this.view.assign?.rec.splits;
+    const assignment = this.boundedAssignment();
     const now = this.clock.now();
     if (assignment) {
       const named = new Set(assignment);
@@ -220,6 +230,22 @@ export class Worker {
     if (claims.length > 0) background('claim', () => this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]), this.unexpected);
     this.settler.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
     this.hooks.reconciled?.();
+  }
+
+  /** Our assignment record's ids, the first FOLLOW_PER_LANE × maxInFlight in record order (warned once per record). */
+  private boundedAssignment(): readonly string[] | undefined {
+    const seen = this.view.assign;
+    const named = seen?.rec.splits;
+    const limit = FOLLOW_PER_LANE * this.config.maxInFlight;
+    if (!named || named.length <= limit) return named;
+    if (this.warnedOversized !== seen.modRevision) {
+      this.warnedOversized = seen.modRevision;
+      this.log.warn(
+        { names: named.length, follows: limit, maxInFlight: this.config.maxInFlight },
+        `the assignment record names ${named.length} splits, more than ${FOLLOW_PER_LANE} × maxInFlight; following the first ${limit} in record order`,
+      );
+    }
+    return named.slice(0, limit);
   }
 
   private claimWon(p: PreparedClaim, revision: number, progressKv: KeyValue | undefined): void {

@@ -83,7 +83,7 @@ describe('a lane write the store refuses for good', () => {
     await expect(c.done).resolves.toBe('complete');
     expect(tries).toBe(2);
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatch(/^complete refused by the store: RECORD_TOO_LARGE/);
+    expect(failed[0]).toMatch(/^complete refused: RECORD_TOO_LARGE/);
     const refused = (await c.metrics.registry.getSingleMetric('splitfleet_lane_writes_refused_total')!.get()).values;
     expect(refused.find((v) => v.labels.write === 'complete')?.value).toBe(1);
     await waitUntil('no lane left', () => c.held.length === 0, { timeoutMs: 5000 });
