@@ -68,6 +68,11 @@ export type {
 
 // Keys (where a job lives on the store).
 export { jobPrefix } from './protocol/keys.js';
+export type { KeyKind } from './protocol/keys.js';
+// A job's scope: its kinds' ranges, never a nested root's keys (decision 0027).
+export { inJobScope, jobKeyRanges, jobSpan } from './protocol/scope.js';
+export type { ScopeRange } from './protocol/scope.js';
+export { listJobKeys } from './operator/scope.js';
 
 // Operator actions: list, retry, pause, resume, evacuate, delete (one guarded write each; decision 0011).
 export { listJobs } from './operator/jobs.js';

@@ -14,7 +14,8 @@
  */
 import type { Command } from 'commander';
 import {
-  EtcdStore, isSplitfleetError, jobPrefix, jobReport, readJobRecords, renderReport, resolveConfig, serveDashboard, SplitfleetError,
+  EtcdStore, inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, readJobRecords, renderReport, resolveConfig, serveDashboard,
+  SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
 import { printableJson } from '../inspect/printable.js';
@@ -63,10 +64,10 @@ function checkNames(job: string, root: string): void {
   }
 }
 
-/** Lists the prefix and builds the report. */
+/** Lists the job's keys (never a nested job's: decision 0027) and builds the report. */
 export async function readReport(store: Store, root: string, job: string): Promise<JobReport> {
   const prefix = jobPrefix(root, job);
-  const { kvs, revision } = await store.listAll(prefix);
+  const { kvs, revision } = await listJobKeys(store, prefix);
   const { records, fp, problems } = readJobRecords(prefix, kvs);
   return jobReport(records, { root, job, prefix, revision, fingerprintHash: fp, problems });
 }
@@ -143,7 +144,9 @@ async function watch(store: Store, root: string, options: InspectOptions): Promi
     w?.();
   };
   const handle = store.watch(prefix, {
-    onEvent: () => {
+    ...jobSpan(prefix),
+    onEvent: (e) => {
+      if (!inJobScope(prefix, e.key)) return; // a nested job's change, inside the span
       dirty = true;
       poke();
     },

@@ -23,6 +23,7 @@ import type { Clock } from '../clock.js';
 import { storeFailure, type SplitfleetError } from '../errors.js';
 import { backoffDelay, retryRandom } from '../protocol/backoff.js';
 import { kindPrefix, type KeyKind } from '../protocol/keys.js';
+import { inJobScope, jobKeyRanges, jobSpan } from '../protocol/scope.js';
 import type {
   AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
 } from '../protocol/records.js';
@@ -145,10 +146,16 @@ export class LeaderView {
     return this.records.columns.unrecorded(limit);
   }
 
-  /** The two ranges the leader follows: everything of the job but `progress.{id}`. */
+  /**
+   * The two ranges the leader follows: the job's span (protocol/scope.ts) but
+   * `progress.{id}`. Two and not one per kind, because `revision` must come
+   * from one watch stream that holds assign, control, leader, lease and plan.
+   * A nested job sorting inside them is delivered and dropped (`inJobScope`), never applied.
+   */
   private get ranges(): KeyRange[] {
     const progress = kindPrefix(this.prefix, 'progress');
-    return [{ rangeEnd: progress }, { rangeStart: `${progress.slice(0, -1)}/` }];
+    const span = jobSpan(this.prefix);
+    return [{ rangeStart: span.rangeStart, rangeEnd: progress }, { rangeStart: `${progress.slice(0, -1)}/`, rangeEnd: span.rangeEnd }];
   }
 
   /** Split records known (with or without a spec). */
@@ -177,9 +184,8 @@ export class LeaderView {
   async resyncMembership(): Promise<void> {
     if (this.failed || this.closed) return;
     const listed = emptyListing();
-    const sparse = (['worker', 'assign', 'lease'] as const).map((k) => ({ rangeStart: kindPrefix(this.prefix, k), rangeEnd: `${kindPrefix(this.prefix, k).slice(0, -1)}/` }));
-    const singles = ['leader', 'plan', 'control'].map((k) => ({ rangeStart: `${this.prefix}${k}`, rangeEnd: `${this.prefix}${k}\0` }));
-    const revision = await this.list([...sparse, ...singles], undefined, (kv) => this.records.listSparse(kv, listed));
+    const sparse = jobKeyRanges(this.prefix, ['worker', 'assign', 'lease', 'leader', 'plan', 'control']);
+    const revision = await this.list(sparse, undefined, (kv) => this.records.listSparse(kv, listed));
     if (this.failed || this.closed || revision <= this.records.floor) return;
     this.records.replaceSparse(listed, revision);
     // The listing covered every kind of the first range (assign, leader, lease, plan) up to it.
@@ -224,7 +230,7 @@ export class LeaderView {
         if (this.failed || this.closed) return revision ?? page.revision;
         revision ??= page.revision;
         try {
-          for (const kv of page.kvs) apply(kv);
+          for (const kv of page.kvs) if (inJobScope(this.prefix, kv.key)) apply(kv);
         } catch (e) {
           this.fail(storeFailure(e));
           return revision;
@@ -290,7 +296,8 @@ export class LeaderView {
     const before = this.revision;
     if (firstRange) this.saw(e.modRevision);
     try {
-      const kind = e.type === 'put' ? this.records.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.records.remove(e.key, e.modRevision);
+      // A nested job's key inside the ranges is none of this job's: it only moves the revision.
+      const kind = !inJobScope(this.prefix, e.key) ? undefined : e.type === 'put' ? this.records.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.records.remove(e.key, e.modRevision);
       // A change already known (a backstop listing got there first) still moves the revision the
       // leader waits on before deciding again: say so, or it would wait for a change that came.
       if (kind) this.notify({ kinds: new Set([kind]), all: false });

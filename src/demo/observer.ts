@@ -12,6 +12,7 @@
 import { defaultFingerprint, jobPrefix, loadFigures, type Store, type WatchEvent, type WatchHandle } from '../index.js';
 import { applyRecord, emptyJobRecords, jobReport, type JobRecords, type JobReport } from '../inspect/report.js';
 import { parseKey } from '../protocol/keys.js';
+import { inJobScope, jobSpan } from '../protocol/scope.js';
 import { fingerprintHash } from '../protocol/records.js';
 
 export interface Narrative {
@@ -63,14 +64,17 @@ export class JobObserver {
   }
 
   async start(): Promise<void> {
+    // The job's span only, and of it only the job's own keys: never a nested job's (decision 0027).
     this.handle = this.store.snapshotAndWatch(this.prefix, {
       onSnapshot: (kvs, revision) => {
-        for (const kv of kvs) this.apply(kv.key, kv.value, false);
+        for (const kv of kvs) if (inJobScope(this.prefix, kv.key)) this.apply(kv.key, kv.value, false);
         this.revision = revision;
       },
-      onEvent: (e) => this.onEvent(e),
+      onEvent: (e) => {
+        if (inJobScope(this.prefix, e.key)) this.onEvent(e);
+      },
       onError: (e) => this.tell('note', `the observer's watch stopped: ${e.message}`),
-    });
+    }, jobSpan(this.prefix));
     await this.handle.ready;
   }
 

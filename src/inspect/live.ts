@@ -15,6 +15,7 @@
  */
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { jobPrefix, parseKey } from '../protocol/keys.js';
+import { inJobScope, jobSpan } from '../protocol/scope.js';
 import { ChangeTracker, describeChange, type ChangeEvent, type RecordChange } from './changes.js';
 import { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, type JobRecords, type JobReport, type MemberReport } from './report.js';
 
@@ -143,19 +144,21 @@ export class LiveJob {
   }
 
   private async watch(): Promise<void> {
+    // The job's span only, and of it only the job's own keys: never a nested job's (decision 0027).
     const handle = this.store.snapshotAndWatch(this.prefix, {
       onSnapshot: (kvs, revision) => {
         // A re-snapshot replaces everything: keys deleted while the watch was down are gone from it.
         this.records = emptyJobRecords();
         this.pending = new Map();
         this.problems.clear();
-        for (const kv of kvs) this.apply(kv.key, kv, false);
+        for (const kv of kvs) if (inJobScope(this.prefix, kv.key)) this.apply(kv.key, kv, false);
         if (this.fp !== undefined) this.tracker.seed(this.records);
         this.revision = revision;
         this.error = null;
         this.dirty();
       },
       onEvent: (e) => {
+        if (!inJobScope(this.prefix, e.key)) return;
         this.revision = Math.max(this.revision, e.modRevision);
         this.apply(e.key, e.type === 'put' ? { key: e.key, value: e.value ?? '', createRevision: e.createRevision ?? 0, modRevision: e.modRevision } : undefined, true);
         this.dirty();
@@ -167,7 +170,7 @@ export class LiveJob {
         void handle.close().catch(() => undefined);
         this.scheduleRetry();
       },
-    });
+    }, jobSpan(this.prefix));
     this.handle = handle;
     await handle.ready;
     if (this.closed) await handle.close();

@@ -9,10 +9,11 @@ import { SplitfleetError } from '../errors.js';
 import {
   isNeutral, NO_CONTROL, staleEvacuations, withEvacuated, withoutEvacuated, withPaused, type ControlState,
 } from '../protocol/control.js';
-import { controlKey, idProblem, isValidId, kindPrefix } from '../protocol/keys.js';
+import { controlKey, idProblem, isValidId } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, SCHEMA_VERSION, type ControlRecord, type WorkerRecord } from '../protocol/records.js';
 import { cmp, op, type Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
+import { listJobKeys } from './scope.js';
 
 /** What a control action did. */
 export interface ControlResult {
@@ -69,7 +70,7 @@ export async function resumeInstance(target: JobTarget & { instance: string }): 
 
 /** The job's live members: instance → presence record. */
 export async function liveMembers(store: Store, job: FoundJob): Promise<Map<string, WorkerRecord>> {
-  const { kvs } = await store.listAll(kindPrefix(job.prefix, 'worker'));
+  const { kvs } = await listJobKeys(store, job.prefix, ['worker']);
   const out = new Map<string, WorkerRecord>();
   for (const kv of kvs) {
     try {

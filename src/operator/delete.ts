@@ -1,5 +1,7 @@
 /**
- * deleteJob: removes every key of a job (`splitfleet delete`). A finished job
+ * deleteJob: removes every key of a job (`splitfleet delete`), and only the
+ * job's: its kinds and singletons (`listJobKeys`, decision 0027), never the
+ * keys of a job nested under its prefix. A finished job
  * (its plan carries a verdict) with no live process is deleted outright; one
  * that runs, or still has processes, is refused unless forced, and the
  * refusal says what deleting it would stop.
@@ -11,11 +13,12 @@
  * listing again until nothing is left (a straggler's write may land between).
  */
 import { SplitfleetError } from '../errors.js';
-import { kindPrefix, leaderKey, planKey } from '../protocol/keys.js';
+import { leaderKey, planKey } from '../protocol/keys.js';
 import { decodeRecord } from '../protocol/records.js';
 import { cmp, op, type Store } from '../store/store.js';
 import { findJob, type FoundJob, type JobTarget } from './job.js';
 import { liveMembers } from './control.js';
+import { listJobKeys } from './scope.js';
 
 /** What `deleteJob` deletes, and whether it may stop a running job. */
 export interface DeleteOptions extends JobTarget {
@@ -47,7 +50,7 @@ export async function whatDeleteStops(store: Store, job: FoundJob): Promise<{ me
       leader = '(unreadable leader record)';
     }
   }
-  const held = (await store.listAll(kindPrefix(job.prefix, 'lease'))).kvs.length;
+  const held = (await listJobKeys(store, job.prefix, ['lease'])).kvs.length;
   return { members, leader, held };
 }
 
@@ -80,7 +83,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   }
   const left = [...(await liveMembers(store, job)).keys()];
   for (let round = 0; round < 5; round++) {
-    const { kvs } = await store.listAll(job.prefix);
+    const { kvs } = await listJobKeys(store, job.prefix);
     if (kvs.length === 0) break;
     const per = store.limits.maxOpsPerTxn;
     for (let i = 0; i < kvs.length; i += per) {
@@ -95,7 +98,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
 async function untilGone(store: Store, job: FoundJob, waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
-    const { kvs } = await store.list(kindPrefix(job.prefix, 'worker'), { limit: 1 });
+    const { kvs } = await listJobKeys(store, job.prefix, ['worker']);
     if (kvs.length === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

@@ -5,11 +5,12 @@
  * job's split records are counted page by page.
  */
 import { SplitfleetError } from '../errors.js';
-import { kindPrefix, planKey } from '../protocol/keys.js';
+import { planKey } from '../protocol/keys.js';
 import { decodeRecord, type PlanRecord } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
 import { checkJobNames, recordField } from './job.js';
 import { liveMembers } from './control.js';
+import { jobKeyPages } from './scope.js';
 
 /** One job under a root, as `splitfleet jobs` lists it. */
 export interface JobSummary {
@@ -24,8 +25,6 @@ export interface JobSummary {
   /** A problem reading the job (its plan record, say), or null. */
   problem: string | null;
 }
-
-const PAGE = 1000;
 
 /**
  * Lists the jobs under `root` (default `splitfleet`), each with its verdict,
@@ -88,16 +87,12 @@ async function summarise(store: Store, base: string, job: string): Promise<JobSu
   const leader = await fieldOf(`${prefix}leader`, 'instance');
   summary.leader = typeof leader === 'string' ? leader : null;
   summary.paused = (await fieldOf(`${prefix}control`, 'paused')) === true;
-  let after: string | undefined;
-  for (;;) {
-    const page = await store.list(kindPrefix(prefix, 'split'), { limit: PAGE, ...(after !== undefined ? { startAfter: after } : {}) });
-    for (const kv of page.kvs) {
+  for await (const page of jobKeyPages(store, prefix, ['split'])) {
+    for (const kv of page) {
       const status = recordField(kv.value, 'status'); // unreadable: counted in the total only (`inspect` names it)
       summary.splits.total++;
       if (status === 'runnable' || status === 'completed' || status === 'quarantined') summary.splits[status]++;
     }
-    if (!page.more || page.kvs.length === 0) break;
-    after = page.kvs[page.kvs.length - 1]!.key;
   }
   return summary;
 }

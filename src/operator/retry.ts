@@ -9,10 +9,11 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { retriedRecord } from '../protocol/claims.js';
-import { idProblem, isValidId, kindPrefix, planKey, splitKey } from '../protocol/keys.js';
+import { idProblem, isValidId, planKey, splitKey } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, type SplitRecord } from '../protocol/records.js';
 import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
+import { jobKeyPages } from './scope.js';
 
 /** Which splits `retrySplits` returns to runnable: named ones, or every quarantined one. */
 export interface RetryOptions extends JobTarget {
@@ -29,9 +30,6 @@ export interface RetryResult {
   /** The plan's `stalled` verdict was cleared: a fleet that had stopped on it must be started again. */
   verdictCleared: boolean;
 }
-
-/** Page size of the listing `allQuarantined` makes. */
-const PAGE = 1000;
 
 /**
  * Returns quarantined splits to runnable with their attempts reset, then
@@ -97,12 +95,9 @@ async function named(store: Store, job: FoundJob, ids: string[]): Promise<Target
 
 /** Every quarantined split, listed page by page (an unreadable record is not retried: it is no known state). */
 async function quarantined(store: Store, job: FoundJob): Promise<Target[]> {
-  const prefix = kindPrefix(job.prefix, 'split');
   const out: Target[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await store.list(prefix, { limit: PAGE, ...(after !== undefined ? { startAfter: after } : {}) });
-    for (const kv of page.kvs) {
+  for await (const page of jobKeyPages(store, job.prefix, ['split'])) {
+    for (const kv of page) {
       try {
         const rec = decodeRecord('split', kv.key, kv.value, job.fp);
         if (rec.status === 'quarantined') out.push({ kv, rec });
@@ -110,9 +105,8 @@ async function quarantined(store: Store, job: FoundJob): Promise<Target[]> {
         // Parked by the leader; `inspect` lists it as a problem.
       }
     }
-    if (!page.more || page.kvs.length === 0) return out;
-    after = page.kvs[page.kvs.length - 1]!.key;
   }
+  return out;
 }
 
 /** Clears a `stalled` verdict by CAS, re-reading when the plan moved meanwhile. */
