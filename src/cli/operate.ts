@@ -44,6 +44,8 @@ function controlLines(job: string, r: ControlResult, did: string, undid: string)
   return [
     r.changed ? `job ${job}: ${did}` : `job ${job}: ${undid} (nothing changed)`,
     `  paused ${r.paused ? 'yes' : 'no'}; evacuated ${r.evacuated.length === 0 ? 'none' : r.evacuated.join(', ')}`,
+    // An unreadable record held the job paused (fail safe); this action wrote over it.
+    ...(r.replaced !== undefined ? [`  replaced an unreadable control record (${r.replaced})`] : []),
   ];
 }
 

@@ -9,17 +9,18 @@
  * - Every record is decoded strictly. The job's own records (plan, leader)
  *   that this build cannot read throw (the view stops); any other unreadable
  *   record is reported once through `onUnreadable` and costs only what it
- *   concerns (a member its membership, a split its place: parked).
+ *   concerns (a member its membership, a split its place: parked). An
+ *   unreadable control record holds the job paused (fail safe, decision 0026).
  * - A deletion of a sparse kind at or below `floor` (the last listing's
  *   revision) is already reflected and is ignored; a put older than what is
  *   held is ignored.
  *
  * No I/O: LeaderView (leader-view.ts) lists and watches and feeds it.
  */
-import { storeFailure, type SplitfleetError } from '../errors.js';
+import { SplitfleetError, storeFailure } from '../errors.js';
 import { parseKey, type KeyKind } from '../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
+  decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
 import { SplitColumns } from './split-columns.js';
@@ -32,8 +33,14 @@ export interface SparseListing {
   leases: Map<string, Seen<LeaseRecord>>;
   plan: Seen<PlanRecord> | undefined;
   leader: Seen<LeaderRecord> | undefined;
-  control: Seen<ControlRecord> | undefined;
+  control: SeenControl | undefined;
 }
+
+/**
+ * The control record as held: an unreadable one stands as paused (fail safe: an operator's
+ * pause must never be lifted by a record nobody can read), with the reason.
+ */
+export type SeenControl = Seen<ControlRecord> & { unreadable?: string };
 
 export function emptyListing(): SparseListing {
   return { workers: new Map(), assigns: new Map(), leases: new Map(), plan: undefined, leader: undefined, control: undefined };
@@ -44,8 +51,8 @@ export type BacklogFigures = Record<'queued' | 'running' | 'draining' | 'complet
 export class LeaderRecords {
   plan: Seen<PlanRecord> | undefined;
   leader: Seen<LeaderRecord> | undefined;
-  /** The operators' record (pause, evacuations); undefined when absent or unreadable (decision 0011). */
-  control: Seen<ControlRecord> | undefined;
+  /** The operators' record (pause, evacuations; decision 0011); undefined when absent, paused when unreadable. */
+  control: SeenControl | undefined;
   readonly workers = new Map<string, Seen<WorkerRecord>>();
   readonly assigns = new Map<string, Seen<AssignRecord>>();
   /** Live lease keys, by split id (at most the fleet's lanes). */
@@ -128,7 +135,7 @@ export class LeaderRecords {
       case 'lease': put('lease', into.leases, parsed.id); break;
       case 'plan': into.plan = seen(decodeRecord('plan', kv.key, kv.value, this.fp)); break;
       case 'leader': into.leader = seen(decodeRecord('leader', kv.key, kv.value, this.fp)); break;
-      case 'control': { const rec = this.readable('control', kv.key, kv.value); into.control = rec ? seen(rec) : undefined; break; }
+      case 'control': into.control = this.readControl(kv.key, kv.value, kv); break;
       default: break;
     }
   }
@@ -162,12 +169,10 @@ export class LeaderRecords {
         return 'leader';
       case 'publish':
         return undefined; // the leader's own fence: it tracks the revision itself (decision 0015)
-      case 'control': {
-        // Unreadable: as if absent (nothing paused or evacuated), reported; an operator rewrites it.
-        const rec = this.readable('control', key, value);
-        this.control = rec ? meta(rec, kv) : undefined;
+      case 'control':
+        // Unreadable: held paused (fail safe), reported; `splitfleet pause`/`resume` overwrite it.
+        this.control = this.readControl(key, value, kv);
         return 'control';
-      }
       case 'worker':
         // Unreadable: not a member (it costs that instance its membership, not the job).
         return this.putKeyed(this.workers, 'worker', parsed.id, key, value, kv);
@@ -265,6 +270,19 @@ export class LeaderRecords {
       if (id !== undefined) this.columns.setProblem(id, kind, err.message);
       this.onUnreadable(key, err);
       return undefined;
+    }
+  }
+
+  /** The control record at `key`; an unreadable one stands as paused, with the reason (reported once per problem). */
+  private readControl(key: string, value: string, kv: { modRevision: number; lease?: string }): SeenControl {
+    try {
+      return meta(decodeRecord('control', key, value, this.fp), kv);
+    } catch (e) {
+      const err = storeFailure(e);
+      const reason = `${err.message}; the job is held paused until an operator rewrites it (splitfleet pause or resume)`;
+      this.onUnreadable(key, new SplitfleetError(err.code, reason, { cause: err }));
+      const paused: ControlRecord = { v: SCHEMA_VERSION, fp: this.fp, paused: true, evacuated: [] };
+      return { ...meta(paused, kv), unreadable: reason };
     }
   }
 

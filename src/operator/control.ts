@@ -4,8 +4,13 @@
  * leader honours on its next decision. Each is one compare-and-swap on the
  * record (created if absent, deleted once it asks nothing), re-read and
  * retried when it loses, and written only when it changes something.
+ *
+ * An unreadable record (garbage, beyond the decode bounds, another
+ * fingerprint) is what the leader holds it as: paused, nothing evacuated
+ * (fail safe). An action overwrites it by CAS on its revision, and says so
+ * (`replaced`), so an operator can always repair it with `pause` or `resume`.
  */
-import { SplitfleetError } from '../errors.js';
+import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import {
   isNeutral, NO_CONTROL, staleEvacuations, withEvacuated, withoutEvacuated, withPaused, type ControlState,
 } from '../protocol/control.js';
@@ -21,7 +26,12 @@ export interface ControlResult {
   changed: boolean;
   paused: boolean;
   evacuated: string[];
+  /** Set when the record was unreadable and this action overwrote it: why it could not be read. */
+  replaced?: string;
 }
+
+/** How the leader holds an unreadable control record (coordinator/leader-records.ts): paused, nothing evacuated. */
+const UNREADABLE: ControlState = Object.freeze({ paused: true, evacuated: [] }) as ControlState;
 
 /** Pause: the leader publishes empty assignments; lanes drain cooperatively, nothing new is claimed, progress is kept. */
 export async function pauseJob(target: JobTarget): Promise<ControlResult> {
@@ -102,14 +112,21 @@ async function editControl(
   const key = controlKey(job.prefix);
   for (let attempt = 0; attempt < ACTION_ATTEMPTS; attempt++) {
     const kv = await store.get(key);
-    const current: ControlRecord | undefined = kv ? decodeRecord('control', kv.key, kv.value, job.fp) : undefined;
-    const before: ControlState = current ? { paused: current.paused, evacuated: current.evacuated } : NO_CONTROL;
+    let current: ControlRecord | undefined;
+    let unreadable: string | undefined;
+    try {
+      current = kv ? decodeRecord('control', kv.key, kv.value, job.fp) : undefined;
+    } catch (e) {
+      if (!isSplitfleetError(e, 'INVALID_RECORD') && !isSplitfleetError(e, 'FINGERPRINT_MISMATCH')) throw e;
+      unreadable = e.message;
+    }
+    const before: ControlState = current ? { paused: current.paused, evacuated: current.evacuated } : unreadable !== undefined ? UNREADABLE : NO_CONTROL;
     const live = members ?? await liveMembers(store, job);
     const nonces = new Map([...live].map(([i, w]) => [i, w.nonce]));
     const edited = edit(before);
     const stale = new Set(staleEvacuations(edited, nonces));
     const next: ControlState = { ...edited, evacuated: edited.evacuated.filter((e) => !stale.has(e)) };
-    const result = { paused: next.paused, evacuated: next.evacuated.map((e) => e.instance) };
+    const result = { paused: next.paused, evacuated: next.evacuated.map((e) => e.instance), ...(unreadable !== undefined ? { replaced: unreadable } : {}) };
     const guard = kv ? cmp.modRevision(key, kv.modRevision) : cmp.absent(key);
     let write;
     if (isNeutral(next)) {
@@ -122,7 +139,7 @@ async function editControl(
       write = op.put(key, value);
     }
     const res = await store.txn({ compares: [guard], success: [write] });
-    if (res.won) return { changed: isNeutral(before) !== isNeutral(next) || before.paused !== next.paused || !sameEvacuations(before, next), ...result };
+    if (res.won) return { changed: unreadable !== undefined || isNeutral(before) !== isNeutral(next) || before.paused !== next.paused || !sameEvacuations(before, next), ...result };
   }
   throw contended(`writing ${key}`);
 }
