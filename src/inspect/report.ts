@@ -18,7 +18,7 @@
 import { jobVerdict } from '../protocol/completion.js';
 import { parseKey } from '../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
+  decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
   type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
@@ -113,6 +113,8 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
     return undefined;
   } catch (e) {
     drop();
+    // As the leader holds it (fail safe, decision 0026): an unreadable control record is a pause.
+    if (parsed.kind === 'control') records.control = { v: SCHEMA_VERSION, fp, paused: true, evacuated: [] };
     const code = (e as { code?: string }).code;
     return `${key}: ${code !== undefined ? `${code}: ` : ''}${(e as Error).message}`;
   }

@@ -7,8 +7,8 @@
  *   `fatal` event, its `done` and its health, instead of a campaign that
  *   retries forever under a fleet that says it is running;
  * - an unreadable `control` record keeps a paused job paused (fail safe),
- *   is reported once with the reason, and `pause`/`resume` overwrite it,
- *   saying they did.
+ *   is reported once with the reason (inspect shows the job paused too), and
+ *   `pause`/`resume` overwrite it, saying they did.
  * MemoryStore on a VirtualClock, time driven step by step.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import { isSplitfleetError, type SplitfleetError } from '../../src/errors.js';
 import { pauseJob, resumeJob } from '../../src/operator/control.js';
 import { controlKey, jobPrefix, planKey, splitKey } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { readJobRecords } from '../../src/inspect/report.js';
 import { MemoryStore } from '../../src/store/memory.js';
 
 const LEASE = 3000;
@@ -200,6 +201,11 @@ describe('an unreadable control record', () => {
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(/not valid JSON .*; the job is held paused until an operator rewrites it \(splitfleet pause or resume\)/);
     expect(fleet.every((c) => c.health().state !== 'stopped')).toBe(true);
+
+    // inspect says what the leader does: paused, and the record is named as unreadable.
+    const { records, problems } = readJobRecords(jobPrefix('splitfleet', job), (await store.listAll(jobPrefix('splitfleet', job))).kvs, fp);
+    expect(records.control?.paused).toBe(true);
+    expect(problems.some((p) => p.startsWith(`${key}: INVALID_RECORD: `))).toBe(true);
 
     allow.complete = true;
     const r = await settle(clock, resumeJob({ store, job }));
