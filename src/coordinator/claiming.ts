@@ -7,7 +7,9 @@
  *
  * Invariants:
  * - What a claim compares and writes, and what it costs, is the decision's
- *   and protocol/'s: this shell does not classify a claim again.
+ *   and protocol/'s: this shell does not classify a claim again. It only
+ *   reads what a takeover's cost needs (the progress record: did the ended
+ *   tenancy commit?) and hands it to takeoverCost; the claim compares it.
  * - A claim that lost is not sent again on the same observation (the view,
  *   split and lease-key revisions it was based on): while the watch lags
  *   that would be a hot loop of doomed transactions.
@@ -17,11 +19,12 @@
  */
 import type { Config } from '../config.js';
 import { isRetryable, isSplitfleetError } from '../errors.js';
-import { fingerprintHash, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { decodeRecord, fingerprintHash, type SpecRecord, type SplitRecord } from '../protocol/records.js';
+import { progressKey } from '../protocol/keys.js';
 import type { ReconcileDecision } from '../protocol/reconcile.js';
-import type { ClaimKind } from '../protocol/claims.js';
+import { isTakeover, takeoverCost, type ClaimKind } from '../protocol/claims.js';
 import { claimTxn, joinTxns, type Writer } from '../protocol/txns.js';
-import type { KeyValue, Store, Txn } from '../store/store.js';
+import { op, type KeyValue, type Store, type Txn } from '../store/store.js';
 import type { OnUnexpected } from './background.js';
 import type { Emit } from './events.js';
 import type { Logger } from './log.js';
@@ -29,7 +32,10 @@ import type { Metrics } from './metrics.js';
 import type { Session } from './session.js';
 import type { WorkerView } from './worker-view.js';
 
-/** Most claims in one transaction: 2 compares and 3 ops each, under etcd's 128 per transaction. */
+/** A claim or quarantine decision; a takeover's carries the progress revision its cost was settled on. */
+type CostedDecision = Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }> & { progressRevision?: number };
+
+/** Most claims in one transaction: 2 or 3 compares and 3 ops each, under etcd's 128 per transaction. */
 export const CLAIMS_PER_TXN = 24;
 
 /** One claim ready to send, and what to do once it lands. */
@@ -73,6 +79,10 @@ export interface ClaimerContext extends WorkerParts {
 export class Claimer {
   /** Splits whose claim is in flight (lanes in use: counted against maxInFlight). */
   readonly claiming = new Set<string>();
+  /** Takeovers whose progress is being read (their cost: takeoverCosts); not decided twice at once. */
+  private readonly costing = new Set<string>();
+  /** A takeover was skipped while its cost was being read: reconcile once the reads end. */
+  private recostPending = false;
   /** Claims that lost, by split: the observation they were based on (see the header). */
   private readonly lostClaims = new Map<string, string>();
 
@@ -81,7 +91,11 @@ export class Claimer {
   /** Sends `decisions` (claims and quarantines of one reconciliation), batched. */
   async claimAll(decisions: readonly Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>[]): Promise<void> {
     const prepared: PreparedClaim[] = [];
-    for (const d of decisions) {
+    const costs = await this.takeoverCosts(decisions);
+    for (const d0 of decisions) {
+      const cost = costs.get(d0.id);
+      if (isTakeover(d0.claim) && cost === undefined) continue; // its progress could not be read: the backstop tries again
+      const d = cost ?? d0;
       // One split whose claim cannot even be built (a bug, a record that cannot be written back)
       // costs that split only: reported, and the others are still sent.
       try {
@@ -109,8 +123,83 @@ export class Claimer {
     }
   }
 
+  /**
+   * What each takeover among `decisions` costs (protocol/claims.ts,
+   * takeoverCost): the progress records of their splits, read in one
+   * transaction, say whether the tenancy each ends committed progress. A split
+   * whose progress cannot be read now is left out (and not claimed).
+   */
+  private async takeoverCosts(
+    decisions: readonly Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>[],
+  ): Promise<Map<string, CostedDecision>> {
+    const out = new Map<string, CostedDecision>();
+    // A takeover already being costed is decided again once that read ends (its decision may be stale).
+    if (decisions.some((d) => this.costing.has(d.id))) this.recostPending = true;
+    const takeovers = decisions.filter((d) => isTakeover(d.claim) && !this.claiming.has(d.id) && !this.costing.has(d.id) && !this.ctx.hasLane(d.id));
+    if (takeovers.length === 0) return out;
+    for (const d of takeovers) this.costing.add(d.id);
+    try {
+      return await this.costTakeovers(takeovers, out);
+    } finally {
+      for (const d of takeovers) this.costing.delete(d.id);
+      if (this.costing.size === 0 && this.recostPending) {
+        this.recostPending = false;
+        this.ctx.schedule();
+      }
+    }
+  }
+
+  private async costTakeovers(
+    takeovers: readonly Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>[], out: Map<string, CostedDecision>,
+  ): Promise<Map<string, CostedDecision>> {
+    const { store, view, config, log } = this.ctx;
+    // The decisions rest on the view as it was: a split whose record or lease key moved while the
+    // progress was being read is decided again (a reclaim whose lease expired meanwhile is an
+    // expired claim now), not sent on a kind its observation no longer supports.
+    const observed = (id: string) => {
+      const seen = view.split(id);
+      return `${seen?.record?.modRevision ?? 0}:${seen?.lease?.modRevision ?? 0}`;
+    };
+    const before = new Map(takeovers.map((d) => [d.id, observed(d.id)]));
+    let reads: (KeyValue | undefined)[];
+    try {
+      reads = (await store.txn({ compares: [], success: takeovers.map((d) => op.get(progressKey(view.prefix, d.id))) })).reads;
+    } catch (e) {
+      log.warn({ err: (e as Error).message, splits: takeovers.length }, 'reading progress before a takeover failed; retrying on the next reconciliation');
+      return out;
+    }
+    const fp = fingerprintHash(config.fingerprint);
+    let moved = false;
+    takeovers.forEach((d, i) => {
+      const record = view.split(d.id)?.record?.rec;
+      if (!record) return;
+      // The kind must still fit the view: a reclaim needs our own lease key, an expired claim none.
+      const leaseOwner = view.split(d.id)?.lease?.rec.owner;
+      const fits = d.claim === 'reclaim' ? leaseOwner === config.instance : leaseOwner === undefined;
+      if (!fits || observed(d.id) !== before.get(d.id)) {
+        moved = true;
+        return;
+      }
+      const kv = reads[i];
+      let progressEpoch: number | undefined;
+      try {
+        progressEpoch = kv ? decodeRecord('progress', kv.key, kv.value, fp).epoch : undefined;
+      } catch (e) {
+        log.warn({ split: d.id, err: (e as Error).message }, 'the progress record of a split to take over cannot be read; not claiming it');
+        return;
+      }
+      const cost = takeoverCost(record, progressEpoch, config.maxAttempts);
+      const progressRevision = kv?.modRevision ?? 0;
+      out.set(d.id, cost.quarantine
+        ? { kind: 'quarantine', id: d.id, claim: d.claim, attempts: record.attempts, progressRevision }
+        : { kind: 'claim', id: d.id, claim: d.claim, consumesAttempt: cost.consumesAttempt, progressRevision });
+    });
+    if (moved) this.ctx.schedule();
+    return out;
+  }
+
   /** The claim's transaction from the view, or nothing when the split cannot be sent now. */
-  private prepare(d: Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>): PreparedClaim | undefined {
+  private prepare(d: CostedDecision): PreparedClaim | undefined {
     const { view, session, config } = this.ctx;
     if (this.claiming.has(d.id) || this.ctx.hasLane(d.id)) return undefined;
     const seen = view.split(d.id);
@@ -122,9 +211,10 @@ export class Claimer {
     if (this.lostClaims.get(d.id) === basis) return undefined;
     this.lostClaims.delete(d.id);
     const writer: Writer = { prefix: view.prefix, me: config.instance, nonce: session.nonce, sessionLease: session.leaseId, fp: fingerprintHash(config.fingerprint) };
+    const progress = d.progressRevision !== undefined ? { progressRevision: d.progressRevision } : {};
     const order = d.kind === 'claim'
-      ? { kind: 'claim' as const, claim: d.claim, consumesAttempt: d.consumesAttempt }
-      : { kind: 'quarantine' as const, claim: d.claim, consumesAttempt: true };
+      ? { kind: 'claim' as const, claim: d.claim, consumesAttempt: d.consumesAttempt, ...progress }
+      : { kind: 'quarantine' as const, claim: d.claim, consumesAttempt: true, ...progress };
     const c = claimTxn(writer, d.id, order, record, seen.lease, config.maxAttempts);
     return { id: d.id, kind: d.claim, basis, spec, next: c.next, quarantine: c.quarantine, txn: c.txn };
   }

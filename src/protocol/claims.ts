@@ -7,15 +7,16 @@
  * - Claimable means runnable, spec observed, and no live lease of another
  *   owner. An assignment is permission to try, not a promise the split is
  *   free: the previous owner's lease key must be gone first.
- * - Reclaims and expired takeovers consume a delivery attempt; creates and
- *   claims after a release do not. The attempt that would reach maxAttempts
- *   quarantines the split instead of claiming it.
+ * - Reclaims and expired takeovers consume a delivery attempt only when the
+ *   tenancy they end committed no progress (`takeoverCost`: the poison case);
+ *   creates and claims after a release never do. The attempt that would reach
+ *   maxAttempts quarantines the split instead of claiming it.
  * - `epoch` counts tenancies: it is bumped by every claim (the only
  *   transition that installs an owner); release, failure, completion and
  *   quarantine clear the owner without starting a tenancy.
  * - An owner is present only on a runnable record with epoch ≥ 1.
- * - claimCandidates never opens more lanes than maxInFlight, counting held
- *   and draining lanes; quarantines open no lane.
+ * - claimCandidates never offers more claims and quarantines than
+ *   maxInFlight leaves lanes for, counting held and draining lanes.
  *
  * Pure: no I/O. Transitions throw SplitfleetError('INVALID_RECORD') when
  * applied to a record in the wrong state: that is a caller's bug, since the
@@ -35,7 +36,11 @@ export type UnclaimableReason = 'leased' | 'completed' | 'quarantined';
 /** A claimable split: how, and at what cost. */
 export interface Claimable {
   kind: ClaimKind;
-  /** True for 'reclaim' and 'expired': the previous delivery ended badly. */
+  /**
+   * True for 'reclaim' and 'expired': the previous delivery ended badly. For
+   * those it is provisional: `takeoverCost` settles it once the progress
+   * record has been read (a tenancy that committed progress is not charged).
+   */
   consumesAttempt: boolean;
   /** True when this is the attempt that reaches maxAttempts: quarantine instead of claiming. */
   quarantine: boolean;
@@ -67,6 +72,28 @@ export function classifyClaim(
   const consumesAttempt = kind === 'reclaim' || kind === 'expired';
   const attempts = record?.attempts ?? 0;
   return { kind, consumesAttempt, quarantine: consumesAttempt && attempts + 1 >= maxAttempts };
+}
+
+/** Whether a claim of this kind ends a tenancy (its cost then waits for the progress record: `takeoverCost`). */
+export function isTakeover(kind: ClaimKind): boolean {
+  return kind === 'reclaim' || kind === 'expired';
+}
+
+/**
+ * What a takeover (a reclaim or an expired claim) costs, once the split's
+ * progress record has been read (substrate.md, "Split lifecycle"): an attempt
+ * only when the tenancy it ends (the record's epoch) committed no progress,
+ * and a quarantine when that attempt reaches `maxAttempts`. A split that
+ * kills its worker before its first commit is charged every time; one that
+ * committed and lost its owner to an outage, a partition or a restart is not.
+ *
+ * @param progressEpoch the epoch `progress.{id}` names; undefined when there is no progress record.
+ */
+export function takeoverCost(
+  record: SplitRecord, progressEpoch: number | undefined, maxAttempts: number,
+): { consumesAttempt: boolean; quarantine: boolean } {
+  const committed = record.epoch >= 1 && progressEpoch === record.epoch;
+  return { consumesAttempt: !committed, quarantine: !committed && record.attempts + 1 >= maxAttempts };
 }
 
 /** What a worker has observed of one split. A split missing from the map has not been observed. */
@@ -108,8 +135,9 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  * Which assigned splits to try claiming now: assigned, not held or draining,
  * runnable, spec observed, and no live lease of another owner. Sorted by id
  * (JS string order) so the choice is deterministic; claims stop when the lane
- * budget (maxInFlight − lanes in use) is spent. Quarantines take no lane and
- * are always included.
+ * budget (maxInFlight − lanes in use) is spent. A quarantine takes a lane
+ * too: it is provisional (every quarantine ends a tenancy, and `takeoverCost`
+ * turns it into a plain claim when that tenancy committed progress).
  */
 export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
   const lanes = new Set(input.held);
@@ -124,8 +152,7 @@ export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
     if (c.kind === 'unclaimable') continue;
     const candidate = { id, claim: c.kind, consumesAttempt: c.consumesAttempt, quarantine: c.quarantine,
       attempts: seen.record?.attempts ?? 0 };
-    if (c.quarantine) { out.push(candidate); continue; }
-    if (free === 0) continue; // keep scanning: a later split may still need quarantining
+    if (free === 0) break;
     free--;
     out.push(candidate);
   }

@@ -49,8 +49,13 @@ export interface Writer {
 export interface ClaimOrder {
   readonly kind: 'claim' | 'quarantine';
   readonly claim: ClaimKind;
-  /** For a claim: whether it consumes a delivery attempt (the decision says, from classifyClaim). */
+  /** For a claim: whether it consumes a delivery attempt (classifyClaim, settled for a takeover by takeoverCost). */
   readonly consumesAttempt: boolean;
+  /**
+   * For a takeover: the revision of `progress.{id}` its cost was decided on
+   * (0: none). The transaction compares it, so the cost rests on what it read.
+   */
+  readonly progressRevision?: number;
 }
 
 /** A claim (or quarantine) ready to send: the record it writes and its transaction. */
@@ -73,6 +78,7 @@ export function claimTxn(
   const sk = splitKey(w.prefix, id);
   const lk = leaseKey(w.prefix, id);
   const compares = [cmp.modRevision(sk, record.modRevision), order.claim === 'reclaim' ? cmp.lease(lk, lease?.lease ?? '') : cmp.absent(lk)];
+  if (order.progressRevision !== undefined) compares.push(cmp.modRevision(progressKey(w.prefix, id), order.progressRevision));
   if (order.kind === 'quarantine') {
     const next = quarantinedRecord(record.rec, `max_attempts (${maxAttempts}) reached on a ${order.claim} claim`);
     const success = [op.put(sk, encodeRecord('split', next))];

@@ -43,9 +43,10 @@ function cleanRun(): { h: History; ledger: Ledger } {
   h.write(['progress', 's', prog(1, 5)]);
   h.write(['progress', 's', prog(1, 10)]);
   h.write(['lease', 's', 'delete']); // a's lease expires
-  h.write(['split', 's', split(2, 'b', 'runnable', 1)], ['lease', 's', lease('b', 2)]);
+  // a's tenancy committed progress: the takeover consumes no attempt (substrate.md).
+  h.write(['split', 's', split(2, 'b', 'runnable', 0)], ['lease', 's', lease('b', 2)]);
   h.write(['progress', 's', prog(2, 15)]);
-  h.write(['split', 's', split(2, '', 'completed', 1)], ['progress', 's', prog(2, 20)], ['lease', 's', 'delete']);
+  h.write(['split', 's', split(2, '', 'completed', 0)], ['progress', 's', prog(2, 20)], ['lease', 's', 'delete']);
   const ledger: Ledger = {
     units: [...units('a', 1, 1, 12), ...units('b', 2, 11, 20)],
     events: [{ instance: 'a', ev: 'claimed', id: 's', epoch: 1, progress: 0 }, { instance: 'b', ev: 'claimed', id: 's', epoch: 2, progress: 10 }],
@@ -60,7 +61,7 @@ describe('chaos auditor checks', () => {
     const { h, ledger } = cleanRun();
     const r = audit(h.events, ledger, { commitEvery: 5 });
     expect(r.violations).toEqual([]);
-    expect(r.figures).toMatchObject({ splits: 1, unitsPlanned: 20, unitsProcessed: 22, duplicates: 2, maxReplay: 2, replayBound: 5, maxAttempts: 1 });
+    expect(r.figures).toMatchObject({ splits: 1, unitsPlanned: 20, unitsProcessed: 22, duplicates: 2, maxReplay: 2, replayBound: 5, maxAttempts: 0 });
     expect(r.figures.transitions).toMatchObject({ create: 1, takeover: 1 });
   });
 
@@ -164,14 +165,26 @@ describe('chaos auditor checks', () => {
     expect(r.violations.map((v) => v.check)).not.toContain('cooperative-replayed');
   });
 
-  test('delivery attempts: a takeover consumes one, a store-failure release none, a failure report one the handler made', () => {
-    // cleanRun's takeover moved attempts 0 → 1: counted, no violation.
+  test('delivery attempts: a takeover of a tenancy that committed nothing consumes one, of one that committed none; a store-failure release none; a failure report one the handler made', () => {
+    // cleanRun's takeover ends a tenancy that committed: attempts stay 0, no violation.
     const clean = cleanRun();
     expect(checks(clean.h, clean.ledger)).not.toContain('attempts-miscounted');
-    // The same takeover, had the claim not counted it.
+    // The same takeover, had the claim charged it (the rule before issue 29).
     const { h: h1, ledger: l1 } = cleanRun();
-    for (const e of h1.events) if (e.kind === 'split' && e.rec && e.rec.epoch === 2) e.rec = { ...e.rec, attempts: 0 };
+    for (const e of h1.events) if (e.kind === 'split' && e.rec && e.rec.epoch === 2) e.rec = { ...e.rec, attempts: 1 };
     expect(checks(h1, l1)).toContain('attempts-miscounted');
+    // The poison case: a dies before its first commit; b's takeover consumes one attempt.
+    const poison = (attempts: number) => {
+      const h = new History();
+      h.write(['spec', 's', { descriptor: { units: 10 } }], ['split', 's', split(0, '')]);
+      h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+      h.write(['lease', 's', 'delete']); // a's lease expires, nothing committed
+      h.write(['split', 's', split(2, 'b', 'runnable', attempts)], ['lease', 's', lease('b', 2)]);
+      h.write(['split', 's', split(2, '', 'completed', attempts)], ['progress', 's', prog(2, 10)], ['lease', 's', 'delete']);
+      return checks(h, { units: units('b', 2, 1, 10), events: [] });
+    };
+    expect(poison(1)).not.toContain('attempts-miscounted');
+    expect(poison(0)).toContain('attempts-miscounted');
     // a releases on a store failure and the release consumes an attempt; b's claim after it, another.
     const burned = (attempts: [number, number], events: Ledger['events']) => {
       const h = new History();

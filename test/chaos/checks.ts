@@ -200,8 +200,10 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
           if (bs.epoch === 0) kind = 'create';
           else if (bs.owner !== '') kind = bl && bl.rec.owner === as.owner ? 'reclaim' : 'takeover';
           else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
-          // substrate.md: a claim of an expired or own lease consumes one delivery attempt; every other claim none.
-          const consumes = kind === 'takeover' || kind === 'reclaim' ? 1 : 0;
+          // substrate.md: a claim of an expired or own lease consumes one delivery attempt, unless the
+          // tenancy it ends committed progress (progress.{id} names its epoch); every other claim none.
+          const endedCommitted = bp !== undefined && Number(bp.epoch) === bs.epoch;
+          const consumes = (kind === 'takeover' || kind === 'reclaim') && !endedCommitted ? 1 : 0;
           if (consumed !== consumes) {
             v('attempts-miscounted', id, revs, `split.${id} epoch ${as.epoch} (${kind}) moved attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; such a claim consumes ${consumes}`);
           }
@@ -217,6 +219,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
               v('attempts-miscounted', id, revs, `split.${id} quarantined moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; quarantine takes the one attempt that reaches the cap`);
             } else if (bs.owner === '') {
               v('attempt-burned', id, revs, `split.${id} was released and then quarantined: a claim after a release consumes no attempt`);
+            } else if (!bl && bp !== undefined && Number(bp.epoch) === bs.epoch) {
+              v('attempt-burned', id, revs, `split.${id} quarantined on a takeover of epoch ${bs.epoch}, which committed progress: such a takeover consumes no attempt`);
             } else if (bl && !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`)) {
               v('attempt-burned', id, revs, `split.${id} quarantined by its owner ${bs.owner} without a failure report from its handler`);
             }

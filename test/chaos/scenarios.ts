@@ -67,11 +67,9 @@ export function baseSettings(seed: number, over: Partial<ChaosSettings> = {}, kn
     ...over,
     knobs: {
       leaseDurationMs: 2000, opTimeoutMs: 750, rebalanceDelayMs: 1000, drainDeadlineMs: 1500, reconcileIntervalMs: 2000,
-      // Takeovers consume delivery attempts (substrate.md): of a killed owner's splits, and of a
-      // partitioned owner's once its lease expires. A schedule this dense must not quarantine
-      // (quarantine is tested elsewhere), so every scenario runs with a high cap; that a store outage
-      // burns no attempt is checked attempt by attempt instead (checks.ts: attempts-miscounted, attempt-burned).
-      maxAttempts: 1000,
+      // The library's default maxAttempts (4): a takeover consumes an attempt only when the tenancy
+      // it ends committed nothing (substrate.md), so kills and partitions of splits that commit do not
+      // quarantine them; checks.ts counts attempts one by one (attempts-miscounted, attempt-burned).
       ...knobs,
       ...(process.env.CHAOS_MAX_ATTEMPTS ? { maxAttempts: Number(process.env.CHAOS_MAX_ATTEMPTS) } : {}),
     },

@@ -147,6 +147,12 @@ export class Auditor {
       return kv ? prog((JSON.parse(kv.value) as ProgressRec).progress) : 0;
     };
 
+    /** Whether the tenancy of `epoch` committed progress (progress.{id} names it), as `state` holds it. */
+    const endedCommitted = (id: string, epoch: number): boolean => {
+      const kv = state.get(`${P}progress.${id}`);
+      return kv !== undefined && (JSON.parse(kv.value) as ProgressRec).epoch === epoch;
+    };
+
     // Group the history by revision.
     const byRev = new Map<number, HistoryEvent[]>();
     for (const c of this.changes) {
@@ -304,6 +310,11 @@ export class Auditor {
               const ts = tenancies.get(id) ?? [];
               const last = ts[ts.length - 1];
               const takeover = prev.owner !== '';
+              // substrate.md: a takeover consumes one attempt only when the tenancy it ends committed nothing.
+              const charged = takeover && !endedCommitted(id, prev.epoch) ? 1 : 0;
+              if (next.attempts - prev.attempts !== charged) {
+                fail('attempts', `claim of split.${id} at epoch ${next.epoch} moved attempts ${prev.attempts} → ${next.attempts}; a ${takeover ? `takeover of a tenancy that committed ${charged ? 'nothing' : 'progress'}` : 'claim after a release'} consumes ${charged}`, { prev, next });
+              }
               if (takeover) {
                 stats.takeovers++;
                 if (last && !last.end) last.end = 'taken-over';
@@ -312,7 +323,9 @@ export class Auditor {
               tenancies.set(id, ts);
             } else if (next.epoch === prev.epoch) {
               if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1 && tenancy(id, prev.epoch)?.proc !== writer) {
-                // A claim that would reach max_attempts parks the split instead (an expired takeover).
+                // A claim that would reach max_attempts parks the split instead (an expired takeover),
+                // and only when the tenancy it ends committed nothing.
+                if (endedCommitted(id, prev.epoch)) fail('attempts', `split.${id} quarantined on a takeover of epoch ${prev.epoch}, which committed progress`, { prev, next });
                 const lease = state.get(`${P}lease.${id}`);
                 if (lease && (JSON.parse(lease.value) as LeaseRec).owner !== instanceOf(writer)) fail('one-owner-per-epoch', `split.${id} quarantined by ${writer} over a live lease key`);
                 const last = tenancies.get(id)?.at(-1);

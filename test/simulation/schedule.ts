@@ -203,8 +203,10 @@ export async function runSchedule(
       rebalanceDelayMs: s.rebalanceDelayMs,
       drainDeadlineMs: s.drainDeadlineMs,
       reconcileIntervalMs: s.reconcileIntervalMs,
-      // Crashes consume delivery attempts; the run must not quarantine for that.
-      maxAttempts: 1000,
+      // The library's default cap (4): a takeover consumes an attempt only when the tenancy it ends
+      // committed nothing, and the auditor checks every attempt; a split that still reaches the cap
+      // (killed four times before its first commit) is retried by the operator once the faults end.
+      maxAttempts: 4,
     },
     maxInFlight: (instance) => s.lanes[num(instance) % s.lanes.length]!,
     handler: (instance) => ({
@@ -311,7 +313,7 @@ export async function runSchedule(
   await fleet.calm();
   await hostile.repairAll();
   if (hostile.log.length > 0) fleet.note(`hostile writer: ${hostile.log.join('; ')}`);
-  if (hostile.wrote) await recoverFromStall(fleet);
+  await recoverFromStall(fleet);
   await release(fleet);
   if (s.restartAtEnd) for (const id of restartable()) if (fleet.live.length < MAX_FLEET) fleet.start(id);
   if (fleet.live.length === 0) fleet.start(restartable()[0] ?? newInstance());
@@ -320,7 +322,9 @@ export async function runSchedule(
   const violations: Violation[] = [];
   const settled = () =>
     fleet.pendingRestarts === 0 && fleet.procs.every((p) => p.state !== 'starting' && p.state !== 'running' && p.state !== 'stopping');
-  const finished = await fleet.advance(QUIET_MS, settled);
+  let finished = await fleet.advance(QUIET_MS, settled);
+  // A takeover still pending when the faults ended may quarantine a split meanwhile: the operator retries it once more.
+  if (finished && await recoverFromStall(fleet)) finished = await fleet.advance(QUIET_MS, settled);
   if (!finished) {
     violations.push({ property: 'completion', message: `the fleet did not finish within ${QUIET_MS} ms of quiet virtual time`, context: fleet.describe() });
   }
@@ -368,15 +372,17 @@ async function operate(fleet: Fleet, action: OperatorAction, instance: string | 
 }
 
 /**
- * An unreadable split record parks its split, and a job whose only splits
- * left are parked ends `stalled` (substrate.md, "Hostile records"). Once the
- * records are put back, the operator does what docs/operations.md says:
- * `splitfleet retry --all-quarantined` clears the verdict, and the members that
- * stopped on it are started again. They must then complete.
+ * A job whose only splits left are quarantined (a split killed its owner
+ * before its first commit `maxAttempts` times: the auditor checks each attempt)
+ * or parked (an unreadable record: substrate.md, "Hostile records") ends
+ * `stalled`. Once the faults end and the records are put back, the operator
+ * does what docs/operations.md says: `splitfleet retry --all-quarantined`
+ * clears the verdict, and the members that stopped on it are started again.
+ * They must then complete.
  */
-async function recoverFromStall(fleet: Fleet): Promise<void> {
+async function recoverFromStall(fleet: Fleet): Promise<boolean> {
   const kv = await fleet.store.get(planKey(fleet.prefix));
-  if (!kv || (JSON.parse(kv.value) as { verdict?: string }).verdict !== 'stalled') return;
+  if (!kv || (JSON.parse(kv.value) as { verdict?: string }).verdict !== 'stalled') return false;
   await operate(fleet, 'retry', undefined);
   const stalled = fleet.procs.filter((p) => p.state === 'done' && p.verdict === 'stalled');
   for (const p of stalled) {
@@ -384,7 +390,9 @@ async function recoverFromStall(fleet: Fleet): Promise<void> {
     p.state = 'stopped';
   }
   for (const instance of new Set(stalled.map((p) => p.instance))) fleet.start(instance);
-  fleet.note(`operator retry after the repair: ${stalled.length} stalled member(s) started again`);
+  fleet.note(`operator retry after the stall: ${stalled.length} stalled member(s) started again`);
+  await fleet.advance(0);
+  return true;
 }
 
 /** Ends every operator hold: resume the job and every evacuated instance. */

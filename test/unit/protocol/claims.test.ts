@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
-  claimCandidates, claimedRecord, classifyClaim, completedRecord, failedRecord, initialSplitRecord,
+  claimCandidates, claimedRecord, classifyClaim, completedRecord, failedRecord, initialSplitRecord, takeoverCost,
   progressRecord, quarantinedRecord, releasedRecord, type ClaimClass, type Claimable, type ObservedSplit,
 } from '../../../src/protocol/claims.js';
 import type { SplitRecord } from '../../../src/protocol/records.js';
@@ -15,6 +15,33 @@ const claimable = (c: ClaimClass): Claimable => {
   return c;
 };
 const rec = (patch: Partial<SplitRecord> = {}): SplitRecord => ({ ...initialSplitRecord('s', fp), ...patch });
+
+describe('takeoverCost', () => {
+  it('charges a takeover only when the tenancy it ends committed no progress', () => {
+    const held = rec({ epoch: 3, owner: 'pod-9', attempts: 1 });
+    // No progress at all, or progress of an earlier tenancy: the poison case.
+    expect(takeoverCost(held, undefined, 4)).toEqual({ consumesAttempt: true, quarantine: false });
+    expect(takeoverCost(held, 2, 4)).toEqual({ consumesAttempt: true, quarantine: false });
+    // The ended tenancy (epoch 3) committed: an outage, not the split's fault.
+    expect(takeoverCost(held, 3, 4)).toEqual({ consumesAttempt: false, quarantine: false });
+  });
+
+  it('quarantines at the cap only for a charged takeover', () => {
+    const last = rec({ epoch: 4, owner: 'pod-9', attempts: 3 });
+    expect(takeoverCost(last, 3, 4)).toEqual({ consumesAttempt: true, quarantine: true });
+    expect(takeoverCost(last, 4, 4)).toEqual({ consumesAttempt: false, quarantine: false });
+  });
+
+  test.prop([fc.nat(6), fc.nat(6), fc.option(fc.nat(6), { nil: undefined }), fc.integer({ min: 1, max: 6 })])(
+    'any number of takeovers of a split that commits in every tenancy never quarantines it',
+    (epoch, attempts, progressEpoch, maxAttempts) => {
+      const r = rec({ epoch: epoch + 1, owner: 'pod-9', attempts });
+      const c = takeoverCost(r, progressEpoch, maxAttempts);
+      if (progressEpoch === epoch + 1) expect(c).toEqual({ consumesAttempt: false, quarantine: false });
+      else expect(c).toEqual({ consumesAttempt: true, quarantine: attempts + 1 >= maxAttempts });
+    },
+  );
+});
 
 describe('classifyClaim', () => {
   it('follows the substrate table', () => {
@@ -133,8 +160,11 @@ describe('claimCandidates', () => {
     expect(claimCandidates({ ...base, assigned: ['a', 'b'], held: ['a'] }).map((c) => c.id)).toEqual(['b']);
     expect(claimCandidates({ ...base, assigned: ['a', 'b'], held: ['x'], draining: ['y'], maxInFlight: 3 })
       .map((c) => c.id)).toEqual(['a']);
+    // A quarantine is provisional (takeoverCost may make it a claim), so it takes a lane too.
     expect(claimCandidates({ ...base, assigned: ['a', 'b', 'f'], held: ['x', 'y'], maxInFlight: 2 })
-      .map((c) => c.id)).toEqual(['f']); // a quarantine takes no lane
+      .map((c) => c.id)).toEqual([]);
+    expect(claimCandidates({ ...base, assigned: ['a', 'b', 'f'], held: ['x'], maxInFlight: 2 })
+      .map((c) => c.id)).toEqual(['a']);
   });
 
   const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'];
@@ -158,14 +188,15 @@ describe('claimCandidates', () => {
     const out = claimCandidates({ me, assigned: w.assigned, splits: map, held: w.held, draining: w.draining,
       maxInFlight: w.maxInFlight, maxAttempts: w.maxAttempts });
     const lanes = new Set([...w.held, ...w.draining]);
-    const opening = out.filter((c) => !c.quarantine);
+    // Claims and quarantines alike: a quarantine may turn into a claim once progress is read.
+    const opening = out;
     if (opening.length > 0) expect(lanes.size + opening.length).toBeLessThanOrEqual(w.maxInFlight);
     // Nothing claimable is left behind while a lane is free.
     const claimable = [...new Set(w.assigned)].filter((id) => {
       const o = map.get(id);
       if (lanes.has(id) || o === undefined || !o.specObserved) return false;
       const c = classifyClaim(o.record, o.leaseOwner, me, w.maxAttempts);
-      return c.kind !== 'unclaimable' && !c.quarantine;
+      return c.kind !== 'unclaimable';
     });
     expect(opening.length).toBe(Math.min(claimable.length, Math.max(0, w.maxInFlight - lanes.size)));
     expect(out.map((c) => c.id)).toEqual([...new Set(out.map((c) => c.id))].sort());

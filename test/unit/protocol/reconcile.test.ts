@@ -60,8 +60,14 @@ describe('reconcileAssignment', () => {
     ]);
     expect(reconcileAssignment(observed({ assignment: ['c', 'd', 'q'], held: ['a'], draining: ['a'], splits, maxInFlight: 2 })))
       .toEqual([
-        // 'a' is draining (no second revoke) and still takes a lane: one lane left, for 'c'; 'd' waits.
+        // 'a' is draining (no second revoke) and still takes a lane: one lane left, for 'c'; 'd' and 'q' wait.
         { kind: 'claim', id: 'c', claim: 'create', consumesAttempt: false },
+      ]);
+    // A quarantine is provisional (takeoverCost may make it a claim): it takes a lane like one.
+    expect(reconcileAssignment(observed({ assignment: ['c', 'd', 'q'], held: ['a'], draining: ['a'], splits, maxInFlight: 4 })))
+      .toEqual([
+        { kind: 'claim', id: 'c', claim: 'create', consumesAttempt: false },
+        { kind: 'claim', id: 'd', claim: 'create', consumesAttempt: false },
         { kind: 'quarantine', id: 'q', claim: 'expired', attempts: 3 },
       ]);
   });
