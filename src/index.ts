@@ -77,12 +77,12 @@ export { listJobKeys } from './operator/scope.js';
 // Operator actions: list, retry, pause, resume, evacuate, delete (one guarded write each; decision 0011).
 export { listJobs } from './operator/jobs.js';
 export type { JobSummary } from './operator/jobs.js';
-export { retrySplits } from './operator/retry.js';
-export type { RetryOptions, RetryResult } from './operator/retry.js';
+export { previewRetry, retrySplits } from './operator/retry.js';
+export type { RetryOptions, RetryPreview, RetryResult } from './operator/retry.js';
 export { evacuateInstance, pauseJob, resumeInstance, resumeJob } from './operator/control.js';
 export type { ControlResult } from './operator/control.js';
-export { deleteJob } from './operator/delete.js';
-export type { DeleteOptions, DeleteResult } from './operator/delete.js';
+export { deleteJob, previewDelete } from './operator/delete.js';
+export type { DeleteOptions, DeletePreview, DeleteResult } from './operator/delete.js';
 export type { JobTarget } from './operator/job.js';
 export type { ControlRecord, Evacuation } from './protocol/records.js';
 

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import {
-  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, resumeInstance, resumeJob, retrySplits,
+  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
 import { printable, printableJson } from '../inspect/printable.js';
@@ -61,10 +61,21 @@ export function registerOperate(program: Command): void {
     .requiredOption('--job <name>', 'the job')
     .option('--split <id...>', 'the quarantined split(s) to retry')
     .option('--all-quarantined', 'retry every quarantined split of the job')
-    .action(async (o: Common & { job: string; split?: string[]; allQuarantined?: boolean }) => {
-      const r = await withStore(o, (store) => retrySplits({
+    .option('--dry-run', 'list the splits that would be retried; write nothing')
+    .action(async (o: Common & { job: string; split?: string[]; allQuarantined?: boolean; dryRun?: boolean }) => {
+      const target = (store: Store) => ({
         store, root: o.root, job: o.job, ...(o.split ? { splits: o.split } : {}), ...(o.allQuarantined ? { allQuarantined: true } : {}),
-      }));
+      });
+      if (o.dryRun === true) {
+        const p = await withStore(o, (store) => previewRetry(target(store)));
+        print(o, { job: o.job, dryRun: true, ...p }, [
+          `job ${o.job}: would retry ${p.wouldRetry.length} split${p.wouldRetry.length === 1 ? '' : 's'} (dry run: nothing written)`,
+          ...p.wouldRetry.map((id) => `  ${id}`),
+          ...(p.verdictWouldClear ? ['  the stalled verdict would be cleared'] : []),
+        ]);
+        return;
+      }
+      const r = await withStore(o, (store) => retrySplits(target(store)));
       print(o, { job: o.job, ...r }, [
         `job ${o.job}: ${r.retried.length} split${r.retried.length === 1 ? '' : 's'} runnable again, attempts reset${r.retried.length > 0 ? `: ${r.retried.slice(0, 20).join(', ')}${r.retried.length > 20 ? ', …' : ''}` : ''}`,
         ...(r.verdictCleared ? ['  the stalled verdict is cleared: processes that stopped on it must be started again'] : []),
@@ -103,7 +114,18 @@ export function registerOperate(program: Command): void {
   common(program.command('delete').description('remove a finished job\'s keys (a running job needs --force)'))
     .requiredOption('--job <name>', 'the job')
     .option('--force', 'delete a job that is running or has live processes: they stop (JOB_DELETED)')
-    .action(async (o: Common & { job: string; force?: boolean }) => {
+    .option('--dry-run', 'list the keys that would go (a count per kind, then each key); delete nothing')
+    .action(async (o: Common & { job: string; force?: boolean; dryRun?: boolean }) => {
+      if (o.dryRun === true) {
+        const p = await withStore(o, (store) => previewDelete({ store, root: o.root, job: o.job }));
+        const kinds = Object.entries(p.byKind).map(([k, n]) => `${k} ${n}`).join(', ');
+        print(o, { job: o.job, dryRun: true, ...p }, [
+          `job ${o.job}: would delete ${p.keys.length} key${p.keys.length === 1 ? '' : 's'} (dry run: nothing deleted)${kinds === '' ? '' : `: ${kinds}`}`,
+          ...(p.needsForce ? [`  needs --force: ${p.verdict === null ? 'no verdict yet' : `verdict ${p.verdict}`}; leader ${p.stops.leader ?? 'none'}; ${p.stops.members.length} live member(s); ${p.stops.held} held split(s)`] : []),
+          ...p.keys.map((k) => `  ${k}`),
+        ]);
+        return;
+      }
       const r = await withStore(o, (store) => deleteJob({ store, root: o.root, job: o.job, force: o.force === true }));
       print(o, { job: o.job, ...r }, [
         `job ${o.job}: deleted ${r.deleted} key${r.deleted === 1 ? '' : 's'}${r.verdict === null ? ' (it had no verdict)' : ` (verdict ${r.verdict})`}`,

@@ -13,7 +13,8 @@
  * listing again until nothing is left (a straggler's write may land between).
  */
 import { SplitfleetError } from '../errors.js';
-import { leaderKey, planKey } from '../protocol/keys.js';
+import { leaderKey, planKey, type KeyKind } from '../protocol/keys.js';
+import { jobKeyRanges } from '../protocol/scope.js';
 import { decodeRecord } from '../protocol/records.js';
 import { cmp, op, type Store } from '../store/store.js';
 import { findJob, type FoundJob, type JobTarget } from './job.js';
@@ -54,8 +55,36 @@ export async function whatDeleteStops(store: Store, job: FoundJob): Promise<{ me
   return { members, leader, held };
 }
 
+/** What `deleteJob` would delete (`splitfleet delete --dry-run`); nothing is written. */
+export interface DeletePreview {
+  /** Every key that would go, in key order. */
+  keys: string[];
+  /** How many of them of each kind (unreadable keys of a kind count under it). */
+  byKind: Partial<Record<KeyKind, number>>;
+  /** The job's verdict, or null while it runs. */
+  verdict: 'complete' | 'stalled' | null;
+  /** True when deleting needs `force` (no verdict, or live processes): what it would stop. */
+  needsForce: boolean;
+  /** What deleting would stop: live members, the leader, splits held (as the refusal names them). */
+  stops: { members: string[]; leader: string | null; held: number };
+}
+
+/** Lists what deleting the job would remove and stop, without deleting anything. */
+export async function previewDelete(options: JobTarget): Promise<DeletePreview> {
+  const job = await findJob(options);
+  const verdict = job.plan.verdict ?? null;
+  const stops = await whatDeleteStops(options.store, job);
+  const { kvs } = await listJobKeys(options.store, job.prefix);
+  const byKind: Partial<Record<KeyKind, number>> = {};
+  for (const range of jobKeyRanges(job.prefix)) {
+    const n = kvs.filter((kv) => kv.key >= range.rangeStart && kv.key < range.rangeEnd).length;
+    if (n > 0) byKind[range.kind] = n;
+  }
+  return { keys: kvs.map((kv) => kv.key), byKind, verdict, needsForce: verdict === null || stops.members.length > 0 || stops.leader !== null, stops };
+}
+
 /**
- * Deletes every key of a job. Refuses (INVALID_INPUT, naming what it would
+ * Deletes every key of the job (decision 0027: its own, never a nested job's). Refuses (INVALID_INPUT, naming what it would
  * stop) a job without a verdict or with live processes unless `force`.
  */
 export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {

@@ -37,19 +37,9 @@ export interface RetryResult {
  * quarantined or does not exist, before writing anything.
  */
 export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
-  const given = options.splits ?? [];
-  if ((given.length > 0) === (options.allQuarantined === true)) {
-    throw new SplitfleetError('INVALID_INPUT', 'split: name the splits to retry (--split ID…) or pass --all-quarantined, not both and not neither');
-  }
-  const seen = new Set<string>();
-  for (const id of given) {
-    if (!isValidId(id)) throw new SplitfleetError('INVALID_INPUT', `split ${JSON.stringify(id)}: ${idProblem(id)}`);
-    if (seen.has(id)) throw new SplitfleetError('INVALID_INPUT', `split "${id}": named twice`);
-    seen.add(id);
-  }
-  const job = await findJob(options);
+  const { job, targets: first } = await retryTargets(options);
   const { store } = options;
-  let targets = options.allQuarantined ? await quarantined(store, job) : await named(store, job, given);
+  let targets = first;
   const retried: string[] = [];
   // Compares and ops are limited per branch: a split costs one of each.
   const perTxn = store.limits.maxOpsPerTxn;
@@ -70,6 +60,37 @@ export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
   }
   const verdictCleared = retried.length > 0 || job.plan.verdict === 'stalled' ? await clearStalled(store, job) : false;
   return { retried: retried.sort(), verdictCleared };
+}
+
+/** What `retrySplits` would do (`splitfleet retry --dry-run`); nothing is written. */
+export interface RetryPreview {
+  /** The quarantined splits that would be runnable again, sorted. */
+  wouldRetry: string[];
+  /** The plan's `stalled` verdict would be cleared. */
+  verdictWouldClear: boolean;
+}
+
+/** Lists the splits `retrySplits` would retry, refusing what it would refuse, without writing. */
+export async function previewRetry(options: RetryOptions): Promise<RetryPreview> {
+  const { job, targets } = await retryTargets(options);
+  return { wouldRetry: targets.map((t) => t.rec.id).sort(), verdictWouldClear: targets.length > 0 || job.plan.verdict === 'stalled' };
+}
+
+/** Checks the options and reads the splits to retry (every named one quarantined). */
+async function retryTargets(options: RetryOptions): Promise<{ job: FoundJob; targets: Target[] }> {
+  const given = options.splits ?? [];
+  if ((given.length > 0) === (options.allQuarantined === true)) {
+    throw new SplitfleetError('INVALID_INPUT', 'split: name the splits to retry (--split ID…) or pass --all-quarantined, not both and not neither');
+  }
+  const seen = new Set<string>();
+  for (const id of given) {
+    if (!isValidId(id)) throw new SplitfleetError('INVALID_INPUT', `split ${JSON.stringify(id)}: ${idProblem(id)}`);
+    if (seen.has(id)) throw new SplitfleetError('INVALID_INPUT', `split "${id}": named twice`);
+    seen.add(id);
+  }
+  const job = await findJob(options);
+  const targets = options.allQuarantined ? await quarantined(options.store, job) : await named(options.store, job, given);
+  return { job, targets };
 }
 
 interface Target { kv: KeyValue; rec: SplitRecord }

@@ -15,10 +15,10 @@ import { readReport } from '../../src/cli/inspect.js';
 import { JobObserver } from '../../src/demo/observer.js';
 import { LiveJob } from '../../src/inspect/live.js';
 import { liveMembers } from '../../src/operator/control.js';
-import { deleteJob, whatDeleteStops } from '../../src/operator/delete.js';
+import { deleteJob, previewDelete, whatDeleteStops } from '../../src/operator/delete.js';
 import { findJob } from '../../src/operator/job.js';
 import { listJobs } from '../../src/operator/jobs.js';
-import { retrySplits } from '../../src/operator/retry.js';
+import { previewRetry, retrySplits } from '../../src/operator/retry.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix, leaseKey, progressKey, workerKey } from '../../src/protocol/keys.js';
 import { fingerprintHash } from '../../src/protocol/records.js';
@@ -162,6 +162,14 @@ describe('a job with nested roots under its prefix', () => {
     expect(await whatDeleteStops(store, found)).toEqual({ members: [], leader: null, held: 0 });
   });
 
+  test('retry --dry-run lists a\'s quarantined split and writes nothing', async () => {
+    const before = (await store.listAll('r/')).kvs.map((kv) => [kv.key, kv.modRevision]);
+    expect(await previewRetry({ store, root: 'r', job: 'a', allQuarantined: true })).toEqual({ wouldRetry: ['bad'], verdictWouldClear: true });
+    await expect(previewRetry({ store, root: 'r', job: 'a', splits: ['a-0'] })).rejects.toThrow(/split "a-0": is completed, not quarantined/);
+    expect((await store.listAll('r/')).kvs.map((kv) => [kv.key, kv.modRevision]).filter(([k]) => !nestedKey(k as string)))
+      .toEqual(before.filter(([k]) => !nestedKey(k as string)));
+  });
+
   test('retry --all-quarantined retries a\'s split only', async () => {
     const res = await retrySplits({ store, root: 'r', job: 'a', allQuarantined: true });
     expect(res.retried).toEqual(['bad']);
@@ -180,6 +188,12 @@ describe('a job with nested roots under its prefix', () => {
     });
     expect(await a.done).toBe('complete');
     const own = (await store.listAll(A)).kvs.filter((kv) => !nestedKey(kv.key)).length;
+    const preview = await previewDelete({ store, root: 'r', job: 'a' });
+    expect(preview.keys.length).toBe(own);
+    expect(preview.keys.some(nestedKey)).toBe(false);
+    expect(preview.byKind).toMatchObject({ plan: 1, spec: 3, split: 3 });
+    expect(preview.needsForce).toBe(false);
+    expect((await store.listAll(A)).kvs.filter((kv) => !nestedKey(kv.key)).length).toBe(own); // nothing deleted
     const res = await deleteJob({ store, root: 'r', job: 'a' });
     expect(res.deleted).toBe(own);
     expect(res.stopped).toEqual([]);
