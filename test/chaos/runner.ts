@@ -113,7 +113,12 @@ export class ChaosRun {
     };
     const script = process.env.CHAOS_FLEET_SCRIPT;
     // Members log warnings to stderr (its tail shows in failure messages); CHAOS_LOG_LEVEL=info or debug for more.
-    const env = { SPLITFLEET_LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn' };
+    // Strict unhandled rejections (issue 28): a background promise nobody handles ends the member,
+    // and any exit of a started member that is not a documented fatal fails the scenario (chaos.test.ts).
+    const env = {
+      SPLITFLEET_LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --unhandled-rejections=strict`.trim(),
+    };
     const m = spawnFleetMember(config, script ? { script, env } : { env });
     this.current.set(instance, m);
     this.incarnations.push(m);

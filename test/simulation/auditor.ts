@@ -155,12 +155,18 @@ export class Auditor {
 
     // Group the history by revision.
     const byRev = new Map<number, HistoryEvent[]>();
-    for (const c of this.changes) {
+    // Keys whose value is now the hostile writer's (a forgery or a restored old value): not the fleet's word.
+    const foreign = new Set<string>();
+    for (const c of this.recorder.events) {
       let g = byRev.get(c.rev);
       if (!g) byRev.set(c.rev, (g = []));
       g.push(c);
     }
     for (const [rev, group] of [...byRev].sort((a, b) => a[0] - b[0])) {
+      if (this.externals.has(rev)) {
+        for (const c of group) foreign.add(c.key);
+        continue;
+      }
       stats.revisions++;
       const w = this.writers.get(rev);
       const writer = w?.proc;
@@ -370,6 +376,7 @@ export class Auditor {
       for (const c of group) {
         if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         else state.delete(c.key);
+        foreign.delete(c.key);
       }
 
       // Coherence at this revision: a live lease key agrees with its split record.
@@ -386,7 +393,7 @@ export class Auditor {
       if (assignTouched) {
         const named = new Map<string, string>();
         for (const [key, kv] of state) {
-          if (!key.startsWith(`${P}assign.`)) continue;
+          if (!key.startsWith(`${P}assign.`) || foreign.has(key)) continue;
           const rec = JSON.parse(kv.value) as { instance: string; splits: string[] };
           for (const s of rec.splits) {
             const other = named.get(s);

@@ -39,7 +39,9 @@ function sweepSchedule(record: (typeof HOSTILE_KINDS)[number], mutation: (typeof
     seed: 20261203, fleet: 3, splits: 12, maxUnits: 6, commitEvery: 1, unitMs: 300, leaseSeconds: 2,
     rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000, lanes: [2, 3], drains: ['cooperate'],
     steps: [
-      { gapMs: 1500, fault: { kind: 'hostile', record, mutation, target: 1, ...(repairAfterMs !== undefined ? { repairAfterMs } : {}) } },
+      // An operator's pause (resumed when the faults end): the control record exists to be overwritten.
+      { gapMs: 1000, fault: { kind: 'operator', action: 'pause', target: 0 } },
+      { gapMs: 500, fault: { kind: 'hostile', record, mutation, target: 1, ...(repairAfterMs !== undefined ? { repairAfterMs } : {}) } },
       { gapMs: 4000, fault: { kind: 'join' } },
     ],
     restartAtEnd: false,

@@ -203,9 +203,13 @@ export class HostileWriter {
         break;
       }
       case 'lease': {
+        // A runnable split nobody holds: the ghost's lease key blocks its claim until it is removed.
         const { kvs } = await this.store.listAll(`${P}split.`);
-        if (kvs.length === 0) return undefined;
-        const id = idOf(P, kvs[target % kvs.length]!.key);
+        const { kvs: leases } = await this.store.listAll(`${P}lease.`);
+        const held = new Set(leases.map((k) => idOf(P, k.key)));
+        const free = kvs.filter((k) => !held.has(idOf(P, k.key)) && parseObject(k.value)?.status === 'runnable');
+        if (free.length === 0) return undefined;
+        const id = idOf(P, free[target % free.length]!.key);
         if (id === undefined) return undefined;
         key = `${P}lease.${id}`;
         value = JSON.stringify({ v: 1, fp, id, owner: GHOST, nonce: 'ghost-nonce', epoch: 1 });

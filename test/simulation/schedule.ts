@@ -192,6 +192,26 @@ export async function runSchedule(
   s: Schedule,
   options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: keyof typeof MUTANTS } = {},
 ): Promise<RunResult> {
+  // Strict unhandled rejections (issue 28): the processes share this one, so a background promise
+  // nobody handled is this schedule's violation (vitest would report it too, but not which schedule).
+  const rejections: string[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason));
+  process.on('unhandledRejection', onRejection);
+  try {
+    const r = await playSchedule(s, options);
+    // Let a last rejection surface (node reports them after the microtask queue drains).
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const m of rejections) r.violations.push({ property: 'process-exit', message: `unhandled rejection (with --unhandled-rejections=strict the process would exit): ${m}` });
+    return r;
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+}
+
+async function playSchedule(
+  s: Schedule,
+  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: keyof typeof MUTANTS },
+): Promise<RunResult> {
   const splits = splitsOf(s);
   const leaseMs = s.leaseSeconds * 1000;
   const fleet = new Fleet({
@@ -324,7 +344,7 @@ export async function runSchedule(
     fleet.pendingRestarts === 0 && fleet.procs.every((p) => p.state !== 'starting' && p.state !== 'running' && p.state !== 'stopping');
   let finished = await fleet.advance(QUIET_MS, settled);
   // A takeover still pending when the faults ended may quarantine a split meanwhile: the operator retries it once more.
-  if (finished && await recoverFromStall(fleet)) finished = await fleet.advance(QUIET_MS, settled);
+  for (let round = 0; round < 3 && finished && await recoverFromStall(fleet); round++) finished = await fleet.advance(QUIET_MS, settled);
   if (!finished) {
     violations.push({ property: 'completion', message: `the fleet did not finish within ${QUIET_MS} ms of quiet virtual time`, context: fleet.describe() });
   }
@@ -382,9 +402,12 @@ async function operate(fleet: Fleet, action: OperatorAction, instance: string | 
  */
 async function recoverFromStall(fleet: Fleet): Promise<boolean> {
   const kv = await fleet.store.get(planKey(fleet.prefix));
-  if (!kv || (JSON.parse(kv.value) as { verdict?: string }).verdict !== 'stalled') return false;
-  await operate(fleet, 'retry', undefined);
+  const verdict = kv ? (JSON.parse(kv.value) as { verdict?: string }).verdict : undefined;
   const stalled = fleet.procs.filter((p) => p.state === 'done' && p.verdict === 'stalled');
+  // Stalled; or already retried (by a scheduled operator action, or by this recovery while a member's
+  // view still showed the old verdict): the members that stopped on it still need starting again.
+  if (verdict !== 'stalled' && stalled.length === 0) return false;
+  if (verdict === 'stalled') await operate(fleet, 'retry', undefined);
   for (const p of stalled) {
     await p.coordinator?.close();
     p.state = 'stopped';
