@@ -42,6 +42,7 @@ export type { Clock } from './clock.js';
 // Stores.
 export { EtcdStore } from './store/etcd.js';
 export type { EtcdStoreOptions } from './store/etcd.js';
+export { sendsPasswordInClear } from './store/etcd-options.js';
 export { MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export { BaseStore } from './store/base.js';
@@ -93,6 +94,7 @@ export type {
   AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, SpecRecord, SplitRecord, WorkerRecord,
 } from './protocol/records.js';
 export { renderReport } from './inspect/render.js';
+export { printable, printableJson } from './inspect/printable.js';
 export type { RenderOptions } from './inspect/render.js';
 export { serveDashboard } from './inspect/serve.js';
 export type { Dashboard, DashboardOptions } from './inspect/serve.js';

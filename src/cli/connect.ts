@@ -11,8 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { SplitfleetError, type EtcdStoreOptions } from '../index.js';
-import { sendsPasswordInClear } from '../store/etcd-options.js';
+import { SplitfleetError, sendsPasswordInClear, type EtcdStoreOptions } from '../index.js';
 
 export interface EtcdCliOptions {
   etcd?: string;

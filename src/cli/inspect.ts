@@ -14,11 +14,10 @@
  */
 import type { Command } from 'commander';
 import {
-  EtcdStore, inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, readJobRecords, renderReport, resolveConfig, serveDashboard,
+  EtcdStore, inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, printableJson, readJobRecords, renderReport, resolveConfig, serveDashboard,
   SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
-import { printableJson } from '../inspect/printable.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
 
 export interface InspectOptions extends EtcdCliOptions {

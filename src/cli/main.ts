@@ -11,8 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { isSplitfleetError } from '../index.js';
-import { printable } from '../inspect/printable.js';
+import { isSplitfleetError, printable } from '../index.js';
 import { registerDemo } from './demo.js';
 import { registerInspect } from './inspect.js';
 import { registerOperate } from './operate.js';

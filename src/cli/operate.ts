@@ -7,10 +7,9 @@
  */
 import type { Command } from 'commander';
 import {
-  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, resumeInstance, resumeJob, retrySplits,
+  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
-import { printable, printableJson } from '../inspect/printable.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
 
 interface Common extends EtcdCliOptions {
