@@ -9,9 +9,7 @@
  * id is one escaped line. `--user` over http:// warns
  * once on stderr that the password goes in clear.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runCli } from '../support/cli.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { JobReport } from '../../src/inspect/report.js';
 import { defaultFingerprint } from '../../src/config.js';
@@ -20,7 +18,6 @@ import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protoco
 import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from './harness.js';
 
-const CLI = join(fileURLToPath(new URL('../../', import.meta.url)), 'dist/src/cli/main.js');
 const JOB = 'hostile';
 const P = jobPrefix('splitfleet', JOB);
 const base = { v: SCHEMA_VERSION, fp: fingerprintHash(defaultFingerprint('splitfleet', JOB)) };
@@ -46,21 +43,7 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-interface Ran { code: number | null; stdout: string; stderr: string }
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const hard = setTimeout(() => child.kill('SIGKILL'), 40_000);
-    child.on('close', (code) => {
-      clearTimeout(hard);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = runCli;
 
 /** No terminal control in `text` but newlines, and no line starting with the forged text. */
 function expectHarmless(text: string): void {

@@ -7,9 +7,7 @@
  * `retry --dry-run` lists what it would retry and writes nothing.
  * Build first: `npm run build`.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runCli, type Ran } from '../support/cli.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
@@ -19,7 +17,6 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from './harness.js';
 
-const CLI = join(fileURLToPath(new URL('../../', import.meta.url)), 'dist/src/cli/main.js');
 const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000, maxAttempts: 1 };
 const A = jobPrefix('splitfleet', 'a');
 const X = jobPrefix('splitfleet/a', 'x');
@@ -28,19 +25,8 @@ let etcd: EtcdHandle;
 let store: EtcdStore;
 let x: Coordinator;
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--etcd', etcd.endpoint], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const hard = setTimeout(() => child.kill('SIGKILL'), 40_000);
-    child.on('close', (code) => {
-      clearTimeout(hard);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cli(...args: string[]): Promise<Ran> {
+  return runCli([...args, '--etcd', etcd.endpoint]);
 }
 
 async function keys(prefix: string): Promise<string[]> {

@@ -17,9 +17,8 @@
  * - bad input: one line on stderr, exit 2, nothing written.
  * Build first: `npm run build`.
  */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runCli, type Ran } from '../support/cli.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
@@ -33,7 +32,6 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from './harness.js';
 
-const CLI = join(fileURLToPath(new URL('../../', import.meta.url)), 'dist/src/cli/main.js');
 const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000 };
 
 let etcd: EtcdHandle;
@@ -47,20 +45,8 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-interface Ran { code: number | null; stdout: string; stderr: string }
 function cli(...args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--etcd', etcd.endpoint], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const hard = setTimeout(() => child.kill('SIGKILL'), 40_000);
-    child.on('close', (code) => {
-      clearTimeout(hard);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runCli([...args, '--etcd', etcd.endpoint]);
 }
 async function ok(...args: string[]): Promise<string> {
   const r = await cli(...args);

@@ -328,7 +328,9 @@ export class Auditor {
               ts.push({ epoch: next.epoch, proc: writer, revision: rev, resume: committed(id), last: committed(id), takeover });
               tenancies.set(id, ts);
             } else if (next.epoch === prev.epoch) {
-              if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1 && tenancy(id, prev.epoch)?.proc !== writer) {
+              if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1
+              && (tenancy(id, prev.epoch)?.proc !== writer || !state.has(`${P}lease.${id}`))) {
+                // (Its own expired tenancy too: an incarnation whose leases expired takes its split over like anyone.)
                 // A claim that would reach max_attempts parks the split instead (an expired takeover),
                 // and only when the tenancy it ends committed nothing.
                 if (endedCommitted(id, prev.epoch)) fail('attempts', `split.${id} quarantined on a takeover of epoch ${prev.epoch}, which committed progress`, { prev, next });

@@ -146,7 +146,8 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       await expireOwnerLease(ctx, 's'); // its lease runs out meanwhile
       const claimed = await waitUntil('the split claimed elsewhere', () => history.find((h) => h.rec.epoch === 2));
       const taken = claimed.rec;
-      expect(taken).toMatchObject({ owner: other, attempts: 1 });
+      // The ended tenancy committed progress 3: the takeover consumes no attempt (substrate.md, decision 0031).
+      expect(taken).toMatchObject({ owner: other, attempts: 0 });
       expect(progressBefore(commits, claimed.revision)).toBe(3); // what the takeover resumed from
       links[first].heal(); // resumed
       resume.open();
@@ -154,9 +155,9 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       expect(isSplitfleetError(fenced.error, 'LEASE_LOST'), String(fenced.error)).toBe(true);
       expect(fenced.abortedAfter).toBe(true);
       expect(await Promise.all([a.done, b.done])).toEqual(['complete', 'complete']);
-      expect(await ctx.state('s')).toMatchObject({ status: 'completed', epoch: 2, attempts: 1, owner: '', progress: 6, progressEpoch: 2 });
+      expect(await ctx.state('s')).toMatchObject({ status: 'completed', epoch: 2, attempts: 0, owner: '', progress: 6, progressEpoch: 2 });
       expect(runs.map((r) => [r.instance, r.epoch])).toEqual([[first, 1], [other, 2]]);
-      expect(runs[1]).toMatchObject({ progress: 3, attempts: 1 }); // resumed from the last committed progress
+      expect(runs[1]).toMatchObject({ progress: 3, attempts: 0 }); // resumed from the last committed progress
       expect(await counterValue({ a, b }[other].metrics.claims, { kind: 'expired', outcome: 'won' })).toBe(1);
       // Through the watch: the stale commit never landed, and nothing ever went backwards.
       expect(commits.some((h) => h.rec.epoch === 1 && h.rec.progress === 4)).toBe(false);

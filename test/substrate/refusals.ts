@@ -131,11 +131,13 @@ export function refusalSuite(backend: string, fixture: () => SubstrateFixture): 
         await release.promise;
         await s.complete(1);
       });
-      // The leader lists the whole job, so it is the one that passes over the key (and counts it).
+      // Outside every kind's range (jobKeyRanges, decision 0027): the leader never even reads it.
       const leaderView = () => (c as unknown as { leader?: { jobView?: { unknownKeys: number } } }).leader?.jobView;
-      await waitUntil('the leader to count the unknown key', () => (leaderView()?.unknownKeys ?? 0) >= 1);
+      await waitUntil('the leader to build its view', () => leaderView() !== undefined);
       release.open();
       expect(await c.done).toBe('complete');
+      expect(leaderView()?.unknownKeys ?? 0).toBe(0);
+      expect((await ctx.store.get(`${ctx.prefix}operator-note`))?.value).toBe('not a record');
     });
   });
 

@@ -42,7 +42,8 @@ const splitAt = splitKey(prefix, 's1');
 
 const id = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), fc.string({ minLength: 1, maxLength: 12 }).filter(isValidId));
 const nat = fc.nat({ max: 1_000_000 });
-const json = fc.jsonValue({ maxDepth: 4 }) as fc.Arbitrary<Json>;
+// Through JSON once: a value JSON cannot hold as is (-0) is not a valid record's to begin with.
+const json = fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.parse(JSON.stringify(v)) as Json);
 const nonce = fc.string({ minLength: 1, maxLength: 12 });
 const sortedIds = fc.uniqueArray(id, { maxLength: 8 }).map((ids) => [...ids].sort());
 
