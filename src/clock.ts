@@ -8,10 +8,22 @@ export interface Clock {
   now(): number;
   /** Calls `fn` after `ms`; returns a cancel function. */
   setTimer(ms: number, fn: () => void): () => void;
+  /**
+   * Epoch milliseconds, for times written to the store that other processes
+   * read (a failed split's `notBefore`). Absent: `now()` is used (a virtual
+   * clock's timeline is every simulated process's).
+   */
+  wallNow?(): number;
+}
+
+/** The time to write to the store (`clock.wallNow`, else `now`), a whole millisecond. */
+export function wallTime(clock: Clock): number {
+  return Math.floor(clock.wallNow ? clock.wallNow() : clock.now());
 }
 
 export const systemClock: Clock = {
   now: () => performance.now(),
+  wallNow: () => Date.now(),
   setTimer(ms, fn) {
     const t = setTimeout(fn, ms);
     return () => clearTimeout(t);

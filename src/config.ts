@@ -9,6 +9,8 @@
  * - leaseDurationMs is a whole number of seconds ≥ 1 s (etcd TTLs are seconds);
  * - 0 < opTimeoutMs < leaseDurationMs, and drainDeadlineMs ≥ opTimeoutMs;
  * - maxInFlight ≥ 1, maxAttempts ≥ 1, rebalanceDelayMs ≥ 0 (0 = reassign at once);
+ * - heartbeatTimeoutMs is absent (off) or an integer ≥ opTimeoutMs;
+ * - retryBackoff: 0 ≤ initialMs ≤ maxMs ≤ MAX_TIMER_MS, 1 ≤ factor ≤ 100, 0 ≤ jitter ≤ 1;
  * - unknown option names are refused, so a typo never silently means "default".
  *
  * Pure: no I/O, no clock. Every failure is SplitfleetError('INVALID_CONFIG').
@@ -52,10 +54,42 @@ export interface ConfigOptions {
    * the last one. 0 = fail at the first. Default 60 000.
    */
   startTimeoutMs?: number;
+  /**
+   * A lane whose handler neither commits nor calls `split.heartbeat()` for
+   * this long is aborted (its `signal`, reason HEARTBEAT_TIMEOUT) and then
+   * reports a failure (one attempt). Default: off.
+   */
+  heartbeatTimeoutMs?: number;
+  /**
+   * How long a split waits after a failure report before it is offered again
+   * (its `notBefore`; protocol/retry-policy.ts). Default 1 s doubling to 5 min, full jitter.
+   */
+  retryBackoff?: RetryBackoff;
 }
 
-/** A validated configuration: every option present. */
-export type Config = Readonly<Required<ConfigOptions>>;
+/** `retryBackoff`: the wait after the n-th failure is drawn below min(maxMs, initialMs · factor^(n−1)). */
+export interface RetryBackoff {
+  /** The ceiling of the first wait (ms). */
+  initialMs: number;
+  /** The ceiling never grows past this (ms). */
+  maxMs: number;
+  /** How much the ceiling grows per failure. Default 2. */
+  factor?: number;
+  /** The share of each wait that is random, in [0, 1]: 1 (the default) is full jitter, 0 waits exactly the ceiling. */
+  jitter?: number;
+}
+
+/** The default retryBackoff: 1 s doubling to 5 min, full jitter. */
+export const RETRY_BACKOFF_DEFAULTS: Readonly<Required<RetryBackoff>> = Object.freeze({ initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 });
+
+/** The largest retryBackoff.factor: past it the ceiling reaches maxMs within a step or two anyway. */
+export const MAX_RETRY_FACTOR = 100;
+
+/** Knobs that stay optional once resolved: absent means off. */
+type OffByDefault = 'heartbeatTimeoutMs';
+
+/** A validated configuration: every option present, but for the ones absent when off. */
+export type Config = Readonly<Required<Omit<ConfigOptions, OffByDefault>> & Pick<ConfigOptions, OffByDefault> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
 
 /** The defaults of substrate.md's knob table, in milliseconds. */
 export const CONFIG_DEFAULTS = Object.freeze({
@@ -78,6 +112,7 @@ const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
+  'heartbeatTimeoutMs', 'retryBackoff',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -208,6 +243,17 @@ export function resolveConfig(options: ConfigOptions): Config {
   const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, timerRule);
   const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, timerRule);
   const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, timerRule);
+  let heartbeatTimeoutMs: number | undefined;
+  if (given.heartbeatTimeoutMs !== undefined) {
+    const v = given.heartbeatTimeoutMs;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+      problems.push(`heartbeatTimeoutMs: must be an integer ≥ 1 (ms), or left out for no timeout (got ${show(v)})`);
+    } else if (v > MAX_TIMER_MS) {
+      problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${timerRule} (got ${v})`);
+    } else heartbeatTimeoutMs = v;
+  }
+
+  const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
 
   // Combinations, checked only between options that are individually valid.
   if (opTimeoutMs !== undefined && leaseDurationMs !== undefined && opTimeoutMs >= leaseDurationMs) {
@@ -217,6 +263,10 @@ export function resolveConfig(options: ConfigOptions): Config {
   if (drainDeadlineMs !== undefined && opTimeoutMs !== undefined && drainDeadlineMs < opTimeoutMs) {
     problems.push(`drainDeadlineMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a deadline below one store round trip `
       + `would force every revocation before its final commit could land (got ${drainDeadlineMs})`);
+  }
+  if (heartbeatTimeoutMs !== undefined && opTimeoutMs !== undefined && heartbeatTimeoutMs < opTimeoutMs) {
+    problems.push(`heartbeatTimeoutMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a handler waiting on one store round trip `
+      + `(its own commit, its source) is not hung (got ${heartbeatTimeoutMs})`);
   }
 
   if (problems.length > 0) {
@@ -239,5 +289,44 @@ export function resolveConfig(options: ConfigOptions): Config {
     replanIntervalMs: replanIntervalMs!,
     reconcileIntervalMs: reconcileIntervalMs!,
     startTimeoutMs: startTimeoutMs!,
+    retryBackoff: retryBackoff!,
+    // Absent when off, so a printed or serialised config reads as what was given.
+    ...(heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs }),
   });
+}
+
+/** `retryBackoff` with its defaults filled in (frozen); undefined, with the problems recorded, when broken. */
+function resolveRetryBackoff(v: unknown, problems: string[]): Readonly<Required<RetryBackoff>> | undefined {
+  if (v === undefined) return RETRY_BACKOFF_DEFAULTS;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    problems.push(`retryBackoff: must be an object { initialMs, maxMs, factor?, jitter? } (got ${show(v)})`);
+    return undefined;
+  }
+  const o = v as Record<string, unknown>;
+  const before = problems.length;
+  for (const k of Object.keys(o)) {
+    if (!['initialMs', 'maxMs', 'factor', 'jitter'].includes(k)) problems.push(`retryBackoff.${k}: unknown field; known fields are initialMs, maxMs, factor, jitter`);
+  }
+  const ms = (k: 'initialMs' | 'maxMs'): number | undefined => {
+    const x = o[k];
+    if (x === undefined) { problems.push(`retryBackoff.${k}: is required (ms)`); return undefined; }
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) { problems.push(`retryBackoff.${k}: must be an integer ≥ 0 (ms) (got ${show(x)})`); return undefined; }
+    if (x > MAX_TIMER_MS) { problems.push(`retryBackoff.${k}: must be at most ${MAX_TIMER_MS}, because Node fires longer timers at once (got ${x})`); return undefined; }
+    return x;
+  };
+  const initialMs = ms('initialMs');
+  const maxMs = ms('maxMs');
+  if (initialMs !== undefined && maxMs !== undefined && maxMs < initialMs) {
+    problems.push(`retryBackoff.maxMs: must be ≥ initialMs (${initialMs}), or the first wait would already pass the cap (got ${maxMs})`);
+  }
+  const factor = o.factor === undefined ? RETRY_BACKOFF_DEFAULTS.factor : o.factor;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > MAX_RETRY_FACTOR) {
+    problems.push(`retryBackoff.factor: must be a number from 1 to ${MAX_RETRY_FACTOR}: below 1 the waits would shrink (got ${show(factor)})`);
+  }
+  const jitter = o.jitter === undefined ? RETRY_BACKOFF_DEFAULTS.jitter : o.jitter;
+  if (typeof jitter !== 'number' || !Number.isFinite(jitter) || jitter < 0 || jitter > 1) {
+    problems.push(`retryBackoff.jitter: must be a number from 0 (no jitter) to 1 (full jitter) (got ${show(jitter)})`);
+  }
+  if (problems.length > before) return undefined;
+  return Object.freeze({ initialMs: initialMs!, maxMs: maxMs!, factor: factor as number, jitter: jitter as number });
 }

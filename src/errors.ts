@@ -25,6 +25,8 @@ export type SplitfleetErrorCode =
   | 'TIMEOUT'
   /** This process's etcd lease expired or was revoked. */
   | 'LEASE_LOST'
+  /** A split handler neither committed nor heartbeated within `heartbeatTimeoutMs`: its lane was aborted (the reason of its `signal`). */
+  | 'HEARTBEAT_TIMEOUT'
   /** The WASM engine or its thread pool failed. */
   | 'ENGINE_FAILURE'
   /** The user's planner threw or returned something invalid. */
@@ -77,4 +79,27 @@ export function isRetryable(e: unknown): boolean {
 /** True when `e` is a SplitfleetError, optionally with the given code. */
 export function isSplitfleetError(e: unknown, code?: SplitfleetErrorCode): e is SplitfleetError {
   return e instanceof SplitfleetError && (code === undefined || e.code === code);
+}
+
+/** Marks a PermanentFailure across copies of the library (a sandbox thread loads its own). */
+const PERMANENT = Symbol.for('splitfleet.PermanentFailure');
+
+/**
+ * Thrown by a split handler that knows its split can never be processed
+ * (undecodable input, a deleted source object): the split is quarantined at
+ * once with this message as its reason, one attempt consumed, no retry
+ * (`split.fail(reason, { permanent: true })` for a handler that does not throw).
+ */
+export class PermanentFailure extends Error {
+  readonly [PERMANENT] = true;
+
+  constructor(reason: string, options: { cause?: unknown } = {}) {
+    super(reason, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PermanentFailure';
+  }
+}
+
+/** True when `e` is a PermanentFailure, from this copy of the library or another (a sandbox thread's). */
+export function isPermanentFailure(e: unknown): e is PermanentFailure {
+  return typeof e === 'object' && e !== null && (e as { [PERMANENT]?: unknown })[PERMANENT] === true;
 }

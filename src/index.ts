@@ -1,12 +1,20 @@
 /**
- * The public surface of splitfleet, exported by name (no `export *`): what a
- * user may import, and all the CLI imports. Add new exports as one line each
- * in the section they belong to.
+ * The public surface of splitfleet (`import … from 'splitfleet'`), exported by
+ * name (no `export *`): the coordinator and its types, `MemoryStore` and the
+ * store contract, operator actions, inspection, errors. What loads a heavy
+ * dependency has an entry point of its own, so importing this one loads
+ * neither etcd3 nor hono nor prom-client (test/unit/package/entry-points.test.ts):
+ * `splitfleet/etcd` (etcd.ts), `splitfleet/http` (http.ts), `splitfleet/engine`
+ * (engine.ts), `splitfleet/testing` (testing/index.ts). Add new exports as one
+ * line each in the section they belong to.
  */
 
 // The coordinator: one process's membership of a job.
 export { Coordinator, startCoordinator } from './coordinator/coordinator.js';
 export type { CoordinatorOptions } from './coordinator/coordinator.js';
+export type { RunOptions, RunResult } from './coordinator/run.js';
+export type { RunOutcome } from './coordinator/types.js';
+export type { FailOptions } from './coordinator/types.js';
 export type {
   JobVerdict,
   Json,
@@ -26,26 +34,22 @@ export { sandboxedHandler } from './coordinator/sandbox.js';
 export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js';
 export { BACKLOG_STATES } from './coordinator/metrics.js';
 export type { BacklogCount, BacklogState } from './coordinator/metrics.js';
-export { serveMetrics } from './metrics-server.js';
-export type { HealthReport, MetricsServer, MetricsSource, ServeMetricsOptions } from './metrics-server.js';
 export { defaultLogger, silentLogger } from './coordinator/log.js';
 export type { Logger } from './coordinator/log.js';
 
 // Configuration.
-export { CONFIG_DEFAULTS, defaultFingerprint, MAX_TIMER_MS, resolveConfig } from './config.js';
+export { CONFIG_DEFAULTS, defaultFingerprint, resolveConfig } from './config.js';
 export type { Config, ConfigOptions } from './config.js';
+export { RETRY_BACKOFF_DEFAULTS } from './config.js';
+export type { RetryBackoff } from './config.js';
 
 // Time.
 export { systemClock, VirtualClock } from './clock.js';
 export type { Clock } from './clock.js';
 
-// Stores.
-export { EtcdStore } from './store/etcd.js';
-export type { EtcdStoreOptions } from './store/etcd.js';
-export { sendsPasswordInClear } from './store/etcd-options.js';
+// Stores (EtcdStore: splitfleet/etcd).
 export { MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
-export { BaseStore } from './store/base.js';
 export { cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
 export { InstrumentedStore, instrumentStore } from './store/instrumented.js';
 export type { StoreCall, StoreCallRecorder } from './store/instrumented.js';
@@ -88,7 +92,7 @@ export type { JobTarget } from './operator/job.js';
 export type { ControlRecord, Evacuation } from './protocol/records.js';
 
 // Inspection: a job's state from its records.
-export { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, readJobRecords, splitState } from './inspect/report.js';
+export { detectFingerprintHash, jobReport, readJobRecords, splitState } from './inspect/report.js';
 export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
 export type {
   AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, SpecRecord, SplitRecord, WorkerRecord,
@@ -96,35 +100,13 @@ export type {
 export { renderReport } from './inspect/render.js';
 export { printable, printableJson } from './inspect/printable.js';
 export type { RenderOptions } from './inspect/render.js';
-export { serveDashboard } from './inspect/serve.js';
-export type { Dashboard, DashboardOptions } from './inspect/serve.js';
-export type { DashboardEvent, DashboardMember, DashboardReport, DashboardView } from './inspect/live.js';
 export { ChangeTracker, describeChange } from './inspect/changes.js';
 export type { ChangeEvent, RecordChange } from './inspect/changes.js';
 
-// The desired assignment.
-export { desiredAssignment } from './assignment/engine.js';
-export type { DesiredAssignmentOptions, EngineName } from './assignment/engine.js';
-export { DEFAULT_CAP } from './assignment/types.js';
-export { AssignmentPool } from './assignment/pool.js';
-export type { AssignmentPoolOptions } from './assignment/pool.js';
-export { ColumnarPool } from './assignment/codec.js';
-export type { ColumnarDecision } from './assignment/codec.js';
-export { columnarAssignment } from './assignment/wasm.js';
-export type {
-  AssignmentInput,
-  AssignmentResult,
-  AssignmentStats,
-  MemberInput,
-  SplitInput,
-  SplitStatus,
-} from './assignment/types.js';
-
-// Quality figures: balance and churn.
-export { churn, loadFigures, lowerBound } from './assignment/quality.js';
-export type { Churn, LoadFigures } from './assignment/quality.js';
-
+// The desired assignment, the pool and the quality figures: splitfleet/engine.
 
 // Errors.
 export { isSplitfleetError, SplitfleetError } from './errors.js';
+// A handler's permanent failure: the split is quarantined at once (decision 0032).
+export { isPermanentFailure, PermanentFailure } from './errors.js';
 export type { SplitfleetErrorCode } from './errors.js';

@@ -13,8 +13,10 @@
  * (`readJobRecords`, `jobReport`, `renderReport`).
  */
 import type { Command } from 'commander';
+import { EtcdStore } from '../etcd.js';
+import { serveDashboard } from '../http.js';
 import {
-  EtcdStore, inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, printableJson, readJobRecords, renderReport, resolveConfig, serveDashboard,
+  inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, printableJson, readJobRecords, renderReport, resolveConfig,
   SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
@@ -68,7 +70,7 @@ export async function readReport(store: Store, root: string, job: string): Promi
   const prefix = jobPrefix(root, job);
   const { kvs, revision } = await listJobKeys(store, prefix);
   const { records, fp, problems } = readJobRecords(prefix, kvs);
-  return jobReport(records, { root, job, prefix, revision, fingerprintHash: fp, problems });
+  return jobReport(records, { root, job, prefix, revision, fingerprintHash: fp, problems, now: Date.now() });
 }
 
 /** Runs `inspect` with parsed options. */

@@ -13,11 +13,13 @@
  * - A listener that throws, or whose promise rejects, is logged and skipped:
  *   the coordinator and the other listeners carry on.
  * - Payloads are plain data (the instance, ids, epochs, counts, reasons), no
- *   handles and no timestamps; health's `since` is the one clock reading.
+ *   handles and no timestamps of their own; health's `since` is the one clock
+ *   reading (split-failed's `retryAt` is the record's `notBefore`, as written).
  *
  * It must not decide anything the coordinator acts on: events are reports.
  */
 import type { SplitfleetError } from '../errors.js';
+import type { FailureKind } from '../protocol/retry-policy.js';
 import type { Health } from './health.js';
 import type { LaneEnd } from './lane.js';
 import type { Logger } from './log.js';
@@ -59,8 +61,13 @@ export interface CoordinatorEventMap {
   'split-released': { instance: string; id: string; epoch: number; cause: ReleaseCause };
   /** The handler completed the split (terminal). */
   'split-completed': { instance: string; id: string; epoch: number };
-  /** The handler reported a failure (`fail()` or a throw): one attempt consumed; `attempts` is the count after it. */
-  'split-failed': { instance: string; id: string; epoch: number; reason: string; attempts: number };
+  /**
+   * The handler reported a failure (`fail()`, a throw, or its heartbeat timeout): one attempt
+   * consumed; `attempts` is the count after it. `kind`: 'error', 'permanent' or 'timeout';
+   * `permanent`: the report quarantined at once; `retryAt`: when the split may be claimed
+   * again (the record's `notBefore`, epoch ms on the writer's clock), null when quarantined.
+   */
+  'split-failed': { instance: string; id: string; epoch: number; reason: string; attempts: number; kind: FailureKind; permanent: boolean; retryAt: number | null };
   /** The split was parked for good: a failure or a claim reached `maxAttempts`. */
   'split-quarantined': { instance: string; id: string; reason: string; attempts: number };
   /** The lane ended without a write: fenced out, its session lost, a record unreadable, or the coordinator closed. */
@@ -165,8 +172,10 @@ export interface LaneEndFacts {
   end: LaneEnd;
   /** Why it ended, as the lane says (the write that ended it, or why it was lost). */
   reason: string;
-  /** The split record as the lane last wrote it (after a failure: attempts, reason, status). */
-  record: { attempts: number; status: string; reason?: string };
+  /** The split record as the lane last wrote it (after a failure: attempts, reason, status, notBefore). */
+  record: { attempts: number; status: string; reason?: string; notBefore?: number };
+  /** How a failure report came about (lanes that ended 'failed'); default 'error'. */
+  failureKind?: FailureKind;
   /** The lane was draining when it ended. */
   draining: boolean;
   drainHandlerState: 'draining' | 'declined' | 'failed';
@@ -191,7 +200,12 @@ export function laneEndEvents(f: LaneEndFacts): LifecycleEvent[] {
       break;
     case 'failed': {
       const reason = f.record.reason ?? f.reason;
-      out.push({ event: 'split-failed', body: { id, epoch, reason, attempts: f.record.attempts } });
+      const kind = f.failureKind ?? 'error';
+      const quarantined = f.record.status === 'quarantined';
+      out.push({ event: 'split-failed', body: {
+        id, epoch, reason, attempts: f.record.attempts, kind, permanent: kind === 'permanent',
+        retryAt: quarantined ? null : (f.record.notBefore ?? null),
+      } });
       if (f.record.status === 'quarantined') out.push({ event: 'split-quarantined', body: { id, reason, attempts: f.record.attempts } });
       break;
     }

@@ -18,16 +18,25 @@
  * release, a refused release ends the lane without a write (its split, still
  * on our session lease, goes to the orphan settler). Failure reasons are
  * bounded (protocol/reason.ts).
+ *
+ * With `heartbeatTimeoutMs` set, a HeartbeatWatch (heartbeat.ts) times out a
+ * running lane whose handler neither commits nor heartbeats: `signal` aborts
+ * (HEARTBEAT_TIMEOUT), every later write of the handle is refused, and the
+ * lane reports the failure (reason `timeout: …`, one attempt) when the
+ * handler returns or throws, or at the drain deadline, whichever is first.
  */
-import type { Clock } from '../clock.js';
+import { wallTime, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isRetryable, storeFailure, SplitfleetError } from '../errors.js';
 import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
-import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteKind } from '../protocol/lanes.js';
+import { timeoutReason } from '../protocol/heartbeat.js';
+import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteArgs, type LaneWriteKind } from '../protocol/lanes.js';
+import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../protocol/retry-policy.js';
 import { boundReason } from '../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../protocol/records.js';
 import { laneTxn, readBackTxn } from '../protocol/txns.js';
 import type { Store } from '../store/store.js';
+import { HeartbeatWatch } from './heartbeat.js';
 import type { SplitHandle } from './types.js';
 
 /** How a lane's ending write (release, failure report, forced release) is retried while the store fails: jittered, 250 ms doubling to 4 s. */
@@ -48,10 +57,14 @@ export interface LaneContext {
   onDecline?: (lane: Lane) => void;
   /** A write of unknown outcome was read back: what it turned out to be (metrics). */
   onSettled?: (resolution: 'landed' | 'not-landed' | 'moved') => void;
+  /** A `commit()` write landed (metrics: `splitfleet_commits_total`). */
+  onCommitted?: () => void;
   /** The store refused a write for good (not retryable): logged and counted by the caller; the lane ends. */
   onRefused?: (lane: Lane, write: 'commit' | 'complete' | 'fail' | 'release', error: SplitfleetError) => void;
   /** The jitter stream of the ending write's retries (protocol/backoff.ts); default: Math.random. */
   random?: () => number;
+  /** The handler was silent past heartbeatTimeoutMs and its signal aborted (logging); `details`: its last heartbeat's. */
+  onTimeout?: (lane: Lane, silentMs: number, details: Json | undefined) => void;
 }
 
 export class Lane {
@@ -62,6 +75,8 @@ export class Lane {
   drainHandlerState: 'draining' | 'declined' | 'failed' = 'draining';
   /** Set when the worker, not the handler, ends the lane with a release (for the split-released event). */
   releaseCause: 'store-failure' | 'stopping' | undefined;
+  /** How the failure report the handler asked for came about ('error' or 'permanent'); set with the report. */
+  private failureAsked: FailureKind | undefined;
   readonly claimedAt: number;
   private readonly abort = new AbortController();
   private readonly drain = new AbortController();
@@ -70,6 +85,11 @@ export class Lane {
   /** The last write's outcome was unknown (its reply was lost): what it wrote, to recognise it by. */
   private unknown: LaneWrite | undefined;
   readonly handle: SplitHandle;
+  /** Present when heartbeatTimeoutMs is set. */
+  private readonly watch: HeartbeatWatch | undefined;
+  /** Set when the heartbeat timeout aborted the handler: the failure report this lane owes. */
+  private timeoutFailure: string | undefined;
+  private reportingTimeout: Promise<void> | undefined;
 
   constructor(
     private readonly ctx: LaneContext,
@@ -97,14 +117,47 @@ export class Lane {
       drainSignal: this.drain.signal,
       commit: (progress) => lane.write('commit', { progress }),
       complete: (progress) => lane.write('complete', { progress }),
-      fail: (reason) => lane.write('fail', { reason: boundReason(String(reason)) }),
+      fail: (reason, options) => lane.fail(String(reason), options),
       release: (progress) => lane.write('release', { progress }),
       decline: () => {
         if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
         lane.drainHandlerState = 'declined';
         ctx.onDecline?.(lane);
       },
+      heartbeat: (details) => {
+        if (lane.endedAs || lane.abort.signal.aborted) return;
+        lane.watch?.touch(details);
+      },
     };
+    const timeoutMs = ctx.config.heartbeatTimeoutMs;
+    this.watch = timeoutMs === undefined ? undefined : new HeartbeatWatch({
+      clock: ctx.clock,
+      timeoutMs,
+      drainDeadlineMs: ctx.config.drainDeadlineMs,
+      running: () => this.state === 'running',
+      onTimeout: (silentMs) => this.timeOut(silentMs, timeoutMs),
+      onReportDue: () => void this.reportTimeout().catch(() => undefined),
+    });
+  }
+
+  /** The heartbeat timeout's failure reason when this lane timed out (`timeout: …`); undefined otherwise. */
+  get timedOut(): string | undefined {
+    return this.timeoutFailure;
+  }
+
+  /** The handler was silent too long: abort it; the failure is reported when it returns, or at the drain deadline. */
+  private timeOut(silentMs: number, timeoutMs: number): void {
+    if (this.endedAs || this.abort.signal.aborted) return;
+    this.timeoutFailure = timeoutReason(silentMs, timeoutMs);
+    this.ctx.onTimeout?.(this, silentMs, this.watch?.details);
+    this.abort.abort(new SplitfleetError('HEARTBEAT_TIMEOUT', `split ${this.id}: ${this.timeoutFailure}`));
+  }
+
+  /** The failure report a timed-out lane owes (one attempt), written once, however many paths ask for it. */
+  private reportTimeout(): Promise<void> {
+    const reason = this.timeoutFailure!;
+    this.reportingTimeout ??= this.untilWritten(() => this.fail(reason, undefined, 'timeout'));
+    return this.reportingTimeout;
   }
 
   get ended(): LaneEnd | undefined {
@@ -122,7 +175,8 @@ export class Lane {
 
   /** Asks the handler to drain (cooperative revocation). Idempotent. */
   beginDrain(): void {
-    if (this.state !== 'running') return;
+    // A timed-out lane's end is decided already (its failure report, by the drain deadline at the latest).
+    if (this.state !== 'running' || this.timeoutFailure !== undefined) return;
     this.state = 'draining';
     this.drainStartedAt = this.ctx.clock.now();
     this.drain.abort();
@@ -130,18 +184,43 @@ export class Lane {
 
   /** The handler returned normally: release with the last committed progress. */
   async finishNormally(): Promise<void> {
+    if (this.timeoutFailure !== undefined) return this.reportTimeout();
     await this.untilWritten(() => this.handle.release());
   }
 
-  /** The handler threw: a failure report (one attempt), unless already ended. */
-  async finishWithError(error: unknown): Promise<void> {
+  /**
+   * The handler threw: a failure report (one attempt), unless already ended.
+   * `kind` 'permanent' (a PermanentFailure) quarantines at once.
+   */
+  async finishWithError(error: unknown, kind: FailureKind = 'error'): Promise<void> {
+    if (this.timeoutFailure !== undefined) return this.reportTimeout();
     const reason = error instanceof Error ? error.message : String(error);
-    await this.untilWritten(() => this.handle.fail(reason));
+    await this.untilWritten(() => this.fail(reason, kind === 'permanent' ? { permanent: true } : undefined, kind));
+  }
+
+  /**
+   * A failure report: the handle's `fail(reason, options)`, and the shell's
+   * (`kind` 'timeout' for a heartbeat timeout). Bad options reject with
+   * INVALID_INPUT, naming the field, before anything is sent.
+   */
+  fail(reason: string, options?: FailureOptions, kind?: FailureKind): Promise<void> {
+    const problem = failureOptionsProblem(options);
+    if (problem !== undefined) return Promise.reject(new SplitfleetError('INVALID_INPUT', `split ${this.id}: ${problem}`));
+    if (!this.endedAs) this.failureAsked = kind ?? (options?.permanent === true ? 'permanent' : 'error');
+    const failure = options === undefined ? undefined : { ...options };
+    return this.write('fail', { reason: boundReason(reason), ...(failure ? { failure } : {}) }, kind === 'timeout');
+  }
+
+  /** How this lane's failure report came about (for a lane that ended 'failed'): a heartbeat timeout, a permanent failure, an error. */
+  get failureKind(): FailureKind {
+    if (this.timeoutFailure !== undefined) return 'timeout';
+    return this.failureAsked ?? 'error';
   }
 
   /** Forced release: the last committed progress, owner cleared; the handler is aborted. */
   async force(): Promise<void> {
     if (this.endedAs) return;
+    if (this.timeoutFailure !== undefined) return this.reportTimeout();
     this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
     await this.untilWritten(() => this.write('force', {}, true));
   }
@@ -164,8 +243,8 @@ export class Lane {
       } catch (e) {
         if (this.endedAs || (typeof e === 'object' && e !== null && this.answered.has(e))) return; // a refusal: `refused` took it from there
         if (!isRetryable(e)) {
-          // Aborted: a forced release is under way and ends the lane itself.
-          if (!this.abort.signal.aborted) this.end('lost', `an ending write failed for good: ${storeFailure(e).message}`);
+          // Aborted: a forced release is under way and ends the lane itself (a timeout's report has no one behind it).
+          if (!this.abort.signal.aborted || this.timeoutFailure !== undefined) this.end('lost', `an ending write failed for good: ${storeFailure(e).message}`);
           return;
         }
         const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
@@ -183,7 +262,7 @@ export class Lane {
    * reported as the split's failure, a report refused is sent again with a
    * short reason and then released, a release refused ends the lane.
    */
-  private refused(kind: LaneWriteKind, args: { reason?: string }, raw: unknown): void {
+  private refused(kind: LaneWriteKind, args: LaneWriteArgs, raw: unknown): void {
     if (typeof raw === 'object' && raw !== null) this.answered.add(raw);
     const e = storeFailure(raw);
     const what = kind === 'force' ? 'release' : kind;
@@ -195,7 +274,7 @@ export class Lane {
     const short = `${what} refused: ${e.code}`;
     let next: (() => Promise<void>) | undefined;
     if (kind === 'commit' || kind === 'complete') next = () => this.write('fail', { reason: boundReason(`${short}: ${e.message}`, 1024) });
-    else if (kind === 'fail' && args.reason !== short) next = () => this.write('fail', { reason: short });
+    else if (kind === 'fail' && args.reason !== short) next = () => this.write('fail', { reason: short, ...(args.failure ? { failure: args.failure } : {}) });
     else if (kind === 'fail') next = () => this.write('force', {}, true);
     if (!next) {
       this.end('lost', `${short}: ${e.message}`);
@@ -215,12 +294,13 @@ export class Lane {
    * `laneTxn` (protocol/txns.ts) guards it by the three revisions this lane
    * knows. All or nothing.
    */
-  private write(kind: LaneWriteKind, args: { progress?: Json; reason?: string }, internal = false): Promise<void> {
+  private write(kind: LaneWriteKind, args: LaneWriteArgs, internal = false): Promise<void> {
     // A forced release is a release on the wire and in every message.
     const what = kind === 'force' ? 'release' : kind;
     const run = async (): Promise<void> => {
       if (this.endedAs || (this.abort.signal.aborted && !internal)) {
-        throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
+        const why = this.timeoutFailure !== undefined ? `the lane timed out (${this.timeoutFailure})` : 'this lane no longer holds the split';
+        throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, ${why}`);
       }
       const { store, config } = this.ctx;
       // A previous write of unknown outcome first: did it land? Then its revisions are our guards
@@ -239,7 +319,10 @@ export class Lane {
       // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
       let write: LaneWrite;
       try {
-        write = laneWrite(kind, { me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts }, args);
+        write = laneWrite(kind, {
+          me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts,
+          retryBackoff: config.retryBackoff, now: wallTime(this.ctx.clock), draw: kind === 'fail' ? (this.ctx.random ?? Math.random)() : 0,
+        }, args);
       } catch (e) {
         // Refused before it is sent (a record that cannot be encoded, too large): a refusal like the store's.
         this.refused(kind, args, e);
@@ -267,8 +350,11 @@ export class Lane {
       }
       this.apply(write, res);
     };
+    // The handler's own writes are activity for the heartbeat timeout while they are queued or in flight.
+    const settled = internal ? undefined : this.watch?.writeStarted();
     const p = this.chain.then(run, run);
     this.chain = p.catch(() => undefined);
+    if (settled) void p.then(settled, settled);
     return p;
   }
 
@@ -284,6 +370,7 @@ export class Lane {
       this.end('lost', `${what} lost the fenced swap`);
       throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
     }
+    if (w.what === 'commit') this.ctx.onCommitted?.();
     if (w.record) {
       this.rec = w.record;
       this.rev = res.revision;
@@ -328,6 +415,7 @@ export class Lane {
     if (this.endedAs) return;
     this.endedAs = as;
     this.state = 'ended';
+    this.watch?.stop();
     if (!this.abort.signal.aborted) {
       this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: lane ended (${as})`));
     }

@@ -59,6 +59,8 @@ export class LeaderRecords {
   readonly leases = new Map<string, Seen<LeaseRecord>>();
   /** Record owners, by split id: only records whose `owner` is set. */
   readonly owners = new Map<string, string>();
+  /** Failed splits' backoffs, by split id: only runnable records with a `notBefore` (sparse: the failures not yet claimed again). */
+  readonly notBefore = new Map<string, number>();
   readonly columns: SplitColumns;
   unknownKeys = 0;
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
@@ -147,6 +149,7 @@ export class LeaderRecords {
     this.assigns.clear();
     for (const id of [...this.leases.keys()]) this.setLease(id, undefined);
     for (const id of [...this.owners.keys()]) this.setOwner(id, '');
+    this.notBefore.clear();
     this.columns.clear();
   }
 
@@ -194,6 +197,8 @@ export class LeaderRecords {
       case 'split': {
         const rec = this.readable('split', key, value, parsed.id);
         this.setOwner(parsed.id, rec?.owner ?? '');
+        if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(parsed.id, rec.notBefore);
+        else this.notBefore.delete(parsed.id);
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), rec?.status);
         return 'split';
       }
@@ -239,6 +244,7 @@ export class LeaderRecords {
       case 'split':
         this.columns.clearProblem(parsed.id, 'split');
         this.setOwner(parsed.id, '');
+        this.notBefore.delete(parsed.id);
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), undefined);
         return 'split';
     }

@@ -109,6 +109,11 @@ export class LeaderView {
     return this.records.owners;
   }
 
+  /** Failed splits' backoffs (`notBefore`), by split id: runnable records that have one. */
+  get notBefore(): ReadonlyMap<string, number> {
+    return this.records.notBefore;
+  }
+
   /** Keys under the prefix this build does not know (counted, otherwise ignored). */
   get unknownKeys(): number {
     return this.records.unknownKeys;

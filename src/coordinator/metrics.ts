@@ -1,10 +1,99 @@
 /**
  * Metrics (prom-client), one registry per coordinator unless the user passes
  * their own to expose. Names and meanings are documented in docs/metrics.md;
- * every name is splitfleet_*. This is the only file that imports prom-client.
+ * every name is splitfleet_*. This is the only file that imports prom-client,
+ * and it loads it when the first `Metrics` is made, not when the module loads:
+ * `import 'splitfleet'` loads no prom-client (a peer dependency). A registry
+ * passed in is only registered into (no default labels set, nothing cleared):
+ * constant labels go on splitfleet's own series.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { SplitfleetError } from '../errors.js';
 import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
+import { VERSION } from '../version.js';
+
+type PromClient = typeof import('prom-client');
+let loaded: PromClient | undefined;
+/** prom-client, loaded on first use (CommonJS, so synchronously). */
+function promClient(): PromClient {
+  return (loaded ??= createRequire(import.meta.url)('prom-client') as PromClient);
+}
+
+/**
+ * Label names a constant label may not take: Prometheus's own target labels
+ * (`job`, `instance`: a scrape would rename ours to `exported_job`), and the
+ * labels splitfleet's series carry themselves.
+ */
+const RESERVED_LABELS = new Set(['job', 'instance', 'le', 'quantile', 'state', 'kind', 'outcome', 'where', 'write', 'call', 'code', 'resolution', 'version']);
+
+/** How `new Metrics(options)` records. */
+export interface MetricsOptions {
+  /**
+   * A prom-client `Registry` to register the splitfleet series into (yours, to
+   * serve with your own metrics); default: a fresh one, `metrics.registry`.
+   * It is never otherwise changed: no default labels are set on it.
+   */
+  registry?: Registry;
+  /**
+   * Constant labels on every splitfleet series, for instance
+   * `{ splitfleet_job: 'backfill' }` when several jobs report to one
+   * Prometheus (docs/alerts.yml aggregates by `splitfleet_job`). None by
+   * default. `job` and `instance` are refused: they are Prometheus's target
+   * labels.
+   */
+  labels?: Record<string, string>;
+  /**
+   * Also collect Node's default metrics (prom-client's
+   * `collectDefaultMetrics`: event-loop lag, GC, heap, CPU; the event-loop
+   * stalls that cost sessions show there) into this registry, with the same
+   * constant labels. Default false; leave it off for a registry that already
+   * has them (prom-client refuses a name registered twice).
+   */
+  defaultMetrics?: boolean;
+}
+
+/** Checks `labels` (name syntax, reserved names, string values); the message names the label and the rule. */
+function checkLabels(labels: Record<string, string>): void {
+  for (const [name, value] of Object.entries(labels)) {
+    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name) || name.startsWith('__')) {
+      throw new SplitfleetError('INVALID_CONFIG', `Metrics labels: '${name}' is not a Prometheus label name (letters, digits and _, not starting with a digit or __)`);
+    }
+    if (RESERVED_LABELS.has(name)) {
+      throw new SplitfleetError('INVALID_CONFIG', name === 'job' || name === 'instance'
+        ? `Metrics labels: '${name}' is a Prometheus target label (a scrape renames it exported_${name}); use splitfleet_${name}`
+        : `Metrics labels: '${name}' is a label splitfleet's own series carry`);
+    }
+    if (typeof value !== 'string') throw new SplitfleetError('INVALID_CONFIG', `Metrics labels: '${name}' must be a string, got ${typeof value}`);
+  }
+}
+
+type Collectable = { get(): Promise<{ values: { labels: object; sharedLabels?: object }[] }>; getForPromString?: () => Promise<{ values: { labels: object; sharedLabels?: object }[] }> };
+
+/**
+ * Puts `labels` on every value `metric` reports, on this instance only (own
+ * properties, never prom-client's prototypes): what `setDefaultLabels` would
+ * do, without changing a registry that is not ours. A histogram reports
+ * through `getForPromString` (its `get` calls it), with the labels it shares
+ * among its buckets in `sharedLabels`.
+ */
+function withConstantLabels(metric: Collectable, labels: Record<string, string>): void {
+  if (metric.getForPromString) {
+    const read = metric.getForPromString.bind(metric);
+    metric.getForPromString = async () => {
+      const data = await read();
+      for (const v of data.values) v.sharedLabels = { ...labels, ...v.sharedLabels };
+      return data;
+    };
+  } else {
+    const read = metric.get.bind(metric);
+    metric.get = async () => {
+      const data = await read();
+      for (const v of data.values) v.labels = { ...labels, ...v.labels };
+      return data;
+    };
+  }
+}
 
 /** The states the leader's backlog is counted in (`splitfleet_backlog_*{state}`). */
 export const BACKLOG_STATES = ['queued', 'running', 'draining', 'completed', 'quarantined'] as const;
@@ -16,8 +105,18 @@ export interface BacklogCount {
   weight: number;
 }
 
+/** Every splitfleet series of one process (or of one coordinator): see docs/metrics.md. */
 export class Metrics implements StoreCallRecorder {
   readonly registry: Registry;
+  /** `splitfleet_build_info{version}`: 1, with the package's version. */
+  readonly buildInfo: Gauge<'version'>;
+  /** Worker: the lanes this instance may hold at once (its `maxInFlight`); `splitfleet_lanes` over it is utilisation. */
+  readonly laneCapacity: Gauge;
+  /** Worker: call `metrics.commits.inc()` once per `commit()` write that landed (commits are most of a job's etcd writes). */
+  readonly commits: Counter;
+  /** Worker: the age of the oldest open lane, from the source given to `observeLanes` at each scrape (0 with none). */
+  readonly oldestLaneAge: Gauge;
+  private oldestLaneSeconds: () => number = () => 0;
   readonly decisionSeconds: Histogram;
   readonly publishSeconds: Histogram;
   readonly improvingMoves: Counter;
@@ -46,13 +145,15 @@ export class Metrics implements StoreCallRecorder {
    */
   readonly completions: Counter;
   /**
-   * Worker: call `metrics.handlerFailures.inc()` once each time a lane ends
+   * Worker: call `metrics.handlerFailures.inc({ kind })` once each time a lane ends
    * `failed`, i.e. when a failure report (the handler threw a non-retryable
    * error, or called `split.fail()`) has landed and consumed a delivery
-   * attempt, whether or not it quarantined the split. A retryable store error
+   * attempt, whether or not it quarantined the split. `kind`: `permanent`
+   * (`fail(r, { permanent: true })`, a thrown PermanentFailure), `timeout`
+   * (the heartbeat timeout), else `error`. A retryable store error
    * rethrown by the handler releases the split instead and is not counted.
    */
-  readonly handlerFailures: Counter;
+  readonly handlerFailures: Counter<'kind'>;
   /**
    * Coordinator: call `metrics.sessionLosses.inc()` once per session that
    * ends with kind `lost` (its lease expired or its renewals went
@@ -69,9 +170,16 @@ export class Metrics implements StoreCallRecorder {
   /** Filled by the store decorator (`instrumentStore`) through `storeError`. */
   readonly storeErrors: Counter<'call' | 'code'>;
 
-  constructor(registry: Registry = new Registry(), labels: Record<string, string> = {}) {
+  constructor(options: MetricsOptions = {}) {
+    const prom = promClient();
+    const { Counter, Gauge, Histogram, Registry } = prom;
+    if (options instanceof Registry) {
+      throw new SplitfleetError('INVALID_CONFIG', 'Metrics: pass { registry } (new Metrics({ registry, labels })), not a Registry');
+    }
+    const labels = options.labels ?? {};
+    checkLabels(labels);
+    const registry = options.registry ?? new Registry();
     this.registry = registry;
-    if (Object.keys(labels).length > 0) registry.setDefaultLabels(labels);
     const registers = [registry];
     const seconds = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
     // Store round trips are sub-millisecond to a few seconds (an etcd election); finer at the bottom.
@@ -85,7 +193,7 @@ export class Metrics implements StoreCallRecorder {
     this.assignmentLatency = new Histogram({ name: 'splitfleet_assignment_latency_seconds', help: 'From a split being named in this instance\'s assignment to its claim.', buckets: seconds, registers });
     this.revocations = new Counter({ name: 'splitfleet_revocations_total', help: 'Revocations by outcome: cooperative, forced (deadline) or declined.', labelNames: ['outcome'], registers });
     this.claims = new Counter({ name: 'splitfleet_claims_total', help: 'Claim transactions by kind (create, released, reclaim, expired) and outcome (won, lost).', labelNames: ['kind', 'outcome'], registers });
-    this.quarantined = new Counter({ name: 'splitfleet_quarantined_total', help: 'Splits this instance quarantined at max_attempts.', registers });
+    this.quarantined = new Counter({ name: 'splitfleet_quarantined_total', help: 'Splits this instance quarantined: a claim or a failure report that reached max_attempts, or a permanent failure.', registers });
     this.leaderChanges = new Counter({ name: 'splitfleet_leader_changes_total', help: 'Times this instance became leader.', registers });
     this.imbalance = new Gauge({ name: 'splitfleet_imbalance_ratio', help: 'Max load over its lower bound in the last decision (leader).', registers });
     this.lanes = new Gauge({ name: 'splitfleet_lanes', help: 'Lanes (held splits) open in this instance.', registers });
@@ -96,12 +204,45 @@ export class Metrics implements StoreCallRecorder {
     this.backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
     this.backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });
     this.completions = new Counter({ name: 'splitfleet_completions_total', help: 'Splits this instance completed (the complete() write landed).', registers });
-    this.handlerFailures = new Counter({ name: 'splitfleet_handler_failures_total', help: 'Failure reports this instance landed (the handler threw or called fail()): one delivery attempt each.', registers });
+    this.handlerFailures = new Counter({ name: 'splitfleet_handler_failures_total', help: 'Failure reports this instance landed (the handler threw or called fail(), or timed out), by kind (error, permanent, timeout): one delivery attempt each.', labelNames: ['kind'], registers });
+    for (const kind of ['error', 'permanent', 'timeout']) this.handlerFailures.inc({ kind }, 0);
     this.sessionLosses = new Counter({ name: 'splitfleet_session_losses_total', help: 'Sessions this instance lost (lease expired or renewals unconfirmed): lanes dropped, fleet rejoined.', registers });
     this.unexpectedErrors = new Counter({ name: 'splitfleet_unexpected_errors_total', help: 'Errors that escaped a background path of this process (where: claim, reconcile, publish, ...): logged, shown in health, the process carries on.', labelNames: ['where'], registers });
     this.laneWritesRefused = new Counter({ name: 'splitfleet_lane_writes_refused_total', help: 'Lane writes refused for good (not retryable: by the store, or before sending as too large to encode), by write: the lane was ended and its split released or left to its lease.', labelNames: ['write'], registers });
     this.storeCallSeconds = new Histogram({ name: 'splitfleet_store_call_seconds', help: 'Store calls by method, from the call to its answer (failures included; watches until established).', labelNames: ['call'], buckets: storeSeconds, registers });
     this.storeErrors = new Counter({ name: 'splitfleet_store_errors_total', help: 'Store calls that failed, by method and SplitfleetError code (a lost transaction is an answer, not an error).', labelNames: ['call', 'code'], registers });
+    this.buildInfo = new Gauge({ name: 'splitfleet_build_info', help: 'Always 1; its version label is the splitfleet package version this process runs.', labelNames: ['version'], registers });
+    this.buildInfo.set({ version: VERSION }, 1);
+    this.laneCapacity = new Gauge({ name: 'splitfleet_lane_capacity', help: 'Lanes this instance may hold at once (maxInFlight): splitfleet_lanes over it is lane utilisation.', registers });
+    this.commits = new Counter({ name: 'splitfleet_commits_total', help: 'Progress commits this instance landed (the handler\'s commit() writes): most of a job\'s store writes.', registers });
+    const oldest = () => this.oldestLaneSeconds();
+    this.oldestLaneAge = new Gauge({
+      name: 'splitfleet_oldest_lane_age_seconds', help: 'Seconds since the oldest lane open in this instance was claimed (0 with none): a hung handler keeps it growing.', registers,
+      collect() {
+        this.set(oldest());
+      },
+    });
+    if (Object.keys(labels).length > 0) {
+      for (const metric of registry.getMetricsAsArray()) {
+        if (Object.values(this).includes(metric)) withConstantLabels(metric as unknown as Collectable, labels);
+      }
+    }
+    if (options.defaultMetrics) {
+      try {
+        prom.collectDefaultMetrics({ register: registry, labels });
+      } catch (e) {
+        throw new SplitfleetError('INVALID_CONFIG', `Metrics defaultMetrics: ${(e as Error).message} (the registry already has Node's default metrics: leave defaultMetrics off)`, { cause: e });
+      }
+    }
+  }
+
+  /**
+   * Worker: where `splitfleet_oldest_lane_age_seconds` reads its value at each
+   * scrape: a function returning the seconds since the oldest open lane was
+   * claimed (0 with none). The last one given wins.
+   */
+  observeLanes(oldestSeconds: () => number): void {
+    this.oldestLaneSeconds = oldestSeconds;
   }
 
   /**

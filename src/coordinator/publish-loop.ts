@@ -12,7 +12,7 @@
  * - A step of a term that has ended changes nothing (its result is dropped).
  * - It decides nothing itself and writes nothing itself: publishAssignments does.
  */
-import type { Clock } from '../clock.js';
+import { wallTime, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
 import type { Compare, Store } from '../store/store.js';
@@ -132,7 +132,7 @@ export class PublishLoop {
     try {
       const res = await publishAssignments({
         store: ctx.store, fence: publishing.fence, view: job, fingerprint: ctx.config.fingerprint, generation: publishing.generation,
-        guard: publishing.guard, rebalanceDelayMs: ctx.config.rebalanceDelayMs, now: ctx.clock.now(), window: this.window,
+        guard: publishing.guard, rebalanceDelayMs: ctx.config.rebalanceDelayMs, now: ctx.clock.now(), wallNow: wallTime(ctx.clock), window: this.window,
         assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log,
       }, this.previousIds);
       if (ctx.term() !== term) return;

@@ -63,6 +63,8 @@ export interface PublishContext {
   guard: Compare;
   rebalanceDelayMs: number;
   now: number;
+  /** Epoch ms (clock.ts `wallTime`), against the failed splits' backoffs; default `now`. */
+  wallNow?: number;
   window: ReservedWindowState | undefined;
   /** The object-form engine when one was configured; else `decide`. */
   assigner: Assigner | undefined;
@@ -102,16 +104,17 @@ export interface PreparedDecision {
  */
 export function prepareDecision(
   view: LeaderView, now: number, window: ReservedWindowState | undefined, rebalanceDelayMs: number, previousIds: Set<string>,
-  hold: OperatorHold = { paused: false, evacuated: new Set() },
+  hold: OperatorHold = { paused: false, evacuated: new Set() }, wallNow: number = now,
 ): PreparedDecision {
   const { pool } = view;
-  const d = decisionInputs(observedJob(view), now, window, rebalanceDelayMs, hold);
+  const d = decisionInputs(observedJob(view), now, window, rebalanceDelayMs, hold, wallNow);
   for (const id of previousIds) if (!d.previous.has(id)) pool.setPrevious(id, null);
   previousIds.clear();
   for (const [id, instance] of d.previous) if (pool.setPrevious(id, instance)) previousIds.add(id);
   const hidden: [string, string][] = [];
   for (const [id, owner] of d.hidden) if (pool.setLeaseOwner(id, null)) hidden.push([id, owner]);
-  pool.setReserved(d.reserved);
+  // A split waiting out its backoff is withheld like a reserved one, but kept in no record (`reserved` below).
+  pool.setReserved(d.waiting.length === 0 ? d.reserved : [...d.reserved, ...d.waiting]);
   pool.setMembers(d.members);
   return {
     window: d.window,
@@ -131,6 +134,7 @@ function observedJob(view: LeaderView) {
     leases: new Map([...view.leases].map(([id, l]) => [id, l.rec.owner] as const)),
     owners: view.owners,
     statusOf: (id: string) => view.statusOf(id),
+    notBefore: view.notBefore,
   };
 }
 
@@ -160,7 +164,7 @@ export function holdOf(view: LeaderView): OperatorHold {
 export async function publishAssignments(ctx: PublishContext, previousIds: Set<string>): Promise<PublishResult> {
   const { view } = ctx;
   const hold = holdOf(view);
-  const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds, hold);
+  const prepared = prepareDecision(view, ctx.now, ctx.window, ctx.rebalanceDelayMs, previousIds, hold, ctx.wallNow ?? ctx.now);
   const { assignment, stats } = await decide(ctx, prepared, hold);
   ctx.metrics.decisionSeconds.observe(stats.computeMs / 1000);
   ctx.metrics.improvingMoves.inc(stats.improvingMoves);

@@ -16,10 +16,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { SplitfleetError } from '../errors.js';
 import type { Json } from '../protocol/records.js';
 import {
-  FLAG_ABORTED, FLAG_DRAINING, fromWire, toWire,
+  FLAG_ABORTED, FLAG_DRAINING, HEARTBEAT_FORWARD_MS, fromWire, toWire,
   type CallMessage, type HandleMethod, type MainMessage, type SandboxReply, type SandboxTask, type SplitTask,
 } from './sandbox-wire.js';
-import type { SplitHandle, SplitHandler } from './types.js';
+import type { FailOptions, SplitHandle, SplitHandler } from './types.js';
 
 /** Imports `module` (the loader caches it per thread) and returns its `exportName` export, which must be a function. */
 async function load(module: string, exportName: string): Promise<SplitHandler> {
@@ -118,6 +118,20 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
     return p;
   };
 
+  // Heartbeats are forwarded on the leading edge, then at most one per HEARTBEAT_FORWARD_MS (a trailing
+  // one carries the latest details, once the handler yields): a handler that beats per record stays cheap.
+  let lastBeat = -Infinity;
+  let beatTimer: NodeJS.Timeout | undefined;
+  let beatDetails: Json | undefined;
+  const sendBeat = (): void => {
+    clearTimeout(beatTimer);
+    beatTimer = undefined;
+    lastBeat = performance.now();
+    const details = beatDetails;
+    beatDetails = undefined;
+    void call('heartbeat', details === undefined ? [] : [details]).catch(() => undefined);
+  };
+
   const { split } = task;
   const handle: SplitHandle = {
     id: split.id,
@@ -136,15 +150,25 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
     },
     commit: (progress: Json) => call('commit', [progress]),
     complete: (progress?: Json) => call('complete', [progress]),
-    fail: (reason: string) => call('fail', [String(reason)]),
+    // The options travel as data (a structured clone); the main side's real handle validates them.
+    fail: (reason: string, options?: FailOptions) => call('fail', options === undefined ? [String(reason)] : [String(reason), options]),
     release: (progress?: Json) => call('release', [progress]),
     decline: () => {
       void call('decline', []).catch(() => undefined);
+    },
+    heartbeat: (details?: Json) => {
+      sync();
+      if (abort.signal.aborted) return;
+      if (details !== undefined) beatDetails = details;
+      const wait = lastBeat + HEARTBEAT_FORWARD_MS - performance.now();
+      if (wait <= 0) sendBeat();
+      else beatTimer ??= setTimeout(sendBeat, wait);
     },
   };
   sync();
 
   const settle = async (): Promise<void> => {
+    clearTimeout(beatTimer); // the handler has returned: a trailing heartbeat says nothing more
     while (calls.size > 0) await Promise.all([...calls]);
     port.close();
   };

@@ -12,7 +12,7 @@
  * either side.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
+import { isPermanentFailure, PermanentFailure, SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import type { Json } from '../protocol/records.js';
 
 /**
@@ -24,12 +24,13 @@ export const FLAG_ABORTED = 0;
 export const FLAG_DRAINING = 1;
 export const FLAG_SLOTS = 2;
 
-/** An error as data. `code` and `retryable` are set for a SplitfleetError. */
+/** An error as data. `code` and `retryable` are set for a SplitfleetError, `permanent` for a PermanentFailure. */
 export interface WireError {
   message: string;
   name?: string;
   code?: string;
   retryable?: boolean;
+  permanent?: boolean;
 }
 
 /** The copied fields of a SplitHandle. */
@@ -67,7 +68,10 @@ export type SandboxTask = ProbeTask | SplitTask;
 export type SandboxReply = { ok: true } | { ok: false; stage: 'load' | 'handler'; error: WireError };
 
 /** The handle's methods the thread calls on the real handle. */
-export type HandleMethod = 'commit' | 'complete' | 'fail' | 'release' | 'decline';
+export type HandleMethod = 'commit' | 'complete' | 'fail' | 'release' | 'decline' | 'heartbeat';
+
+/** The thread forwards at most one heartbeat per this many ms (the latest details win), so a per-record heartbeat does not flood the port. */
+export const HEARTBEAT_FORWARD_MS = 100;
 
 /** Thread → main: a call of the real handle's method. */
 export interface CallMessage {
@@ -87,12 +91,15 @@ export type MainMessage =
 /** `e` as data, keeping a SplitfleetError's code and retryability. */
 export function toWire(e: unknown): WireError {
   if (e instanceof SplitfleetError) return { message: e.message, name: e.name, code: e.code, retryable: e.retryable };
+  // The thread's handler module may import its own copy of the library: recognised by its brand.
+  if (isPermanentFailure(e)) return { message: e.message, name: 'PermanentFailure', permanent: true };
   if (e instanceof Error) return { message: e.message, name: e.name };
   return { message: String(e) };
 }
 
-/** The error again: a SplitfleetError when it had a code, else an Error with the same message and name. */
+/** The error again: a SplitfleetError when it had a code, a PermanentFailure when it was one, else an Error with the same message and name. */
 export function fromWire(w: WireError): Error {
+  if (w.permanent === true) return new PermanentFailure(w.message);
   if (w.code !== undefined) return new SplitfleetError(w.code as SplitfleetErrorCode, w.message, { retryable: w.retryable ?? false });
   const e = new Error(w.message);
   if (w.name !== undefined) e.name = w.name;

@@ -35,7 +35,7 @@ import {
   FLAG_ABORTED, FLAG_DRAINING, FLAG_SLOTS, fromWire, toWire,
   type CallMessage, type MainMessage, type SandboxReply, type SplitTask,
 } from './sandbox-wire.js';
-import type { SplitHandle, SplitHandler } from './types.js';
+import type { FailOptions, SplitHandle, SplitHandler } from './types.js';
 
 /** How `sandboxedHandler` runs the module: threads, which export, how long a finished handler may take to return. */
 export interface SandboxOptions {
@@ -197,9 +197,10 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
         switch (m.method) {
           case 'commit': await split.commit(arg as Json); break;
           case 'complete': await split.complete(arg as Json | undefined); break;
-          case 'fail': await split.fail(String(arg)); break;
+          case 'fail': await split.fail(String(arg), m.args[1] as FailOptions | undefined); break;
           case 'release': await split.release(arg as Json | undefined); break;
           case 'decline': split.decline(); break;
+          case 'heartbeat': split.heartbeat(arg as Json | undefined); break;
         }
         if (terminal) ownEnd = true;
         post({ type: 'reply', id: m.id, ok: true });

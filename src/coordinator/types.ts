@@ -62,6 +62,14 @@ export interface PlannerContext {
 export type Planner<Descriptor extends Json = Json> =
   (context: PlannerContext) => Promise<PlanResult<Descriptor>> | PlanResult<Descriptor>;
 
+/** What `split.fail(reason, options)` may ask for. */
+export interface FailOptions {
+  /** The split can never be processed: quarantine it at once (one attempt consumed, the reason kept). */
+  permanent?: boolean;
+  /** Offer the split again after exactly this long (ms), instead of the `retryBackoff` policy's wait. */
+  retryInMs?: number;
+}
+
 /** A held split, as the handler sees it. */
 export interface SplitHandle<Descriptor extends Json = Json, Progress extends Json = Json> {
   /** The split's id, as the planner gave it. */
@@ -78,8 +86,10 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
   readonly attempts: number;
   /**
    * Aborted when the lane must stop at once: the split was lost (a fenced
-   * commit failed), its revocation was forced, or the process is stopping
-   * without a drain. Nothing the handler writes afterwards lands.
+   * commit failed), its revocation was forced, the process is stopping
+   * without a drain, or the handler was silent past `heartbeatTimeoutMs`
+   * (then `signal.reason` is a SplitfleetError with code HEARTBEAT_TIMEOUT).
+   * Nothing the handler writes afterwards lands.
    */
   readonly signal: AbortSignal;
   /**
@@ -91,18 +101,33 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
   commit(progress: Progress): Promise<void>;
   /** Terminal commit: the split is done. */
   complete(progress?: Progress): Promise<void>;
-  /** The split cannot be processed: consumes one attempt; quarantined at the cap. */
-  fail(reason: string): Promise<void>;
+  /**
+   * The split cannot be processed now: consumes one attempt; quarantined at
+   * the cap. Otherwise it is offered again after `retryBackoff` (or exactly
+   * `options.retryInMs`); `options.permanent` quarantines it at once (it can
+   * never be processed). Bad options reject with INVALID_INPUT.
+   */
+  fail(reason: string, options?: FailOptions): Promise<void>;
   /** Gives the split up now (its final progress optional). */
   release(progress?: Progress): Promise<void>;
   /** Declines a requested drain: the release is forced at once and the uncommitted tail replays elsewhere. */
   decline(): void;
+  /**
+   * Says the handler is alive without committing (`heartbeatTimeoutMs`: a
+   * lane silent that long, no commit and no heartbeat, is aborted with
+   * reason HEARTBEAT_TIMEOUT and reports a failure). Cheap: nothing is
+   * written to the store; `details` (small JSON, optional) is kept in this
+   * process's memory only, the last one logged if the lane times out.
+   * Ignored once `signal` has aborted.
+   */
+  heartbeat(details?: Json): void;
 }
 
 /**
  * Processes one split in one lane. Returning without `complete`/`fail`/
  * `release` releases the split with its last committed progress (the normal
- * end of a cooperative drain). Throwing counts as `fail(error.message)`,
+ * end of a cooperative drain). Throwing counts as `fail(error.message)`
+ * (a `PermanentFailure` as `fail(error.message, { permanent: true })`),
  * except rethrowing a retryable SplitfleetError (a store failure one of the
  * handle's own writes raised): that releases the split without consuming a
  * delivery attempt, since a store outage says nothing about the split.
@@ -112,3 +137,10 @@ export type SplitHandler<Descriptor extends Json = Json, Progress extends Json =
 
 /** How a job ended, for a final plan. */
 export type JobVerdict = 'complete' | 'stalled';
+
+/**
+ * How one coordinator's membership ended (`done`, `run()`): the job's verdict,
+ * or `'stopped'` when it ended before one (stop(), close(), a signal to
+ * `run()`; an open plan ends only so). A fatal error rejects instead.
+ */
+export type RunOutcome = JobVerdict | 'stopped';

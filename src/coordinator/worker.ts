@@ -19,12 +19,13 @@
  * Claims are sent by claiming.ts (`Claimer`); splits of unknown outcome are
  * settled by settle-orphans.ts (`OrphanSettler.settleOrphans`).
  */
-import type { Clock } from '../clock.js';
+import { wallTime, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
 import type { ObservedSplit } from '../protocol/claims.js';
 import { handlerFailure } from '../protocol/lanes.js';
 import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
+import { waitingSplits } from '../protocol/retry-policy.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
 import type { KeyValue, Store } from '../store/store.js';
 import { background, type OnUnexpected } from './background.js';
@@ -94,6 +95,8 @@ export class Worker {
   /** The assignment record revision last warned about for naming more than FOLLOW_PER_LANE × maxInFlight ids. */
   private warnedOversized: number | undefined;
   private cancelRetry: (() => void) | undefined;
+  /** The timer that reconciles again when the earliest backoff of an assigned split passes, and when. */
+  private due: { at: number; cancel: () => void } | undefined;
 
   constructor(ctx: WorkerContext) {
     this.store = ctx.store;
@@ -103,6 +106,13 @@ export class Worker {
     this.session = ctx.session;
     this.handler = ctx.handler;
     this.metrics = ctx.metrics;
+    this.metrics.laneCapacity.set(this.config.maxInFlight);
+    // Read at each scrape: the seconds since the oldest open lane was claimed.
+    this.metrics.observeLanes(() => {
+      let oldest = Infinity;
+      for (const lane of this.lanes.values()) oldest = Math.min(oldest, lane.claimedAt);
+      return oldest === Infinity ? 0 : (this.clock.now() - oldest) / 1000;
+    });
     this.log = ctx.log;
     this.hooks = ctx.hooks ?? {};
     const report = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
@@ -200,6 +210,7 @@ export class Worker {
     // and cost a delivery attempt for a lost reply.
     const held = [...this.lanes.keys(), ...claiming, ...this.settler.orphans(), ...adopting];
     const draining = [...this.lanes.values()].filter((l) => l.state === 'draining').map((l) => l.id);
+    const wall = wallTime(this.clock);
     const decisions = reconcileAssignment({
       me: this.me,
       assignment,
@@ -208,7 +219,9 @@ export class Worker {
       splits,
       maxInFlight: this.config.maxInFlight,
       maxAttempts: this.config.maxAttempts,
+      now: wall,
     });
+    this.wakeWhenDue(assignment, splits, wall);
     const claims: ReconcileDecision[] = [];
     for (const d of decisions) {
       switch (d.kind) {
@@ -230,6 +243,29 @@ export class Worker {
     if (claims.length > 0) background('claim', () => this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]), this.unexpected);
     this.settler.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
     this.hooks.reconciled?.();
+  }
+
+  /**
+   * An assigned split waiting out its backoff is claimed by no event of its
+   * own (its record does not change when it falls due): reconcile again
+   * then, one timer for the earliest.
+   */
+  private wakeWhenDue(assignment: readonly string[] | undefined, splits: ReadonlyMap<string, ObservedSplit>, wall: number): void {
+    const backoffs: [string, number][] = [];
+    for (const id of assignment ?? []) {
+      const rec = splits.get(id)?.record;
+      if (rec?.status === 'runnable' && rec.notBefore !== undefined) backoffs.push([id, rec.notBefore]);
+    }
+    const { nextDueAt } = waitingSplits(backoffs, wall);
+    if (this.due?.at === nextDueAt) return;
+    this.due?.cancel();
+    this.due = undefined;
+    if (nextDueAt === undefined || this.stopped) return;
+    const cancel = this.clock.setTimer(Math.max(1, nextDueAt - wall), () => {
+      this.due = undefined;
+      this.schedule();
+    });
+    this.due = { at: nextDueAt, cancel };
   }
 
   /** Our assignment record's ids, the first FOLLOW_PER_LANE × maxInFlight in record order (warned once per record). */
@@ -275,9 +311,13 @@ export class Worker {
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
         onDecline: () => this.serviceRevocations(),
         onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
+        onCommitted: () => this.metrics.commits.inc(),
         onRefused: (l, write, e) => {
           this.metrics.laneWritesRefused.inc({ write });
           this.log.error({ split: l.id, write, code: e.code, err: e.message }, 'the store refused a lane write for good; ending the lane');
+        },
+        onTimeout: (l, silentMs, details) => {
+          this.log.warn({ split: l.id, silentMs, heartbeatTimeoutMs: this.config.heartbeatTimeoutMs, details }, 'split handler timed out (no commit or heartbeat); aborting it');
         },
         random: this.random,
       },
@@ -317,8 +357,8 @@ export class Worker {
               throw new Error(`unhandled handler failure ${JSON.stringify(never)}`);
             }
           }
-          this.log.warn({ split: id, err: e }, 'split handler failed');
-          await lane.finishWithError(e);
+          this.log.warn({ split: id, err: e, kind: d.failure }, d.failure === 'permanent' ? 'split handler failed permanently' : 'split handler failed');
+          await lane.finishWithError(e, d.failure);
         }
       }, this.unexpected);
     }
@@ -331,7 +371,11 @@ export class Worker {
     if (end === 'lost' && this.session.alive) this.settler.uncertain.add(lane.id);
     this.metrics.lanes.set(this.lanes.size);
     if (end === 'completed') this.metrics.completions.inc();
-    else if (end === 'failed') this.metrics.handlerFailures.inc();
+    else if (end === 'failed') {
+      this.metrics.handlerFailures.inc({ kind: lane.failureKind });
+      // A failure report that quarantines (permanent, or at the cap) is a quarantine like a claim's.
+      if (lane.record.status === 'quarantined') this.metrics.quarantined.inc();
+    }
     this.drainTimers.get(lane.id)?.();
     this.drainTimers.delete(lane.id);
     if (lane.drainStartedAt !== undefined) {
@@ -343,7 +387,7 @@ export class Worker {
     this.log.debug({ split: lane.id, end }, 'lane ended');
     emitLaneEnd(this.emit, {
       id: lane.id, epoch: lane.handle.epoch, end, reason, record: lane.record, draining: lane.drainStartedAt !== undefined,
-      drainHandlerState: lane.drainHandlerState, releaseCause: lane.releaseCause,
+      drainHandlerState: lane.drainHandlerState, releaseCause: lane.releaseCause, failureKind: lane.failureKind,
     });
     if (this.lanes.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     this.schedule();
@@ -400,6 +444,7 @@ export class Worker {
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelRetry?.();
+    this.due?.cancel();
     for (const lane of this.lanes.values()) {
       if (lane.state !== 'running') continue; // already draining (a revocation): reported when it began
       lane.beginDrain();
@@ -415,6 +460,7 @@ export class Worker {
   abortAll(): void {
     this.stopped = true;
     this.cancelRetry?.();
+    this.due?.cancel();
     this.loseAll('coordinator closed');
   }
 }

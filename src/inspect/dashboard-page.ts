@@ -187,12 +187,29 @@ function renderMembers(r) {
   else body.replaceChildren(...rows);
 }
 
+/** A wait as people read it (render.ts's formatWait, in the page). */
+function wait(ms) {
+  if (ms < 1000) return Math.max(0, Math.round(ms)) + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 === 0 ? '' : ' ' + (s % 60) + ' s');
+  const m = Math.round(s / 60);
+  return Math.floor(m / 60) + ' h' + (m % 60 === 0 ? '' : ' ' + (m % 60) + ' min');
+}
+
 function renderLists(r) {
   const q = r.quarantined || [];
   $('quarantined-count').textContent = String(num(r.quarantinedTotal ?? q.length));
   $('quarantined-body').replaceChildren(...(q.length === 0
     ? [el('tr', {}, el('td', { colspan: 3, class: 'empty', text: 'none' }))]
     : q.map((s) => el('tr', { 'data-split': s.id }, el('td', { class: 'id', text: s.id }), el('td', { class: 'num', text: s.attempts }),
+      el('td', { class: 'reason', text: s.reason ?? '(no reason recorded)' })))));
+  const t = r.retrying || [];
+  $('retrying-count').textContent = String(num(r.retryingTotal ?? t.length));
+  $('retrying-body').replaceChildren(...(t.length === 0
+    ? [el('tr', {}, el('td', { colspan: 3, class: 'empty', text: 'none' }))]
+    : t.map((s) => el('tr', { 'data-split': s.id }, el('td', { class: 'id', text: s.id }),
+      el('td', { class: 'num', text: 'retrying in ' + wait(s.retryAt - Date.now()) }),
       el('td', { class: 'reason', text: s.reason ?? '(no reason recorded)' })))));
   const v = r.revocations || [];
   $('revocations-count').textContent = String(num(r.revocationsTotal ?? v.length));
@@ -277,6 +294,13 @@ export const DASHBOARD_HTML = `<!doctype html>
     <table>
       <thead><tr><th>split</th><th>held by</th><th>assigned to</th><th>weight</th></tr></thead>
       <tbody id="revocations-body"></tbody>
+    </table>
+  </section>
+  <section>
+    <h2>Retrying <span class="dim" id="retrying-count"></span></h2>
+    <table>
+      <thead><tr><th>split</th><th>when</th><th>last failure</th></tr></thead>
+      <tbody id="retrying-body"></tbody>
     </table>
   </section>
   <section>

@@ -46,6 +46,7 @@ export type DashboardReport = Omit<JobReport, 'members'> & {
   members: DashboardMember[];
   revocationsTotal: number;
   quarantinedTotal: number;
+  retryingTotal: number;
   problemsTotal: number;
 };
 
@@ -258,10 +259,10 @@ export class LiveJob {
   }
 
   private build(): DashboardView {
-    const report = jobReport(this.records, {
-      root: this.root, job: this.job, prefix: this.prefix, revision: this.revision, fingerprintHash: this.fp, problems: [...this.problems.values()],
-    });
     const at = this.now();
+    const report = jobReport(this.records, {
+      root: this.root, job: this.job, prefix: this.prefix, revision: this.revision, fingerprintHash: this.fp, problems: [...this.problems.values()], now: at,
+    });
     return {
       job: this.job,
       root: this.root,
@@ -287,6 +288,8 @@ export function slim(report: JobReport, maxListed: number): DashboardReport {
     revocationsTotal: report.revocations.length,
     quarantined: report.quarantined.slice(0, maxListed),
     quarantinedTotal: report.quarantined.length,
+    retrying: report.retrying.slice(0, maxListed),
+    retryingTotal: report.retrying.length,
     problems: report.problems.slice(0, maxListed),
     problemsTotal: report.problems.length,
   };

@@ -125,6 +125,14 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
       out.push(`  ${r.id}  held by ${r.holder}, ${r.assignedTo === null ? 'assigned to nobody yet' : `now assigned to ${r.assignedTo}`}  (weight ${formatWeight(r.weight)})`);
     }
   }
+  if ((report.retrying ?? []).length > 0) {
+    out.push('');
+    out.push(c('yellow', `retrying (${report.retrying.length}: failed, waiting out the backoff)`));
+    for (const r of report.retrying.slice(0, 20)) {
+      out.push(`  ${r.id}  retrying in ${formatWait(r.inMs)}, after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'}${r.reason === null ? '' : `: ${r.reason}`}`);
+    }
+    if (report.retrying.length > 20) out.push(`  +${report.retrying.length - 20} more`);
+  }
   if (report.quarantined.length > 0) {
     out.push('');
     out.push(c('red', `quarantined (${report.quarantined.length}: parked until \`splitfleet retry\`)`));
@@ -156,4 +164,14 @@ function memberRow(m: MemberReport): string[] {
   const lanes = m.maxInFlight === null ? '—' : `${m.held.length}/${m.maxInFlight}`;
   const note = m.live ? (m.leader ? 'leader' : '') : 'departed (presence expired)';
   return [name, lanes, String(m.held.length), formatWeight(m.load), m.assigned === null ? '—' : String(m.assigned.length), formatWeight(m.assignedLoad), note];
+}
+
+/** A wait as people read it: 850 ms, 4.2 s, 3 min 20 s, 1 h 5 min. */
+export function formatWait(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 === 0 ? '' : ` ${s % 60} s`}`;
+  const m = Math.round(s / 60);
+  return `${Math.floor(m / 60)} h${m % 60 === 0 ? '' : ` ${m % 60} min`}`;
 }

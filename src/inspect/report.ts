@@ -201,6 +201,11 @@ export interface JobReport {
   };
   revocations: RevocationReport[];
   quarantined: { id: string; attempts: number; reason: string | null }[];
+  /**
+   * Failed splits waiting out their backoff (queued, `notBefore` after the report's `now`),
+   * soonest first: `retryAt` epoch ms, `inMs` from the report's `now`. Empty without a `now`.
+   */
+  retrying: { id: string; attempts: number; reason: string | null; retryAt: number; inMs: number }[];
   /** The leader publishes empty assignments (`splitfleet pause`): lanes drain, nothing is claimed. */
   paused: boolean;
   /**
@@ -219,6 +224,8 @@ export interface ReportInfo {
   revision: number;
   fingerprintHash: string | undefined;
   problems?: readonly string[];
+  /** Epoch ms, against the failed splits' `notBefore` ("retrying in …"); absent, none is listed. */
+  now?: number;
 }
 
 /** The state of one split in `records`. */
@@ -279,6 +286,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   let totalWeight = 0;
   const revocations: RevocationReport[] = [];
   const quarantined: JobReport['quarantined'] = [];
+  const retrying: JobReport['retrying'] = [];
   const ids = [...new Set([...records.splits.keys(), ...records.specs.keys()])].sort();
   for (const id of ids) {
     const state = splitState(records, id);
@@ -294,7 +302,12 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
       const rec = records.splits.get(id)!;
       quarantined.push({ id, attempts: rec.attempts, reason: rec.reason ?? null });
     }
+    const rec = records.splits.get(id);
+    if (state === 'queued' && info.now !== undefined && rec?.notBefore !== undefined && rec.notBefore > info.now) {
+      retrying.push({ id, attempts: rec.attempts, reason: rec.reason ?? null, retryAt: rec.notBefore, inMs: rec.notBefore - info.now });
+    }
   }
+  retrying.sort((a, b) => a.retryAt - b.retryAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
   const plan = records.plan;
   const planned = plan ? plan.planned : counts.total;
@@ -330,6 +343,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
     },
     revocations,
     quarantined,
+    retrying,
     paused: records.control?.paused ?? false,
     evacuated: (records.control?.evacuated ?? []).map((e) => ({ instance: e.instance, inForce: records.workers.get(e.instance)?.nonce === e.nonce })),
     problems: [...(info.problems ?? [])],

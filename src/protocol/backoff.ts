@@ -19,16 +19,18 @@ export interface BackoffPolicy {
   max: number;
   /** The shortest delay returned (ms): a floor keeps a retry from spinning on a zero draw. Default 0. */
   min?: number;
+  /** How much the ceiling grows per attempt. Default 2. */
+  factor?: number;
 }
 
 /**
  * The delay before retry number `attempt` (0 for the first retry): uniform in
- * [min, min(max, base · 2^attempt)) as drawn from `random` (values in [0, 1)).
+ * [min, min(max, base · factor^attempt)) as drawn from `random` (values in [0, 1)).
  */
 export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number): number {
   const min = policy.min ?? 0;
   const n = Math.max(0, Math.min(Math.floor(attempt), 52));
-  const ceiling = Math.max(min, Math.min(policy.max, policy.base * 2 ** n));
+  const ceiling = Math.max(min, Math.min(policy.max, policy.base * (policy.factor ?? 2) ** n));
   const r = Math.min(Math.max(random(), 0), 1);
   return Math.floor(min + r * (ceiling - min));
 }

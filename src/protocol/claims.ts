@@ -17,6 +17,10 @@
  * - An owner is present only on a runnable record with epoch ≥ 1.
  * - claimCandidates never offers more claims and quarantines than
  *   maxInFlight leaves lanes for, counting held and draining lanes.
+ * - A failed split waits out its backoff: while its record's `notBefore` is
+ *   after `now` it is not claimable ('waiting'). A claim, a quarantine and an
+ *   operator's retry clear `notBefore`; a failure report sets it
+ *   (retry-policy.ts), a permanent one quarantines at once.
  *
  * Pure: no I/O. Transitions throw SplitfleetError('INVALID_RECORD') when
  * applied to a record in the wrong state: that is a caller's bug, since the
@@ -26,12 +30,16 @@
 import { SplitfleetError } from '../errors.js';
 import type { Json, ProgressRecord, SplitRecord } from './records.js';
 import { SCHEMA_VERSION } from './records.js';
+import { isWaiting, type FailureReport } from './retry-policy.js';
 
 /** How a split became claimable (substrate.md, "Split lifecycle"). */
 export type ClaimKind = 'create' | 'released' | 'reclaim' | 'expired';
 
-/** Why a split cannot be claimed. 'leased': another instance holds a live lease on it. */
-export type UnclaimableReason = 'leased' | 'completed' | 'quarantined';
+/**
+ * Why a split cannot be claimed. 'leased': another instance holds a live lease on it;
+ * 'waiting': it failed and its backoff (`notBefore`) has not passed.
+ */
+export type UnclaimableReason = 'leased' | 'completed' | 'quarantined' | 'waiting';
 
 /** A claimable split: how, and at what cost. */
 export interface Claimable {
@@ -55,15 +63,18 @@ export type ClaimClass = Claimable | { kind: 'unclaimable'; reason: UnclaimableR
  * @param leaseOwner the instance named by the live `lease.{id}` key, if any.
  * @param me this worker's stable instance id.
  * @param maxAttempts the delivery-attempt cap (config.maxAttempts).
+ * @param now the worker's clock (epoch ms), against the record's `notBefore`; omitted, no
+ *   backoff is in force (only tests of the other rules omit it: every shell passes it).
  */
 export function classifyClaim(
-  record: SplitRecord | undefined, leaseOwner: string | undefined, me: string, maxAttempts: number,
+  record: SplitRecord | undefined, leaseOwner: string | undefined, me: string, maxAttempts: number, now?: number,
 ): ClaimClass {
   if (record?.status === 'completed') return { kind: 'unclaimable', reason: 'completed' };
   if (record?.status === 'quarantined') return { kind: 'unclaimable', reason: 'quarantined' };
   if (leaseOwner !== undefined && leaseOwner !== '' && leaseOwner !== me) {
     return { kind: 'unclaimable', reason: 'leased' };
   }
+  if (now !== undefined && isWaiting(record, now)) return { kind: 'unclaimable', reason: 'waiting' };
   let kind: ClaimKind;
   if (leaseOwner === me) kind = 'reclaim'; // our own earlier run's lease is still live
   else if (record === undefined || (record.epoch === 0 && record.owner === '')) kind = 'create';
@@ -117,6 +128,8 @@ export interface ClaimCandidatesInput {
   readonly draining?: Iterable<string>;
   readonly maxInFlight: number;
   readonly maxAttempts: number;
+  /** The worker's clock (epoch ms): a split whose `notBefore` is later waits (see classifyClaim). */
+  readonly now?: number;
 }
 
 /** A split to try now; `quarantine` means write the quarantine instead of claiming. */
@@ -148,7 +161,7 @@ export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
     if (lanes.has(id)) continue;
     const seen = input.splits.get(id);
     if (seen === undefined || !seen.specObserved) continue;
-    const c = classifyClaim(seen.record, seen.leaseOwner, input.me, input.maxAttempts);
+    const c = classifyClaim(seen.record, seen.leaseOwner, input.me, input.maxAttempts, input.now);
     if (c.kind === 'unclaimable') continue;
     const candidate = { id, claim: c.kind, consumesAttempt: c.consumesAttempt, quarantine: c.quarantine,
       attempts: seen.record?.attempts ?? 0 };
@@ -179,12 +192,14 @@ export function initialSplitRecord(id: string, fp: string): SplitRecord {
 
 /**
  * `me` takes the split: epoch + 1, owner = me, one attempt consumed when the
- * claim kind says so. Refused for a quarantining claim (use quarantinedRecord).
+ * claim kind says so, the backoff it waited out cleared. Refused for a
+ * quarantining claim (use quarantinedRecord).
  */
 export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): SplitRecord {
   if (prev.status !== 'runnable') refuse(prev, 'claim', `it is ${prev.status}`);
   if (claim.quarantine) refuse(prev, 'claim', 'this claim reaches max_attempts; quarantine it instead');
-  return { ...prev, epoch: prev.epoch + 1, owner: me,
+  const { notBefore: _waited, ...rest } = prev;
+  return { ...rest, epoch: prev.epoch + 1, owner: me,
     attempts: prev.attempts + (claim.consumesAttempt ? 1 : 0) };
 }
 
@@ -213,13 +228,16 @@ export function completedRecord(prev: SplitRecord, me: string): SplitRecord {
 
 /**
  * The source reported that it cannot process the split: one attempt consumed,
- * owner cleared, and quarantined when that attempt reaches `maxAttempts`.
+ * owner cleared, and quarantined when that attempt reaches `maxAttempts` or
+ * the report is permanent; otherwise runnable again from `report.notBefore`
+ * (its backoff: retry-policy.ts's `failureReport`).
  */
-export function failedRecord(prev: SplitRecord, me: string, reason: string, maxAttempts: number): SplitRecord {
+export function failedRecord(prev: SplitRecord, me: string, report: FailureReport, maxAttempts: number): SplitRecord {
   mustOwn(prev, me, 'fail');
   const attempts = prev.attempts + 1;
-  return { ...prev, owner: '', attempts, reason,
-    status: attempts >= maxAttempts ? 'quarantined' : 'runnable' };
+  const { notBefore: _old, ...rest } = prev;
+  if (report.permanent || attempts >= maxAttempts) return { ...rest, owner: '', attempts, reason: report.reason, status: 'quarantined' };
+  return { ...rest, owner: '', attempts, reason: report.reason, status: 'runnable', notBefore: report.notBefore };
 }
 
 /**
@@ -228,7 +246,8 @@ export function failedRecord(prev: SplitRecord, me: string, reason: string, maxA
  */
 export function quarantinedRecord(prev: SplitRecord, reason: string): SplitRecord {
   if (prev.status !== 'runnable') refuse(prev, 'quarantine', `it is ${prev.status}`);
-  return { ...prev, status: 'quarantined', owner: '', attempts: prev.attempts + 1, reason };
+  const { notBefore: _waited, ...rest } = prev;
+  return { ...rest, status: 'quarantined', owner: '', attempts: prev.attempts + 1, reason };
 }
 
 /**
@@ -239,6 +258,6 @@ export function quarantinedRecord(prev: SplitRecord, reason: string): SplitRecor
  */
 export function retriedRecord(prev: SplitRecord): SplitRecord {
   if (prev.status !== 'quarantined') refuse(prev, 'retry', `it is ${prev.status}, not quarantined`);
-  const { reason: _reason, ...rest } = prev;
+  const { reason: _reason, notBefore: _waited, ...rest } = prev;
   return { ...rest, status: 'runnable', owner: '', attempts: 0 };
 }

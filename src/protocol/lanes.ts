@@ -13,13 +13,17 @@
  *   releases its split (no attempt spent: a store outage says nothing about
  *   the split); any other failure is the source's report that the split
  *   cannot be processed, which costs an attempt. A failure while draining
- *   forces the release.
+ *   forces the release, except a PermanentFailure: the source's last word.
+ * - A failure report waits out its backoff (`notBefore`, retry-policy.ts)
+ *   unless it quarantines: permanent, or the attempt reaching maxAttempts.
  *
- * Pure: no I/O, no clock. The transactions themselves are txns.ts's.
+ * Pure: no I/O, no clock (the time and the jitter draw are LaneState's). The
+ * transactions themselves are txns.ts's.
  */
-import { isSplitfleetError } from '../errors.js';
+import { isPermanentFailure, isSplitfleetError } from '../errors.js';
 import { completedRecord, failedRecord, progressRecord, releasedRecord } from './claims.js';
 import { encodeRecord, type Json, type ProgressRecord, type SplitRecord } from './records.js';
+import { failureReport, type FailureKind, type FailureOptions, type RetryBackoff } from './retry-policy.js';
 import type { LaneChange } from './txns.js';
 
 /** How a lane can end. */
@@ -44,6 +48,20 @@ export interface LaneState {
   /** The `progress.{id}` record as last written or read (its newer-minor fields ride along). */
   readonly progressRecord: ProgressRecord | undefined;
   readonly maxAttempts: number;
+  /** The failure backoff (config.retryBackoff). */
+  readonly retryBackoff: Readonly<Required<RetryBackoff>>;
+  /** The lane's clock at the write (epoch ms): a failure's `notBefore` counts from it. */
+  readonly now: number;
+  /** A draw in [0, 1) for the failure's jitter. */
+  readonly draw: number;
+}
+
+/** A lane write's arguments: the progress it commits, and a failure report's reason and options. */
+export interface LaneWriteArgs {
+  progress?: Json;
+  reason?: string;
+  /** A failure report's options (`fail(reason, options)`): permanent, retryInMs. */
+  failure?: FailureOptions;
 }
 
 /**
@@ -52,14 +70,19 @@ export interface LaneState {
  * through the record transitions of claims.ts (which throw INVALID_RECORD
  * for a lane that does not own its record: a bug, not a race).
  */
-export function laneWrite(kind: LaneWriteKind, lane: LaneState, args: { progress?: Json; reason?: string } = {}): LaneWrite {
+export function laneWrite(kind: LaneWriteKind, lane: LaneState, args: LaneWriteArgs = {}): LaneWrite {
   const { me, record: rec } = lane;
   let record: SplitRecord | undefined;
   let endAs: LaneEnd | undefined;
   switch (kind) {
     case 'commit': break;
     case 'complete': record = completedRecord(rec, me); endAs = 'completed'; break;
-    case 'fail': record = failedRecord(rec, me, String(args.reason), lane.maxAttempts); endAs = 'failed'; break;
+    case 'fail': {
+      const report = failureReport(String(args.reason), args.failure ?? {}, rec.attempts + 1, lane.now, lane.retryBackoff, lane.draw);
+      record = failedRecord(rec, me, report, lane.maxAttempts);
+      endAs = 'failed';
+      break;
+    }
     case 'release': record = releasedRecord(rec, me); endAs = 'released'; break;
     case 'force': record = releasedRecord(rec, me); endAs = 'forced'; break;
     default: {
@@ -119,8 +142,8 @@ export type HandlerFailure =
   | { kind: 'force' }
   /** A store failure the library raised: release the split, no attempt consumed. */
   | { kind: 'release' }
-  /** The source cannot process the split: a failure report, one attempt consumed. */
-  | { kind: 'fail' };
+  /** The source cannot process the split: a failure report, one attempt consumed (quarantined at once when `failure` is 'permanent'). */
+  | { kind: 'fail'; failure: FailureKind };
 
 /**
  * The handler-failure policy. substrate.md's failure report is "the source
@@ -128,9 +151,12 @@ export type HandlerFailure =
  * quarantine healthy splits after a few etcd elections, so only a retryable
  * SplitfleetError (one the library raised: a commit that could not reach
  * etcd) releases instead. A plain error from the user's code is the split's.
+ * A PermanentFailure quarantines the split, while draining too: the handler
+ * said the split can never be processed, which no other owner would change.
  */
 export function handlerFailure(error: unknown, draining: boolean): HandlerFailure {
+  if (isPermanentFailure(error)) return { kind: 'fail', failure: 'permanent' };
   if (draining) return { kind: 'force' };
   if (isSplitfleetError(error) && error.retryable) return { kind: 'release' };
-  return { kind: 'fail' };
+  return { kind: 'fail', failure: 'error' };
 }

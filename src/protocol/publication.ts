@@ -20,6 +20,10 @@
  * - Paused, or evacuated: the held members are no members to the engine and
  *   get empty records (never a missing one: that would mean "hold
  *   everything").
+ * - A failed split waiting out its backoff (`notBefore` after `now`) is
+ *   withheld from the decision like a reserved one, and the decision is made
+ *   again when the earliest falls due (`nextChangeAt`).
+
  *
  * Pure: no I/O, no clock (`now` is an argument); nothing here touches the
  * engine's columns, so every rule is testable on plain maps.
@@ -27,6 +31,7 @@
 import type { OperatorHold } from './control.js';
 import { reservedSplits, type ReservedWindowState, type SplitOwnership } from './reserved.js';
 import type { SplitStatus } from './records.js';
+import { waitingSplits } from './retry-policy.js';
 
 /** What the leader observes that a decision's inputs come from (the LeaderView has all of it). */
 export interface ObservedJob {
@@ -39,6 +44,8 @@ export interface ObservedJob {
   /** Record owners: split id → owner (only records whose owner is set). */
   readonly owners: ReadonlyMap<string, string>;
   readonly statusOf: (id: string) => SplitStatus | undefined;
+  /** Failed splits' backoffs: split id → notBefore (only runnable records that have one). */
+  readonly notBefore?: ReadonlyMap<string, number>;
 }
 
 /** A decision's inputs beyond the split columns. */
@@ -49,9 +56,11 @@ export interface DecisionInputs {
   readonly hidden: ReadonlyMap<string, string>;
   /** Withheld for departed members (rebalance delay), sorted. */
   readonly reserved: readonly string[];
+  /** Withheld while they wait out a failure's backoff, sorted (never in a record: nothing is kept for anyone). */
+  readonly waiting: readonly string[];
   /** The engine's members and their budgets (none while paused; evacuated ones left out). */
   readonly members: readonly { id: string; cap: number }[];
-  /** The window state to carry to the next step, and when it next changes by itself. */
+  /** The window state to carry to the next step, and when it next changes by itself (a reserved split or a backoff falls due). */
   readonly window: ReservedWindowState | undefined;
   readonly nextChangeAt: number | undefined;
 }
@@ -77,6 +86,7 @@ export function inTransit(leases: ReadonlyMap<string, string>, previous: Readonl
 /** Everything a decision needs besides the split columns (the former assignmentInputFromView, on plain data). */
 export function decisionInputs(
   job: ObservedJob, now: number, window: ReservedWindowState | undefined, rebalanceDelayMs: number, hold: OperatorHold,
+  wallNow: number = now,
 ): DecisionInputs {
   const live = new Set(job.members.keys());
   const previous = previousAssignees(job.assigns, live);
@@ -91,7 +101,11 @@ export function decisionInputs(
   // An evacuated member (or every member, paused) is no member to the engine: its splits go to the
   // others at once (it is live, so nothing is withheld for it), and it gets an empty record.
   const members = hold.paused ? [] : [...job.members].filter(([id]) => !hold.evacuated.has(id)).map(([id, cap]) => ({ id, cap }));
-  return { previous, hidden, reserved: r.reserved, members, window: r.state, nextChangeAt: r.nextChangeAt };
+  // Backoffs are epoch ms on the writers' clocks (`wallNow` here), the window is on `now`'s timeline.
+  const w = waitingSplits(job.notBefore ?? [], wallNow);
+  const due = w.nextDueAt === undefined ? undefined : now + (w.nextDueAt - wallNow);
+  const nextChangeAt = r.nextChangeAt === undefined ? due : due === undefined ? r.nextChangeAt : Math.min(r.nextChangeAt, due);
+  return { previous, hidden, reserved: r.reserved, waiting: w.waiting, members, window: r.state, nextChangeAt };
 }
 
 /** The records a decision asks for. */

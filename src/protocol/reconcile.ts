@@ -33,6 +33,8 @@ export interface ObservedAssignment {
   readonly splits: ReadonlyMap<string, ObservedSplit>;
   readonly maxInFlight: number;
   readonly maxAttempts: number;
+  /** The worker's clock (epoch ms): an assigned split still waiting out its backoff is not claimed (claims.ts). */
+  readonly now?: number;
 }
 
 export type ReconcileDecision =
@@ -75,6 +77,7 @@ export function reconcileAssignment(observed: ObservedAssignment): ReconcileDeci
     draining,
     maxInFlight: observed.maxInFlight,
     maxAttempts: observed.maxAttempts,
+    ...(observed.now !== undefined ? { now: observed.now } : {}),
   });
   for (const c of candidates) {
     decisions.push(c.quarantine

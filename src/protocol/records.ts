@@ -72,9 +72,13 @@ export interface Evacuation { instance: string; nonce: string }
 export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacuation[] }
 export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
 export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
-/** `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts. */
+/**
+ * `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts;
+ * `notBefore` (epoch ms, set by a failure report) is when a failed split may be claimed again
+ * (protocol/retry-policy.ts; a claim clears it).
+ */
 export interface SplitRecord extends Stamp {
-  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string;
+  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string; notBefore?: number;
 }
 /** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
 export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
@@ -191,7 +195,7 @@ const SCHEMAS = {
     owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
       error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
     })),
-    attempts: int(0), reason: str().optional(),
+    attempts: int(0), reason: str().optional(), notBefore: int(0).optional(),
   }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
     // An owner is a tenancy in progress: only a runnable split has one, and
     // only after a claim (which bumps the epoch from 0).
@@ -244,7 +248,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   publish: ['v', 'fp', 'generation'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
-  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason'],
+  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason', 'notBefore'],
   progress: ['v', 'fp', 'id', 'epoch', 'progress'],
   lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],

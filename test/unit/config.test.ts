@@ -24,7 +24,7 @@ describe('resolveConfig', () => {
       fingerprint: defaultFingerprint('splitfleet', 'orders-backfill'),
       leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, maxAttempts: 4,
       rebalanceDelayMs: 20_000, drainDeadlineMs: 10_000, replanIntervalMs: 60_000, reconcileIntervalMs: 30_000,
-      startTimeoutMs: 60_000,
+      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 },
     });
     expect(Object.isFrozen(c)).toBe(true);
   });

@@ -109,8 +109,10 @@ describe('record transitions', () => {
 
   it('failure consumes an attempt and quarantines at the cap', () => {
     const held = rec({ epoch: 1, owner: me, attempts: 2 });
-    expect(failedRecord(held, me, 'bad file', 4)).toMatchObject({ status: 'runnable', owner: '', attempts: 3, reason: 'bad file' });
-    expect(failedRecord(held, me, 'bad file', 3)).toMatchObject({ status: 'quarantined', owner: '', attempts: 3 });
+    const report = { reason: 'bad file', permanent: false, notBefore: 5000 };
+    expect(failedRecord(held, me, report, 4)).toMatchObject({ status: 'runnable', owner: '', attempts: 3, reason: 'bad file', notBefore: 5000 });
+    expect(failedRecord(held, me, report, 3)).toMatchObject({ status: 'quarantined', owner: '', attempts: 3 });
+    expect(failedRecord(held, me, report, 3).notBefore).toBeUndefined();
   });
 
   it('quarantine instead of a claim records the attempt that reached the cap', () => {
@@ -125,7 +127,7 @@ describe('record transitions', () => {
   it('refuses transitions from a record this worker does not own', () => {
     const theirs = rec({ epoch: 1, owner: 'pod-9' });
     for (const f of [() => progressRecord(theirs, me, 1), () => releasedRecord(theirs, me),
-      () => completedRecord(theirs, me), () => failedRecord(theirs, me, 'x', 4)]) {
+      () => completedRecord(theirs, me), () => failedRecord(theirs, me, { reason: 'x', permanent: false, notBefore: 0 }, 4)]) {
       try { f(); throw new Error('accepted'); } catch (e) {
         expect(isSplitfleetError(e, 'INVALID_RECORD')).toBe(true);
         expect((e as Error).message).toMatch(/owned by "pod-9", not "pod-0"/);

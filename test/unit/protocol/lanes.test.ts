@@ -6,7 +6,8 @@ import type { SplitRecord } from '../../../src/protocol/records.js';
 
 const fp = '0123456789abcdef';
 const rec: SplitRecord = { v: 1, fp, id: 's', epoch: 3, status: 'runnable', owner: 'me', attempts: 1 };
-const lane = { me: 'me', record: rec, progressRecord: undefined, maxAttempts: 2 };
+const retryBackoff = { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 };
+const lane = { me: 'me', record: rec, progressRecord: undefined, maxAttempts: 2, retryBackoff, now: 0, draw: 0.5 };
 
 describe('laneWrite', () => {
   it('a commit rewrites progress only and is not terminal', () => {
@@ -55,8 +56,8 @@ describe('handlerFailure', () => {
   });
   it('a retryable store failure the library raised releases (no attempt); anything else fails the split', () => {
     expect(handlerFailure(new SplitfleetError('STORE_UNAVAILABLE', 'down', { retryable: true }), false)).toEqual({ kind: 'release' });
-    expect(handlerFailure(new SplitfleetError('INVALID_RECORD', 'bad'), false)).toEqual({ kind: 'fail' });
-    expect(handlerFailure(new Error('user code'), false)).toEqual({ kind: 'fail' });
-    expect(handlerFailure('thrown string', false)).toEqual({ kind: 'fail' });
+    expect(handlerFailure(new SplitfleetError('INVALID_RECORD', 'bad'), false)).toEqual({ kind: 'fail', failure: 'error' });
+    expect(handlerFailure(new Error('user code'), false)).toEqual({ kind: 'fail', failure: 'error' });
+    expect(handlerFailure('thrown string', false)).toEqual({ kind: 'fail', failure: 'error' });
   });
 });
