@@ -92,7 +92,8 @@ for (const instance of ['a', 'b', 'c']) {
   }));
 }
 
-const verdicts = await Promise.all(fleet.map((c) => c.done));
+// run() resolves once the job has ended for that instance (or Ctrl-C stopped it gracefully).
+const verdicts = (await Promise.all(fleet.map((c) => c.run()))).map((r) => r.outcome);
 await store.close();
 
 const total = [...results.values()].reduce((a, b) => a + b, 0n);

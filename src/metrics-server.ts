@@ -6,6 +6,11 @@
  * requests whose Host is a loopback name (421 otherwise), so a web page
  * elsewhere cannot read it through DNS rebinding. It must not change the host process's
  * globals (hono's node adapter would replace `Request`/`Response` by default).
+ *
+ * `attachLater` serves before the coordinator exists (startCoordinator waits up
+ * to startTimeoutMs for the store): a liveness probe must not kill a process
+ * that is only waiting for etcd, so `/healthz` answers `starting` from process
+ * start, and `attach(coordinator)` hands over once it is there.
  */
 import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -41,6 +46,12 @@ export interface ServeMetricsOptions {
    * Without it those two paths answer 404: the server cannot know.
    */
   health?: () => HealthReport;
+  /**
+   * Serve before the metrics and health exist: until `attach()`, `/healthz`
+   * answers 200 and `/readyz` 503 with state `starting`, and `/metrics` 503
+   * (unless `metrics`/`registry` was given here).
+   */
+  attachLater?: boolean;
   /** 0 picks a free port (see `url`). */
   port: number;
   /** Default 127.0.0.1; `0.0.0.0` (or `::`) to be scraped from other hosts. */
@@ -51,6 +62,12 @@ export interface ServeMetricsOptions {
 export interface MetricsServer {
   /** `http://host:port`, with the port actually bound. */
   readonly url: string;
+  /**
+   * Once, on a server started with `attachLater`: serve these metrics and this
+   * health from now on. A coordinator is one (`attach(coordinator)`: its
+   * `metrics` and `health()`).
+   */
+  attach(source: Pick<ServeMetricsOptions, 'metrics' | 'registry' | 'health'>): void;
   /** Stops listening and ends open connections. */
   close(): Promise<void>;
 }
@@ -62,8 +79,9 @@ export interface MetricsServer {
  * (state `unknown` when the health function threw).
  */
 export async function serveMetrics(options: ServeMetricsOptions): Promise<MetricsServer> {
-  const source = options.registry ?? options.metrics?.registry;
-  if (!source) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: give `metrics` (coordinator.metrics) or `registry`');
+  let source = options.registry ?? options.metrics?.registry;
+  const late = options.attachLater === true;
+  if (!source && !late) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: give `metrics` (coordinator.metrics) or `registry`, or `attachLater: true` and attach(coordinator) once it has started');
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
     throw new SplitfleetError('INVALID_CONFIG', `serveMetrics: port must be an integer 0 to 65535 (0: any free port), got ${options.port}`);
   }
@@ -74,16 +92,28 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
     if (refused !== undefined) return c.text(`${refused}\n`, 421);
     await next();
   });
-  app.get('/metrics', async (c) => c.body(await source.metrics(), 200, { 'content-type': source.contentType }));
+  app.get('/metrics', async (c) => {
+    if (!source) return c.text('splitfleet metrics endpoint: nothing attached yet (the coordinator is starting)\n', 503);
+    return c.body(await source.metrics(), 200, { 'content-type': source.contentType });
+  });
   // A registry whose collect callback throws: say so, without hono's default console.error.
   app.onError((e, c) => c.text(`splitfleet metrics endpoint: ${e.message}\n`, 500));
-  const health = options.health;
-  if (health) {
+  // The attached object itself, so that a coordinator's `health()` is called as a method.
+  let healthSource: Pick<ServeMetricsOptions, 'health'> | undefined = options.health ? { health: options.health } : undefined;
+  let attached = !late;
+  const waiting = (): HealthReport => ({ state: 'starting', reason: 'the coordinator is starting (nothing attached yet)' });
+  if (healthSource || late) {
+    const current = (): (() => HealthReport) | undefined =>
+      healthSource?.health ? () => healthSource!.health!() : attached ? undefined : waiting;
     app.get('/healthz', (c) => {
+      const health = current();
+      if (!health) return c.notFound();
       const report = probe(health);
       return c.json(report.body, report.ok && report.body.state !== 'stopped' ? 200 : 503);
     });
     app.get('/readyz', (c) => {
+      const health = current();
+      if (!health) return c.notFound();
       const report = probe(health);
       return c.json(report.body, report.ok && report.body.state === 'running' ? 200 : 503);
     });
@@ -103,6 +133,15 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    attach: (what) => {
+      if (!late) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() needs a server started with `attachLater: true`');
+      if (attached) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() was already called');
+      const registry = what?.registry ?? what?.metrics?.registry;
+      if (!registry && !source) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() needs `metrics` (a coordinator) or `registry`');
+      if (registry) source = registry;
+      if (typeof what.health === 'function') healthSource = what;
+      attached = true;
+    },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -136,20 +136,12 @@ const coordinator = await startCoordinator({
   handler,
 });
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT']) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    // Graceful: drain every file (commit and release), resign, revoke the lease. Others carry on.
-    void coordinator.stop().then(() => store.close()).then(() => process.exit(0));
-  });
-}
-
 try {
-  const verdict = await coordinator.done;
-  console.error(`checksum ${args.instance}: job ${args.job} ${verdict}`);
-  process.exitCode = verdict === 'complete' ? 0 : 1;
+  // Until the job ends, or SIGTERM/SIGINT: then drain every file (commit and release), resign,
+  // revoke the lease; the others carry on. A second signal closes at once.
+  const { outcome } = await coordinator.run();
+  console.error(`checksum ${args.instance}: job ${args.job} ${outcome}`);
+  process.exitCode = outcome === 'stalled' ? 1 : 0;
 } catch (e) {
   console.error(`checksum ${args.instance}: ${e.code ?? 'ERROR'}: ${e.message}`);
   process.exitCode = 1;

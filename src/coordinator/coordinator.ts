@@ -15,7 +15,9 @@
  *   split is terminal: `done` resolves with 'complete' or 'stalled' on every
  *   instance, which then stops.
  * - stop(): graceful (drain and release every lane, resign, revoke the
- *   lease); what SIGTERM should call.
+ *   lease); what SIGTERM should call, and what run() calls on one (run.ts).
+ * - `done` settles on every ending: the verdict, 'stopped' once stop() or
+ *   close() has finished without one, or the fatal error.
  * - throughout: lifecycle events (events.ts) from the parts where things
  *   happen, and health (health.ts) judged from what this class observes.
  * It composes and reports; every rule it follows is protocol/'s.
@@ -42,11 +44,12 @@ import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
 import { Session } from './session.js';
 import { snapshotOf, type CoordinatorSnapshot } from './snapshot.js';
 import { untilStarted } from './startup.js';
-import type { JobVerdict, Json, SplitHandler } from './types.js';
+import { runCoordinator, type RunOptions, type RunResult } from './run.js';
+import type { JobVerdict, Json, RunOutcome, SplitHandler } from './types.js';
 import { Worker } from './worker.js';
 import { WorkerView } from './worker-view.js';
 
-export type { CoordinatorOptions, CoordinatorSnapshot };
+export type { CoordinatorOptions, CoordinatorSnapshot, RunOptions, RunResult };
 export { OFF_THREAD_SPLITS } from './decide.js';
 
 /**
@@ -77,7 +80,8 @@ export class Coordinator {
   readonly metrics: Metrics;
   /** What this instance observes: its own keys and its splits' (the worker's and the candidacy's input). */
   private readonly own: WorkerView;
-  readonly done: Promise<JobVerdict>;
+  /** The job's verdict; 'stopped' once stop() or close() has ended this membership before one; rejects with a fatal error. */
+  readonly done: Promise<RunOutcome>;
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -89,7 +93,7 @@ export class Coordinator {
   private readonly sandbox: SandboxedHandler | undefined;
   private worker: Worker | undefined;
   private leader: Leader | undefined;
-  private resolveDone!: (v: JobVerdict) => void;
+  private resolveDone!: (v: RunOutcome) => void;
   private rejectDone!: (e: unknown) => void;
   private fatal: SplitfleetError | undefined;
   private stopping = false;
@@ -148,7 +152,7 @@ export class Coordinator {
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),
     );
-    this.done = new Promise<JobVerdict>((resolve, reject) => {
+    this.done = new Promise<RunOutcome>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
     });
@@ -395,6 +399,15 @@ export class Coordinator {
     background('close', () => this.close(), this.unexpected);
   }
 
+  /**
+   * Runs until this membership ends: stops gracefully on the first of
+   * `signals` (default SIGTERM, SIGINT), closes at once on a second, and
+   * resolves with the outcome once ended (run.ts).
+   */
+  run(options?: RunOptions): Promise<RunResult> {
+    return runCoordinator(this, this.log, options);
+  }
+
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -404,13 +417,18 @@ export class Coordinator {
     this.cancelBackstop?.();
     this.leadership.close();
     this.unexpectedErrors.close();
-    await this.worker?.stop();
-    await this.leader?.stop();
-    await this.session?.close();
-    await this.own.close();
-    await this.engine.close();
-    await this.sandbox?.close();
-    this.observe({ stopped: reason });
+    try {
+      await this.worker?.stop();
+      await this.leader?.stop();
+      await this.session?.close();
+      await this.own.close();
+      await this.engine.close();
+      await this.sandbox?.close();
+      this.observe({ stopped: reason });
+    } finally {
+      // Whatever ended it, `done` settles (a no-op after a verdict or a fatal error).
+      this.resolveDone(this.verdict ?? 'stopped');
+    }
   }
 
   /** Abrupt close: lanes are dropped without release (they replay elsewhere after the lease expires). */
@@ -422,11 +440,15 @@ export class Coordinator {
     this.leadership.close();
     this.unexpectedErrors.close();
     this.worker?.abortAll();
-    await this.leader?.stop().catch(() => undefined);
-    await this.session?.close();
-    await this.own.close();
-    await this.engine.close();
-    await this.sandbox?.close();
-    this.observe({ stopped: reason });
+    try {
+      await this.leader?.stop().catch(() => undefined);
+      await this.session?.close();
+      await this.own.close();
+      await this.engine.close();
+      await this.sandbox?.close();
+      this.observe({ stopped: reason });
+    } finally {
+      this.resolveDone(this.verdict ?? 'stopped');
+    }
   }
 }

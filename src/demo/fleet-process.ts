@@ -97,7 +97,8 @@ async function main(): Promise<void> {
   try {
     const verdict = await coordinator.done;
     await reportStats().catch(() => undefined);
-    emit({ ev: 'verdict', verdict });
+    // 'stopped': our own SIGTERM, reported as `stopped` by its handler; a verdict is the job's.
+    if (verdict !== 'stopped') emit({ ev: 'verdict', verdict });
   } catch (e) {
     emit({ ev: 'fatal', code: (e as { code?: string }).code, message: (e as Error).message });
     process.exitCode = 3;

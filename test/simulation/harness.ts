@@ -170,6 +170,7 @@ export class Fleet {
         if (p.state === 'starting') p.state = 'running';
         c.done.then(
           (v) => {
+            if (v === 'stopped') return; // a leave or a close, recorded where it was made
             p.verdict = v;
             if (p.state === 'running') p.state = 'done';
             this.note(`${p.id} done: ${v}`);
