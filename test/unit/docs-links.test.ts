@@ -1,0 +1,59 @@
+/**
+ * The docs stand on their own (issue 31): no page points outside the
+ * repository, every relative Markdown link resolves, and the normative pages
+ * the code cites (`substrate.md`, `work-assignment.md`) are in docs/spec/.
+ * Where the team's shared spec folder sits beside the checkout, the copies
+ * must be word for word the same.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, test } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+function markdownFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...markdownFiles(p));
+    else if (name.endsWith('.md')) out.push(p);
+  }
+  return out;
+}
+
+const pages = markdownFiles(root);
+
+describe('the docs', () => {
+  test('no page points outside the repository', () => {
+    const outside = pages.flatMap((p) => {
+      const text = readFileSync(p, 'utf8');
+      return /\.\.\/shared\/|shared\/spec/.test(text) ? [relative(root, p)] : [];
+    });
+    expect(outside).toEqual([]);
+  });
+
+  test('every relative link resolves to a file in the repository', () => {
+    const broken: string[] = [];
+    for (const p of pages) {
+      const text = readFileSync(p, 'utf8');
+      for (const m of text.matchAll(/\]\(([^)\s#]+)(#[^)]*)?\)/g)) {
+        const target = m[1]!;
+        if (/^[a-z]+:/i.test(target)) continue; // http:, mailto:
+        const file = resolve(dirname(p), target);
+        if (!file.startsWith(root) || !existsSync(file)) broken.push(`${relative(root, p)} → ${target}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test('the normative pages are in docs/spec, and the same as the shared spec where it is at hand', () => {
+    for (const page of ['substrate.md', 'work-assignment.md']) {
+      const ours = readFileSync(join(root, 'docs/spec', page), 'utf8');
+      expect(ours.length).toBeGreaterThan(1000);
+      const shared = join(root, '..', 'shared', 'spec', page);
+      if (existsSync(shared)) expect(ours.slice(ours.indexOf('\n\n') + 2)).toBe(readFileSync(shared, 'utf8'));
+    }
+  });
+});
