@@ -14,8 +14,6 @@ export { Coordinator, startCoordinator } from './coordinator/coordinator.js';
 export type { CoordinatorOptions } from './coordinator/coordinator.js';
 export type { RunOptions, RunResult } from './coordinator/run.js';
 export type { RunOutcome } from './coordinator/types.js';
-export type { RunOptions, RunResult } from './coordinator/run.js';
-export type { RunOutcome } from './coordinator/types.js';
 export type { FailOptions } from './coordinator/types.js';
 export type {
   JobVerdict,
