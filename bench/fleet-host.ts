@@ -27,8 +27,9 @@
  * lanes open, members up) and `phase`.
  */
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { EtcdStore } from '../src/etcd.js';
 import {
-  EtcdStore, isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
+  isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
   type Coordinator, type PlanResult, type SplitHandle,
 } from '../src/index.js';
 import { addCounts, countingStore, emptyCounts, type StoreCounts } from './fleet-store.js';

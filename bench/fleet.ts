@@ -39,7 +39,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CONFIG_DEFAULTS, EtcdStore, jobPrefix, type WatchHandle } from '../src/index.js';
+import { EtcdStore } from '../src/etcd.js';
+import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
 

@@ -19,7 +19,7 @@
  *
  * Usage: npm run build:ts && npm run bench:quality [-- --seeds 9 --cap 40 --engine reference --json]
  */
-import { churn, desiredAssignment, type AssignmentInput, type EngineName, type SplitInput } from '../src/index.js';
+import { churn, desiredAssignment, type AssignmentInput, type EngineName, type SplitInput } from '../src/engine.js';
 import { prng } from '../src/prng.js';
 
 interface Options {

@@ -10,7 +10,7 @@
  * Usage: npm run build:ts && node dist/bench/reference-timing.js [--runs 5] [--engine reference]
  */
 import { cpus, loadavg } from 'node:os';
-import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/index.js';
+import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/engine.js';
 import { prng } from '../src/prng.js';
 
 function coldInput(splitCount: number, memberCount: number, seed: number): AssignmentInput {

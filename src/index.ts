@@ -30,6 +30,7 @@ export type { LeaderStats } from './coordinator/leader.js';
 export type { ClaimEventKind, CoordinatorEventMap, CoordinatorEventName, CoordinatorListener, CoordinatorListeners, DrainOutcome, DrainReason, ReleaseCause } from './coordinator/events.js';
 export type { Health, HealthState } from './coordinator/health.js';
 export { Metrics } from './coordinator/metrics.js';
+export type { MetricsOptions } from './coordinator/metrics.js';
 export { sandboxedHandler } from './coordinator/sandbox.js';
 export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js';
 export { BACKLOG_STATES } from './coordinator/metrics.js';
@@ -102,6 +103,11 @@ export { printable, printableJson } from './inspect/printable.js';
 export type { RenderOptions } from './inspect/render.js';
 export { ChangeTracker, describeChange } from './inspect/changes.js';
 export type { ChangeEvent, RecordChange } from './inspect/changes.js';
+export { MAX_SPLIT_PAGE, readSplit, readSplitPage } from './inspect/split-read.js';
+export type { SplitPageOptions } from './inspect/split-read.js';
+export { renderSplit, renderSplitTable } from './inspect/splits.js';
+export type { SplitPage, SplitView } from './inspect/splits.js';
+export { alignColumns, displayWidth } from './inspect/width.js';
 
 // The desired assignment, the pool and the quality figures: splitfleet/engine.
 

@@ -21,12 +21,13 @@
 // Delivery is at-least-once: after a crash a file may appear twice, with
 // identical lines; dedupe by path.
 //
-// In your own project, import from 'splitfleet' instead of the relative path.
+// In your own project, import from 'splitfleet' and 'splitfleet/etcd' instead of the relative paths.
 import { createHash } from 'node:crypto';
 import { appendFile, open, readdir, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
-import { EtcdStore, startCoordinator } from '../../dist/src/index.js';
+import { EtcdStore } from '../../dist/src/etcd.js';
+import { startCoordinator } from '../../dist/src/index.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -6,8 +6,9 @@
  * one line on stderr with exit code 2 (main.ts).
  */
 import type { Command } from 'commander';
+import { EtcdStore } from '../etcd.js';
 import {
-  deleteJob, EtcdStore, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
+  deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
 import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';

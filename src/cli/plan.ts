@@ -13,7 +13,8 @@
  */
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import { desiredAssignment, SplitfleetError, type AssignmentInput, type EngineName } from '../index.js';
+import { desiredAssignment, type AssignmentInput, type EngineName } from '../engine.js';
+import { SplitfleetError } from '../index.js';
 
 export interface PlanOptions {
   input?: string;

@@ -11,8 +11,9 @@
  * Both report every processed unit and lane event to the sink (the ledger and
  * the live view). Neither decides anything about the job: the coordinators do.
  */
+import { EtcdStore } from '../etcd.js';
 import {
-  EtcdStore, MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
+  MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
 } from '../index.js';
 import type { FleetProcessConfig } from './fleet-config.js';
 import { FleetMember } from './fleet-member.js';
@@ -265,6 +266,9 @@ export class ProcessFleet implements Fleet {
             break;
           case 'claimed': case 'drained': case 'declined': case 'completed': case 'failed':
             this.sink.lane(instance, e as LaneEvent);
+            break;
+          case 'session-lost':
+            this.sink.note(`${instance} lost its session (${String(e.reason ?? '')}): its lanes are dropped and it rejoins`);
             break;
           default:
             break;

@@ -9,7 +9,8 @@
  * It only reads. It decodes with the job's known fingerprint hash; a record
  * it cannot read is a problem line, never a crash.
  */
-import { defaultFingerprint, jobPrefix, loadFigures, type Store, type WatchEvent, type WatchHandle } from '../index.js';
+import { loadFigures } from '../engine.js';
+import { defaultFingerprint, jobPrefix, type Store, type WatchEvent, type WatchHandle } from '../index.js';
 import { applyRecord, emptyJobRecords, jobReport, type JobRecords, type JobReport } from '../inspect/report.js';
 import { parseKey } from '../protocol/keys.js';
 import { inJobScope, jobSpan } from '../protocol/scope.js';

@@ -1,13 +1,12 @@
 /**
  * A paused job is a job that does not move, and the alert says so: a real
  * fleet (MemoryStore, in-process coordinators, each with its own registry
- * labelled by job and instance) is paused; its registries, scraped, show the
+ * labelled splitfleet_job, scraped with its instance label) is paused; its registries, scraped, show the
  * leader's backlog queued and no completion; held constant over a
  * 15-minute scrape timeline (what a paused job's registries serve, checked
  * over two real scrapes), `SplitfleetJobNotMoving` of docs/alerts.yml fires
  * for the job. Resumed, the job completes and the rule is quiet again.
  */
-import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
@@ -15,7 +14,7 @@ import { Metrics } from '../../src/coordinator/metrics.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { pauseJob, resumeJob } from '../../src/operator/control.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { alertRules, evaluate, parseExposition, parsePromql, type Sample, type Scrape } from '../support/prometheus.js';
+import { alertRules, evaluate, parsePromql, scraped, type Sample, type Scrape } from '../support/prometheus.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
@@ -28,7 +27,7 @@ afterAll(async () => {
 
 async function scrape(metrics: Metrics[]): Promise<Sample[]> {
   const out: Sample[] = [];
-  for (const m of metrics) out.push(...parseExposition(await m.registry.metrics()));
+  for (const [i, m] of metrics.entries()) out.push(...scraped(await m.registry.metrics(), `w${i}`));
   return out;
 }
 const value = (series: Sample[], name: string, labels: Record<string, string> = {}) =>
@@ -49,7 +48,7 @@ describe('SplitfleetJobNotMoving fires on a paused job', () => {
       }
       await h.complete(done);
     };
-    const metrics = ['w0', 'w1'].map((instance) => new Metrics(new Registry(), { job: 'nightly', instance }));
+    const metrics = ['w0', 'w1'].map(() => new Metrics({ labels: { splitfleet_job: 'nightly' } }));
     for (const [i, m] of metrics.entries()) {
       fleet.push(await startCoordinator({
         store, job: 'nightly', instance: `w${i}`, maxInFlight: 2, logger: silentLogger, metrics: m, ...fast,
@@ -72,7 +71,7 @@ describe('SplitfleetJobNotMoving fires on a paused job', () => {
 
     const rule = alertRules().rules.SplitfleetJobNotMoving!;
     const fired = evaluate(parsePromql(rule.expr), steady(paused, 15), 15 * 60) as Sample[];
-    expect(fired.map((s) => s.labels)).toEqual([{ job: 'nightly' }]);
+    expect(fired.map((s) => s.labels)).toEqual([{ splitfleet_job: 'nightly' }]);
 
     await resumeJob({ store, job: 'nightly' });
     expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);

@@ -1,77 +1,24 @@
 /**
- * Small, deliberately strict readers for checking docs/alerts.yml against
- * real registries without a YAML or PromQL dependency (and no promtool): a
- * YAML subset (block maps and lists, plain and double-quoted scalars, `|`
- * blocks) that refuses anything else, a PromQL subset (selectors,
+ * Readers for checking docs/alerts.yml against real registries without
+ * promtool: the file through the `yaml` package (strict: any error or warning
+ * fails, duplicate keys included), a deliberately small PromQL subset (selectors,
  * rate/increase, sum/max/min by, arithmetic, comparisons with a scalar,
  * `and on`) with PromQL's precedence, the text exposition format, and a
  * scrape timeline of several registries. Not a Prometheus: no counter
  * resets, no staleness. Used by test/unit/alerts.test.ts and the pause test.
  */
 import { readFileSync } from 'node:fs';
-import { Registry } from 'prom-client';
+import { parseDocument } from 'yaml';
 import { Metrics, type BacklogState } from '../../src/coordinator/metrics.js';
 
-// ---- a YAML subset --------------------------------------------------------------------------
+// ---- YAML, through the yaml package -------------------------------------------------------
 
-export type Yaml = string | Yaml[] | { [key: string]: Yaml };
-
-export function parseYaml(text: string): Yaml {
-  if (text.includes('\t')) throw new Error('tabs are outside the subset');
-  const lines = text.split('\n');
-  let i = 0;
-  const indentOf = (s: string) => s.length - s.trimStart().length;
-  const skip = () => {
-    while (i < lines.length && (lines[i]!.trim() === '' || lines[i]!.trimStart().startsWith('#'))) i++;
-  };
-  const scalar = (s: string, n: number): string => {
-    if (s.startsWith('"')) return JSON.parse(s) as string;
-    if (/^[{[&*!>'%@`]/.test(s) || s.includes(' #')) throw new Error(`line ${n}: '${s}' is outside the subset`);
-    return s;
-  };
-  const block = (parentIndent: number): Yaml => {
-    skip();
-    const indent = indentOf(lines[i] ?? '');
-    if (i >= lines.length || indent <= parentIndent) throw new Error(`line ${i + 1}: expected an indented block`);
-    return lines[i]!.trimStart().startsWith('- ') ? seq(indent) : map(indent);
-  };
-  const seq = (indent: number): Yaml[] => {
-    const out: Yaml[] = [];
-    for (skip(); i < lines.length && indentOf(lines[i]!) === indent && lines[i]!.trimStart().startsWith('- '); skip()) {
-      // "- key: v" is a map whose keys sit two columns right of the dash.
-      lines[i] = `${lines[i]!.slice(0, indent)} ${lines[i]!.slice(indent + 1)}`;
-      out.push(map(indent + 2));
-    }
-    return out;
-  };
-  const map = (indent: number): { [key: string]: Yaml } => {
-    const out: { [key: string]: Yaml } = {};
-    for (skip(); i < lines.length && indentOf(lines[i]!) >= indent; skip()) {
-      const n = i + 1;
-      if (indentOf(lines[i]!) > indent) throw new Error(`line ${n}: unexpected indentation`);
-      const m = /^([A-Za-z_][\w-]*):(?: (.*))?$/.exec(lines[i]!.trim());
-      if (!m) throw new Error(`line ${n}: expected 'key: value', got '${lines[i]!.trim()}'`);
-      const [, key, rest] = m as unknown as [string, string, string | undefined];
-      if (key in out) throw new Error(`line ${n}: duplicate key '${key}'`);
-      i++;
-      if (rest === undefined || rest === '') {
-        out[key] = block(indent);
-      } else if (rest === '|') {
-        const body: string[] = [];
-        while (i < lines.length && (lines[i]!.trim() === '' || indentOf(lines[i]!) > indent)) body.push(lines[i++]!);
-        while (body.length > 0 && body[body.length - 1]!.trim() === '') body.pop();
-        const cut = Math.min(...body.map(indentOf));
-        out[key] = `${body.map((l) => l.slice(cut)).join('\n')}\n`;
-      } else {
-        out[key] = scalar(rest, n);
-      }
-    }
-    return out;
-  };
-  const doc = map(0);
-  skip();
-  if (i < lines.length) throw new Error(`line ${i + 1}: unparsed content`);
-  return doc;
+/** Parses `text` as one YAML document; any error or warning (a duplicate key, a tab, a bad indent) throws. */
+export function parseYaml(text: string): unknown {
+  const doc = parseDocument(text, { uniqueKeys: true, strict: true, prettyErrors: true });
+  const problems = [...doc.errors, ...doc.warnings];
+  if (problems.length > 0) throw new Error(problems.map((p) => p.message).join('\n'));
+  return doc.toJS();
 }
 
 // ---- a PromQL subset ------------------------------------------------------------------------
@@ -275,14 +222,18 @@ export function parseExposition(text: string): Sample[] {
   return out;
 }
 
-/** A fleet of instances of one job, each with its own registry, scraped once a minute. */
+/**
+ * A fleet of instances of one job, each with its own registry labelled
+ * `splitfleet_job`, scraped once a minute as Prometheus would: each sample
+ * gets the target labels `job` (the scrape job's name) and `instance`.
+ */
 export class Fleet {
   readonly members: Record<string, Metrics> = {};
   readonly scrapes: Scrape[] = [];
   t = 0;
 
   constructor(instances: string[]) {
-    for (const instance of instances) this.members[instance] = new Metrics(new Registry(), { job: 'backfill', instance });
+    for (const instance of instances) this.members[instance] = new Metrics({ labels: { splitfleet_job: 'backfill' } });
   }
 
   /** Runs `step` once a minute for `minutes`, scraping every instance after it. */
@@ -291,7 +242,7 @@ export class Fleet {
       step(k);
       this.t += 60;
       const series: Sample[] = [];
-      for (const m of Object.values(this.members)) series.push(...parseExposition(await m.registry.metrics()));
+      for (const [instance, m] of Object.entries(this.members)) series.push(...scraped(await m.registry.metrics(), instance));
       this.scrapes.push({ t: this.t, series });
     }
   }
@@ -300,6 +251,11 @@ export class Fleet {
   fires(expr: string): Record<string, string>[] {
     return (evaluate(parsePromql(expr), this.scrapes, this.t) as Sample[]).map((x) => x.labels);
   }
+}
+
+/** One target's exposition as Prometheus stores it: with the target labels `job` (the scrape job, `splitfleet`) and `instance`. */
+export function scraped(text: string, instance: string): Sample[] {
+  return parseExposition(text).map((s) => ({ ...s, labels: { ...s.labels, job: 'splitfleet', instance } }));
 }
 
 export const backlog = (b: Partial<Record<BacklogState, number>>) =>

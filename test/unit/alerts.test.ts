@@ -5,8 +5,10 @@
  * simulated scrape timeline: the rules must fire in the failure and stay
  * quiet otherwise (a completion on any instance means the job moves).
  *
- * No YAML or PromQL dependency exists here (and no promtool): the readers
- * are test/support/prometheus.ts's deliberately small subsets.
+ * The file is read with the `yaml` package (any error or warning fails);
+ * PromQL with test/support/prometheus.ts's deliberately small subset (no
+ * promtool here). A scrape adds the target labels `job` and `instance`, as
+ * Prometheus does; the rules group by `splitfleet_job`, the constant label.
  */
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/coordinator/metrics.js';
@@ -47,11 +49,18 @@ describe('docs/alerts.yml', () => {
     for (const r of Object.values(rules)) for (const name of named(parsePromql(r.expr))) expect(served, `${r.alert}: ${name}`).toContain(name);
   });
 
-  it('the YAML reader refuses what it does not understand (so the shape check cannot pass by accident)', () => {
-    expect(() => parseYaml('a: {b: 1}\n')).toThrow(/subset/);
-    expect(() => parseYaml('a:\n  b: 1\n   c: 2\n')).toThrow(/indentation/);
-    expect(() => parseYaml('a: 1\na: 2\n')).toThrow(/duplicate/);
+  it('the YAML reader refuses a broken file (so the shape check cannot pass by accident)', () => {
+    expect(() => parseYaml('a: 1\na: 2\n')).toThrow(/unique/i);
+    expect(() => parseYaml('a:\n  b: 1\n   c: 2\n')).toThrow();
     expect(parseYaml('a:\n  - b: "x: y"\n    c: |\n      one\n        two\n')).toEqual({ a: [{ b: 'x: y', c: 'one\n  two\n' }] });
+  });
+
+  it('groups by splitfleet_job, never by job (Prometheus\'s own target label)', () => {
+    for (const r of Object.values(rules)) {
+      expect(r.expr, r.alert).toMatch(/by \(splitfleet_job\b/);
+      expect(r.expr, r.alert).not.toMatch(/\bjob\b/);
+      expect(r.annotations.summary, r.alert).not.toContain('$labels.job ');
+    }
   });
 
   describe('SplitfleetJobNotMoving', () => {
@@ -65,7 +74,7 @@ describe('docs/alerts.yml', () => {
       });
       expect(fleet.fires(expr('SplitfleetJobNotMoving'))).toEqual([]);
       // Per instance, the leader would look stuck: the sum over instances is what keeps it quiet.
-      expect(fleet.fires('max by (job, instance) (splitfleet_backlog_splits{state="queued"}) > 0 and on (job, instance) rate(splitfleet_completions_total[5m]) == 0')).toEqual([{ job: 'backfill', instance: 'pod-a' }]);
+      expect(fleet.fires('max by (splitfleet_job, instance) (splitfleet_backlog_splits{state="queued"}) > 0 and on (splitfleet_job, instance) rate(splitfleet_completions_total[5m]) == 0')).toEqual([{ splitfleet_job: 'backfill', instance: 'pod-a' }]);
     });
 
     it('fires when work is left and no instance completed anything for five minutes', async () => {
@@ -75,13 +84,13 @@ describe('docs/alerts.yml', () => {
         leader!.setBacklog(backlog({ queued: 10, running: 4, completed: Math.min(k, 5) }));
         if (k < 5) worker!.completions.inc(); // then it stops: handlers hang
       });
-      expect(fleet.fires(expr('SplitfleetJobNotMoving'))).toEqual([{ job: 'backfill' }]);
+      expect(fleet.fires(expr('SplitfleetJobNotMoving'))).toEqual([{ splitfleet_job: 'backfill' }]);
     });
 
     it('fires when only running splits are left (hung handlers), and not when the job is done', async () => {
       const hung = new Fleet(['pod-a']);
       await hung.run(8, () => hung.members['pod-a']!.setBacklog(backlog({ running: 3, completed: 9 })));
-      expect(hung.fires(expr('SplitfleetJobNotMoving'))).toEqual([{ job: 'backfill' }]);
+      expect(hung.fires(expr('SplitfleetJobNotMoving'))).toEqual([{ splitfleet_job: 'backfill' }]);
 
       const done = new Fleet(['pod-a']);
       await done.run(8, () => done.members['pod-a']!.setBacklog(backlog({ completed: 12 })));
@@ -108,7 +117,7 @@ describe('docs/alerts.yml', () => {
   it('SplitfleetQuarantined fires on a quarantined split in the leader\'s backlog', async () => {
     const fleet = new Fleet(['pod-a']);
     await fleet.run(2, (k) => fleet.members['pod-a']!.setBacklog(backlog({ queued: 3, quarantined: k })));
-    expect(fleet.fires(expr('SplitfleetQuarantined'))).toEqual([{ job: 'backfill' }]);
+    expect(fleet.fires(expr('SplitfleetQuarantined'))).toEqual([{ splitfleet_job: 'backfill' }]);
     const clean = new Fleet(['pod-a']);
     await clean.run(2, () => clean.members['pod-a']!.setBacklog(backlog({ queued: 3 })));
     expect(clean.fires(expr('SplitfleetQuarantined'))).toEqual([]);
@@ -119,7 +128,7 @@ describe('docs/alerts.yml', () => {
     await fleet.run(6, (k) => {
       if (k === 3) fleet.members['pod-b']!.sessionLosses.inc();
     });
-    expect(fleet.fires(expr('SplitfleetSessionLosses'))).toEqual([{ job: 'backfill', instance: 'pod-b' }]);
+    expect(fleet.fires(expr('SplitfleetSessionLosses'))).toEqual([{ splitfleet_job: 'backfill', instance: 'pod-b' }]);
   });
 
   it('SplitfleetStoreErrors fires above 5% failing calls and ignores CLOSED at shutdown', async () => {
@@ -132,13 +141,13 @@ describe('docs/alerts.yml', () => {
       for (let n = 0; n < 10; n++) fleet.members['pod-a']!.storeError('txn', 'STORE_UNAVAILABLE');
       for (let n = 0; n < 50; n++) fleet.members['pod-b']!.storeError('get', 'CLOSED');
     });
-    expect(fleet.fires(expr('SplitfleetStoreErrors'))).toEqual([{ job: 'backfill', instance: 'pod-a' }]);
+    expect(fleet.fires(expr('SplitfleetStoreErrors'))).toEqual([{ splitfleet_job: 'backfill', instance: 'pod-a' }]);
   });
 
   it('SplitfleetNoLeader fires while no instance leads, not while one does', async () => {
     const fleet = new Fleet(['pod-a', 'pod-b']);
     await fleet.run(3, () => undefined);
-    expect(fleet.fires(expr('SplitfleetNoLeader'))).toEqual([{ job: 'backfill' }]);
+    expect(fleet.fires(expr('SplitfleetNoLeader'))).toEqual([{ splitfleet_job: 'backfill' }]);
     await fleet.run(1, () => fleet.members['pod-b']!.isLeader.set(1));
     expect(fleet.fires(expr('SplitfleetNoLeader'))).toEqual([]);
   });

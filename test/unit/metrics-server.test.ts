@@ -23,8 +23,8 @@ async function start(options: Parameters<typeof serveMetrics>[0]): Promise<Metri
 }
 
 describe('serveMetrics', () => {
-  it('serves the registry as Prometheus text, default labels and new series included', async () => {
-    const metrics = new Metrics(new Registry(), { job: 'backfill', instance: 'pod-a' });
+  it('serves the registry as Prometheus text, constant labels and new series included', async () => {
+    const metrics = new Metrics({ labels: { splitfleet_job: 'backfill' } });
     metrics.completions.inc(3);
     metrics.setBacklog({
       queued: { splits: 5, weight: 500 }, running: { splits: 2, weight: 40 }, draining: { splits: 0, weight: 0 },
@@ -37,14 +37,14 @@ describe('serveMetrics', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe(metrics.registry.contentType);
     const text = await res.text();
-    expect(text).toContain('splitfleet_completions_total{job="backfill",instance="pod-a"} 3');
-    expect(text).toContain('splitfleet_backlog_weight{state="queued",job="backfill",instance="pod-a"} 500');
+    expect(text).toContain('splitfleet_completions_total{splitfleet_job="backfill"} 3');
+    expect(text).toContain('splitfleet_backlog_weight{splitfleet_job="backfill",state="queued"} 500');
     expect(text).toBe(await metrics.registry.metrics());
   });
 
   it('serves a registry given directly', async () => {
     const registry = new Registry();
-    const metrics = new Metrics(registry);
+    const metrics = new Metrics({ registry });
     metrics.sessionLosses.inc();
     const s = await start({ registry, port: 0 });
     expect(await (await fetch(`${s.url}/metrics`)).text()).toContain('splitfleet_session_losses_total 1');

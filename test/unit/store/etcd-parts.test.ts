@@ -120,19 +120,44 @@ describe('WatchDelivery', () => {
 });
 
 describe("etcd3's watch manager, as EtcdStore leaves it", () => {
+  type Manager = { watchers: { id: string; emit(event: string, res: unknown): void }[]; handleResponse(res: unknown): void };
+  const stray = { watch_id: '7', canceled: false, events: [] };
+
   // etcd3 1.1.2 threw here, inside gRPC's delivery: an unhandled rejection, which ends a process.
-  it('drops a response for a watch id no watcher holds, and still delivers the others', async () => {
-    await import('../../../src/store/etcd.js');
+  it("drops a response for a watch id no watcher holds on its own client's manager, and still delivers the others", async () => {
+    const { EtcdStore } = await import('../../../src/store/etcd.js');
+    const store = new EtcdStore({ endpoints: ['http://127.0.0.1:1'] }); // connects lazily: never here
+    try {
+      const manager = (store as unknown as { client: { watchManager: Manager } }).client.watchManager;
+      const got: unknown[] = [];
+      manager.watchers.push({ id: '3', emit: (event, res) => got.push([event, res]) });
+      expect(() => manager.handleResponse(stray)).not.toThrow();
+      expect(got).toEqual([]);
+      const res = { watch_id: '3', canceled: false, events: [] };
+      manager.handleResponse(res);
+      expect(got).toEqual([['data', res]]);
+      manager.watchers.length = 0;
+    } finally {
+      await store.close();
+    }
+  });
+
+  // Decision 0025: the fix is confined to splitfleet's own clients; a host's etcd3 (deduped with ours) is left as etcd3 made it.
+  it("leaves etcd3's WatchManager prototype and a host's own client unpatched", async () => {
+    const { EtcdStore } = await import('../../../src/store/etcd.js');
     const { WatchManager } = await import('etcd3/lib/watch.js');
-    const got: unknown[] = [];
-    const watcher = { id: '3', emit: (event: string, res: unknown) => got.push([event, res]) };
-    const manager = Object.assign(Object.create(WatchManager.prototype) as object, {
-      watchers: [watcher], initialBackoff: { next: () => null },
-    }) as { handleResponse(res: unknown): void };
-    expect(() => manager.handleResponse({ watch_id: '7', canceled: false, events: [] })).not.toThrow();
-    expect(got).toEqual([]);
-    const res = { watch_id: '3', canceled: false, events: [] };
-    manager.handleResponse(res);
-    expect(got).toEqual([['data', res]]);
+    const { Etcd3 } = await import('etcd3');
+    const original = WatchManager.prototype.handleResponse;
+    const store = new EtcdStore({ endpoints: ['http://127.0.0.1:1'] });
+    const host = new Etcd3({ hosts: 'http://127.0.0.1:1' });
+    try {
+      expect(WatchManager.prototype.handleResponse).toBe(original);
+      const hostManager = (host as unknown as { watchManager: Manager }).watchManager;
+      expect(Object.hasOwn(hostManager, 'handleResponse')).toBe(false);
+      expect(() => hostManager.handleResponse(stray)).toThrow(/Failed to find watcher/);
+    } finally {
+      host.close();
+      await store.close();
+    }
   });
 });

@@ -1,0 +1,89 @@
+/**
+ * What each entry point of package.json's `exports` loads (issue 31): the root
+ * (`splitfleet`) loads neither etcd3 (nor gRPC) nor hono nor prom-client, so a
+ * `MemoryStore` test or a handler's unit test pays for none of them;
+ * `splitfleet/etcd` loads etcd3 and `splitfleet/http` hono (the controls that
+ * show the check sees a load). Each import runs in a fresh Node process on the
+ * compiled dist/ (build first), through the package's own name (the `exports`
+ * map), with a resolve hook logging every module resolved, plus the CommonJS
+ * cache. Also: every subpath resolves and exports what its docs name.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const dir = mkdtempSync(join(tmpdir(), 'splitfleet-entry-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const HOOKS = `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  appendFileSync(process.env.SPLITFLEET_LOAD_LOG, r.url + '\\n');
+  return r;
+}`;
+
+/** Imports `specifier` (as a user would, by the package's name) in a fresh process; every package it loaded, and its export names. */
+function load(specifier: string): { packages: Set<string>; names: string[] } {
+  const log = join(dir, `${specifier.replace(/\W/g, '_')}.log`);
+  const script = `
+    import { register, createRequire } from 'node:module';
+    register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));
+    const m = await import(${JSON.stringify(specifier)});
+    const cache = Object.keys(createRequire(import.meta.url).cache);
+    process.stdout.write(JSON.stringify({ names: Object.keys(m).sort(), cache }));
+  `;
+  // Run from the project root, so `splitfleet` resolves to this package through its own exports (self-reference).
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, env: { ...process.env, SPLITFLEET_LOAD_LOG: log }, encoding: 'utf8' });
+  expect(r.status, r.stderr).toBe(0);
+  const out = JSON.parse(r.stdout) as { names: string[]; cache: string[] };
+  let resolved: string[] = [];
+  try {
+    resolved = readFileSync(log, 'utf8').split('\n');
+  } catch {
+    // nothing resolved through the hook
+  }
+  const packages = new Set<string>();
+  for (const at of [...resolved, ...out.cache]) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(at);
+    if (m) packages.add(m[1]!);
+  }
+  return { packages, names: out.names };
+}
+
+const HEAVY = ['etcd3', '@grpc/grpc-js', 'hono', '@hono/node-server', 'prom-client'];
+
+describe('entry points', () => {
+  it('splitfleet loads neither etcd3 (nor gRPC) nor hono nor prom-client', () => {
+    const { packages, names } = load('splitfleet');
+    expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
+    expect(names).toEqual(expect.arrayContaining(['startCoordinator', 'MemoryStore', 'SplitfleetError', 'Metrics', 'isSplitfleetError']));
+    // Moved to their own entry points, and internals that are not API.
+    for (const gone of ['EtcdStore', 'serveMetrics', 'serveDashboard', 'desiredAssignment', 'AssignmentPool', 'ColumnarPool', 'BaseStore', 'applyRecord', 'MAX_TIMER_MS']) {
+      expect(names, gone).not.toContain(gone);
+    }
+  }, 30_000);
+
+  it('splitfleet/etcd loads etcd3 (the check sees a load) and not hono', () => {
+    const { packages, names } = load('splitfleet/etcd');
+    expect(packages.has('etcd3')).toBe(true);
+    expect(packages.has('hono')).toBe(false);
+    expect(names).toEqual(['EtcdStore', 'sendsPasswordInClear']);
+  }, 30_000);
+
+  it('splitfleet/http loads hono and not etcd3', () => {
+    const { packages, names } = load('splitfleet/http');
+    expect(packages.has('hono')).toBe(true);
+    expect(packages.has('etcd3')).toBe(false);
+    expect(names).toEqual(['serveDashboard', 'serveMetrics']);
+  }, 30_000);
+
+  it('splitfleet/engine exports the assignment and loads none of the three', () => {
+    const { packages, names } = load('splitfleet/engine');
+    expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
+    expect(names).toEqual(expect.arrayContaining(['desiredAssignment', 'AssignmentPool', 'churn', 'loadFigures']));
+  }, 30_000);
+});
