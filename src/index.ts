@@ -103,11 +103,6 @@ export { printable, printableJson } from './inspect/printable.js';
 export type { RenderOptions } from './inspect/render.js';
 export { ChangeTracker, describeChange } from './inspect/changes.js';
 export type { ChangeEvent, RecordChange } from './inspect/changes.js';
-export { MAX_SPLIT_PAGE, readSplit, readSplitPage } from './inspect/split-read.js';
-export type { SplitPageOptions } from './inspect/split-read.js';
-export { renderSplit, renderSplitTable } from './inspect/splits.js';
-export type { SplitPage, SplitView } from './inspect/splits.js';
-export { alignColumns, displayWidth } from './inspect/width.js';
 
 // The desired assignment, the pool and the quality figures: splitfleet/engine.
 
