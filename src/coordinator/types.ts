@@ -144,10 +144,3 @@ export type JobVerdict = 'complete' | 'stalled';
  * `run()`; an open plan ends only so). A fatal error rejects instead.
  */
 export type RunOutcome = JobVerdict | 'stopped';
-
-/**
- * How one coordinator's membership ended (`done`, `run()`): the job's verdict,
- * or `'stopped'` when it ended before one (stop(), close(), a signal to
- * `run()`; an open plan ends only so). A fatal error rejects instead.
- */
-export type RunOutcome = JobVerdict | 'stopped';
