@@ -85,11 +85,8 @@ export const RETRY_BACKOFF_DEFAULTS: Readonly<Required<RetryBackoff>> = Object.f
 /** The largest retryBackoff.factor: past it the ceiling reaches maxMs within a step or two anyway. */
 export const MAX_RETRY_FACTOR = 100;
 
-/** Knobs that stay optional once resolved: absent means off. */
-type OffByDefault = 'heartbeatTimeoutMs';
-
-/** A validated configuration: every option present, but for the ones absent when off. */
-export type Config = Readonly<Required<Omit<ConfigOptions, OffByDefault>> & Pick<ConfigOptions, OffByDefault> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
+/** A validated configuration: every option present, but heartbeatTimeoutMs, which is absent when off. */
+export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
 
 /** The defaults of substrate.md's knob table, in milliseconds. */
 export const CONFIG_DEFAULTS = Object.freeze({
