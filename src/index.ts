@@ -103,6 +103,11 @@ export { printable, printableJson } from './inspect/printable.js';
 export type { RenderOptions } from './inspect/render.js';
 export { ChangeTracker, describeChange } from './inspect/changes.js';
 export type { ChangeEvent, RecordChange } from './inspect/changes.js';
+export { MAX_SPLIT_PAGE, readSplit, readSplitPage } from './inspect/split-read.js';
+export type { SplitPageOptions } from './inspect/split-read.js';
+export { renderSplit, renderSplitTable } from './inspect/splits.js';
+export type { SplitPage, SplitView } from './inspect/splits.js';
+export { alignColumns, displayWidth } from './inspect/width.js';
 
 // The desired assignment, the pool and the quality figures: splitfleet/engine.
 
@@ -110,4 +115,5 @@ export type { ChangeEvent, RecordChange } from './inspect/changes.js';
 export { isSplitfleetError, SplitfleetError } from './errors.js';
 // A handler's permanent failure: the split is quarantined at once (decision 0032).
 export { isPermanentFailure, PermanentFailure } from './errors.js';
+export type { FailureKind } from './protocol/retry-policy.js';
 export type { SplitfleetErrorCode } from './errors.js';

@@ -76,8 +76,11 @@ describe('laneEndEvents', () => {
   const names = (f: LaneEndFacts) => laneEndEvents(f).map((e) => e.event);
 
   it('reports a failure, and a quarantine when the failure reached the cap', () => {
-    expect(laneEndEvents(facts({ end: 'failed', record: { attempts: 1, status: 'runnable', reason: 'bad input' } })))
-      .toEqual([{ event: 'split-failed', body: { id: 's', epoch: 3, reason: 'bad input', attempts: 1 } }]);
+    expect(laneEndEvents(facts({ end: 'failed', record: { attempts: 1, status: 'runnable', reason: 'bad input', notBefore: 9000 } })))
+      .toEqual([{ event: 'split-failed', body: { id: 's', epoch: 3, reason: 'bad input', attempts: 1, kind: 'error', permanent: false, retryAt: 9000 } }]);
+    // A permanent failure quarantines at once: no retryAt.
+    expect(laneEndEvents(facts({ end: 'failed', failureKind: 'permanent', record: { attempts: 1, status: 'quarantined', reason: 'never' } }))[0])
+      .toEqual({ event: 'split-failed', body: { id: 's', epoch: 3, reason: 'never', attempts: 1, kind: 'permanent', permanent: true, retryAt: null } });
     expect(names(facts({ end: 'failed', record: { attempts: 3, status: 'quarantined', reason: 'bad input' } }))).toEqual(['split-failed', 'split-quarantined']);
   });
 
