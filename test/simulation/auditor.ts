@@ -316,6 +316,11 @@ export class Auditor {
               const ts = tenancies.get(id) ?? [];
               const last = ts[ts.length - 1];
               const takeover = prev.owner !== '';
+              // A failed split waits out its backoff: no claim before its notBefore (seen here no earlier than written).
+              const notBefore = (prev as SplitRec & { notBefore?: number }).notBefore;
+              if (notBefore !== undefined && c.at < notBefore) {
+                fail('backoff', `split.${id} claimed at t=${c.at}, before its notBefore ${notBefore}`, { prev, next });
+              }
               // substrate.md: a takeover consumes one attempt only when the tenancy it ends committed nothing.
               const charged = takeover && !endedCommitted(id, prev.epoch) ? 1 : 0;
               if (next.attempts - prev.attempts !== charged) {
