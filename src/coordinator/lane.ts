@@ -185,6 +185,7 @@ export class Lane {
   /** The handler returned normally: release with the last committed progress. */
   async finishNormally(): Promise<void> {
     if (this.timeoutFailure !== undefined) return this.reportTimeout();
+    this.watch?.stop(); // the handler is done: a slow ending write is the store's, not a hung handler
     await this.untilWritten(() => this.handle.release());
   }
 
@@ -194,6 +195,7 @@ export class Lane {
    */
   async finishWithError(error: unknown, kind: FailureKind = 'error'): Promise<void> {
     if (this.timeoutFailure !== undefined) return this.reportTimeout();
+    this.watch?.stop();
     const reason = error instanceof Error ? error.message : String(error);
     await this.untilWritten(() => this.fail(reason, kind === 'permanent' ? { permanent: true } : undefined, kind));
   }

@@ -18,9 +18,11 @@ import { startCoordinator, type Coordinator } from '../../src/coordinator/coordi
 import type { CoordinatorEventMap } from '../../src/coordinator/events.js';
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
-import { isSplitfleetError } from '../../src/errors.js';
+import { isSplitfleetError, SplitfleetError } from '../../src/errors.js';
 import { jobPrefix, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import type { Store, Txn, TxnResult } from '../../src/store/store.js';
+import { counterValue } from '../support/in-process.js';
 
 const LEASE = 3000;
 const TIMEOUT = 2000;
@@ -58,7 +60,7 @@ afterEach(async () => {
 
 type Failed = CoordinatorEventMap['split-failed'];
 
-async function start(job: string, handler: (h: SplitHandle) => Promise<void>, clock: VirtualClock, store: MemoryStore, failed: Failed[] = []): Promise<Coordinator> {
+async function start(job: string, handler: (h: SplitHandle) => Promise<void>, clock: VirtualClock, store: Store, failed: Failed[] = []): Promise<Coordinator> {
   const c = await settle(clock, startCoordinator({
     store, clock, job, instance: 'w0', logger: silentLogger, maxInFlight: 2,
     leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000, drainDeadlineMs: DRAIN,
@@ -92,6 +94,8 @@ describe('heartbeatTimeoutMs', () => {
       await h.complete(42);
     }, clock, store, failed);
 
+    let heldAtFailure: string[] | undefined;
+    c.on('split-failed', () => (heldAtFailure ??= c.held));
     expect(await stepUntil(clock, () => handles.length === 1)).toBe(true);
     const stale = handles[0]!;
     expect(await stepUntil(clock, () => stale.signal.aborted)).toBe(true);
@@ -106,6 +110,9 @@ describe('heartbeatTimeoutMs', () => {
     expect(clock.now() - abortedAt).toBeGreaterThanOrEqual(DRAIN);
     expect(failed[0]).toMatchObject({ id: 's-0', epoch: 1, attempts: 1, kind: 'timeout' });
     expect(failed[0]!.reason).toMatch(/^timeout: /);
+    expect(await counterValue(c.metrics.handlerFailures, { kind: 'timeout' })).toBe(1);
+    expect(await counterValue(c.metrics.handlerFailures, { kind: 'error' })).toBe(0);
+    expect(heldAtFailure).toEqual([]); // freed, though its handler never returned
 
     // A later lane (epoch 2) completes the split, and the job completes.
     expect(await stepUntil(clock, () => c.health().state === 'stopped')).toBe(true);
@@ -201,5 +208,48 @@ describe('heartbeatTimeoutMs', () => {
     await expect(c.done).resolves.toBe('complete');
     expect(failed).toEqual([]);
     expect(handles.map((h) => [h.epoch, h.signal.reason?.code])).toEqual([[1, 'LEASE_LOST']]); // aborted only by its own completion
+  });
+
+  it('does not time out a lane whose handler has returned while its release waits out a store outage', async () => {
+    const clock = new VirtualClock();
+    const inner = new MemoryStore({ clock });
+    const prefix = jobPrefix('splitfleet', 'hb-returned');
+    // While `failing`, every transaction writing the split record is refused (retryable), as etcd down would.
+    let failing = false;
+    const store = new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === 'txn') {
+          return async (t: Txn): Promise<TxnResult> => {
+            if (failing && t.success.some((o) => o.op === 'put' && o.key === splitKey(prefix, 's-0'))) {
+              throw new SplitfleetError('STORE_UNAVAILABLE', 'etcd unreachable (injected)', { retryable: true });
+            }
+            return target.txn(t);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const failed: Failed[] = [];
+    const ended: string[] = [];
+    const handles: SplitHandle[] = [];
+    const c = await start('hb-returned', async (h) => {
+      handles.push(h);
+      if (h.epoch > 1) return h.complete(2);
+      await h.commit(1);
+      failing = true; // the handler returns: its release meets the outage
+    }, clock, store, failed);
+    c.on('split-released', (e) => ended.push(`released:${e.epoch}:${e.cause}`));
+    c.on('split-lost', (e) => ended.push(`lost:${e.epoch}`));
+    expect(await stepUntil(clock, () => failing)).toBe(true);
+    await runUntil(clock, clock.now() + 3 * TIMEOUT); // the release retries for three timeouts
+    expect(ended).toEqual([]);
+    expect(handles[0]!.signal.aborted).toBe(false);
+    failing = false;
+    expect(await stepUntil(clock, () => c.health().state === 'stopped')).toBe(true);
+    await expect(c.done).resolves.toBe('complete');
+    expect(failed).toEqual([]);
+    expect(ended).toEqual(['released:1:handler']);
+    expect(handles.map((h) => [h.epoch, h.attempts])).toEqual([[1, 0], [2, 0]]);
   });
 });
