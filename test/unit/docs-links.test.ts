@@ -56,4 +56,15 @@ describe('the docs', () => {
       if (existsSync(shared)) expect(ours.slice(ours.indexOf('\n\n') + 2)).toBe(readFileSync(shared, 'utf8'));
     }
   });
+
+  // BENCHMARKS.md holds one current table per area; the log of passes lives
+  // in git and the decision records (issue 31), so it must not grow back.
+  test('BENCHMARKS.md stays under 300 lines, one current section per area', () => {
+    const text = readFileSync(join(root, 'BENCHMARKS.md'), 'utf8');
+    expect(text.replace(/\n$/, '').split('\n').length).toBeLessThan(300);
+    expect(text).not.toMatch(/^#+ .*\bpass\b/im); // no "Issue 14, fourth pass" log sections
+    for (const heading of ['## Engine and pool', '## The full grid', '## Fleet at scale', '## Against the alternatives']) {
+      expect(text).toContain(heading);
+    }
+  });
 });
