@@ -7,9 +7,10 @@
  * lane when `threads` is the lane budget): the thread gets the handle's
  * fields copied, shared flags and a MessagePort. The drain and abort signals
  * go over both (flags for a handler that never yields, a message to wake one
- * that awaits); commit, complete, fail, release and decline come back as
- * calls that this side makes on the real handle and answers, errors with
- * their SplitfleetError code.
+ * that awaits); commit, complete, fail, release, decline and heartbeat come
+ * back as calls that this side makes on the real handle and answers, errors
+ * with their SplitfleetError code (a heartbeat timeout aborts `signal`, so
+ * it terminates the thread like any abort).
  *
  * Invariants: lane semantics are unchanged: the returned handler returns
  * when the thread's handler returned, and throws an error with the same
