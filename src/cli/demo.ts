@@ -13,6 +13,7 @@
 import type { Command } from 'commander';
 import { SplitfleetError } from '../index.js';
 import { DEMO_TIMINGS, runDemo, type DemoOptions } from '../demo/run.js';
+import { colorEnabled } from './color.js';
 import { parseEndpoints } from './connect.js';
 
 interface DemoCliOptions {
@@ -132,7 +133,8 @@ export function demoOptions(o: DemoCliOptions, stdoutIsTTY: boolean, columns: nu
     root: o.root,
     timeoutMs: int('timeout', o.timeout, 1, 86_400) * 1000,
     live: stdoutIsTTY && o.plain !== true,
-    color: stdoutIsTTY && process.env.NO_COLOR === undefined,
+    // Colour by the shared rules (NO_COLOR, FORCE_COLOR); the live view itself needs a terminal.
+    color: colorEnabled(undefined, process.env, stdoutIsTTY),
   };
   if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(o.root)) {
     throw new SplitfleetError('INVALID_INPUT', `--root: must be '/'-separated segments of [A-Za-z0-9._-] (got ${JSON.stringify(o.root)})`);

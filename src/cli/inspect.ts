@@ -5,7 +5,9 @@
  * status, revocations in flight, plan finality and progress. `--json` prints
  * the same report as one JSON object per line; `--watch` re-lists on every
  * watch event (at most twice a second) until interrupted; `--serve PORT`
- * serves the same live as a web dashboard (src/inspect/serve.ts).
+ * serves the same live as a web dashboard (src/inspect/serve.ts). `--split ID`
+ * shows one split; `--splits` a page of them as a table (`--limit`, `--after`),
+ * reading only those splits' records (src/inspect/split-read.ts).
  *
  * Read-only: it never writes to the store. It never prints credentials: the
  * store options are built in connect.ts and go nowhere but the store.
@@ -16,11 +18,13 @@ import type { Command } from 'commander';
 import { EtcdStore } from '../etcd.js';
 import { serveDashboard } from '../http.js';
 import {
-  inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, printableJson, readJobRecords, renderReport, resolveConfig,
-  SplitfleetError,
+  inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, MAX_SPLIT_PAGE, printable, printableJson, readJobRecords, readSplit,
+  readSplitPage, renderReport, renderSplit, renderSplitTable, resolveConfig, SplitfleetError,
   type JobReport, type Store,
 } from '../index.js';
-import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { colorEnabled } from './color.js';
+import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { exitCodesHelp } from './exit-codes.js';
 
 export interface InspectOptions extends EtcdCliOptions {
   job: string;
@@ -29,6 +33,12 @@ export interface InspectOptions extends EtcdCliOptions {
   watch?: boolean;
   serve?: string;
   host?: string;
+  split?: string;
+  splits?: boolean;
+  limit?: string;
+  after?: string;
+  /** --color / --no-color; undefined: the environment and the terminal decide (color.ts). */
+  color?: boolean;
 }
 
 /** Adds the `inspect` subcommand to `program`. */
@@ -36,19 +46,25 @@ export function registerInspect(program: Command): void {
   const command = program
     .command('inspect')
     .description('print the state of one job on etcd: leader, members, assignments vs holdings, splits, revocations, progress')
-    .requiredOption('--etcd <urls>', 'etcd client URL(s), comma-separated')
     .requiredOption('--job <name>', 'the job\'s name')
-    .option('--root <prefix>', 'key prefix root the job lives under', 'splitfleet')
+    .option('--root <prefix>', 'key prefix root the job lives under (env SPLITFLEET_ROOT)', 'splitfleet')
     .option('--json', 'print the report as one JSON object (one per refresh with --watch)')
     .option('--watch', 'keep watching and refresh on every change (Ctrl-C to stop)')
     .option('--serve <port>', 'serve a live, read-only web dashboard of the job on this port (0: any free port) until Ctrl-C')
-    .option('--host <address>', 'address the dashboard binds (with --serve)', '127.0.0.1');
-  addEtcdSecurityOptions(command)
+    .option('--host <address>', 'address the dashboard binds (with --serve)', '127.0.0.1')
+    .option('--split <id>', 'show one split: status, owner, epoch, attempts, lease, weight, progress, last reason, age')
+    .option('--splits', 'show a page of the job\'s splits as a table, in id order (with --limit, --after)')
+    .option('--limit <n>', `splits per page with --splits (1 to ${MAX_SPLIT_PAGE})`, '50')
+    .option('--after <id>', 'with --splits: start after this split id (the previous page\'s last, printed as "more: --after ID")')
+    .option('--color', 'colour the report even when stdout is not a terminal')
+    .option('--no-color', 'never colour (NO_COLOR and FORCE_COLOR are read otherwise)');
+  addConnectionOptions(command)
     .addHelpText(
       'after',
-      '\nReads <root>/<job>/ and never writes. Credentials are never printed; pass the password through\n'
-        + 'SPLITFLEET_ETCD_PASSWORD rather than --password, which other users can see in the process list.\n'
-        + 'Exit codes: 0 printed; 2 refused (bad options); 1 any other failure (etcd unreachable, no such job).',
+      '\nReads <root>/<job>/ and never writes (--split, --splits: only those splits\' records). Credentials are\n'
+        + 'never printed; pass the password through SPLITFLEET_ETCD_PASSWORD rather than --password, which\n'
+        + 'other users can see in the process list.\n'
+        + `${exitCodesHelp('printed', 'no such job, no such split')}`,
     )
     .action(async (options: InspectOptions) => {
       await inspect(options);
@@ -78,8 +94,24 @@ export async function inspect(options: InspectOptions): Promise<void> {
   const root = options.root ?? 'splitfleet';
   checkNames(options.job, root);
   const port = options.serve === undefined ? undefined : servePort(options);
+  const limit = splitsLimit(options);
   const store = new EtcdStore(etcdStoreOptions(options));
   try {
+    if (options.split !== undefined) {
+      const { page, split } = await readSplit({ store, root, job: options.job, id: options.split });
+      if (!page.exists) throw noSuchJob(options.job, root, page.prefix);
+      if (split === null) {
+        throw new SplitfleetError('INVALID_INPUT', `--split: job ${JSON.stringify(options.job)} has no split ${printable(JSON.stringify(options.split))} (\`splitfleet inspect --splits\` lists them)`);
+      }
+      process.stdout.write(options.json ? `${printableJson({ ...page, splits: undefined, split })}\n` : renderSplit(page, split));
+      return;
+    }
+    if (limit !== undefined) {
+      const page = await readSplitPage({ store, root, job: options.job, limit, ...(options.after !== undefined ? { after: options.after } : {}) });
+      if (!page.exists) throw noSuchJob(options.job, root, page.prefix);
+      process.stdout.write(options.json ? `${printableJson(page)}\n` : renderSplitTable(page));
+      return;
+    }
     if (port !== undefined) {
       await serve(store, root, port, options);
       return;
@@ -89,13 +121,32 @@ export async function inspect(options: InspectOptions): Promise<void> {
       return;
     }
     const report = await readReport(store, root, options.job);
-    if (!report.exists) {
-      throw new Error(`no job ${JSON.stringify(options.job)} under ${root}/: nothing is stored at ${report.prefix} (check --job and --root)`);
-    }
-    process.stdout.write(options.json ? `${printableJson(report)}\n` : renderReport(report, { color: useColor() }));
+    if (!report.exists) throw noSuchJob(options.job, root, report.prefix);
+    process.stdout.write(options.json ? `${printableJson(report)}\n` : renderReport(report, { color: useColor(options) }));
   } finally {
     await store.close();
   }
+}
+
+/** "No such job": a refusal (exit 2), as for the operator commands. */
+function noSuchJob(job: string, root: string, prefix: string): SplitfleetError {
+  return new SplitfleetError('INVALID_INPUT', `no job ${JSON.stringify(job)} under ${root}/: nothing is stored at ${prefix} (check --job and --root)`);
+}
+
+/** The page size when --splits is given (undefined otherwise), refusing --limit or --after without it and views that do not combine. */
+function splitsLimit(options: InspectOptions): number | undefined {
+  const views = [options.split !== undefined && '--split', options.splits === true && '--splits', options.watch === true && '--watch', options.serve !== undefined && '--serve']
+    .filter((v): v is string => v !== false);
+  if (views.length > 1) throw new SplitfleetError('INVALID_INPUT', `${views[0]}: cannot be combined with ${views[1]}`);
+  if (options.splits !== true) {
+    if (options.after !== undefined) throw new SplitfleetError('INVALID_INPUT', '--after: needs --splits');
+    return undefined;
+  }
+  const limit = Number(options.limit ?? '50');
+  if (!/^\d+$/.test(options.limit ?? '50') || limit < 1 || limit > MAX_SPLIT_PAGE) {
+    throw new SplitfleetError('INVALID_INPUT', `--limit: must be an integer from 1 to ${MAX_SPLIT_PAGE} (got ${JSON.stringify(options.limit)})`);
+  }
+  return limit;
 }
 
 /** Checks --serve's port and what it cannot be combined with. */
@@ -128,8 +179,8 @@ async function serve(store: Store, root: string, port: number, options: InspectO
   }
 }
 
-function useColor(): boolean {
-  return process.stdout.isTTY === true && process.env.NO_COLOR === undefined;
+function useColor(options: InspectOptions): boolean {
+  return colorEnabled(options.color, process.env, process.stdout.isTTY === true);
 }
 
 /** Re-lists on watch events, at most every 500 ms, until SIGINT or SIGTERM. */
@@ -174,7 +225,7 @@ async function watch(store: Store, root: string, options: InspectOptions): Promi
         if (options.json) {
           process.stdout.write(`${printableJson(report)}\n`);
         } else {
-          const text = renderReport(report, { color: useColor() });
+          const text = renderReport(report, { color: useColor(options) });
           const footer = `watching ${prefix} · updated ${new Date().toLocaleTimeString()} · Ctrl-C to stop\n`;
           process.stdout.write(tty ? `\x1b[H\x1b[2J${text}\n${footer}` : `${first ? '' : '\n'}${text}`);
         }

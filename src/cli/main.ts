@@ -4,21 +4,19 @@
  * own module and registers itself here: `plan`, `demo`, `inspect`, and the
  * operator commands (`jobs`, `retry`, `pause`, `resume`, `evacuate`, `delete`).
  *
- * Exit codes, for every subcommand: 0 success; 2 refused (input that breaks a
- * rule, unknown options or commands); 1 any other failure. A refusal or
- * failure is one line on stderr, `splitfleet <command>: <field>: <rule>`,
- * and nothing on stdout.
+ * Exit codes, for every subcommand (exit-codes.ts, decision 0035): 0 success;
+ * 2 refused (input that breaks a rule, unknown options or commands, no such
+ * job or split); 1 any other failure. A refusal or failure is one line on
+ * stderr, `splitfleet <command>: <field>: <rule>`, and nothing on stdout.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { isSplitfleetError, printable } from '../index.js';
 import { registerDemo } from './demo.js';
+import { EXIT_FAILURE, EXIT_REFUSED, exitCodesHelp } from './exit-codes.js';
 import { registerInspect } from './inspect.js';
 import { registerOperate } from './operate.js';
 import { registerPlan } from './plan.js';
-
-const EXIT_FAILURE = 1;
-const EXIT_REFUSED = 2;
 
 function version(): string {
   try {
@@ -49,7 +47,8 @@ async function main(argv: string[]): Promise<number> {
     .description('Divide a job\'s splits across a fleet of Node.js workers through etcd.')
     .version(version())
     .exitOverride()
-    .configureOutput(errorOutput('splitfleet'));
+    .configureOutput(errorOutput('splitfleet'))
+    .addHelpText('after', `\n${exitCodesHelp('success', 'no such job or split')}\nEvery command's --help states its own.`);
 
   registerPlan(program);
   registerDemo(program);

@@ -8,22 +8,23 @@
 import type { Command } from 'commander';
 import { EtcdStore } from '../etcd.js';
 import {
-  deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
+  alignColumns, deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
-import { addEtcdSecurityOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { exitCodesHelp } from './exit-codes.js';
 
 interface Common extends EtcdCliOptions {
   root: string;
   json?: boolean;
 }
 
-function common(command: Command): Command {
+/** The options every operator command shares, and its exit codes on --help (`ok`: what 0 means; `refused`: what 2 covers). */
+function common(command: Command, ok: string, refused = 'no such job'): Command {
   command
-    .requiredOption('--etcd <urls>', 'etcd client URL(s), comma-separated')
-    .option('--root <prefix>', 'key prefix root the jobs live under', 'splitfleet')
+    .option('--root <prefix>', 'key prefix root the jobs live under (env SPLITFLEET_ROOT)', 'splitfleet')
     .option('--json', 'print the result as one JSON object');
-  return addEtcdSecurityOptions(command);
+  return addConnectionOptions(command).addHelpText('after', `\n${exitCodesHelp(ok, refused)}`);
 }
 
 async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Promise<T>): Promise<T> {
@@ -35,9 +36,9 @@ async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Prom
   }
 }
 
-/** Prints `lines` (their store text made printable here, decision 0030), or `json`. */
-function print(options: Common, json: unknown, lines: string[]): void {
-  process.stdout.write(options.json ? `${printableJson(json)}\n` : `${lines.map(printable).join('\n')}\n`);
+/** Prints `lines` (their store text made printable here, decision 0030, unless `escaped` already), or `json`. */
+function print(options: Common, json: unknown, lines: string[], escaped = false): void {
+  process.stdout.write(options.json ? `${printableJson(json)}\n` : `${(escaped ? lines : lines.map(printable)).join('\n')}\n`);
 }
 
 function controlLines(job: string, r: ControlResult, did: string, undid: string): string[] {
@@ -51,13 +52,13 @@ function controlLines(job: string, r: ControlResult, did: string, undid: string)
 
 /** Adds the operator commands to `program`. */
 export function registerOperate(program: Command): void {
-  common(program.command('jobs').description('list the jobs under a root: verdict, progress, members'))
+  common(program.command('jobs').description('list the jobs under a root: verdict, progress, members'), 'listed (also when there are none)', '')
     .action(async (o: Common) => {
       const jobs = await withStore(o, (store) => listJobs({ store, root: o.root }));
-      print(o, { root: o.root, jobs }, jobs.length === 0 ? [`no jobs under ${o.root}/`] : jobTable(jobs));
+      print(o, { root: o.root, jobs }, jobs.length === 0 ? [`no jobs under ${printable(o.root)}/`] : jobTable(jobs), true);
     });
 
-  common(program.command('retry').description('return quarantined splits to runnable, attempts reset'))
+  common(program.command('retry').description('return quarantined splits to runnable, attempts reset'), 'retried (or, with --dry-run, listed)', 'no such job, a split that is not quarantined')
     .requiredOption('--job <name>', 'the job')
     .option('--split <id...>', 'the quarantined split(s) to retry')
     .option('--all-quarantined', 'retry every quarantined split of the job')
@@ -82,14 +83,14 @@ export function registerOperate(program: Command): void {
       ]);
     });
 
-  common(program.command('pause').description('pause a job: empty assignments, lanes drain, nothing is claimed, progress is kept'))
+  common(program.command('pause').description('pause a job: empty assignments, lanes drain, nothing is claimed, progress is kept'), 'paused (or already paused)')
     .requiredOption('--job <name>', 'the job')
     .action(async (o: Common & { job: string }) => {
       const r = await withStore(o, (store) => pauseJob({ store, root: o.root, job: o.job }));
       print(o, { job: o.job, ...r }, controlLines(o.job, r, 'paused; every lane drains and nothing is claimed until `splitfleet resume`', 'already paused'));
     });
 
-  common(program.command('resume').description('resume a paused job, or (--instance) undo an evacuation'))
+  common(program.command('resume').description('resume a paused job, or (--instance) undo an evacuation'), 'resumed (or was not paused)')
     .requiredOption('--job <name>', 'the job')
     .option('--instance <id>', 'undo the evacuation of this instance (the job\'s pause is left as it is)')
     .action(async (o: Common & { job: string; instance?: string }) => {
@@ -101,7 +102,7 @@ export function registerOperate(program: Command): void {
         : controlLines(o.job, r, 'resumed; the leader assigns work again', 'was not paused'));
     });
 
-  common(program.command('evacuate').description('drain one instance and assign it nothing (ahead of a deploy)'))
+  common(program.command('evacuate').description('drain one instance and assign it nothing (ahead of a deploy)'), 'evacuated (or already)', 'no such job, no such live member')
     .requiredOption('--job <name>', 'the job')
     .requiredOption('--instance <id>', 'the live member to evacuate')
     .action(async (o: Common & { job: string; instance: string }) => {
@@ -111,7 +112,7 @@ export function registerOperate(program: Command): void {
         `instance ${o.instance} was already evacuated`));
     });
 
-  common(program.command('delete').description('remove a finished job\'s keys (a running job needs --force)'))
+  common(program.command('delete').description('remove a finished job\'s keys (a running job needs --force)'), 'deleted (or, with --dry-run, listed)', 'no such job, a running job without --force')
     .requiredOption('--job <name>', 'the job')
     .option('--force', 'delete a job that is running or has live processes: they stop (JOB_DELETED)')
     .option('--dry-run', 'list the keys that would go (a count per kind, then each key); delete nothing')
@@ -146,8 +147,7 @@ function jobTable(jobs: JobSummary[]): string[] {
       j.leader ?? '-',
     ]);
   }
-  // Widths of the cells as print() will show them (escaped); a cell is padded raw by what its escape lacks.
-  const shown = (c: string) => printable(c).length;
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => shown(r[i]!))));
-  return rows.map((r) => r.map((c, i) => c + ' '.repeat(widths[i]! - shown(c))).join('  ').replace(/ +$/, ''));
+  // Escaped here, before measuring (print() is told not to again: escaping is not idempotent), and
+  // padded by display width: a CJK job or instance name takes two cells a character.
+  return alignColumns(rows.map((r) => r.map(printable)));
 }

@@ -9,6 +9,7 @@
  * every text from the store goes through `printable` first (decision 0030).
  */
 import { printable, printableDeep } from './printable.js';
+import { displayWidth, padEndDisplay, padStartDisplay } from './width.js';
 import type { JobReport, MemberReport } from './report.js';
 
 export interface RenderOptions {
@@ -35,13 +36,9 @@ export function bar(fraction: number, width: number): string {
   return '█'.repeat(full) + '░'.repeat(width - full);
 }
 
-function pad(s: string, n: number): string {
-  return s.length >= n ? s : s + ' '.repeat(n - s.length);
-}
-
-function padLeft(s: string, n: number): string {
-  return s.length >= n ? s : ' '.repeat(n - s.length) + s;
-}
+// By display width, not .length: a CJK or emoji instance id takes two cells a character (width.ts).
+const pad = padEndDisplay;
+const padLeft = padStartDisplay;
 
 /** Lists ids, at most `max` of them, then "+N more"; each id printable (it came from the store). */
 export function idList(ids: readonly string[], max: number): string {
@@ -99,7 +96,7 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
   out.push(c('bold', `members (${live} live${report.members.length > live ? `, ${report.members.length - live} departed` : ''})`));
   const rows: string[][] = [['instance', 'lanes', 'held', 'load held', 'assigned', 'load assigned', '']];
   for (const m of report.members) rows.push(memberRow(m));
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => displayWidth(r[i]!))));
   rows.forEach((r, i) => {
     const line = r.map((cell, j) => (j === 0 || j === r.length - 1 ? pad(cell, widths[j]!) : padLeft(cell, widths[j]!))).join('  ').trimEnd();
     out.push(`  ${i === 0 ? c('dim', line) : line}`);

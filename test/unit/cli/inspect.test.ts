@@ -6,7 +6,7 @@
  *   the same; `--watch --json` prints one report per refresh until SIGINT;
  * - over TLS with auth (`--ca`, `--user`, SPLITFLEET_ETCD_PASSWORD), and a
  *   wrong password refused in one line that never quotes it;
- * - a job that does not exist is exit 1; bad options are exit 2, one line.
+ * - a job that does not exist is exit 2 (as for the operator commands); bad options are exit 2, one line.
  * Build first: `npm run build`.
  */
 import { spawn } from 'node:child_process';
@@ -160,9 +160,9 @@ describe('splitfleet inspect on a running job', () => {
     expect(reports.at(-1)!.revision).toBeGreaterThan(reports[0]!.revision);
   });
 
-  test('a job that does not exist: exit 1, one line', async () => {
+  test('a job that does not exist: exit 2, one line', async () => {
     const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'no-such-job']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe('splitfleet inspect: no job "no-such-job" under splitfleet/: nothing is stored at splitfleet/no-such-job/ (check --job and --root)\n');
   });
@@ -202,16 +202,16 @@ describe('splitfleet inspect over TLS with auth', () => {
 
 describe('splitfleet inspect refuses bad options (exit 2, one line)', () => {
   test.concurrent.each([
-    [['inspect', '--job', 'x'], /^splitfleet inspect: required option '--etcd <urls>' not specified$/],
+    [['inspect', '--job', 'x'], /^splitfleet inspect: --etcd: is required: pass --etcd URL\[,URL…\] or set SPLITFLEET_ETCD_ENDPOINTS/],
     [['inspect', '--etcd', 'http://127.0.0.1:1'], /^splitfleet inspect: required option '--job <name>' not specified$/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'a/b'], /^splitfleet inspect: --job: must be 1 to 128 characters of \[A-Za-z0-9._-\] \(got "a\/b"\)$/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--root', '/abs'], /^splitfleet inspect: --root: must be '\/'-separated segments/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--user', 'ops'], /^splitfleet inspect: --user: needs a password: set SPLITFLEET_ETCD_PASSWORD/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--cert', '/nonexistent.pem'], /^splitfleet inspect: --cert: needs --key/],
-    [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--ca', '/nonexistent/ca.pem'], /^splitfleet inspect: --ca: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)$/],
+    [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--ca', '/nonexistent/ca.pem'], /^splitfleet inspect: --cacert: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)$/],
     [['inspect', '--etcd', 'http://u:secret@127.0.0.1:1', '--job', 'x'], /^splitfleet inspect: --etcd: must not carry credentials in the URL/],
   ])('%j', async (args, message) => {
-    const r = await run(args, { SPLITFLEET_ETCD_PASSWORD: '' });
+    const r = await run(args, { SPLITFLEET_ETCD_PASSWORD: '', SPLITFLEET_ETCD_ENDPOINTS: '', ETCDCTL_ENDPOINTS: '' });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
