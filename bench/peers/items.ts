@@ -1,0 +1,86 @@
+/**
+ * The one synthetic job every system of bench:peers runs: items with
+ * lognormal unit counts (σ ≈ 1.5, so a few items carry much of the work),
+ * the same for a seed in the parent and in every worker process, and the
+ * worker protocol (configuration in, JSON lines out) the three systems share.
+ */
+import { prng } from '../../src/prng.js';
+
+export interface ItemsSpec {
+  count: number;
+  seed: number;
+  /** Median units of an item (lognormal); 0 with sigma 0 gives 1 unit each (tiny items). */
+  medianUnits: number;
+  sigma: number;
+  maxUnits: number;
+}
+
+export interface Item {
+  id: string;
+  units: number;
+}
+
+/** Box–Muller over the project's PRNG: deterministic for a seed. */
+export function peerItems(spec: ItemsSpec): Item[] {
+  const rnd = prng(spec.seed);
+  const width = String(spec.count - 1).length;
+  const out: Item[] = [];
+  for (let i = 0; i < spec.count; i++) {
+    const z = Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+    const units = spec.sigma === 0 ? Math.max(1, Math.round(spec.medianUnits)) : Math.round(spec.medianUnits * Math.exp(spec.sigma * z));
+    out.push({ id: `it-${String(i).padStart(width, '0')}`, units: Math.min(spec.maxUnits, Math.max(1, units)) });
+  }
+  return out;
+}
+
+export type SystemName = 'splitfleet' | 'bullmq' | 'redis-locks';
+export const SYSTEMS: readonly SystemName[] = ['splitfleet', 'bullmq', 'redis-locks'];
+
+/** SPLITFLEET_PEER (JSON) of one worker process. */
+export interface PeerWorkerConfig {
+  system: SystemName;
+  worker: string;
+  lanes: number;
+  items: ItemsSpec;
+  unitMs: number;
+  commitEvery: number;
+  /** Lease / lock duration (ms), the same for the three systems. */
+  leaseMs: number;
+  /** etcd client URL (splitfleet) or redis://host:port (the others). */
+  endpoint: string;
+  /** Job name (splitfleet), queue name (BullMQ), key prefix (locks). */
+  job: string;
+}
+
+/**
+ * One stdout line of a worker. `ready` (connected, waiting for the parent's
+ * `go`), `start` {id, from} (an attempt begins at unit `from`), `unit` {id, u}
+ * (unit u, 1-based, processed), `commit` {id, u, ok} (progress u acknowledged by
+ * the store, or refused), `done` {id, ok} (the item's completion acknowledged
+ * or refused), `abort` {id} (the attempt stopped: lease or lock lost). `n` is
+ * the worker's attempt number (an attempt is w/n). `t` is Date.now() when the
+ * store answered.
+ */
+export interface PeerLine {
+  ev: 'ready' | 'start' | 'unit' | 'commit' | 'done' | 'abort' | 'error';
+  t: number;
+  w: string;
+  id?: string;
+  u?: number;
+  n?: number;
+  from?: number;
+  ok?: boolean;
+  message?: string;
+}
+
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });

@@ -1,0 +1,139 @@
+/**
+ * The figures of one bench:peers run, computed from the workers' lines alone
+ * (pure: no I/O, no clock), the same way for every system:
+ *
+ * - duplicates: processings of a unit beyond its first;
+ * - redoneUnits: of those, the ones processed again although a progress at or
+ *   past them had already been acknowledged for the item (work a resume from
+ *   the committed progress would have skipped);
+ * - staleWrites: progress or completion writes the store acknowledged from an
+ *   attempt that was no longer the item's latest one (another worker had
+ *   started it since): the writes a fence would have refused;
+ * - lost: units never processed;
+ * - makespan over the lower bound max(total / lanes, heaviest item), useful
+ *   lane utilisation (distinct units × unitMs over lanes × makespan), units per
+ *   worker (max / mean), items per second;
+ * - recoveryMs: from a kill (or stall) until the last of the worker's items in
+ *   hand runs a unit elsewhere; joinBusyMs: from a joiner's `go` to its first unit;
+ *   firstUnitMs: from `go` to the first unit anywhere.
+ */
+import type { Item, PeerLine } from './items.js';
+
+export interface RunShape {
+  items: readonly Item[];
+  lanes: number;
+  unitMs: number;
+  t0: number;
+  /** Worker killed or stopped at `at`. */
+  fault?: { worker: string; at: number };
+  join?: { worker: string; at: number };
+}
+
+export interface PeerFigures {
+  complete: boolean;
+  makespanMs: number;
+  lowerBoundMs: number;
+  makespanRatio: number;
+  utilisation: number;
+  lost: number;
+  duplicates: number;
+  redoneUnits: number;
+  staleWrites: number;
+  refusedWrites: number;
+  itemsPerSecond: number;
+  perWorkerMaxOverMean: number;
+  recoveryMs: number | null;
+  joinBusyMs: number | null;
+  joinerUnits: number | null;
+  /** From `go` to the first unit anywhere: start-up (splitfleet: election and plan), part of the makespan. */
+  firstUnitMs: number | null;
+}
+
+export function measure(lines: readonly PeerLine[], shape: RunShape): PeerFigures {
+  const sorted = [...lines].sort((a, b) => a.t - b.t);
+  const seen = new Map<string, number>();
+  const latestAttempt = new Map<string, string>();
+  const committed = new Map<string, number>();
+  const doneAt = new Map<string, number>();
+  const perWorker = new Map<string, number>();
+  let duplicates = 0, redoneUnits = 0, staleWrites = 0, refusedWrites = 0, lastDone = shape.t0;
+  const held = new Map<string, string>(); // id → attempt of the faulty worker in hand at the fault
+  const recovered = new Map<string, number>();
+  let joinFirst: number | null = null;
+  let joinerUnits = 0;
+  let faultSeen = false;
+  let firstUnit: number | null = null;
+  for (const l of sorted) {
+    if (!l.id) continue;
+    const attempt = `${l.w}/${l.n}`;
+    if (shape.fault && !faultSeen && l.t >= shape.fault.at) {
+      faultSeen = true;
+      for (const [id, a] of latestAttempt) if (a.startsWith(`${shape.fault.worker}/`) && !doneAt.has(id)) held.set(id, a);
+    }
+    switch (l.ev) {
+      case 'start':
+        latestAttempt.set(l.id, attempt);
+        break;
+      case 'unit': {
+        const key = `${l.id}#${l.u}`;
+        const count = seen.get(key) ?? 0;
+        if (count > 0) {
+          duplicates++;
+          if ((committed.get(l.id) ?? 0) >= l.u!) redoneUnits++;
+        }
+        seen.set(key, count + 1);
+        firstUnit ??= l.t;
+        perWorker.set(l.w, (perWorker.get(l.w) ?? 0) + 1);
+        if (shape.join && l.w === shape.join.worker) {
+          joinerUnits++;
+          if (joinFirst === null && l.t >= shape.join.at) joinFirst = l.t;
+        }
+        if (held.has(l.id) && l.w !== shape.fault!.worker && !recovered.has(l.id)) recovered.set(l.id, l.t);
+        break;
+      }
+      case 'commit':
+      case 'done':
+        if (!l.ok) {
+          refusedWrites++;
+          break;
+        }
+        if (latestAttempt.get(l.id) !== attempt) staleWrites++;
+        if (l.ev === 'commit') committed.set(l.id, l.u!);
+        else if (!doneAt.has(l.id)) {
+          doneAt.set(l.id, l.t);
+          lastDone = Math.max(lastDone, l.t);
+        }
+        break;
+    }
+  }
+  let total = 0, heaviest = 0, lost = 0;
+  for (const it of shape.items) {
+    total += it.units;
+    heaviest = Math.max(heaviest, it.units);
+    for (let u = 1; u <= it.units; u++) if (!seen.has(`${it.id}#${u}`)) lost++;
+  }
+  const makespanMs = Math.max(1, lastDone - shape.t0);
+  const lowerBoundMs = Math.max((total * shape.unitMs) / shape.lanes, heaviest * shape.unitMs);
+  const counts = [...perWorker.values()];
+  const mean = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
+  // Items the faulty worker finished itself (a stall shorter than the detection) have no recovery.
+  const recoveries = [...held.keys()].map((id) => recovered.get(id)).filter((t): t is number => t !== undefined);
+  return {
+    complete: doneAt.size === shape.items.length,
+    makespanMs,
+    lowerBoundMs,
+    makespanRatio: makespanMs / lowerBoundMs,
+    utilisation: ((total - lost) * shape.unitMs) / (shape.lanes * makespanMs),
+    lost,
+    duplicates,
+    redoneUnits,
+    staleWrites,
+    refusedWrites,
+    itemsPerSecond: doneAt.size / (makespanMs / 1000),
+    perWorkerMaxOverMean: counts.length ? Math.max(...counts) / mean : 0,
+    recoveryMs: shape.fault && recoveries.length ? Math.max(...recoveries) - shape.fault.at : null,
+    joinBusyMs: shape.join ? (joinFirst === null ? null : joinFirst - shape.join.at) : null,
+    joinerUnits: shape.join ? joinerUnits : null,
+    firstUnitMs: firstUnit === null ? null : firstUnit - shape.t0,
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * What the three worker processes of bench:peers share: the configuration
+ * (SPLITFLEET_PEER), the JSON lines on stdout, the parent's `go` over IPC,
+ * exiting when the parent goes, and the one paced handler: a loop over an
+ * item's units from its committed progress, committing every `commitEvery`
+ * units through whatever the system offers, stopping when its attempt is
+ * aborted (lease or lock lost) or drained (splitfleet's cooperative release).
+ */
+import { peerItems, sleep, type Item, type PeerLine, type PeerWorkerConfig } from './items.js';
+
+export function workerConfig(): PeerWorkerConfig {
+  return JSON.parse(process.env.SPLITFLEET_PEER ?? '{}') as PeerWorkerConfig;
+}
+
+export function itemsById(cfg: PeerWorkerConfig): Map<string, Item> {
+  return new Map(peerItems(cfg.items).map((i) => [i.id, i]));
+}
+
+/**
+ * One JSON line per event, written at once: a pipe write is synchronous on
+ * Linux, so a SIGKILL loses at most the line of the moment (batching per tick
+ * lost whole completions of a killed worker).
+ */
+export function emit(cfg: PeerWorkerConfig, line: Omit<PeerLine, 'w' | 't'> & { t?: number }): void {
+  process.stdout.write(`${JSON.stringify({ t: Date.now(), w: cfg.worker, ...line })}\n`);
+}
+
+/** Resolves on the parent's `go`; the process exits when the parent disconnects or on SIGTERM. */
+export function waitForGo(): Promise<void> {
+  process.on('disconnect', () => process.exit(0));
+  process.on('SIGTERM', () => process.exit(0));
+  return new Promise((resolve) => {
+    process.on('message', (m: unknown) => {
+      if (m === 'go') resolve();
+    });
+  });
+}
+
+export interface Attempt {
+  item: Item;
+  /** Committed progress the attempt starts from (units already done). */
+  from: number;
+  /** Aborted when the system says the attempt no longer holds the item. */
+  signal?: AbortSignal;
+  /** Aborted when the system asks for a cooperative release (splitfleet's drain). */
+  drain?: AbortSignal;
+  /** Writes progress `n`; false when the store refused it (fenced out). */
+  commit(n: number): Promise<boolean>;
+}
+
+let attempts = 0;
+
+/**
+ * Runs one attempt; 'done' when every unit is processed (the caller completes),
+ * 'aborted' or 'drained' otherwise. Returns the attempt's number for the lines
+ * the caller adds (`done`).
+ */
+export async function runAttempt(cfg: PeerWorkerConfig, a: Attempt): Promise<{ status: 'done' | 'aborted' | 'drained'; n: number; units: number }> {
+  const n = ++attempts;
+  const id = a.item.id;
+  emit(cfg, { ev: 'start', id, from: a.from, n });
+  let done = a.from;
+  let committed = done;
+  const commit = async (): Promise<boolean> => {
+    const ok = await a.commit(done).catch(() => false);
+    emit(cfg, { ev: 'commit', id, u: done, ok, n });
+    if (ok) committed = done;
+    return ok;
+  };
+  while (done < a.item.units) {
+    if (a.signal?.aborted) {
+      emit(cfg, { ev: 'abort', id, n });
+      return { status: 'aborted', n, units: done };
+    }
+    if (a.drain?.aborted) {
+      if (done > committed && !(await commit())) return { status: 'aborted', n, units: done };
+      return { status: 'drained', n, units: done };
+    }
+    await sleep(cfg.unitMs, a.signal);
+    if (a.signal?.aborted) continue;
+    done++;
+    emit(cfg, { ev: 'unit', id, u: done, n });
+    if (done - committed >= cfg.commitEvery && done < a.item.units && !(await commit())) {
+      emit(cfg, { ev: 'abort', id, n });
+      return { status: 'aborted', n, units: done };
+    }
+  }
+  return { status: 'done', n, units: done };
+}
