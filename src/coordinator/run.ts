@@ -19,6 +19,7 @@ import { SplitfleetError } from '../errors.js';
 import type { Logger } from './log.js';
 import type { RunOutcome } from './types.js';
 
+/** What `run()` listens for. */
 export interface RunOptions {
   /** Signals that stop the coordinator gracefully. Default `['SIGTERM', 'SIGINT']`; `[]` listens to none. */
   signals?: readonly NodeJS.Signals[];

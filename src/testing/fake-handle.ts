@@ -68,9 +68,15 @@ export interface FakeSplit<Descriptor extends Json = Json, Progress extends Json
   drain(): void;
   /** The lane is lost or forced: `signal` aborts and every later write is refused. */
   abort(reason?: string): void;
-  /** Called after each commit lands, before the handler's `await` returns (runHandler drains or aborts here). */
+  /**
+   * Called after each commit lands, before the handler's `await` returns (runHandler drains here).
+   * @internal runHandler's hook.
+   */
   onCommit?: (count: number) => void;
-  /** Called before each commit is written; returning a reason fences it out (LEASE_LOST, the lane lost). */
+  /**
+   * Called before each commit is written; returning a reason fences it out (LEASE_LOST, the lane lost).
+   * @internal runHandler's hook.
+   */
   fenceCommit?: (count: number, progress: Progress) => string | undefined;
 }
 
