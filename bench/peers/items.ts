@@ -57,12 +57,13 @@ export interface PeerWorkerConfig {
  * `go`), `start` {id, from} (an attempt begins at unit `from`), `unit` {id, u}
  * (unit u, 1-based, processed), `commit` {id, u, ok} (progress u acknowledged by
  * the store, or refused), `done` {id, ok} (the item's completion acknowledged
- * or refused), `abort` {id} (the attempt stopped: lease or lock lost). `n` is
+ * or refused), `abort` {id} (the attempt stopped: lease or lock lost),
+ * `finished` (splitfleet: the job's verdict is complete). `n` is
  * the worker's attempt number (an attempt is w/n). `t` is Date.now() when the
  * store answered.
  */
 export interface PeerLine {
-  ev: 'ready' | 'start' | 'unit' | 'commit' | 'done' | 'abort' | 'error';
+  ev: 'ready' | 'start' | 'unit' | 'commit' | 'done' | 'abort' | 'finished' | 'error';
   t: number;
   w: string;
   id?: string;

@@ -114,6 +114,20 @@ async function prepare(system: SystemName, job: string, s: Scenario, ep: Endpoin
   }
 }
 
+/** Whether the store itself says every item is done (the lines may miss a completion a SIGKILL cut off). */
+async function storeDone(system: SystemName, job: string, ep: Endpoints, lines: readonly PeerLine[], redis: Redis): Promise<boolean> {
+  if (system === 'splitfleet') return lines.some((l) => l.ev === 'finished');
+  if (system === 'redis-locks') return (await redis.scard(`${job}:todo`)) === 0;
+  const url = new URL(ep.redis);
+  const queue = new Queue(job, { connection: { host: url.hostname, port: Number(url.port) } });
+  try {
+    const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
+    return Object.values(counts).every((n) => n === 0);
+  } finally {
+    await queue.close();
+  }
+}
+
 export interface ScenarioResult extends PeerFigures {
   workers: number;
   lanes: number;
@@ -145,6 +159,16 @@ export async function runScenario(system: SystemName, s: Scenario, ep: Endpoints
   });
   const initial = s.name === 'join' ? s.workers - 1 : s.workers;
   const procs = Array.from({ length: initial }, (_, i) => new PeerProcess(config(`w${i}`), onLine));
+  const redis = new Redis(ep.redis, { maxRetriesPerRequest: null, lazyConnect: system === 'splitfleet' });
+  let inStore = false;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      await new Promise((r) => setTimeout(r, 250));
+      // Only once every unit ran: the store is asked about the end, not polled all run long.
+      if (processed.size >= totalUnits && !inStore) inStore = await storeDone(system, job, ep, lines, redis).catch(() => false);
+    }
+  })();
   try {
     await Promise.all(procs.map((p) => p.ready));
     const t0 = Date.now();
@@ -183,12 +207,15 @@ export async function runScenario(system: SystemName, s: Scenario, ep: Endpoints
       }
     }
     // A stalled worker's late writes land after it resumes: keep watching a moment past that.
-    await until(() => done.size === items.length && (resumeAt === 0 || Date.now() > resumeAt + 1500));
+    await until(() => (done.size === items.length || inStore) && (resumeAt === 0 || Date.now() > resumeAt + 1500));
     await new Promise((r) => setTimeout(r, 100)); // the last batched lines
     const lanes = s.workers * s.lanes;
-    const figures = measure(lines, { items, lanes, unitMs: s.unitMs, t0, ...(fault ? { fault } : {}), ...(join ? { join } : {}) });
+    const figures = measure(lines, { items, lanes, unitMs: s.unitMs, t0, storeDone: inStore, ...(fault ? { fault } : {}), ...(join ? { join } : {}) });
     return { ...figures, workers: s.workers, lanes, items: items.length, totalUnits, errors };
   } finally {
+    polling = false;
+    await poll;
+    redis.disconnect();
     await killWorkers();
   }
 }

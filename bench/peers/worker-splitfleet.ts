@@ -52,7 +52,8 @@ async function main(): Promise<void> {
     logger: silentLogger,
   });
   coordinator.on('session-lost', () => emit(cfg, { ev: 'error', message: 'session lost' }));
-  await coordinator.done.catch((e: Error) => emit(cfg, { ev: 'error', message: e.message }));
+  const verdict = await coordinator.done.catch((e: Error) => emit(cfg, { ev: 'error', message: e.message }));
+  if (verdict === 'complete') emit(cfg, { ev: 'finished' });
 }
 
 main().catch((e: Error) => {

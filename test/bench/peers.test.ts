@@ -45,6 +45,16 @@ test('measure counts duplicates, redone units, stale and refused writes, lost un
   expect(f.utilisation).toBeCloseTo(50 / 1000);
 });
 
+test('a completion the store holds but whose line a SIGKILL cut off counts as done at its last unit', () => {
+  const lines: PeerLine[] = [
+    { t: 100, w: 'w0', ev: 'start', id: 'a', from: 0, n: 1 },
+    { t: 150, w: 'w0', ev: 'unit', id: 'a', u: 1, n: 1 },
+  ];
+  const shape = { items: [{ id: 'a', units: 1 }], lanes: 1, unitMs: 10, t0: 100 };
+  expect(measure(lines, shape)).toMatchObject({ complete: false, doneLinesMissing: 0 });
+  expect(measure(lines, { ...shape, storeDone: true })).toMatchObject({ complete: true, doneLinesMissing: 1, makespanMs: 50 });
+});
+
 test('bench:peers --quick runs every system through every scenario and writes the JSON summary', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'splitfleet-peers-'));
   try {
