@@ -46,7 +46,7 @@ export interface FleetProcessConfig extends SyntheticMember {
  * One line of a member's stdout. Known `ev` values: started, leading,
  * not-leading, claimed {id, epoch, progress}, unit {id, unit, epoch},
  * drained {id, epoch, progress}, declined {id, epoch, progress}, completed {id, units},
- * failed {id, attempts}, stats {…}, verdict {verdict}, fatal {code, message}, stopped.
+ * failed {id, attempts}, session-lost {reason}, stats {…}, verdict {verdict}, fatal {code, message}, stopped.
  * A line that is not JSON is kept as {ev: 'raw', line}.
  */
 export interface FleetEvent {

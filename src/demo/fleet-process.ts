@@ -57,6 +57,8 @@ async function main(): Promise<void> {
     logger: process.env.SPLITFLEET_LOG_LEVEL ? defaultLogger({ job: cfg.job, instance: cfg.instance }) : silentLogger,
   });
   emit({ ev: 'started', instance: cfg.instance });
+  // A session loss drops every lane and rejoins: the member-loss tests count them.
+  coordinator.on('session-lost', (e) => emit({ ev: 'session-lost', reason: e.reason }));
   let leading = false;
   let lastStats = '';
   const reportStats = async (): Promise<void> => {

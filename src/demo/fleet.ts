@@ -267,6 +267,9 @@ export class ProcessFleet implements Fleet {
           case 'claimed': case 'drained': case 'declined': case 'completed': case 'failed':
             this.sink.lane(instance, e as LaneEvent);
             break;
+          case 'session-lost':
+            this.sink.note(`${instance} lost its session (${String(e.reason ?? '')}): its lanes are dropped and it rejoins`);
+            break;
           default:
             break;
         }

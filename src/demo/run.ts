@@ -48,7 +48,9 @@ export interface DemoOptions {
 
 /** The demo's short protocol timings (production defaults are 30 s, 10 s, 20 s, 10 s, 30 s). */
 export const DEMO_TIMINGS = Object.freeze({
-  leaseDurationMs: 3000,
+  // 5 s, not 3: a session rides out the election that losing the etcd cluster's leader member
+  // costs (1.5–2 s without any leader on etcd's defaults), which a 3 s lease could not (decision 0034).
+  leaseDurationMs: 5000,
   opTimeoutMs: 1000,
   rebalanceDelayMs: 2000,
   drainDeadlineMs: 2000,

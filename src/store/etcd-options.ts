@@ -125,33 +125,106 @@ export const RUN_ONCE: CallPolicy = {
 /** How long a host that failed three calls in a row is skipped, when there are others to try. */
 export const HOST_COOLDOWN_MS = 1000;
 
+/** The longest a host that refuses connections is skipped for (its cooldown doubles from HOST_COOLDOWN_MS up to this). */
+export const HOST_COOLDOWN_MAX_MS = 8000;
+
+/**
+ * Whether `e` proves that the request never left this client: gRPC had no
+ * connection to the host to send it on (a member that is down refuses the
+ * connection: grpc-js fails the call at once with "No connection
+ * established"), or the host policy skipped the host. Such a call can be sent
+ * to another member whatever it is, a transaction included: nothing of it
+ * reached etcd, so it cannot have applied.
+ */
+export function neverSent(e: Error): boolean {
+  return e.message.includes('No connection established') || e.message.includes(HOST_SKIPPED);
+}
+
+const HOST_SKIPPED = 'host skipped';
+
+/**
+ * How the members of one client's endpoint list have been answering, shared
+ * by their host policies: a call goes to a host in the best standing there is
+ * (answering; else failing calls; else refusing connections), never to a
+ * worse one while a better one exists, and never nowhere (when every host is
+ * in the same standing, each is tried).
+ *
+ * A host that refused a connection (`neverSent`) is set aside at once for
+ * HOST_COOLDOWN_MS, doubling while it keeps refusing, up to
+ * HOST_COOLDOWN_MAX_MS: a member that died (SIGKILL, a rolling upgrade)
+ * stops costing calls within one call, and one that comes back is tried
+ * again within 8 s. Three other connection-level failures in a row (a
+ * deadline, a reset, an election's "leader changed") set it aside for
+ * HOST_COOLDOWN_MS, behind any host that answers but ahead of one that
+ * refuses connections. One answered call restores a host.
+ */
+export class HostHealth {
+  private readonly hosts = new Map<string, { standing: 0 | 1 | 2; until: number; failures: number; refusals: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** 0 answering, 1 set aside after failed calls, 2 set aside after refused connections. */
+  standing(host: string): number {
+    const h = this.hosts.get(host);
+    return h === undefined || h.until <= this.now() ? 0 : h.standing;
+  }
+
+  /** Whether a call should pass `host` by: another host stands better. */
+  skip(host: string): boolean {
+    const mine = this.standing(host);
+    if (mine === 0) return false;
+    for (const other of this.hosts.keys()) if (other !== host && this.standing(other) < mine) return true;
+    return false;
+  }
+
+  /** Registers a host (so that `skip` knows it stands well before it was ever called). */
+  add(host: string): void {
+    if (!this.hosts.has(host)) this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0 });
+  }
+
+  succeeded(host: string): void {
+    this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0 });
+  }
+
+  /** A call to `host` failed at the connection level; `refused`: it never left this client (`neverSent`). */
+  failed(host: string, refused: boolean): void {
+    this.add(host);
+    const h = this.hosts.get(host)!;
+    if (refused) {
+      const cooldown = Math.min(HOST_COOLDOWN_MAX_MS, HOST_COOLDOWN_MS * 2 ** Math.min(h.refusals, 16));
+      this.hosts.set(host, { standing: 2, until: this.now() + cooldown, failures: 0, refusals: h.refusals + 1 });
+    } else if (++h.failures >= 3 && h.standing !== 2) {
+      this.hosts.set(host, { standing: 1, until: this.now() + HOST_COOLDOWN_MS, failures: 0, refusals: h.refusals });
+    }
+  }
+}
+
 /**
  * etcd3's per-host policy. Its default circuit breaker refuses every call to a
  * host for 5 s after three failures in a row: with one endpoint that turns a
  * sub-second etcd restart into 5 s of refusals (every session with a shorter
  * lease is lost), and in a cluster an election that fails calls on every
  * member blacks them all out. So: one endpoint, no breaker (skipping the only
- * host never helps); several, a host is skipped for HOST_COOLDOWN_MS after
- * three connection-level failures (`isRecoverable`) in a row, so calls go to
- * members that answer.
+ * host never helps); several, the hosts share a `HostHealth` and a call
+ * passes a host by when another stands better (etcd3 then tries the next
+ * host), so calls go to members that answer (decision 0034). A stream's
+ * opening is not an answer (its failure comes later, through etcd3's
+ * `markFailed`, which runs this policy with a function that throws).
  */
-export function hostPolicy(endpoints: number, isRecoverable: (e: Error) => boolean): () => CallPolicy {
+export function hostPolicy(endpoints: number, isRecoverable: (e: Error) => boolean, health = new HostHealth()): (host: string) => CallPolicy {
   if (endpoints === 1) return () => RUN_ONCE;
-  return () => {
-    let failures = 0;
-    let skipUntil = 0;
+  return (host: string) => {
+    health.add(host);
     return {
       execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => {
-        if (Date.now() < skipUntil) throw new Error(`host skipped for ${HOST_COOLDOWN_MS} ms after repeated failures`);
+        if (health.skip(host)) throw new Error(`${HOST_SKIPPED}: ${host} failed its last calls and another member answers`);
         try {
-          const result = await fn({ signal: new AbortController().signal });
-          failures = 0;
-          return result;
+          const result = fn({ signal: new AbortController().signal });
+          const value = await result;
+          if (isPromiseLike(result)) health.succeeded(host);
+          return value;
         } catch (e) {
-          if (e instanceof Error && isRecoverable(e) && ++failures >= 3) {
-            failures = 0;
-            skipUntil = Date.now() + HOST_COOLDOWN_MS;
-          }
+          if (e instanceof Error && (neverSent(e) || isRecoverable(e))) health.failed(host, neverSent(e));
           throw e;
         }
       },
@@ -159,6 +232,10 @@ export function hostPolicy(endpoints: number, isRecoverable: (e: Error) => boole
       onFailure: noListener,
     };
   };
+}
+
+function isPromiseLike(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }
 
 /** Doubling reconnection delay for watches, from 100 ms up to `max`. */

@@ -11,7 +11,9 @@
  * stay strings (they do not); over-limit transactions are refused before they
  * are sent (BaseStore); etcd3's global retry is disabled, because retrying a
  * transaction whose first attempt applied would report a race we actually won
- * (callers retry on `retryable` errors instead); every unary call has a
+ * (callers retry on `retryable` errors instead), except that a call another
+ * member can take is sent there (`call`: one that never left, an idempotent
+ * one after UNAVAILABLE; decision 0034); every unary call has a
  * deadline of `opTimeoutMs`; a watch resumes after any break from the last
  * revision it delivered + 1, so nothing is lost or delivered twice.
  */
@@ -28,6 +30,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCInvalidArgumentError,
   GRPCUnauthenticatedError,
+  GRPCUnavailableError,
   isRecoverableError,
   type ICompare,
   type IEvent,
@@ -45,7 +48,7 @@ import {
 import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch } from './base.js';
 import { closedError, etcdFailureToStoreError, type EtcdFailureClass } from './etcd-errors.js';
 import {
-  grpcChannelOptions, hostPolicy, resolveEtcdSettings, RUN_ONCE, sendsPasswordInClear, watchBackoff, type EtcdStoreOptions,
+  grpcChannelOptions, hostPolicy, neverSent, resolveEtcdSettings, RUN_ONCE, sendsPasswordInClear, watchBackoff, type EtcdStoreOptions,
 } from './etcd-options.js';
 import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from './etcd-ranges.js';
 import { WatchDelivery } from './etcd-watch.js';
@@ -96,6 +99,8 @@ export class EtcdStore extends BaseStore {
   // show up when a store is logged, inspected or serialised.
   private declare readonly client: Etcd3;
   private readonly opTimeoutMs: number;
+  /** How many times a call is sent again on another member (endpoints − 1; see `call`). */
+  private readonly failovers: number;
   private readonly watchClosers = new Set<() => Promise<void>>();
   private closed = false;
 
@@ -104,6 +109,7 @@ export class EtcdStore extends BaseStore {
     super();
     const settings = resolveEtcdSettings(options);
     this.opTimeoutMs = settings.opTimeoutMs;
+    this.failovers = settings.endpoints.length - 1;
     const etcdOptions: IOptions = {
       hosts: settings.endpoints,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.opTimeoutMs }),
@@ -131,7 +137,7 @@ export class EtcdStore extends BaseStore {
 
   /** Reads one key; undefined when missing. */
   async get(key: string): Promise<KeyValue | undefined> {
-    const res = await this.call(`get '${key}'`, () => this.client.kv.range({ key: Buffer.from(key) }));
+    const res = await this.call(`get '${key}'`, () => this.client.kv.range({ key: Buffer.from(key) }), undefined, IDEMPOTENT);
     const kv = res.kvs[0];
     return kv && fromKv(kv);
   }
@@ -143,7 +149,7 @@ export class EtcdStore extends BaseStore {
     const req: IRangeRequest = { key: listStartOf(prefix, options), range_end: rangeEndOf(prefix, options) };
     if (limit !== undefined) req.limit = limit;
     if (revision !== undefined) req.revision = revision;
-    const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision);
+    const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision, IDEMPOTENT);
     // A past read's header carries the current revision, not the one read at.
     return { kvs: res.kvs.map(fromKv), more: res.more, revision: revision ?? Number(res.header.revision) };
   }
@@ -193,7 +199,7 @@ export class EtcdStore extends BaseStore {
         });
         stream.write({ ID: id });
       });
-    });
+    }, undefined, IDEMPOTENT);
     if (!(ttl > 0)) throw new SplitfleetError('LEASE_LOST', `lease ${id} no longer exists on etcd (expired or revoked)`);
     return { ttl };
   }
@@ -201,7 +207,7 @@ export class EtcdStore extends BaseStore {
   /** Revokes a lease and its keys; a missing lease is not an error. */
   async revokeLease(id: string): Promise<void> {
     try {
-      await this.call(`revoke lease ${id}`, () => this.client.leaseClient.leaseRevoke({ ID: id }));
+      await this.call(`revoke lease ${id}`, () => this.client.leaseClient.leaseRevoke({ ID: id }), undefined, IDEMPOTENT);
     } catch (e) {
       if (!(e instanceof SplitfleetError && e.code === 'LEASE_LOST')) throw e;
     }
@@ -281,13 +287,28 @@ export class EtcdStore extends BaseStore {
     this.client.close();
   }
 
-  /** Runs one etcd call, converting any failure in `toStoreError`. */
-  private async call<T>(what: string, fn: () => Promise<T>, revision?: number): Promise<T> {
-    if (this.closed) throw closedError();
-    try {
-      return await fn();
-    } catch (e) {
-      throw toStoreError(e, what, revision);
+  /**
+   * Runs one etcd call, converting any failure in `toStoreError`. With several
+   * endpoints a call that failed on one member is sent again, on another
+   * (the failed one now stands behind it in the host policy's `HostHealth`),
+   * at most once per other member: any call that never left this client
+   * (`neverSent`: nothing of it reached etcd, so a transaction cannot have
+   * applied), and an `idempotent` one (a read, a renewal, a revoke) after any
+   * UNAVAILABLE (a dropped connection, an election's "leader changed"). A
+   * deadline is not retried: its time is up. This is how a fleet rides out
+   * the loss of one etcd member without failing the calls that were routed
+   * to it (decision 0034).
+   */
+  private async call<T>(what: string, fn: () => Promise<T>, revision?: number, idempotent = false): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.closed) throw closedError();
+      try {
+        return await fn();
+      } catch (e) {
+        const again = attempt < this.failovers && !this.closed && e instanceof Error
+          && (neverSent(e) || (idempotent && isUnavailable(e)));
+        if (!again) throw toStoreError(e, what, revision);
+      }
     }
   }
 
@@ -315,6 +336,11 @@ export function toStoreError(err: unknown, what: string, revision?: number): Spl
   return etcdFailureToStoreError(e, failureClass(e), what, revision);
 }
 
+/** gRPC UNAVAILABLE, as etcd3 casts it (unary calls) or as a stream reports it (code 14). */
+function isUnavailable(e: Error): boolean {
+  return e instanceof GRPCUnavailableError || (e as { code?: unknown }).code === 14;
+}
+
 /** Which of the etcd3 error classes the conversion tells apart `e` is (they are disjoint). */
 function failureClass(e: Error): EtcdFailureClass {
   if (e instanceof ClientClosedError) return 'closed';
@@ -327,6 +353,9 @@ function failureClass(e: Error): EtcdFailureClass {
   if (e instanceof GRPCInvalidArgumentError) return 'invalid-argument';
   return 'other';
 }
+
+/** `call`'s flag: the request can be sent twice without harm. */
+const IDEMPOTENT = true;
 
 function fromKv(kv: IKeyValue): KeyValue {
   const out: KeyValue = {
