@@ -15,6 +15,7 @@ import { SplitfleetError } from '../index.js';
 import { DEMO_TIMINGS, runDemo, type DemoOptions } from '../demo/run.js';
 import { colorEnabled } from './color.js';
 import { parseEndpoints } from './connect.js';
+import { exitCodesHelp } from './exit-codes.js';
 
 interface DemoCliOptions {
   workers: string;
@@ -79,7 +80,7 @@ With the defaults the job takes 20 to 40 seconds. At the end the ledger is check
 completed split must have been processed at least once (duplicates are allowed: at-least-once delivery).
 --json summary: {"planned","completed","quarantined","lost","duplicates","cooperativeRevocations",
 "forcedRevocations","leaderChanges","durationMs","maxImbalance", ...}.
-Exit codes: 0 complete with nothing lost; 1 lost > 0, stalled or interrupted, or a failure; 2 refused options.`,
+${exitCodesHelp('complete with nothing lost', '', 'a unit lost, the job stalled or interrupted, or any other failure')}`,
     )
     .action(async (options: DemoCliOptions) => {
       process.exitCode = await demo(options);

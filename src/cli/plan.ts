@@ -15,6 +15,7 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { desiredAssignment, type AssignmentInput, type EngineName } from '../engine.js';
 import { SplitfleetError } from '../index.js';
+import { exitCodesHelp } from './exit-codes.js';
 
 export interface PlanOptions {
   input?: string;
@@ -41,7 +42,7 @@ export function registerPlan(program: Command): void {
       'after',
       '\nInput: { seed, defaultCap?, members: [{ id, cap? }], splits: [{ id, weight, status?, leaseOwner?, ' +
         'recordOwner?, previous? }], reserved? }\nOutput: { assignment: { member: [split ids] }, stats }\n' +
-        'Exit codes: 0 decided; 2 refused (bad input or usage); 1 any other failure.',
+        `${exitCodesHelp('decided', 'bad input', 'any other failure')}`,
     )
     .action(async (options: PlanOptions) => {
       await plan(options);

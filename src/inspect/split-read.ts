@@ -19,6 +19,7 @@ import { splitViews, type SplitPage, type SplitView } from './splits.js';
 /** Largest page of `--splits`. */
 export const MAX_SPLIT_PAGE = 1000;
 
+/** What `readSplitPage` reads: which job, how many splits, from where. */
 export interface SplitPageOptions {
   store: Store;
   root: string;
