@@ -67,4 +67,17 @@ describe('the docs', () => {
       expect(text).toContain(heading);
     }
   });
+
+  // Users read the CHANGELOG to upgrade (issue 31): the version package.json names
+  // has its own release entry, stating its breaking changes, under an Unreleased one.
+  test('CHANGELOG has a 0.2.0 entry with breaking changes, and package.json is 0.2.0', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(pkg.version).toBe('0.2.0');
+    const text = readFileSync(join(root, 'CHANGELOG.md'), 'utf8');
+    const releases = [...text.matchAll(/^## \[([^\]]+)\]/gm)].map((m) => m[1]);
+    expect(releases.slice(0, 3)).toEqual(['Unreleased', '0.2.0', '0.1.0']);
+    const entry = text.slice(text.indexOf('## [0.2.0]'), text.indexOf('## [0.1.0]'));
+    expect(entry).toMatch(/^## \[0\.2\.0\] - \d{4}-\d{2}-\d{2}$/m);
+    expect(entry).toMatch(/^### Breaking changes$/m);
+  });
 });
