@@ -39,11 +39,14 @@
  *
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes. Revisions written from outside
- * the fleet (the hostile writer's) are left out of the replay.
+ * the fleet (the hostile writer's) are left out of the replay; only to know
+ * what such a foreign assignment record names does it use the codec (an
+ * unreadable record names nothing to any reader).
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
 import { Ledger } from '../../src/demo/ledger.js';
+import { decodeRecord } from '../../src/protocol/records.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
 import { finalStateViolations, replayViolations } from './replay.js';
@@ -157,6 +160,31 @@ export class Auditor {
     const byRev = new Map<number, HistoryEvent[]>();
     // Keys whose value is now the hostile writer's (a forgery or a restored old value): not the fleet's word.
     const foreign = new Set<string>();
+    // Assignment records as the store holds them, the hostile writer's values included.
+    const actualAssign = new Map<string, string[]>();
+    const namedIn = (value: string | undefined): string[] => {
+      try {
+        const splits = value === undefined ? undefined : (JSON.parse(value) as { splits?: unknown }).splits;
+        return Array.isArray(splits) ? splits.filter((s): s is string => typeof s === 'string') : [];
+      } catch {
+        return [];
+      }
+    };
+    // A record the hostile writer left names what a reader can decode of it: an unreadable one names nothing
+    // (substrate.md: it costs that member's assignment until it is rewritten).
+    const readableNamed = (c: HistoryEvent): string[] => {
+      try {
+        const fp = (JSON.parse(c.value ?? '') as { fp?: unknown }).fp;
+        return decodeRecord('assign', c.key, c.value ?? '', typeof fp === 'string' ? fp : '').splits;
+      } catch {
+        return [];
+      }
+    };
+    const trackAssign = (c: HistoryEvent, external = false) => {
+      if (!c.key.startsWith(`${P}assign.`)) return;
+      if (c.type === 'put') actualAssign.set(c.key, external ? readableNamed(c) : namedIn(c.value));
+      else actualAssign.delete(c.key);
+    };
     for (const c of this.recorder.events) {
       let g = byRev.get(c.rev);
       if (!g) byRev.set(c.rev, (g = []));
@@ -164,8 +192,18 @@ export class Auditor {
     }
     for (const [rev, group] of [...byRev].sort((a, b) => a[0] - b[0])) {
       if (this.externals.has(rev)) {
-        for (const c of group) foreign.add(c.key);
+        for (const c of group) {
+          foreign.add(c.key);
+          trackAssign(c, true);
+        }
         continue;
+      }
+      // What each assignment record of this revision names that the store's copy did not (for assigned-once).
+      const addedBy = new Map<string, string[]>();
+      for (const c of group) {
+        if (c.type !== 'put' || !c.key.startsWith(`${P}assign.`)) continue;
+        const before = new Set(actualAssign.get(c.key) ?? []);
+        addedBy.set(c.key, namedIn(c.value).filter((s) => !before.has(s)));
       }
       stats.revisions++;
       const w = this.writers.get(rev);
@@ -384,6 +422,7 @@ export class Auditor {
         if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         else state.delete(c.key);
         foreign.delete(c.key);
+        trackAssign(c);
       }
 
       // Coherence at this revision: a live lease key agrees with its split record.
@@ -397,15 +436,25 @@ export class Auditor {
           fail('one-owner-per-epoch', `lease.${id} names ${lr.owner}@${lr.epoch} but split.${id} is ${sr ? `${sr.status} ${sr.owner || '(no owner)'}@${sr.epoch}` : 'missing'}`);
         }
       }
-      if (assignTouched) {
+      if (assignTouched && this.externals.size === 0) {
         const named = new Map<string, string>();
         for (const [key, kv] of state) {
-          if (!key.startsWith(`${P}assign.`) || foreign.has(key)) continue;
+          if (!key.startsWith(`${P}assign.`)) continue;
           const rec = JSON.parse(kv.value) as { instance: string; splits: string[] };
           for (const s of rec.splits) {
             const other = named.get(s);
             if (other !== undefined) fail('assigned-once', `split ${s} named in assign.${other} and assign.${rec.instance}`);
             named.set(s, rec.instance);
+          }
+        }
+      } else if (assignTouched) {
+        // With a hostile writer, a record it wrote (or put back, stale) may already name a split twice;
+        // the leader must never add a split to one record while another still names it.
+        for (const [key, added] of addedBy) {
+          for (const s of added) {
+            for (const [other, splits] of actualAssign) {
+              if (other !== key && splits.includes(s)) fail('assigned-once', `split ${s} added to ${key.slice(P.length)} while ${other.slice(P.length)} names it`);
+            }
           }
         }
       }
