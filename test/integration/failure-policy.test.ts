@@ -20,29 +20,10 @@ import { renderReport } from '../../src/inspect/render.js';
 import { jobReport, readJobRecords } from '../../src/inspect/report.js';
 import { listJobKeys } from '../../src/operator/scope.js';
 import { counterValue } from '../support/in-process.js';
+import { settle, stepUntil as stepTime } from '../support/virtual-time.js';
 
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-async function runUntil(clock: VirtualClock, until: number): Promise<void> {
-  for (let i = 0; i < 100_000 && clock.step(until); i++) await flush();
-  await flush();
-}
-
-/** Steps time 50 ms at a time until `check` holds (false if it never did within `ms`). */
-async function stepUntil(clock: VirtualClock, check: () => boolean, ms = 120_000): Promise<boolean> {
-  const end = clock.now() + ms;
-  while (!check() && clock.now() < end) await runUntil(clock, clock.now() + 50);
-  return check();
-}
-
-async function settle<T>(clock: VirtualClock, p: Promise<T>): Promise<T> {
-  let out: { ok: true; v: T } | { ok: false; e: unknown } | undefined;
-  p.then((v) => (out = { ok: true, v }), (e) => (out = { ok: false, e }));
-  for (let i = 0; i < 1000 && !out; i++) await runUntil(clock, clock.now() + 10);
-  if (!out) throw new Error('did not settle');
-  if (!out.ok) throw out.e;
-  return out.v;
-}
+const stepUntil = (clock: VirtualClock, check: () => boolean, ms = 120_000): Promise<boolean> => stepTime(clock, check, ms, 50);
 
 let running: Coordinator[] = [];
 afterEach(async () => {

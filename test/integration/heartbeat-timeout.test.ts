@@ -23,34 +23,13 @@ import { jobPrefix, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store, Txn, TxnResult } from '../../src/store/store.js';
 import { counterValue } from '../support/in-process.js';
+import { runUntil, settle, stepUntil as stepTime } from '../support/virtual-time.js';
 
 const LEASE = 3000;
 const TIMEOUT = 2000;
 const DRAIN = 1000;
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Moves virtual time to `until`, one timer at a time, settling promise chains after each. */
-async function runUntil(clock: VirtualClock, until: number): Promise<void> {
-  for (let i = 0; i < 100_000 && clock.step(until); i++) await flush();
-  await flush();
-}
-
-/** Steps time (up to `ms` of it, 50 ms at a time) until `check` holds; false if it never did. */
-async function stepUntil(clock: VirtualClock, check: () => boolean, ms = 20 * LEASE): Promise<boolean> {
-  const end = clock.now() + ms;
-  while (!check() && clock.now() < end) await runUntil(clock, clock.now() + 50);
-  return check();
-}
-
-/** Settles a promise that needs virtual time to settle (a start). */
-async function settle<T>(clock: VirtualClock, p: Promise<T>): Promise<T> {
-  let out: { ok: true; v: T } | { ok: false; e: unknown } | undefined;
-  p.then((v) => (out = { ok: true, v }), (e) => (out = { ok: false, e }));
-  for (let i = 0; i < 1000 && !out; i++) await runUntil(clock, clock.now() + 10);
-  if (!out) throw new Error('did not settle');
-  if (!out.ok) throw out.e;
-  return out.v;
-}
+const stepUntil = (clock: VirtualClock, check: () => boolean, ms = 20 * LEASE): Promise<boolean> => stepTime(clock, check, ms, 50);
 
 let running: Coordinator[] = [];
 afterEach(async () => {

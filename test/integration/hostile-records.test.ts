@@ -22,32 +22,11 @@ import { controlKey, jobPrefix, planKey, splitKey } from '../../src/protocol/key
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { readJobRecords } from '../../src/inspect/report.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { runUntil, settle, stepUntil as stepTime } from '../support/virtual-time.js';
 
 const LEASE = 3000;
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Moves virtual time to `until`, one timer at a time, settling promise chains after each. */
-async function runUntil(clock: VirtualClock, until: number): Promise<void> {
-  for (let i = 0; i < 100_000 && clock.step(until); i++) await flush();
-  await flush();
-}
-
-/** Steps time (up to `ms` of it) until `check` holds; false if it never did. */
-async function stepUntil(clock: VirtualClock, check: () => boolean, ms = 10 * LEASE): Promise<boolean> {
-  const end = clock.now() + ms;
-  while (!check() && clock.now() < end) await runUntil(clock, clock.now() + 100);
-  return check();
-}
-
-/** Settles a promise that needs virtual time to settle (an operator action, a start). */
-async function settle<T>(clock: VirtualClock, p: Promise<T>): Promise<T> {
-  let out: { ok: true; v: T } | { ok: false; e: unknown } | undefined;
-  p.then((v) => (out = { ok: true, v }), (e) => (out = { ok: false, e }));
-  for (let i = 0; i < 1000 && !out; i++) await runUntil(clock, clock.now() + 10);
-  if (!out) throw new Error('did not settle');
-  if (!out.ok) throw out.e;
-  return out.v;
-}
+const stepUntil = (clock: VirtualClock, check: () => boolean, ms = 10 * LEASE): Promise<boolean> => stepTime(clock, check, ms, 100);
 
 let running: Coordinator[] = [];
 afterEach(async () => {
