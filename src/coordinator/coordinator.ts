@@ -411,37 +411,34 @@ export class Coordinator {
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */
   async stop(): Promise<void> {
     if (this.stopping) return;
-    this.stopping = true;
-    const reason = this.stopReason ?? 'stop() called';
-    this.observe({ stopping: reason });
-    this.cancelBackstop?.();
-    this.leadership.close();
-    this.unexpectedErrors.close();
-    try {
+    await this.end(this.stopReason ?? 'stop() called', async () => {
       await this.worker?.stop();
       await this.leader?.stop();
-      await this.session?.close();
-      await this.own.close();
-      await this.engine.close();
-      await this.sandbox?.close();
-      this.observe({ stopped: reason });
-    } finally {
-      // Whatever ended it, `done` settles (a no-op after a verdict or a fatal error).
-      this.resolveDone(this.verdict ?? 'stopped');
-    }
+    });
   }
 
   /** Abrupt close: lanes are dropped without release (they replay elsewhere after the lease expires). */
   async close(): Promise<void> {
-    this.stopping = true;
     const reason = this.fatal ? `fatal: ${this.fatal.code}: ${this.fatal.message}` : this.monitor.observations.started ? 'close() called' : 'closed during start-up';
+    await this.end(reason, async () => {
+      this.worker?.abortAll();
+      await this.leader?.stop().catch(() => undefined);
+    });
+  }
+
+  /**
+   * The one ending of stop() and close(): no new work (backstop, health timers), then `lanes`
+   * (drain or drop them, resign), then the session, the view, the engine and the sandbox.
+   * Whatever ended it, `done` settles (a no-op after a verdict or a fatal error).
+   */
+  private async end(reason: string, lanes: () => Promise<void>): Promise<void> {
+    this.stopping = true;
     this.observe({ stopping: reason });
     this.cancelBackstop?.();
     this.leadership.close();
     this.unexpectedErrors.close();
-    this.worker?.abortAll();
     try {
-      await this.leader?.stop().catch(() => undefined);
+      await lanes();
       await this.session?.close();
       await this.own.close();
       await this.engine.close();

@@ -448,12 +448,14 @@ export class Auditor {
           }
         }
       } else if (assignTouched) {
-        // With a hostile writer, a record it wrote (or put back, stale) may already name a split twice;
-        // the leader must never add a split to one record while another still names it.
+        // With a hostile writer, a record it wrote (a forgery for an instance that is not there, or an old
+        // value put back) may name a split the leader has given to someone else: that record is the
+        // writer's, not an assignment (it costs that member's assignment until rewritten). The leader
+        // must never add a split to one record while another record of its own still names it.
         for (const [key, added] of addedBy) {
           for (const s of added) {
             for (const [other, splits] of actualAssign) {
-              if (other !== key && splits.includes(s)) fail('assigned-once', `split ${s} added to ${key.slice(P.length)} while ${other.slice(P.length)} names it`);
+              if (other !== key && !foreign.has(other) && splits.includes(s)) fail('assigned-once', `split ${s} added to ${key.slice(P.length)} while ${other.slice(P.length)} names it`);
             }
           }
         }
