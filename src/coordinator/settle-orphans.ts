@@ -142,8 +142,10 @@ export class OrphanSettler {
       if (view.split(id)?.record?.modRevision !== record.modRevision || this.ctx.stopped() || !session.alive) return;
       this.uncertain.delete(id);
       // Should this lane be fenced at once (the view lags the store), the split comes back here:
-      // adopt it again only once the view has moved.
-      this.tried.set(id, this.basis(id));
+      // adopt it again once the view has moved, or after a jittered wait at the latest. Waiting for
+      // the view alone stalls the split for good when the fence is one the view never shows: a
+      // foreign write to progress.{id}, which no worker watches (found by the hostile-writer simulation).
+      this.againLater(id);
       log.info({ split: id, epoch: record.rec.epoch }, 'adopting a split this session owns with no lane (a write whose reply was lost)');
       metrics.claims.inc({ kind: 'adopted', outcome: 'won' });
       emit('split-claimed', { id, epoch: record.rec.epoch, attempts: record.rec.attempts, kind: 'adopted' });

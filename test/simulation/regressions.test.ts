@@ -18,6 +18,10 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // settle-orphans.ts: an adopted lane fenced by a foreign write to progress.{id} (which no worker
+  // watches) was adopted again only once the view moved; in a quiet fleet it never did, and the split
+  // stayed held by a live member with no lane, forever (found by the hostile-writer simulation).
+  'an adopted lane fenced by a foreign progress write is adopted again': {seed: 1274521838, fleet: 6, splits: 27, maxUnits: 5, commitEvery: 2, unitMs: 241, leaseSeconds: 2, rebalanceDelayMs: 948, drainDeadlineMs: 3999, reconcileIntervalMs: 2843, lanes: [1], drains: ['cooperate', 'cooperate', 'cooperate'], steps: [{gapMs: 646, fault: {kind:  'leaderKill'}}, {gapMs: 1187, fault: {kind:  'hostile', record: 'plan', mutation: 'dead-instance', target: 14, repairAfterMs: 18749}}, {gapMs: 733, fault: {kind:  'leave', target: 57}}, {gapMs: 250, fault: {kind:  'hostile', record: 'progress', mutation: 'newer-minor', target: 51, repairAfterMs: 270}}, {gapMs: 628, fault: {kind:  'hostile', record: 'assign', mutation: 'control-chars', target: 15, repairAfterMs: 1344}}, {gapMs: 673, fault: {kind:  'hostile', record: 'progress', mutation: 'duplicate-key', target: 23}}, {gapMs: 330, fault: {kind:  'slow', target: 59, latencyMs: 346, durationMs: 5492}}], restartAtEnd: true} as Schedule,
   // worker.ts: a lost claim re-ran reconciliation at once on the same stale view and
   // claimed again, forever (a hot loop of doomed transactions while the watch lagged).
   'a lost claim is not retried on the same stale observation': {
