@@ -208,8 +208,12 @@ export class Leader {
         success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
       });
       if (!bumped.won) {
+        // The plan moved between our read and the bump (an operator's retry clearing a verdict, a
+        // record put back by hand). Our key's deletion arrives while this campaign still runs, so
+        // no change would start the next one: campaign again on a timer.
         this.log.warn({ generation }, 'plan generation bump lost; resigning');
         await this.resign();
+        this.retryCampaign();
         return;
       }
       this.stats.terms++;
@@ -229,14 +233,19 @@ export class Leader {
         // The request may never have reached the store, and then no change will come to retry on.
         this.log.warn({ err: (e as Error).message }, 'campaign failed; retrying');
         if (this.term) await this.resign();
-        const delay = backoffDelay(this.campaignFailures++, storeRetryPolicy(this.config.leaseDurationMs), this.ctx.random ?? Math.random);
-        this.clock.setTimer(delay, () => background('campaign', () => this.onViewChange(), this.unexpected));
+        this.retryCampaign();
       }
     } finally {
       this.campaigning = false;
       // A change that arrived mid-campaign may have shown our own key, landed after a timeout.
       if (!this.stopped) this.dropOrphanKey();
     }
+  }
+
+  /** Campaigns again after a jittered, growing wait (a failed campaign, or a lost generation bump). */
+  private retryCampaign(): void {
+    const delay = backoffDelay(this.campaignFailures++, storeRetryPolicy(this.config.leaseDurationMs), this.ctx.random ?? Math.random);
+    this.clock.setTimer(delay, () => background('campaign', () => this.onViewChange(), this.unexpected));
   }
 
   /** Builds the whole-job view for a term just won (paged, yielding), then plans and publishes. */
