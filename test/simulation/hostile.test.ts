@@ -12,7 +12,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { HOSTILE_KINDS, MUTATIONS } from './hostile.js';
-import { hostileScheduleArb, runSchedule, type RunResult, type Schedule } from './schedule.js';
+import { hostileScheduleArb, report, runSchedule, type Schedule } from './schedule.js';
 
 const env = process.env;
 const numRuns = Number(env.HOSTILE_RUNS ?? 2000);
@@ -21,17 +21,6 @@ const seed = env.HOSTILE_SEED !== undefined ? Number(env.HOSTILE_SEED) : undefin
 const path = env.HOSTILE_PATH;
 /** `HOSTILE_ONLY=progress:garbage,split:deep` limits the sweep to those pairs (its coverage checks then fail). */
 const only = env.HOSTILE_ONLY?.split(',');
-
-function report(s: Schedule, r: RunResult): string {
-  return [
-    `${r.violations.length} violation(s) after ${r.virtualMs} virtual ms:`,
-    ...r.violations.slice(0, 20).map((v) =>
-      `  [${v.property}]${v.revision !== undefined ? ` rev ${v.revision}` : ''} ${v.message}${v.context ? ` ${JSON.stringify(v.context)}` : ''}`),
-    'processes:', ...r.procs.map((p) => `  ${p}`),
-    'events:', ...r.events.slice(-60).map((e) => `  ${e.length > 400 ? `${e.slice(0, 400)}…` : e}`),
-    `schedule: ${JSON.stringify(s)}`,
-  ].join('\n');
-}
 
 /** A small fleet that is mid-job at t = 1.5 s, with one hostile step then and its repair later. */
 function sweepSchedule(record: (typeof HOSTILE_KINDS)[number], mutation: (typeof MUTATIONS)[number], repairAfterMs: number | undefined): Schedule {

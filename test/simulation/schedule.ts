@@ -187,6 +187,18 @@ function splitsOf(s: Schedule): FleetSplit[] {
 
 const num = (instance: string) => Number(instance.slice(1));
 
+/** A failed run, for the test's error: its violations, processes, last events (long ones cut) and the schedule to replay. */
+export function report(s: Schedule, r: RunResult): string {
+  return [
+    `${r.violations.length} violation(s) after ${r.virtualMs} virtual ms:`,
+    ...r.violations.slice(0, 20).map((v) =>
+      `  [${v.property}]${v.revision !== undefined ? ` rev ${v.revision}` : ''} ${v.message}${v.context ? ` ${JSON.stringify(v.context)}` : ''}`),
+    'processes:', ...r.procs.map((p) => `  ${p}`),
+    'events:', ...r.events.slice(-60).map((e) => `  ${e.length > 400 ? `${e.slice(0, 400)}…` : e}`),
+    `schedule: ${JSON.stringify(s)}`,
+  ].join('\n');
+}
+
 /** Plays one schedule on a fresh fleet. */
 export async function runSchedule(
   s: Schedule,

@@ -18,7 +18,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { AuditStats } from './auditor.js';
-import { MUTANTS, runSchedule, scheduleArb, type RunResult, type Schedule } from './schedule.js';
+import { MUTANTS, report, runSchedule, scheduleArb, type Schedule } from './schedule.js';
 
 const env = process.env;
 const numRuns = Number(env.SIM_RUNS ?? 8000);
@@ -29,17 +29,6 @@ const trace = env.SIM_TRACE === '1';
 const engine: 'reference' | 'wasm' | undefined = env.SIM_ENGINE === 'reference' || env.SIM_ENGINE === 'wasm' ? env.SIM_ENGINE : undefined;
 const mutant = env.SIM_MUTANT !== undefined && env.SIM_MUTANT in MUTANTS ? env.SIM_MUTANT : undefined;
 const options = { trace, ...(engine ? { engine } : {}), ...(mutant ? { mutant } : {}) };
-
-function report(s: Schedule, r: RunResult): string {
-  return [
-    `${r.violations.length} violation(s) after ${r.virtualMs} virtual ms:`,
-    ...r.violations.slice(0, 20).map((v) =>
-      `  [${v.property}]${v.revision !== undefined ? ` rev ${v.revision}` : ''} ${v.message}${v.context ? ` ${JSON.stringify(v.context)}` : ''}`),
-    'processes:', ...r.procs.map((p) => `  ${p}`),
-    'events:', ...r.events.slice(-60).map((e) => `  ${e}`),
-    `schedule: ${JSON.stringify(s)}`,
-  ].join('\n');
-}
 
 describe('simulation', () => {
   if (env.SIM_SCHEDULE !== undefined) {
