@@ -10,6 +10,10 @@
  *   and protocol/'s: this shell does not classify a claim again. It only
  *   reads what a takeover's cost needs (the progress record: did the ended
  *   tenancy commit?) and hands it to takeoverCost; the claim compares it.
+ * - A decision is sent only on the observation it was made on: a split whose
+ *   record or lease key moved while the batch's progress reads ran is decided
+ *   again (a 'create' whose own claim landed and expired meanwhile is a
+ *   takeover now, and costs what a takeover costs).
  * - A claim that lost is not sent again on the same observation (the view,
  *   split and lease-key revisions it was based on): while the watch lags
  *   that would be a hot loop of doomed transactions.
@@ -91,8 +95,18 @@ export class Claimer {
   /** Sends `decisions` (claims and quarantines of one reconciliation), batched. */
   async claimAll(decisions: readonly Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }>[]): Promise<void> {
     const prepared: PreparedClaim[] = [];
+    // Each decision rests on the split as observed now; reading the takeovers' progress takes a
+    // round trip, during which the view may move (our own earlier claim of a 'create' landing, its
+    // lease expiring). A decision whose split moved meanwhile is decided again, never sent with
+    // the kind (and cost) of an observation the view no longer holds.
+    const decidedOn = new Map(decisions.map((d) => [d.id, this.observed(d.id)]));
     const costs = await this.takeoverCosts(decisions);
+    let moved = false;
     for (const d0 of decisions) {
+      if (this.observed(d0.id) !== decidedOn.get(d0.id)) {
+        moved = true;
+        continue;
+      }
       const cost = costs.get(d0.id);
       if (isTakeover(d0.claim) && cost === undefined) continue; // its progress could not be read: the backstop tries again
       const d = cost ?? d0;
@@ -107,8 +121,11 @@ export class Claimer {
     }
     // Nothing to send (each was lost on this very observation, or is not claimable now): no
     // reconciliation to schedule either, or an unchanged view would re-decide the same claims
-    // in a loop of microtasks that starves every timer.
-    if (prepared.length === 0) return;
+    // in a loop of microtasks that starves every timer. (A moved split is decided again.)
+    if (prepared.length === 0) {
+      if (moved) this.ctx.schedule();
+      return;
+    }
     for (const p of prepared) this.claiming.add(p.id);
     try {
       for (let i = 0; i < prepared.length; i += CLAIMS_PER_TXN) {
@@ -156,10 +173,7 @@ export class Claimer {
     // The decisions rest on the view as it was: a split whose record or lease key moved while the
     // progress was being read is decided again (a reclaim whose lease expired meanwhile is an
     // expired claim now), not sent on a kind its observation no longer supports.
-    const observed = (id: string) => {
-      const seen = view.split(id);
-      return `${seen?.record?.modRevision ?? 0}:${seen?.lease?.modRevision ?? 0}`;
-    };
+    const observed = (id: string) => this.observed(id);
     const before = new Map(takeovers.map((d) => [d.id, observed(d.id)]));
     let reads: (KeyValue | undefined)[];
     try {
@@ -196,6 +210,12 @@ export class Claimer {
     });
     if (moved) this.ctx.schedule();
     return out;
+  }
+
+  /** The observation a claim of `id` is decided on: the revisions of its record and lease key in the view. */
+  private observed(id: string): string {
+    const seen = this.ctx.view.split(id);
+    return `${seen?.record?.modRevision ?? 0}:${seen?.lease?.modRevision ?? 0}`;
   }
 
   /** The claim's transaction from the view, or nothing when the split cannot be sent now. */

@@ -18,6 +18,10 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // claiming.ts: a batch's 'create' decision waited for the progress reads of the batch's takeovers;
+  // meanwhile the split's own earlier claim landed and its lease expired, and the create was sent
+  // against the record as it now was: a takeover of a tenancy that committed nothing, charged nothing.
+  'a decision is not sent on an observation that moved while progress was read': {seed: 1034888924, fleet: 2, splits: 20, maxUnits: 3, commitEvery: 1, unitMs: 372, leaseSeconds: 1, rebalanceDelayMs: 0, drainDeadlineMs: 200, reconcileIntervalMs: 300, lanes: [3], drains: ['cooperate'], steps: [{gapMs: 766, fault: {kind: 'delay', target: 9, latencyMs: 301, durationMs: 1635}}, {gapMs: 400, fault: {kind: 'pause', target: 0, tenths: 1}}, {gapMs: 1234, fault: {kind: 'expire', target: 21}}], restartAtEnd: false} as Schedule,
   // leader.ts: a campaign that won the key but lost the plan generation bump (the plan moved between
   // its read and the bump: here a record put back by hand; an operator's retry does the same) resigned,
   // and the deletion of its key arrived while that campaign still ran: nobody campaigned again.
