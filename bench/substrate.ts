@@ -16,7 +16,7 @@
  *
  * Run: npx tsc -p tsconfig.json && node dist/bench/substrate.js
  *        [--splits 2000] [--workers 8] [--kills 3] [--leases 3000[,30000]] [--only txn,fleet,kill]
- * The takeover rows need the compiled fleet member (dist/src/demo/fleet-process.js).
+ * The takeover rows need the compiled fleet member (dist/src/testing/fleet-process.js).
  */
 
 import { performance } from 'node:perf_hooks';

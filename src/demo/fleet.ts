@@ -15,10 +15,10 @@ import { EtcdStore } from '../etcd.js';
 import {
   MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
 } from '../index.js';
-import type { FleetProcessConfig } from './fleet-config.js';
-import { FleetMember } from './fleet-member.js';
-import { syntheticMember } from './synthetic.js';
-import { FaultClock, FaultStore } from './faults.js';
+import type { FleetProcessConfig } from '../testing/fleet-config.js';
+import { FleetMember } from '../testing/fleet-member.js';
+import { syntheticMember } from '../testing/synthetic.js';
+import { FaultClock, FaultStore } from '../testing/faults.js';
 
 /** Everything that defines the demo's job and how its members run it. */
 export interface DemoJobSettings {

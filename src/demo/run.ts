@@ -13,9 +13,9 @@
  * It decides nothing about the job (the coordinators do) and never writes to
  * the store itself.
  */
-import { syntheticSplits } from './synthetic.js';
+import { syntheticSplits } from '../testing/synthetic.js';
 import { MemoryFleet, ProcessFleet, type DemoJobSettings, type Fleet, type FleetSink, type LaneEvent } from './fleet.js';
-import { Ledger } from './ledger.js';
+import { Ledger } from '../testing/ledger.js';
 import { JobObserver, type Narrative } from './observer.js';
 import { frame, MiB, narrativeLine, paint, progressLine, seconds, type FrameState } from './view.js';
 

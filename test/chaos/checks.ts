@@ -33,7 +33,7 @@
  * auditor's check names. No I/O, no clock.
  */
 import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
-import type { LaneEvent, UnitEntry } from '../../src/demo/ledger.js';
+import type { LaneEvent, UnitEntry } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
 /** What the audit reads of the one ledger (test/support/ledger.ts): its units and lane events, times not needed. */

@@ -1,5 +1,5 @@
 /**
- * One chaos run: a fleet of member processes (dist/src/demo/fleet-process.js,
+ * One chaos run: a fleet of member processes (dist/src/testing/fleet-process.js,
  * through test/support/fleet.ts) on one job, the auditor recording it, a log
  * of every fault injected, and the supervision a real deployment has: a
  * member that exits on its own before the job is finished (a crash) is
@@ -9,7 +9,7 @@
  * so a failure message shows the schedule that produced it; `finish()` leaves
  * no process running; randomness comes only from the seeded `rng`.
  */
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { prng } from '../../src/prng.js';
 import { spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { sleep, waitUntil } from '../support/wait.js';

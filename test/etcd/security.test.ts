@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startCoordinator } from '../../src/coordinator/coordinator.js';
 import type { Logger } from '../../src/coordinator/log.js';
-import { syntheticPlanner } from '../../src/demo/synthetic.js';
+import { syntheticPlanner } from '../../src/testing/synthetic.js';
 import { SplitfleetError } from '../../src/errors.js';
 import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd.js';
 import { cmp, op, type Store, type WatchEvent } from '../../src/store/store.js';

@@ -18,7 +18,7 @@ import { Recorder } from '../support/history.js';
 import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
 import { AssignmentFaults, takeLeadership } from '../support/interference.js';
 import { heldBy, isSettled, readJob, type JobState } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;

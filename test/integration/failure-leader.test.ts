@@ -13,7 +13,7 @@ import { Recorder } from '../support/history.js';
 import { FAST } from '../support/in-process.js';
 import { fenceProblems } from '../support/invariants.js';
 import { heldBy, isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 const NAMES = ['w0', 'w1', 'w2'];

@@ -1,7 +1,7 @@
 /**
  * work-assignment.md, "Failure behaviour": a worker that dies, one that
  * restarts inside the rebalance delay, and one wedged past its lease — each
- * fleet member an OS process (dist/src/demo/fleet-process.js) on a real etcd.
+ * fleet member an OS process (dist/src/testing/fleet-process.js) on a real etcd.
  *
  * What is checked comes from the store's own history (every revision of the
  * job, recorded by a watch) and the members' ledgers (every processed unit):
@@ -18,7 +18,7 @@ import { Recorder } from '../support/history.js';
 import { FAST } from '../support/in-process.js';
 import { fenceProblems } from '../support/invariants.js';
 import { heldBy, isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 const COMMIT_EVERY = 10;

@@ -6,7 +6,7 @@
  * did not change never stop. In-process coordinators on a real etcd.
  */
 import { describe, expect, test } from 'vitest';
-import { syntheticSplits } from '../../src/demo/synthetic.js';
+import { syntheticSplits } from '../../src/testing/synthetic.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import type { EtcdHandle } from '../etcd/harness.js';
@@ -15,7 +15,7 @@ import { Recorder } from '../support/history.js';
 import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
 import { fenceProblems } from '../support/invariants.js';
 import { heldBy, isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;

@@ -28,7 +28,7 @@ import { counterValue, FAST, startInProcess, type InProcessMember } from '../sup
 import { takeLeadership } from '../support/interference.js';
 import { fenceProblems } from '../support/invariants.js';
 import { heldBy, isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 const COMMIT_EVERY = 10;

@@ -14,7 +14,7 @@ import { useEtcdFleet } from '../support/etcd-fleet.js';
 import { Recorder } from '../support/history.js';
 import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';
 import { isSettled, readJob } from '../support/job-state.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { waitUntil } from '../support/wait.js';
 
 let etcd: EtcdHandle;

@@ -2,7 +2,7 @@
  * The auditor: the one history recorder (test/support/history.ts) keeps
  * every change from revision 1; the process facades attribute each revision to the process whose
  * request made it (an unattributed revision is a lease expiry); the handlers
- * write the one ledger (src/demo/ledger.ts): processed units and how each
+ * write the one ledger (src/testing/ledger.ts): processed units and how each
  * tenancy ended. `audit()`
  * replays the history revision by revision and checks the properties:
  *
@@ -45,7 +45,7 @@
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
-import { Ledger } from '../../src/demo/ledger.js';
+import { Ledger } from '../../src/testing/ledger.js';
 import { decodeRecord } from '../../src/protocol/records.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
@@ -75,7 +75,7 @@ const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
 export class Auditor {
   private readonly recorder: HistoryRecorder;
-  /** The one ledger (src/demo/ledger.ts): units by process incarnation, and each handler's exit as an 'exit' lane event. */
+  /** The one ledger (src/testing/ledger.ts): units by process incarnation, and each handler's exit as an 'exit' lane event. */
   readonly ledger = new Ledger();
   private readonly writers = new Map<number, { proc: string; what: string }>();
   private readonly leaseProc = new Map<string, string>();

@@ -1,7 +1,7 @@
 /**
  * The simulation harness: a fleet of real coordinators on one MemoryStore and
  * one VirtualClock, driven step by step by a deterministic scheduler, with
- * the faults of the one fault facade (src/demo/faults.ts, which the demo
+ * the faults of the one fault facade (src/testing/faults.ts, which the demo
  * uses too) applied per process, each write attributed to its process for
  * the auditor.
  *
@@ -27,7 +27,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { Txn } from '../../src/store/store.js';
 import { Auditor } from './auditor.js';
 import { simHandler, type HandlerOptions } from './handler.js';
-import { FaultClock, FaultStore, flush } from '../../src/demo/faults.js';
+import { FaultClock, FaultStore, flush } from '../../src/testing/faults.js';
 
 export { flush };
 export type { DrainBehaviour } from './handler.js';

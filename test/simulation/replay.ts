@@ -10,7 +10,7 @@
  *
  * Pure: no I/O, no clock. It never writes.
  */
-import type { LaneEvent } from '../../src/demo/ledger.js';
+import type { LaneEvent } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from '../support/history.js';
 import type { AuditStats, ProgressRec, SplitRec, Tenancy, Violation } from './auditor.js';
 

@@ -1,7 +1,7 @@
 /**
  * Fleet members as OS processes, for tests and benches that kill, pause and
- * restart workers: the one spawner (src/demo/fleet-member.ts, which the demo
- * uses too) pointed at the compiled member, `dist/src/demo/fleet-process.js`
+ * restart workers: the one spawner (src/testing/fleet-member.ts, which the demo
+ * uses too) pointed at the compiled member, `dist/src/testing/fleet-process.js`
  * (run `npx tsc -p tsconfig.json` first), since vitest runs the sources.
  *
  * Invariants: a missing `dist/` is a loud error naming the command to run,
@@ -12,11 +12,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FleetMember, type SpawnOptions } from '../../src/demo/fleet-member.js';
-import type { FleetProcessConfig } from '../../src/demo/fleet-config.js';
+import { FleetMember, type SpawnOptions } from '../../src/testing/fleet-member.js';
+import type { FleetProcessConfig } from '../../src/testing/fleet-config.js';
 
-export { FleetMember, killAllFleetMembers, type FleetExit, type SpawnOptions } from '../../src/demo/fleet-member.js';
-export type { FleetEvent, FleetProcessConfig } from '../../src/demo/fleet-config.js';
+export { FleetMember, killAllFleetMembers, type FleetExit, type SpawnOptions } from '../../src/testing/fleet-member.js';
+export type { FleetEvent, FleetProcessConfig } from '../../src/testing/fleet-config.js';
 
 /** The repository root: the nearest ancestor holding splitfleet's package.json (works from test/ and dist/). */
 export function repoRoot(): string {
@@ -38,7 +38,7 @@ export function repoRoot(): string {
 
 /** Path of the compiled fleet member; throws with the build command when it is missing. */
 export function fleetProcessScript(): string {
-  const script = resolve(repoRoot(), 'dist/src/demo/fleet-process.js');
+  const script = resolve(repoRoot(), 'dist/src/testing/fleet-process.js');
   if (!existsSync(script)) {
     throw new Error(
       `fleet process tests run the compiled fleet member, and ${script} does not exist: ` +

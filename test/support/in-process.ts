@@ -6,11 +6,11 @@
  */
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
-import type { FleetProcessConfig } from '../../src/demo/fleet-config.js';
-import { syntheticMember } from '../../src/demo/synthetic.js';
+import type { FleetProcessConfig } from '../../src/testing/fleet-config.js';
+import { syntheticMember } from '../../src/testing/synthetic.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import type { Store } from '../../src/store/store.js';
-import type { LaneEvent, Ledger } from '../../src/demo/ledger.js';
+import type { LaneEvent, Ledger } from '../../src/testing/ledger.js';
 
 /** A member process's configuration (the synthetic job, its knobs), run in this process instead. */
 export interface InProcessOptions extends Omit<FleetProcessConfig, 'endpoints' | 'root' | 'stats' | 'stopWithParent' | 'recordExtras'> {

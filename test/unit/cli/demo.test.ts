@@ -13,17 +13,17 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { Ledger } from '../../../src/demo/ledger.js';
+import { Ledger } from '../../../src/testing/ledger.js';
 import { frame, paint, truncate, visible } from '../../../src/demo/view.js';
 import { jobReport, emptyJobRecords } from '../../../src/inspect/report.js';
-import { syntheticSplits } from '../../../src/demo/synthetic.js';
+import { syntheticSplits } from '../../../src/testing/synthetic.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = join(root, 'dist/src/cli/main.js');
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: these tests run the compiled CLI; build it first with \`npm run build\``);
-  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'demo/faults', 'demo/fleet-member', 'demo/synthetic']) {
+  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'testing/faults', 'testing/fleet-member', 'testing/synthetic']) {
     const out = join(root, `dist/src/${name}.js`);
     if (!existsSync(out) || statSync(join(root, `src/${name}.ts`)).mtimeMs > statSync(out).mtimeMs) {
       throw new Error(`dist/src/${name}.js is missing or older than src/${name}.ts: rebuild with \`npm run build:ts\``);

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../../src/coordinator/log.js';
-import { pacedHandler, syntheticPlanner } from '../../../src/demo/synthetic.js';
+import { pacedHandler, syntheticPlanner } from '../../../src/testing/synthetic.js';
 import type { JobReport } from '../../../src/inspect/report.js';
 import { EtcdStore, type EtcdStoreOptions } from '../../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../../etcd/harness.js';
