@@ -5,7 +5,9 @@
  * process created (its mod revision), so a deposed leader's write lands
  * nowhere. Campaigning reads only the instance's own `WorkerView` (the
  * `plan` and `leader` keys); a won term builds a `LeaderView` of the whole
- * job (paged, yielding) and drops it when the term ends.
+ * job (paged, yielding) and drops it when the term ends. Every transaction
+ * is built by protocol/leader-txns.ts; this file sends it and reports the
+ * outcome.
  *
  * Invariants:
  * - A new leader first wins `leader` (create-if-absent under its session
@@ -24,10 +26,11 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { SplitfleetError, isSplitfleetError } from '../errors.js';
 import { jobVerdict } from '../protocol/completion.js';
-import { leaderKey, planKey } from '../protocol/keys.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type PlanRecord } from '../protocol/records.js';
+import { planKey } from '../protocol/keys.js';
+import { campaignTxn, generationBumpTxn, leadershipGuard, resignTxn, verdictTxn } from '../protocol/leader-txns.js';
+import { decodeRecord, fingerprintHash } from '../protocol/records.js';
 import { backoffDelay, storeRetryPolicy } from '../protocol/backoff.js';
-import { cmp, op, type Compare, type Store } from '../store/store.js';
+import type { Compare, Store } from '../store/store.js';
 import { background, type OnUnexpected } from './background.js';
 import type { Emit } from './events.js';
 import type { Logger } from './log.js';
@@ -130,7 +133,7 @@ export class Leader {
   }
 
   private get guard(): Compare {
-    return cmp.modRevision(leaderKey(this.view.prefix), this.term?.revision ?? -1);
+    return leadershipGuard(this.view.prefix, this.term?.revision ?? -1);
   }
 
   /** Reacts to a change of this instance's view (the `leader` and `plan` keys): campaign, notice deposition. */
@@ -165,11 +168,10 @@ export class Leader {
     const leader = this.view.leader;
     if (this.term || this.campaigning || this.droppingOrphan || !leader || leader.lease !== this.session.leaseId) return;
     this.droppingOrphan = true;
-    const key = leaderKey(this.view.prefix);
     this.log.warn({ generation: leader.rec.generation }, 'deleting a leader key of ours that no term stands on');
     background('drop leader key', async () => {
       try {
-        await this.store.txn({ compares: [cmp.modRevision(key, leader.modRevision)], success: [op.delete(key)] });
+        await this.store.txn(resignTxn(this.view.prefix, leader.modRevision));
       } catch {
         // Failed: the next change (or the backstop) tries again.
       } finally {
@@ -191,22 +193,14 @@ export class Leader {
       if (!planKv && this.view.planSeen) return;
       const plan = planKv ? { rec: decodeRecord('plan', planKv.key, planKv.value, fp), modRevision: planKv.modRevision } : undefined;
       const generation = (plan?.rec.generation ?? 0) + 1;
-      const key = leaderKey(this.view.prefix);
-      const value = encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance: this.config.instance, generation });
-      const won = await this.store.createIfAbsent(key, value, this.session.leaseId);
+      const won = await this.store.txn(campaignTxn(this.view.prefix, fp, this.config.instance, generation, this.session.leaseId));
       if (!won.won || this.stopped) return;
       const abort = new AbortController();
       // The publication fence is read afresh by the term's first write (decision 0015).
       const term = { generation, revision: won.revision, abort, fence: { revision: undefined } };
       this.term = term;
       // Bump the plan generation, guarded by the leadership just won.
-      const next: PlanRecord = plan
-        ? { ...plan.rec, generation }
-        : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
-      const bumped = await this.store.txn({
-        compares: [this.guard, plan ? cmp.modRevision(planKey(this.view.prefix), plan.modRevision) : cmp.absent(planKey(this.view.prefix))],
-        success: [op.put(planKey(this.view.prefix), encodeRecord('plan', next))],
-      });
+      const bumped = await this.store.txn(generationBumpTxn(this.view.prefix, fp, this.guard, plan, generation));
       if (!bumped.won) {
         // The plan moved between our read and the bump (an operator's retry clearing a verdict, a
         // record put back by hand). Our key's deletion arrives while this campaign still runs, so
@@ -303,7 +297,7 @@ export class Leader {
     this.depose(reason);
     if (!term) return;
     try {
-      await this.store.txn({ compares: [cmp.modRevision(leaderKey(this.view.prefix), term.revision)], success: [op.delete(leaderKey(this.view.prefix))] });
+      await this.store.txn(resignTxn(this.view.prefix, term.revision));
     } catch {
       // Not deleted: it lapses with our session lease.
     }
@@ -328,14 +322,10 @@ export class Leader {
     if (verdict === undefined) return;
     const counts = job.statusCounts;
     this.writingVerdict = true;
-    const key = planKey(this.view.prefix);
-    const guard = this.guard;
+    const txn = verdictTxn(this.view.prefix, this.guard, plan, verdict);
     background('verdict', async () => {
       try {
-        const res = await this.store.txn({
-          compares: [guard, cmp.modRevision(key, plan.modRevision)],
-          success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))],
-        });
+        const res = await this.store.txn(txn);
         if (res.won) this.log.info({ verdict, planned: plan.rec.planned, quarantined: counts.quarantined }, 'job finished');
       } catch (e) {
         this.log.warn({ err: (e as Error).message }, 'writing the verdict failed; will retry');

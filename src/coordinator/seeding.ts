@@ -12,16 +12,17 @@
  * - Every write is guarded by leadership (`guard()`); a plan record deleted
  *   meanwhile is never re-created (JOB_DELETED).
  * - It decides nothing about ownership; the records it creates are
- *   `initialSplitRecord`s (protocol/claims.ts).
+ *   `initialSplitRecord`s (protocol/claims.ts), and every transaction it
+ *   sends is built by protocol/leader-txns.ts (`seedTxn`, `planUpdateTxn`).
  */
 import type { Config } from '../config.js';
 import { SplitfleetError } from '../errors.js';
-import { initialSplitRecord } from '../protocol/claims.js';
-import { idProblem, isValidId, planKey, specKey, splitKey } from '../protocol/keys.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type PlanRecord } from '../protocol/records.js';
+import { idProblem, isValidId, planKey } from '../protocol/keys.js';
+import { planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../protocol/leader-txns.js';
+import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
 import { batches } from '../protocol/txns.js';
 import { itemBytes } from '../store/base.js';
-import { cmp, op, type Compare, type Op, type Store } from '../store/store.js';
+import type { Compare, Op, Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { PlannedSplit } from './types.js';
@@ -96,9 +97,7 @@ export class Seeder {
         const s = splits[i]!;
         if (job.hasSpec(s.id)) continue;
         known++;
-        const spec = encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation }, { maxBytes });
-        const split = encodeRecord('split', initialSplitRecord(s.id, fp));
-        writes.push([op.put(specKey(prefix, s.id), spec), op.put(splitKey(prefix, s.id), split)]);
+        writes.push(seedWrites(prefix, fp, generation, s, maxBytes));
       }
       for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
         const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
@@ -123,25 +122,22 @@ export class Seeder {
     const key = planKey(prefix);
     const plan = await store.get(key);
     if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
-    // Restated over the record as read: fields of a newer minor version are kept.
-    const current = decodeRecord('plan', plan.key, plan.value, fp);
-    const { cursor: _previousCursor, ...kept } = current;
-    const next: PlanRecord = { ...kept, v: SCHEMA_VERSION, fp, generation, final, planned, ...(cursor !== undefined ? { cursor } : {}) };
-    const res = await store.txn({ compares: [this.ctx.guard(), cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', next))] });
+    // Restated over the record as read (seededPlanRecord): fields of a newer minor version are kept.
+    const current = { rec: decodeRecord('plan', plan.key, plan.value, fp), modRevision: plan.modRevision };
+    const res = await store.txn(planUpdateTxn(prefix, fp, this.ctx.guard(), current, { generation, final, planned, cursor }));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     this.ctx.log.info({ planned, final }, 'plan seeded');
   }
 
   private async seedBatch(batch: Op[]): Promise<void> {
     const { store } = this.ctx;
-    const compares: Compare[] = [this.ctx.guard(), ...batch.map((o) => cmp.absent(o.key))];
-    const res = await store.txn({ compares, success: batch });
+    const res = await store.txn(seedTxn(this.ctx.guard(), batch));
     if (res.won) return;
     // Some record exists already (a previous leader seeded it) or we lost leadership:
     // fall back to one split at a time, never overwriting an existing record.
     for (let i = 0; i < batch.length; i += 2) {
       const pair = batch.slice(i, i + 2);
-      const r = await store.txn({ compares: [this.ctx.guard(), ...pair.map((o) => cmp.absent(o.key))], success: pair });
+      const r = await store.txn(seedTxn(this.ctx.guard(), pair));
       if (!r.won && !this.ctx.leading()) return;
     }
   }
@@ -158,11 +154,11 @@ export class Seeder {
     if (ids.length === 0) return;
     this.reseeding = true;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const writes = ids.map((id) => op.put(splitKey(this.ctx.prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
+    const writes = ids.map((id) => reseedWrite(this.ctx.prefix, fp, id));
     // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
     // Through Promise.resolve().then: a store that throws at once must not leave `reseeding` set for good.
     void Promise.resolve()
-      .then(() => this.ctx.store.txn({ compares: [this.ctx.guard(), ...writes.map((w) => cmp.absent(w.key))], success: writes }))
+      .then(() => this.ctx.store.txn(seedTxn(this.ctx.guard(), writes)))
       .then((res) => {
         if (res.won) this.ctx.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
       })

@@ -9,14 +9,16 @@
  * fingerprint) is what the leader holds it as: paused, nothing evacuated
  * (fail safe). An action overwrites it by CAS on its revision, and says so
  * (`replaced`), so an operator can always repair it with `pause` or `resume`.
+ * The write is built by protocol/operator-txns.ts (`controlTxn`).
  */
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import {
   isNeutral, NO_CONTROL, staleEvacuations, withEvacuated, withoutEvacuated, withPaused, type ControlState,
 } from '../protocol/control.js';
 import { controlKey, idProblem, isValidId } from '../protocol/keys.js';
-import { decodeRecord, encodeRecord, SCHEMA_VERSION, type ControlRecord, type WorkerRecord } from '../protocol/records.js';
-import { cmp, op, type Store } from '../store/store.js';
+import { controlTxn } from '../protocol/operator-txns.js';
+import { decodeRecord, type ControlRecord, type WorkerRecord } from '../protocol/records.js';
+import type { Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
 import { listJobKeys } from './scope.js';
 
@@ -127,18 +129,10 @@ async function editControl(
     const stale = new Set(staleEvacuations(edited, nonces));
     const next: ControlState = { ...edited, evacuated: edited.evacuated.filter((e) => !stale.has(e)) };
     const result = { paused: next.paused, evacuated: next.evacuated.map((e) => e.instance), ...(unreadable !== undefined ? { replaced: unreadable } : {}) };
-    const guard = kv ? cmp.modRevision(key, kv.modRevision) : cmp.absent(key);
-    let write;
-    if (isNeutral(next)) {
-      if (!kv) return { changed: false, ...result };
-      write = op.delete(key);
-    } else {
-      // Restated over the record as read: fields of a newer minor version are kept.
-      const value = encodeRecord('control', { ...(current ?? {}), v: SCHEMA_VERSION, fp: job.fp, paused: next.paused, evacuated: next.evacuated });
-      if (kv && kv.value === value) return { changed: false, ...result };
-      write = op.put(key, value);
-    }
-    const res = await store.txn({ compares: [guard], success: [write] });
+    // Restated over the record as read (controlTxn): fields of a newer minor version are kept.
+    const txn = controlTxn(job.prefix, job.fp, { kv, record: current }, next);
+    if (txn === undefined) return { changed: false, ...result };
+    const res = await store.txn(txn);
     if (res.won) return { changed: unreadable !== undefined || isNeutral(before) !== isNeutral(next) || before.paused !== next.paused || !sameEvacuations(before, next), ...result };
   }
   throw contended(`writing ${key}`);

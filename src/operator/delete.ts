@@ -11,12 +11,15 @@
  * job over (a new leader would otherwise re-plan into the empty prefix). It
  * then waits for their presence keys to go, and deletes the rest in batches,
  * listing again until nothing is left (a straggler's write may land between).
+ * Both transactions are built by protocol/operator-txns.ts (`planDeleteTxn`,
+ * `teardownTxn`; why the teardown needs no guard: decision 0038).
  */
 import { SplitfleetError } from '../errors.js';
-import { leaderKey, planKey, type KeyKind } from '../protocol/keys.js';
+import { leaderKey, type KeyKind } from '../protocol/keys.js';
+import { planDeleteTxn, teardownTxn } from '../protocol/operator-txns.js';
 import { jobKeyRanges } from '../protocol/scope.js';
 import { decodeRecord } from '../protocol/records.js';
-import { cmp, op, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { findJob, type FoundJob, type JobTarget } from './job.js';
 import { liveMembers } from './control.js';
 import { listJobKeys } from './scope.js';
@@ -105,7 +108,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   let deleted = 0;
   if (running) {
     // The plan first, alone: its disappearance is what stops every process of the job.
-    const res = await store.txn({ compares: [cmp.modRevision(job.planKv.key, job.planKv.modRevision)], success: [op.delete(planKey(job.prefix))] });
+    const res = await store.txn(planDeleteTxn(job.prefix, job.planKv.modRevision));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', `the plan record of job "${job.job}" changed while deleting; run the command again`, { retryable: true });
     deleted++;
     await untilGone(store, job, options.waitMs ?? 15_000);
@@ -116,7 +119,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
     if (kvs.length === 0) break;
     const per = store.limits.maxOpsPerTxn;
     for (let i = 0; i < kvs.length; i += per) {
-      const res = await store.txn({ compares: [], success: kvs.slice(i, i + per).map((kv) => op.delete(kv.key)) });
+      const res = await store.txn(teardownTxn(kvs.slice(i, i + per).map((kv) => kv.key)));
       if (res.won) deleted += Math.min(per, kvs.length - i);
     }
   }

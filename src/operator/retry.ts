@@ -5,13 +5,14 @@
  * again, never overwritten. A final plan that had stopped as `stalled` has
  * its verdict cleared last (by CAS), so the job can run again: while a fleet
  * runs, its leader assigns the splits at once; a fleet that had stopped on
- * the verdict is started again.
+ * the verdict is started again. The transactions are built by
+ * protocol/operator-txns.ts (`retryTxn`, `clearVerdictTxn`).
  */
 import { SplitfleetError } from '../errors.js';
-import { retriedRecord } from '../protocol/claims.js';
 import { idProblem, isValidId, planKey, splitKey } from '../protocol/keys.js';
-import { decodeRecord, encodeRecord, type SplitRecord } from '../protocol/records.js';
-import { cmp, op, type Compare, type KeyValue, type Op, type Store } from '../store/store.js';
+import { clearVerdictTxn, retryTxn } from '../protocol/operator-txns.js';
+import { decodeRecord, type SplitRecord } from '../protocol/records.js';
+import type { KeyValue, Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
 import { jobKeyPages } from './scope.js';
 
@@ -48,9 +49,7 @@ export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
     const lost: string[] = [];
     for (let i = 0; i < targets.length; i += perTxn) {
       const batch = targets.slice(i, i + perTxn);
-      const compares: Compare[] = batch.map((t) => cmp.modRevision(t.kv.key, t.kv.modRevision));
-      const success: Op[] = batch.map((t) => op.put(t.kv.key, encodeRecord('split', retriedRecord(t.rec))));
-      const res = await store.txn({ compares, success });
+      const res = await store.txn(retryTxn(job.prefix, batch.map((t) => ({ rec: t.rec, modRevision: t.kv.modRevision }))));
       if (res.won) retried.push(...batch.map((t) => t.rec.id));
       else lost.push(...batch.map((t) => t.rec.id));
     }
@@ -138,8 +137,7 @@ async function clearStalled(store: Store, job: FoundJob): Promise<boolean> {
     if (!kv) return false;
     const plan = decodeRecord('plan', kv.key, kv.value, job.fp);
     if (plan.verdict !== 'stalled') return false;
-    const { verdict: _verdict, ...rest } = plan;
-    const res = await store.txn({ compares: [cmp.modRevision(key, kv.modRevision)], success: [op.put(key, encodeRecord('plan', rest))] });
+    const res = await store.txn(clearVerdictTxn(job.prefix, { rec: plan, modRevision: kv.modRevision }));
     if (res.won) return true;
   }
   throw contended(`clearing the verdict on ${key}`);

@@ -1,0 +1,133 @@
+/**
+ * The leader's writes as data: the campaign, the plan generation bump, the
+ * resignation, the verdict, the plan record after seeding, and the seeding of
+ * spec and split records, each built here as a `Txn` (the compares that make
+ * it safe and the ops it makes), as txns.ts builds the worker's. The leader
+ * (coordinator/leader.ts, seeding.ts) sends what it is given and reports the
+ * outcome; it adds no compare and drops none.
+ *
+ * Invariants:
+ * - Leadership is the `leader` key at the revision the term's campaign wrote
+ *   it (`leadershipGuard`), the way etcd's `concurrency.Election` guards its
+ *   writes by the key's revision. Every write of a term carries it, so a
+ *   deposed leader's write lands nowhere.
+ * - A campaign creates `leader` only where absent, under the session lease,
+ *   naming generation = plan generation + 1; the bump that follows compares
+ *   the plan record at the revision it was read at (absent when there was
+ *   none), so two terms never share a generation.
+ * - Resigning deletes `leader` only at the revision it was observed at: never
+ *   a successor's key.
+ * - Seeding creates records only where absent (every key compared absent), so
+ *   a record that exists, and the progress it stands for, is never reset.
+ *
+ * Pure: no I/O. It imports the store's contract (types and the `cmp`/`op`
+ * builders of store/store.ts), never a backend (decision 0016).
+ */
+import { initialSplitRecord } from './claims.js';
+import { leaderKey, planKey, specKey, splitKey } from './keys.js';
+import { encodeRecord, SCHEMA_VERSION, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
+import type { Revisioned } from './txns.js';
+import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
+
+/** The compare every write of a term carries: `leader` still at the revision its campaign wrote (-1: no term, never holds). */
+export function leadershipGuard(prefix: string, termRevision: number): Compare {
+  return cmp.modRevision(leaderKey(prefix), termRevision);
+}
+
+/**
+ * A campaign: `leader` created where absent, under the session lease, naming
+ * this instance and the generation it would lead. The loser reads the
+ * winner's record (as the store's `createIfAbsent`).
+ */
+export function campaignTxn(prefix: string, fp: string, instance: string, generation: number, sessionLease: string): Txn {
+  const key = leaderKey(prefix);
+  return {
+    compares: [cmp.absent(key)],
+    success: [op.put(key, encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance, generation }), sessionLease)],
+    failure: [op.get(key)],
+  };
+}
+
+/** The plan record a new term writes: the one read with its generation, or a fresh one when the job has none yet. */
+export function bumpedPlanRecord(plan: PlanRecord | undefined, fp: string, generation: number): PlanRecord {
+  return plan ? { ...plan, generation } : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
+}
+
+/**
+ * The generation bump of a term just won: leadership ∧ the plan record at
+ * the revision read (absent when there was none) → the bumped record.
+ */
+export function generationBumpTxn(prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord> | undefined, generation: number): Txn {
+  const key = planKey(prefix);
+  return {
+    compares: [leadership, plan ? cmp.modRevision(key, plan.modRevision) : cmp.absent(key)],
+    success: [op.put(key, encodeRecord('plan', bumpedPlanRecord(plan?.rec, fp, generation)))],
+  };
+}
+
+/**
+ * Deletes `leader` at the revision observed: a resignation (the term's own
+ * revision), or a key of ours that no term stands on (a campaign that timed
+ * out had landed). A successor's key has another revision and stays.
+ */
+export function resignTxn(prefix: string, leaderRevision: number): Txn {
+  const key = leaderKey(prefix);
+  return { compares: [cmp.modRevision(key, leaderRevision)], success: [op.delete(key)] };
+}
+
+/** The job's verdict on the plan record: leadership ∧ the plan at the revision it was decided on. */
+export function verdictTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, verdict: JobVerdictRecord): Txn {
+  const key = planKey(prefix);
+  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))] };
+}
+
+/** What a planner's run leaves on the plan record. */
+export interface PlanOutcome {
+  readonly generation: number;
+  readonly final: boolean;
+  readonly planned: number;
+  readonly cursor: Json | undefined;
+}
+
+/**
+ * The plan record after seeding, restated over the record as read (fields of
+ * a newer minor version are kept); the previous cursor goes unless the
+ * planner returned one.
+ */
+export function seededPlanRecord(current: PlanRecord, fp: string, o: PlanOutcome): PlanRecord {
+  const { cursor: _previousCursor, ...kept } = current;
+  return { ...kept, v: SCHEMA_VERSION, fp, generation: o.generation, final: o.final, planned: o.planned, ...(o.cursor !== undefined ? { cursor: o.cursor } : {}) };
+}
+
+/** The plan record after seeding: leadership ∧ the plan at the revision read → `seededPlanRecord`. */
+export function planUpdateTxn(prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord>, o: PlanOutcome): Txn {
+  const key = planKey(prefix);
+  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', seededPlanRecord(plan.rec, fp, o)))] };
+}
+
+/** One planned split, as seeding writes it. */
+export interface SeededSplit {
+  readonly id: string;
+  readonly weight: number;
+  readonly descriptor?: Json | undefined;
+}
+
+/**
+ * The two records a planned split starts with: its spec (named for the
+ * generation that planned it) and an initial split record. `maxBytes` bounds
+ * the spec (RECORD_TOO_LARGE names the split past it).
+ */
+export function seedWrites(prefix: string, fp: string, generation: number, s: SeededSplit, maxBytes: number): Op[] {
+  const spec = encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation }, { maxBytes });
+  return [op.put(specKey(prefix, s.id), spec), op.put(splitKey(prefix, s.id), encodeRecord('split', initialSplitRecord(s.id, fp)))];
+}
+
+/** A fresh split record for a split whose record was deleted (by hand, to get rid of an unreadable one). */
+export function reseedWrite(prefix: string, fp: string, id: string): Op {
+  return op.put(splitKey(prefix, id), encodeRecord('split', initialSplitRecord(id, fp)));
+}
+
+/** Seeding puts, created only where absent: leadership ∧ every written key absent → the puts. */
+export function seedTxn(leadership: Compare, puts: readonly Op[]): Txn {
+  return { compares: [leadership, ...puts.map((o) => cmp.absent(o.key))], success: puts };
+}
