@@ -245,6 +245,100 @@ export function checkImportGraph(
 
 const srcRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 
+/**
+ * Where a guarded transaction may be built (issue 32, decision 0038): every
+ * ownership write is a `Txn` value built in protocol/ (store/ holds the
+ * builders and the backends); the shells only send it. A file elsewhere that
+ * uses a compare builder (`cmp.absent(…)`), writes a compare by hand
+ * (`target: 'modRevision'`) or passes `compares:` anything but `[]` builds one.
+ * A plain read (`compares: []`, get ops only) is no ownership write and stays.
+ */
+export const TXN_HOMES: readonly string[] = ['protocol/', 'store/'];
+const COMPARE_TARGETS = new Set(['absent', 'modRevision', 'value', 'lease']);
+
+/** Each place in `text` (the source of `file`) that builds a guarded transaction, one line each; read from the syntax tree, so comments and strings never count. */
+export function guardedTxnsIn(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const problems: string[] = [];
+  const report = (node: ts.Node, what: string) => {
+    const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+    problems.push(`${file}:${line}: builds a guarded transaction (${what}) outside ${TXN_HOMES.join(', ')}: build it in protocol/ and send what it returns`);
+  };
+  const nameOf = (n: ts.PropertyName): string | undefined => (ts.isIdentifier(n) || ts.isStringLiteral(n) ? n.text : undefined);
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'cmp') {
+      report(node, `cmp.${node.name.text}`);
+    } else if (ts.isPropertyAssignment(node) && nameOf(node.name) === 'compares') {
+      const init = node.initializer;
+      if (!(ts.isArrayLiteralExpression(init) && init.elements.length === 0)) report(node, 'compares: other than []');
+    } else if (ts.isShorthandPropertyAssignment(node) && node.name.text === 'compares') {
+      report(node, 'compares: a list built beforehand');
+    } else if (ts.isPropertyAssignment(node) && nameOf(node.name) === 'target' && ts.isStringLiteral(node.initializer) && COMPARE_TARGETS.has(node.initializer.text)) {
+      report(node, `a compare written by hand, target '${node.initializer.text}'`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return problems;
+}
+
+/** Every guarded transaction built by a file of the tree at `root` outside TXN_HOMES. */
+export function checkGuardedTxns(root: string, homes = TXN_HOMES): string[] {
+  const problems: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      const key = toKey(root, path);
+      if (statSync(path).isDirectory()) {
+        if (!homes.includes(`${key}/`)) walk(path);
+      } else if (name.endsWith('.ts')) problems.push(...guardedTxnsIn(key, readFileSync(path, 'utf8')));
+    }
+  };
+  walk(root);
+  return problems;
+}
+
+describe('guarded transactions are built in protocol/ only', () => {
+  it('no file of src/ outside protocol/ and store/ builds one', () => {
+    expect(checkGuardedTxns(srcRoot)).toEqual([]);
+  });
+
+  it('reports a compare builder, a non-empty or prebuilt compares list and a hand-written compare, and nothing in the homes, comments or strings', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-txn-'));
+    try {
+      for (const d of ['coordinator', 'operator', 'protocol', 'store']) mkdirSync(join(dir, d));
+      writeFileSync(join(dir, 'coordinator', 'leader.ts'), [
+        "import { cmp, op } from '../store/store.js';",
+        'export const resign = (key: string, rev: number) => ({ compares: [cmp.modRevision(key, rev)], success: [op.delete(key)] });',
+      ].join('\n'));
+      writeFileSync(join(dir, 'operator', 'retry.ts'), [
+        '// cmp.absent(key) in a comment is no use',
+        "const note = 'compares: [cmp.absent(k)]';",
+        'export const read = (key: string) => ({ compares: [], success: [{ op: \'get\', key }] });',
+        'export const batch = (guards: unknown[]) => { const compares = guards; return { compares, success: [] }; };',
+        "export const byHand = (key: string) => ({ compares: [{ target: 'absent', key }], success: [] });",
+        'export const passed = (guards: unknown[]) => ({ compares: guards, success: [] });',
+      ].join('\n'));
+      writeFileSync(join(dir, 'protocol', 'txns.ts'), "import { cmp } from '../store/store.js';\nexport const t = (k: string) => ({ compares: [cmp.absent(k)], success: [] });\n");
+      writeFileSync(join(dir, 'store', 'base.ts'), "export const c = (key: string) => ({ compares: [{ target: 'absent', key }], success: [] });\n");
+      writeFileSync(join(dir, 'index.ts'), "export { cmp, op } from './store/store.js';\n");
+      const where = 'outside protocol/, store/: build it in protocol/ and send what it returns';
+      expect(checkGuardedTxns(dir)).toEqual([
+        `coordinator/leader.ts:2: builds a guarded transaction (compares: other than []) ${where}`,
+        `coordinator/leader.ts:2: builds a guarded transaction (cmp.modRevision) ${where}`,
+        `operator/retry.ts:4: builds a guarded transaction (compares: a list built beforehand) ${where}`,
+        `operator/retry.ts:5: builds a guarded transaction (compares: other than []) ${where}`,
+        `operator/retry.ts:5: builds a guarded transaction (a compare written by hand, target 'absent') ${where}`,
+        `operator/retry.ts:6: builds a guarded transaction (compares: other than []) ${where}`,
+      ]);
+      // The same check with no homes reports protocol/ and store/ too: the exemption is the homes, not the file names.
+      expect(checkGuardedTxns(dir, []).filter((p) => p.startsWith('protocol/') || p.startsWith('store/'))).toHaveLength(4);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the import graph of src/', () => {
   it('has no cycle, no upward or sideways import, and every dependency in its home', () => {
     const graph = readImportGraph(srcRoot);
