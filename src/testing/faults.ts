@@ -20,8 +20,8 @@
  *
  * Invariants: the facades, not the coordinator, implement the faults (the
  * code under test never cooperates with its own failure) and decide nothing;
- * the coordinator sees an ordinary Clock and Store. Internal: not exported
- * from src/index.ts.
+ * the coordinator sees an ordinary Clock and Store. Internal: exported by
+ * neither src/index.ts nor src/testing/index.ts.
  */
 import { systemClock, type Clock } from '../clock.js';
 import { BaseStore } from '../store/base.js';

@@ -9,7 +9,8 @@
  * Invariants: every tracked process (the default) is SIGKILLed at the latest
  * when this process exits (`killAllFleetMembers()` does it earlier); waits
  * are bounded and their failure message shows the member's last events and
- * stderr. Framework-free; it decides nothing about the job.
+ * stderr. Framework-free; it decides nothing about the job. Internal: not
+ * exported by src/testing/index.ts (the demo and the suites import it here).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

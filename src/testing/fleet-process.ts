@@ -7,6 +7,7 @@
  * verdict at the end. SIGTERM stops gracefully (drain, release, resign).
  *
  * The configuration and the lines are typed once, in fleet-config.ts.
+ * Internal: a script, never imported (importing it starts a coordinator).
  */
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../coordinator/log.js';

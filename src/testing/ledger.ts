@@ -1,5 +1,7 @@
 /**
- * The one ledger, for the demo and every test suite: every processed unit
+ * The ledger: at-least-once accounting of a run, for the demo, every test
+ * suite, and a user's own fleet tests (exported by `splitfleet/testing`).
+ * It keeps every processed unit
  * (split, unit number, epoch, by whom, when) and every lane event (claimed,
  * drained, declined, completed, failed, a simulated handler's exit), fed by
  * in-process handlers (`unit`, `lane`) or by member processes' stdout lines
@@ -11,17 +13,48 @@
  * happens), and how many were processed more than once (DUPLICATES: allowed,
  * bounded by one commit interval per takeover).
  *
- * Pure bookkeeping: no I/O, no clock (times come in with the entries).
+ * Pure bookkeeping: no I/O, no clock (times come in with the entries). It
+ * names no internal type in its signatures: a member process is anything
+ * shaped like a `LedgerSource`.
  */
-import type { FleetEvent } from './fleet-config.js';
-import type { FleetMember } from './fleet-member.js';
 import type { SyntheticSplit } from './synthetic.js';
+
+/**
+ * One line a member process writes on stdout, parsed: `{ev: 'unit', id, unit, epoch}` for a
+ * processed unit, any other `ev` for a lane event (claimed, drained, …); `ev: 'raw'` is a line
+ * that was not JSON.
+ */
+export interface LedgerLine {
+  /** What the line reports. */
+  ev: string;
+  /** Wall-clock ms when it was written. */
+  t?: number;
+  /** The split, on a split's lines. */
+  id?: string;
+  /** The tenancy's epoch, on a split's lines. */
+  epoch?: number;
+  [field: string]: unknown;
+}
+
+/** A member process whose parsed lines feed a ledger (the fleet member spawner is one). */
+export interface LedgerSource {
+  /** The instance the lines are charged to. */
+  readonly instance: string;
+  /** Every line so far, in order. */
+  readonly events: readonly LedgerLine[];
+  /** Calls `fn` with every line, those already seen first, then each as it comes. */
+  follow(fn: (line: LedgerLine) => void): void;
+}
 
 /** One processed unit. In the simulation `instance` is the process incarnation (`w1#2`). */
 export interface UnitEntry {
+  /** Who processed it. */
   instance: string;
+  /** The split. */
   id: string;
+  /** The unit, 1-based. */
   unit: number;
+  /** The epoch of the tenancy that processed it. */
   epoch: number;
   /** When it was processed (wall-clock ms; virtual ms in the simulation). */
   t: number;
@@ -29,15 +62,22 @@ export interface UnitEntry {
 
 /** One lane event of `instance`, as the paced handler (or a process line) reported it. */
 export interface LaneEvent {
+  /** Whose lane. */
   instance: string;
+  /** What happened: claimed, drained, declined, completed, failed, … */
   ev: string;
+  /** The split. */
   id?: string;
+  /** The tenancy's epoch. */
   epoch?: number;
+  /** The progress it reports (where a claim resumed, where a drain stopped). */
   progress?: number;
+  /** When (wall-clock ms; virtual ms in the simulation). */
   t: number;
   [k: string]: unknown;
 }
 
+/** A run checked against its plan (`Ledger.check`). */
 export interface LedgerCheck {
   /** Units planned, over every split. */
   units: number;
@@ -53,6 +93,11 @@ export interface LedgerCheck {
   examples: string[];
 }
 
+/**
+ * Every processed unit and lane event of a run, and per planned unit how often
+ * it was processed. `check` states the delivery contract: no unit of a completed
+ * split LOST; DUPLICATES allowed, and counted.
+ */
 export class Ledger {
   /** Every processed unit recorded with its owner, in order. */
   readonly units: UnitEntry[] = [];
@@ -70,20 +115,20 @@ export class Ledger {
   }
 
   /** A ledger of every line the given member processes wrote (every incarnation of a run). */
-  static of(members: Iterable<FleetMember>): Ledger {
+  static of(members: Iterable<LedgerSource>): Ledger {
     const ledger = new Ledger();
     for (const m of members) for (const e of m.events) ledger.line(m.instance, e);
     return ledger;
   }
 
   /** Feeds every line `member` writes, from its first on, into this ledger. */
-  follow(member: FleetMember): FleetMember {
+  follow<M extends LedgerSource>(member: M): M {
     member.follow((e) => this.line(member.instance, e));
     return member;
   }
 
   /** One stdout line of `instance`: a processed unit, or a lane event (claimed, drained, …). */
-  line(instance: string, e: FleetEvent): void {
+  line(instance: string, e: LedgerLine): void {
     if (e.ev === 'raw') return; // a line that is not JSON (a stray print): no ledger entry
     if (e.ev === 'unit') this.unit({ instance, id: String(e.id), unit: Number(e.unit), epoch: Number(e.epoch), t: Number(e.t) });
     else this.lane({ ...e, instance, t: Number(e.t) } as LaneEvent);
@@ -95,6 +140,7 @@ export class Ledger {
     this.record(u.id, u.unit);
   }
 
+  /** One lane event (claimed, drained, declined, completed, failed, …). */
   lane(e: LaneEvent): void {
     this.events.push(e);
   }
@@ -147,6 +193,7 @@ export class Ledger {
 
   // ---- queries of the entries (the tests') ---------------------------------------------
 
+  /** The processed units of split `id`, optionally of one instance or one epoch only. */
   unitsOf(id: string, filter: { instance?: string; epoch?: number } = {}): UnitEntry[] {
     return this.units.filter(
       (u) => u.id === id && (filter.instance === undefined || u.instance === filter.instance) && (filter.epoch === undefined || u.epoch === filter.epoch),
@@ -165,6 +212,7 @@ export class Ledger {
     return (c.progress as number | undefined) ?? 0;
   }
 
+  /** The first unit processed at `epoch` (undefined: none). */
   firstUnit(id: string, epoch: number): number | undefined {
     const us = this.unitsOf(id, { epoch });
     return us.length === 0 ? undefined : Math.min(...us.map((u) => u.unit));

@@ -1,9 +1,11 @@
 /**
- * The demo's synthetic job: an object-store-like planner (objects of skewed
+ * The synthetic job (exported by `splitfleet/testing`): an object-store-like planner (objects of skewed
  * sizes packed into splits by a target size) and a paced handler that
  * processes a split's units, commits progress every `commitEvery` units, and
  * reports every processed unit to a sink (the ledger). Deterministic for a
- * seed; used by `splitfleet demo`, by the fleet process, and by tests.
+ * seed; used by `splitfleet demo`, by the fleet process, by tests, and by a
+ * user who wants a fleet test of their own deployment without their handler.
+ * `syntheticMember` (the fleet process's pairing) is internal.
  *
  * Options added later are optional and change nothing when absent: `clock`
  * (pace on an injected clock, so pausing it pauses the handler) and `poison`
@@ -13,6 +15,7 @@ import type { Clock } from '../clock.js';
 import type { Planner, SplitHandle, SplitHandler } from '../coordinator/types.js';
 import { prng } from '../prng.js';
 
+/** The shape of a synthetic job: how many splits, and the seeded spread of their sizes. */
 export interface SyntheticJob {
   /** Number of splits. */
   splits: number;
@@ -24,9 +27,13 @@ export interface SyntheticJob {
   maxUnits?: number;
 }
 
+/** One planned synthetic split. */
 export interface SyntheticSplit {
+  /** `obj-0`, `obj-1`, … (zero-padded to one width). */
   id: string;
+  /** Its weight for the assignment: units × 1 MiB. */
   weight: number;
+  /** How many units the paced handler processes. */
   units: number;
 }
 
@@ -43,6 +50,7 @@ export function syntheticSplits(job: SyntheticJob): SyntheticSplit[] {
   });
 }
 
+/** A planner enumerating `syntheticSplits(job)` in one final plan, each descriptor `{ units }`. */
 export function syntheticPlanner(job: SyntheticJob): Planner {
   const splits = syntheticSplits(job);
   return () => ({
@@ -51,8 +59,10 @@ export function syntheticPlanner(job: SyntheticJob): Planner {
   });
 }
 
+/** How the paced handler answers a drain: commit and return, decline, commit late, or work on until forced. */
 export type DrainBehaviour = 'cooperate' | 'decline' | 'slow' | 'ignore';
 
+/** The paced handler's pace, commit interval, drain behaviour and sinks. */
 export interface PacedHandlerOptions {
   /** Milliseconds per unit. */
   unitMs: number;

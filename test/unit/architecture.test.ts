@@ -74,6 +74,11 @@ export type ImportGraph = Map<string, { files: Set<string>; packages: Set<string
 
 /** Reads every .ts file under `root` and resolves its relative imports to files of the tree. */
 export function readImportGraph(root: string): ImportGraph {
+  return readImportGraphUnder(root, ['']);
+}
+
+/** The same for the files under `dirs` of `root` only (test/, bench/), their imports still resolved against the whole tree. */
+export function readImportGraphUnder(root: string, dirs: readonly string[]): ImportGraph {
   const graph: ImportGraph = new Map();
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir).sort()) {
@@ -429,6 +434,78 @@ describe('the checker fails when it should', () => {
       expect(checkImportGraph(readImportGraph(dir))).toContain(
         'store/c.ts imports coordinator/w.ts: a lower layer (store/, rank 2) imports a higher one (coordinator/, rank 3)',
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * src/demo/ is the demo only (issue 32): a test or bench takes its harness from src/testing/ (what
+ * the demo shares: the ledger, the synthetic job, the fleet member process, the fault facade) or
+ * test/support/, never from the demo (decision 0039). The exceptions are the tests of the demo
+ * itself, each with the demo files it tests; a path ending in '/' is a folder.
+ */
+export const DEMO_TESTS: Readonly<Record<string, readonly string[]>> = {
+  'test/unit/cli/demo.test.ts': ['src/demo/'], // the demo: its run (compiled) and its live frame
+  'test/etcd/member-loss.test.ts': ['src/demo/run.ts'], // the demo's timings ride out an etcd member loss
+  'test/integration/keys-scope.test.ts': ['src/demo/observer.ts'], // the demo's observer reads its job's keys only
+};
+
+/** Every import of the demo (src/demo/, or its build under dist/) by a test or bench file of `graph` that DEMO_TESTS does not allow. */
+export function checkDemoImports(graph: ImportGraph, demoTests = DEMO_TESTS): string[] {
+  const problems: string[] = [];
+  for (const [file, { files }] of [...graph].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const allowed = demoTests[file] ?? [];
+    for (const target of [...files].sort()) {
+      const demo = /^(?:dist\/)?(src\/demo\/.*?)(?:\.js)?$/.exec(target)?.[1]?.replace(/(\.ts)?$/, '.ts');
+      if (demo === undefined) continue;
+      if (allowed.some((a) => (a.endsWith('/') ? demo.startsWith(a) : demo === a))) continue;
+      problems.push(`${file} imports ${target}: tests and benches take their harness from src/testing/ or test/support/; src/demo/ is the demo only`);
+    }
+  }
+  return problems;
+}
+
+const repoRoot = resolve(srcRoot, '..');
+
+describe('tests and benches import no demo', () => {
+  it('no file of test/ or bench/ imports src/demo/, but the demo\'s own tests', () => {
+    const graph = readImportGraphUnder(repoRoot, ['test', 'bench']);
+    expect(graph.size).toBeGreaterThan(100);
+    expect(checkDemoImports(graph)).toEqual([]);
+    // Each exception is still needed: its file exists and imports what it is allowed (else the entry goes).
+    for (const [file, allowed] of Object.entries(DEMO_TESTS)) {
+      const demo = [...(graph.get(file)?.files ?? [])].filter((t) => t.startsWith('src/demo/'));
+      expect(demo.some((t) => allowed.some((a) => (a.endsWith('/') ? t.startsWith(a) : t === a))), `${file} imports ${allowed.join(', ')}`).toBe(true);
+    }
+  });
+
+  it('reports a test, a support file and a bench importing the demo, and only the exception\'s own files', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-demo-'));
+    try {
+      for (const d of ['src/demo', 'src/testing', 'test/unit/cli', 'test/integration', 'test/support', 'test/etcd', 'bench', 'dist/src/demo']) mkdirSync(join(dir, d), { recursive: true });
+      for (const f of ['src/demo/run.ts', 'src/demo/fleet.ts', 'src/demo/observer.ts', 'src/testing/ledger.ts', 'dist/src/demo/fleet.js']) writeFileSync(join(dir, f), 'export const x = 1;\n');
+      writeFileSync(join(dir, 'test/unit/cli/demo.test.ts'), "import { x } from '../../../src/demo/run.js';\nimport { x as y } from '../../../src/demo/fleet.js';\n");
+      writeFileSync(join(dir, 'test/etcd/member-loss.test.ts'), "import { x } from '../../src/demo/run.js';\nimport type { x as y } from '../../src/demo/observer.js';\n");
+      writeFileSync(join(dir, 'test/integration/steady.test.ts'), "import { x } from '../../src/testing/ledger.js';\n// import { y } from '../../src/demo/run.js' is a comment\n");
+      writeFileSync(join(dir, 'test/integration/worker.test.ts'), "import type { x } from '../../src/demo/fleet.js';\n");
+      writeFileSync(join(dir, 'test/support/spawn.ts'), "export const load = () => import('../../dist/src/demo/fleet.js');\n");
+      writeFileSync(join(dir, 'bench/fleet.ts'), "export { x } from '../src/demo/run.js';\n");
+      const graph = readImportGraphUnder(dir, ['test', 'bench']);
+      expect([...graph.keys()].sort()).toEqual([
+        'bench/fleet.ts', 'test/etcd/member-loss.test.ts', 'test/integration/steady.test.ts', 'test/integration/worker.test.ts',
+        'test/support/spawn.ts', 'test/unit/cli/demo.test.ts',
+      ]);
+      const why = 'tests and benches take their harness from src/testing/ or test/support/; src/demo/ is the demo only';
+      expect(checkDemoImports(graph)).toEqual([
+        `bench/fleet.ts imports src/demo/run.ts: ${why}`,
+        `test/etcd/member-loss.test.ts imports src/demo/observer.ts: ${why}`,
+        `test/integration/worker.test.ts imports src/demo/fleet.ts: ${why}`,
+        `test/support/spawn.ts imports dist/src/demo/fleet.js: ${why}`,
+      ]);
+      // Without the exceptions, the demo's own tests are reported too.
+      expect(checkDemoImports(graph, {})).toContain(`test/unit/cli/demo.test.ts imports src/demo/run.ts: ${why}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -86,4 +86,11 @@ describe('entry points', () => {
     expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
     expect(names).toEqual(expect.arrayContaining(['desiredAssignment', 'AssignmentPool', 'churn', 'loadFigures']));
   }, 30_000);
+
+  it('splitfleet/testing exports the handler harness, the synthetic job and the ledger only, and loads none of the three', () => {
+    const { packages, names } = load('splitfleet/testing');
+    expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
+    // Not the fleet member process, its spawner or the fault facade: internal (decision 0039).
+    expect(names).toEqual(['Ledger', 'fakeSplitHandle', 'pacedHandler', 'runHandler', 'syntheticPlanner', 'syntheticSplits']);
+  }, 30_000);
 });
