@@ -87,7 +87,7 @@ export function readImportGraphUnder(root: string, dirs: readonly string[]): Imp
       else if (name.endsWith('.ts')) graph.set(toKey(root, path), parseImports(root, path));
     }
   };
-  walk(root);
+  for (const dir of dirs) if (existsSync(join(root, dir))) walk(join(root, dir));
   return graph;
 }
 
