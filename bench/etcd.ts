@@ -1,7 +1,7 @@
 /**
  * A throwaway single-node etcd for the benches (bench/protocol.ts,
  * bench/fleet.ts): the `etcd` binary from PATH, free loopback ports, a temp
- * data dir removed on stop. The test harness (test/etcd/harness.ts) is not
+ * data dir removed on stop. The test launcher (test/support/etcd.ts) is not
  * compiled into dist/, so the benches carry this small launcher of their own.
  * `etcdMetrics` reads the database size and revision from etcd's /metrics.
  */

@@ -27,7 +27,7 @@ import { serveDashboard } from '../../src/inspect/serve.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(root, 'dist/src/cli/main.js');

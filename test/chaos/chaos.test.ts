@@ -15,7 +15,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { fleetProcessScript, killAllFleetMembers, repoRoot } from '../support/fleet.js';
 import { runScenario } from './run-scenario.js';
 import { SCENARIOS, SOAK, type ScenarioResult } from './scenarios.js';

@@ -9,66 +9,14 @@
  * linearizable read (so the cluster has a leader); `restart(i)` resolves once
  * member i answers again; `stop()` kills every member and deletes every data
  * dir; members are SIGKILLed when the test process exits. A missing etcd
- * binary is a loud failure.
+ * binary is a loud failure. The binary, ports, spawn and readiness probe are
+ * the one launcher's (test/support/etcd.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { EtcdStore } from '../../src/store/etcd.js';
-
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-export function etcdBinary(): string {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    try {
-      accessSync(join(dir, 'etcd'), constants.X_OK);
-      return join(dir, 'etcd');
-    } catch {
-      // keep looking
-    }
-  }
-  throw new Error("the chaos suite needs the 'etcd' binary on PATH (e.g. apt-get install etcd-server); it is never skipped");
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const a = server.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resolves once `url` answers a read (a linearizable one: it needs a raft leader), or throws after `timeoutMs`. */
-export async function waitForEtcd(url: string, timeoutMs: number, alive: () => string | undefined): Promise<void> {
-  const probe = new EtcdStore({ endpoints: url, opTimeoutMs: 1000 });
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const dead = alive();
-      if (dead) throw new Error(dead);
-      try {
-        await probe.get('splitfleet-chaos-probe');
-        return;
-      } catch {
-        if (Date.now() > deadline) throw new Error(`etcd at ${url} did not answer within ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  } finally {
-    await probe.close();
-  }
-}
+import { join } from 'node:path';
+import { freePort, spawnEtcd, waitForEtcd } from '../support/etcd.js';
 
 export interface ClusterMember {
   name: string;
@@ -76,7 +24,8 @@ export interface ClusterMember {
   peerUrl: string;
   dataDir: string;
   child: ChildProcess | undefined;
-  log: string;
+  /** The last 4 000 characters of its current run's stderr. */
+  log: () => string;
 }
 
 export class EtcdCluster {
@@ -107,7 +56,7 @@ export class EtcdCluster {
         peerUrl: `http://127.0.0.1:${p}`,
         dataDir: mkdtempSync(join(tmpdir(), `splitfleet-chaos-m${i}-`)),
         child: undefined,
-        log: '',
+        log: () => '',
       });
     }
     const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
@@ -191,14 +140,9 @@ export class EtcdCluster {
       '--logger', 'zap',
       '--log-level', 'error',
     ];
-    const child = spawn(etcdBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    m.child = child;
-    m.log = '';
-    running.add(child);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      m.log = (m.log + chunk.toString()).slice(-4000);
-    });
-    child.once('exit', () => running.delete(child));
+    const proc = spawnEtcd(args);
+    m.child = proc.child;
+    m.log = proc.log;
   }
 
   private ready(i: number): Promise<void> {
@@ -206,7 +150,7 @@ export class EtcdCluster {
     const child = m.child!;
     return waitForEtcd(m.clientUrl, 30_000, () =>
       child.exitCode !== null || child.signalCode !== null
-        ? `etcd member ${m.name} exited during start-up (code ${child.exitCode}, signal ${child.signalCode}):\n${m.log}`
+        ? `etcd member ${m.name} exited during start-up (code ${child.exitCode}, signal ${child.signalCode}):\n${m.log()}`
         : undefined,
     );
   }

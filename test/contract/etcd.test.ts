@@ -13,7 +13,7 @@ import { isSplitfleetError } from '../../src/errors.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, op, type Compare, type Op, type Store, type WatchEvent } from '../../src/store/store.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { sleep } from '../support/wait.js';
 import { storeContract } from './store-contract.js';
 

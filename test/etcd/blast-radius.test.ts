@@ -26,7 +26,7 @@ import { assignKey, jobPrefix, planKey, splitKey, workerKey } from '../../src/pr
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

@@ -19,7 +19,7 @@ import { isCompactedError, type Store, type WatchOptions } from '../../src/store
 import { TcpProxy } from '../chaos/proxy.js';
 import { watchProgress } from '../support/progress-watch.js';
 import { sleep, waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

@@ -15,7 +15,7 @@ import type { SplitHandle } from '../../src/coordinator/types.js';
 import type { RetryBackoff } from '../../src/config.js';
 import { jobPrefix, splitKey } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

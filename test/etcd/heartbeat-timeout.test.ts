@@ -15,7 +15,7 @@ import { isSplitfleetError } from '../../src/errors.js';
 import { jobPrefix, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

@@ -16,7 +16,7 @@ import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix, leaderKey, planKey, specKey, splitKey } from '../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const JOB = 'hostile';
 const P = jobPrefix('splitfleet', JOB);

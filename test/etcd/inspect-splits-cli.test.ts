@@ -15,7 +15,7 @@ import { displayWidth } from '../../src/inspect/width.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { runCli } from '../support/cli.js';
 import { CJK_IDS, writeSplitFixture } from '../support/split-fixture.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 let ids: string[] = [];

@@ -13,7 +13,7 @@ import { EtcdStore, ETCD_KEEPALIVE_MIN_MS } from '../../src/store/etcd.js';
 import type { WatchEvent } from '../../src/store/store.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

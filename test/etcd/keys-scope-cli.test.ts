@@ -15,7 +15,7 @@ import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, leaseKey } from '../../src/protocol/keys.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000, maxAttempts: 1 };
 const A = jobPrefix('splitfleet', 'a');

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { find, manifests, podEnv, probe, startWorker } from '../support/kubernetes.js';
 import { waitUntil, within } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

@@ -14,7 +14,7 @@ import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleetMember, type FleetMember } from '../support/fleet.js';
 import { waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;
 beforeAll(async () => {

@@ -19,7 +19,7 @@ import { fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { watchProgress } from '../support/progress-watch.js';
 import { sleep, waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const QUOTA = 16 * 1024 * 1024;
 let etcd: EtcdHandle;

@@ -30,7 +30,7 @@ import { assignKey, controlKey, jobPrefix, planKey, progressKey, splitKey } from
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000 };
 

@@ -19,7 +19,7 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { cmp, op, type WatchHandle } from '../../src/store/store.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleet, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { waitUntil } from '../support/wait.js';
-import { startEtcd, type EtcdHandle } from './harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const KNOBS = { leaseDurationMs: 2000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
 

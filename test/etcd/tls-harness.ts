@@ -9,16 +9,16 @@
  * certificates. Auth is set up through etcd3's admin API (no `etcdctl`
  * needed), which is why this test helper imports etcd3 directly. A missing
  * `etcd` or `openssl` binary is a loud failure, never a skip.
- * It must not be used by tests that do not need TLS: `harness.ts` is that one.
+ * It must not be used by tests that do not need TLS: `test/support/etcd.ts`
+ * is that one, and this builds on its launcher.
  */
 
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3, Range } from 'etcd3';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { etcdBinary, freePort, spawnEtcd, waitForEtcd } from '../support/etcd.js';
 
 /** PEM material for the tests, plus the files etcd reads. */
 export interface TestCertificates {
@@ -43,11 +43,6 @@ export interface TlsEtcdHandle {
   /** SIGKILL the server, delete its data dir. */
   stop(): Promise<void>;
 }
-
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
 
 function openssl(args: string[], cwd: string): void {
   try {
@@ -97,19 +92,6 @@ export function removeCertificates(certs: TestCertificates): void {
   rmSync(certs.dir, { recursive: true, force: true });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** The TLS options a test client uses: the CA, plus the client certificate and key when `withClientCert`. */
 export function clientCredentials(certs: TestCertificates, withClientCert: boolean) {
   return withClientCert
@@ -123,6 +105,7 @@ export function clientCredentials(certs: TestCertificates, withClientCert: boole
  * Resolves once it answers a read over TLS.
  */
 export async function startTlsEtcd(certs: TestCertificates, options: { clientCertAuth: boolean }): Promise<TlsEtcdHandle> {
+  etcdBinary(); // a missing binary fails here, before a data dir exists
   const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-tls-'));
   const endpoint = `https://127.0.0.1:${await freePort()}`;
   const peer = `http://127.0.0.1:${await freePort()}`;
@@ -141,46 +124,20 @@ export async function startTlsEtcd(certs: TestCertificates, options: { clientCer
     '--logger', 'zap',
     '--log-level', 'error',
   ];
-  let log = '';
-  const proc = spawn('etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  running.add(proc);
-  let spawnError: string | undefined;
-  const exited = new Promise<void>((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.once('error', (e) => {
-      spawnError = (e as NodeJS.ErrnoException).code === 'ENOENT' ? "the 'etcd' binary is not on PATH (apt-get install etcd-server)" : e.message;
-      resolve();
-    });
-  });
-  void exited.then(() => running.delete(proc));
-  proc.stderr?.on('data', (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-4000);
-  });
+  const proc = spawnEtcd(args);
+  const exited = new Promise<void>((resolve) => proc.child.once('exit', () => resolve()));
   const stop = async () => {
-    if (spawnError === undefined && proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
+    if (proc.child.exitCode === null && proc.child.signalCode === null) {
+      proc.child.kill('SIGKILL');
       await exited;
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
-
-  // A fresh client per attempt: etcd3's per-host circuit breaker would otherwise stay open for 5 s.
-  const deadline = Date.now() + 20_000;
   try {
-    for (;;) {
-      if (spawnError !== undefined) throw new Error(`etcd could not be started: ${spawnError}; these tests are never skipped`);
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`etcd exited during start-up (code ${proc.exitCode}):\n${log}`);
-      const probe = new EtcdStore({ endpoints: endpoint, credentials: clientCredentials(certs, options.clientCertAuth), opTimeoutMs: 1000 });
-      try {
-        await probe.get('splitfleet-harness-probe');
-        break;
-      } catch (e) {
-        if (Date.now() > deadline) throw new Error(`TLS etcd at ${endpoint} did not answer within 20 s (${String(e)}):\n${log}`);
-        await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await probe.close();
-      }
-    }
+    await waitForEtcd(endpoint, 20_000, () =>
+      proc.child.exitCode !== null || proc.child.signalCode !== null
+        ? `etcd exited during start-up (code ${proc.child.exitCode}):\n${proc.log()}`
+        : undefined, { credentials: clientCredentials(certs, options.clientCertAuth), detail: proc.log });
   } catch (e) {
     await stop();
     throw e;

@@ -22,7 +22,7 @@ import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store, Txn, TxnResult } from '../../src/store/store.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 /** Passes every call to `inner`; a transaction matching `loseReplyOf` is applied, then answered with a TIMEOUT. */
 function lossyReplies(inner: Store): { store: Store; loseReplyOf: (match: (t: Txn) => boolean, times?: number) => void; lost: () => number } {

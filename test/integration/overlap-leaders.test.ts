@@ -21,7 +21,7 @@ import { fingerprintHash } from '../../src/protocol/records.js';
 import { jobPrefix, leaderKey } from '../../src/protocol/keys.js';
 import type { EtcdStore } from '../../src/store/etcd.js';
 import { cmp } from '../../src/store/store.js';
-import type { EtcdHandle } from '../etcd/harness.js';
+import type { EtcdHandle } from '../support/etcd.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
 import { Recorder } from '../support/history.js';
 import { counterValue, FAST, startInProcess, type InProcessMember } from '../support/in-process.js';

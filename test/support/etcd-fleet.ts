@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { EtcdStore } from '../../src/store/etcd.js';
-import { startEtcd, type EtcdHandle } from '../etcd/harness.js';
+import { startEtcd, type EtcdHandle } from './etcd.js';
 import type { InProcessMember } from './in-process.js';
 
 /** Registers the hooks; `ready` receives the store and etcd once started. */

@@ -1,8 +1,13 @@
 /**
- * A throwaway single-node etcd for tests: the `etcd` binary from PATH, free
- * loopback ports, a temp data dir. `restart()` brings it back on the same
- * data dir and ports (for chaos tests); `stop()` sends SIGTERM and removes
- * the data dir. A missing binary is a loud failure, never a silent skip.
+ * The one etcd launcher of the suites: the `etcd` binary from PATH, free
+ * loopback ports, the spawn (tracked: SIGKILLed when the test process exits)
+ * and the readiness probe, which the TLS harness (test/etcd/tls-harness.ts)
+ * and the 3-member cluster (test/chaos/cluster.ts) build on; and `startEtcd`,
+ * a throwaway single node on a temp data dir. `restart()` brings it back on
+ * the same data dir and ports (for chaos tests); `stop()` sends SIGTERM and
+ * removes the data dir. A missing binary is a loud failure, never a silent
+ * skip. (bench/etcd.ts is the benches' own: they run from dist/, which test/
+ * is not compiled into.)
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +15,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd.js';
 
 /** A running etcd under test control. */
 export interface EtcdHandle {
@@ -31,7 +36,7 @@ process.on('exit', () => {
 });
 
 /** Finds `etcd` on PATH or fails with instructions. */
-function findEtcd(): string {
+export function etcdBinary(): string {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, 'etcd');
@@ -49,7 +54,8 @@ function findEtcd(): string {
   );
 }
 
-function freePort(): Promise<number> {
+/** A loopback port free now (another process can take it before etcd binds it: callers retry on 'address already in use'). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
@@ -60,6 +66,62 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** A spawned etcd: the process, and the last 4 000 characters of its stderr. */
+export interface EtcdProcess {
+  child: ChildProcess;
+  log(): string;
+}
+
+/** Spawns etcd with `args`, tracked so that it dies with this process. */
+export function spawnEtcd(args: readonly string[]): EtcdProcess {
+  const child = spawn(etcdBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  running.add(child);
+  child.stderr?.on('data', (chunk: Buffer) => {
+    log = (log + chunk.toString()).slice(-4000);
+  });
+  child.once('exit', () => running.delete(child));
+  return { child, log: () => log };
+}
+
+/**
+ * Resolves once `url` answers a read (a linearizable one: it needs a raft leader), or throws after
+ * `timeoutMs`, or as soon as `dead()` names why the server is gone. With `credentials` (TLS) each
+ * attempt gets a fresh client: etcd3's per-host circuit breaker would otherwise stay open for 5 s.
+ */
+export async function waitForEtcd(
+  url: string,
+  timeoutMs: number,
+  dead: () => string | undefined,
+  options: { credentials?: EtcdStoreOptions['credentials']; detail?: () => string } = {},
+): Promise<void> {
+  const client = () => new EtcdStore({ endpoints: url, opTimeoutMs: 1000, ...(options.credentials ? { credentials: options.credentials } : {}) });
+  const fresh = options.credentials !== undefined;
+  let probe = fresh ? undefined : client();
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const why = dead();
+      if (why) throw new Error(why);
+      const p = probe ?? client();
+      try {
+        await p.get('splitfleet-harness-probe');
+        return;
+      } catch (e) {
+        if (Date.now() > deadline) {
+          throw new Error(`etcd at ${url} did not answer within ${timeoutMs / 1000} s${fresh ? ` (${String(e)})` : ''}:\n${options.detail?.() ?? ''}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        if (p !== probe) await p.close();
+      }
+    }
+  } finally {
+    await probe?.close();
+    probe = undefined;
+  }
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -83,7 +145,6 @@ export async function startEtcd(extraArgs: readonly string[] = []): Promise<Etcd
 }
 
 async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> {
-  const binary = findEtcd();
   const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
   const clientPort = await freePort();
   const peerPort = await freePort();
@@ -102,35 +163,15 @@ async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> 
     ...extraArgs,
   ];
   let child: ChildProcess | undefined;
-  let log = '';
 
   const launch = async (): Promise<void> => {
-    log = '';
-    const proc = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    child = proc;
-    running.add(proc);
-    proc.stderr?.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-4000);
-    });
-    proc.once('exit', () => running.delete(proc));
-    const probe = new EtcdStore({ endpoints: endpoint, opTimeoutMs: 1000 });
-    const deadline = Date.now() + 20_000;
-    try {
-      for (;;) {
-        if (proc.exitCode !== null || proc.signalCode !== null) {
-          throw new Error(`etcd exited during start-up (code ${proc.exitCode}, signal ${proc.signalCode}):\n${log}`);
-        }
-        try {
-          await probe.get('splitfleet-harness-probe');
-          return;
-        } catch {
-          if (Date.now() > deadline) throw new Error(`etcd at ${endpoint} did not answer within 20 s:\n${log}`);
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
-    } finally {
-      await probe.close();
-    }
+    const proc = spawnEtcd(args);
+    child = proc.child;
+    const c = proc.child;
+    await waitForEtcd(endpoint, 20_000, () =>
+      c.exitCode !== null || c.signalCode !== null
+        ? `etcd exited during start-up (code ${c.exitCode}, signal ${c.signalCode}):\n${proc.log()}`
+        : undefined, { detail: proc.log });
   };
 
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
