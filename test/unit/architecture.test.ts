@@ -254,8 +254,9 @@ const srcRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
  * Where a guarded transaction may be built (issue 32, decision 0038): every
  * ownership write is a `Txn` value built in protocol/ (store/ holds the
  * builders and the backends); the shells only send it. A file elsewhere that
- * uses a compare builder (`cmp.absent(…)`), writes a compare by hand
- * (`target: 'modRevision'`) or passes `compares:` anything but `[]` builds one.
+ * imports or uses the compare builders (`cmp`, under any alias), writes a
+ * compare by hand (`target: 'modRevision'`) or passes `compares:` anything
+ * but `[]` builds one.
  * A plain read (`compares: []`, get ops only) is no ownership write and stays.
  */
 export const TXN_HOMES: readonly string[] = ['protocol/', 'store/'];
@@ -271,7 +272,9 @@ export function guardedTxnsIn(file: string, text: string): string[] {
   };
   const nameOf = (n: ts.PropertyName): string | undefined => (ts.isIdentifier(n) || ts.isStringLiteral(n) ? n.text : undefined);
   const visit = (node: ts.Node): void => {
-    if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'cmp') {
+    if (ts.isImportSpecifier(node) && (node.propertyName ?? node.name).text === 'cmp') {
+      report(node, 'imports cmp');
+    } else if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'cmp') {
       report(node, `cmp.${node.name.text}`);
     } else if (ts.isPropertyAssignment(node) && nameOf(node.name) === 'compares') {
       const init = node.initializer;
@@ -308,7 +311,7 @@ describe('guarded transactions are built in protocol/ only', () => {
     expect(checkGuardedTxns(srcRoot)).toEqual([]);
   });
 
-  it('reports a compare builder, a non-empty or prebuilt compares list and a hand-written compare, and nothing in the homes, comments or strings', () => {
+  it('reports the compare builders imported (under any alias) or used, a non-empty or prebuilt compares list and a hand-written compare, and nothing in the homes, a re-export, comments or strings', () => {
     const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-txn-'));
     try {
       for (const d of ['coordinator', 'operator', 'protocol', 'store']) mkdirSync(join(dir, d));
@@ -323,21 +326,24 @@ describe('guarded transactions are built in protocol/ only', () => {
         'export const batch = (guards: unknown[]) => { const compares = guards; return { compares, success: [] }; };',
         "export const byHand = (key: string) => ({ compares: [{ target: 'absent', key }], success: [] });",
         'export const passed = (guards: unknown[]) => ({ compares: guards, success: [] });',
+        "import { cmp as c } from '../store/store.js';",
       ].join('\n'));
       writeFileSync(join(dir, 'protocol', 'txns.ts'), "import { cmp } from '../store/store.js';\nexport const t = (k: string) => ({ compares: [cmp.absent(k)], success: [] });\n");
       writeFileSync(join(dir, 'store', 'base.ts'), "export const c = (key: string) => ({ compares: [{ target: 'absent', key }], success: [] });\n");
       writeFileSync(join(dir, 'index.ts'), "export { cmp, op } from './store/store.js';\n");
       const where = 'outside protocol/, store/: build it in protocol/ and send what it returns';
       expect(checkGuardedTxns(dir)).toEqual([
+        `coordinator/leader.ts:1: builds a guarded transaction (imports cmp) ${where}`,
         `coordinator/leader.ts:2: builds a guarded transaction (compares: other than []) ${where}`,
         `coordinator/leader.ts:2: builds a guarded transaction (cmp.modRevision) ${where}`,
         `operator/retry.ts:4: builds a guarded transaction (compares: a list built beforehand) ${where}`,
         `operator/retry.ts:5: builds a guarded transaction (compares: other than []) ${where}`,
         `operator/retry.ts:5: builds a guarded transaction (a compare written by hand, target 'absent') ${where}`,
         `operator/retry.ts:6: builds a guarded transaction (compares: other than []) ${where}`,
+        `operator/retry.ts:7: builds a guarded transaction (imports cmp) ${where}`,
       ]);
       // The same check with no homes reports protocol/ and store/ too: the exemption is the homes, not the file names.
-      expect(checkGuardedTxns(dir, []).filter((p) => p.startsWith('protocol/') || p.startsWith('store/'))).toHaveLength(4);
+      expect(checkGuardedTxns(dir, []).filter((p) => p.startsWith('protocol/') || p.startsWith('store/'))).toHaveLength(5);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
