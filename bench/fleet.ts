@@ -32,7 +32,7 @@
  *   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
  *   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
  *   [--baseline-duration-s 30] [--warmup-s 15] [--probes 3] [--start-concurrency 8] [--knobs JSON]
- *   [--seed 1] [--timeout-s 900] [--json FILE]
+ *   [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR]
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -82,6 +82,10 @@ interface Options {
   seed: number;
   timeoutS: number;
   json: string | undefined;
+  /** The leader's --max-old-space-size; undefined: Node's default. */
+  leaderHeapMiB: number | undefined;
+  /** A directory for the leader's CPU profile (--cpu-prof), if wanted. */
+  leaderProf: string | undefined;
 }
 
 function options(): Options {
@@ -107,6 +111,8 @@ function options(): Options {
       seed: { type: 'string', default: '1' },
       'timeout-s': { type: 'string', default: '900' },
       json: { type: 'string' },
+      'leader-heap': { type: 'string', default: 'default' },
+      'leader-prof': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -146,6 +152,8 @@ function options(): Options {
     seed: Math.round(num('seed', values.seed, 0)),
     timeoutS: num('timeout-s', values['timeout-s'], 30),
     json: values.json,
+    leaderHeapMiB: values['leader-heap'] === 'default' ? undefined : Math.round(num('leader-heap', values['leader-heap'], 64)),
+    leaderProf: values['leader-prof'],
   };
   if (o.hosts > o.members) throw new Error(`--hosts (${o.hosts}) must not exceed --members (${o.members})`);
   return o;
@@ -155,7 +163,7 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
   [--baseline-duration-s 30] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
-  [--seed 1] [--timeout-s 900] [--json FILE]`;
+  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR]`;
 
 // ---- child processes -----------------------------------------------------------
 
@@ -169,10 +177,10 @@ class Child {
   stderr = '';
   exited: string | undefined;
 
-  constructor(readonly cfg: FleetHostConfig, heapMiB: number) {
+  constructor(readonly cfg: FleetHostConfig, execArgv: string[]) {
     this.proc = fork(HOST, [], {
       env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(cfg) },
-      execArgv: [`--max-old-space-size=${heapMiB}`],
+      execArgv,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     children.add(this.proc);
@@ -347,14 +355,20 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs,
       commitEveryMs: o.commitEveryMs, knobs: o.knobs, tickMs: 1000, deadlineAt: deadline + 30_000,
     };
-    const child = (role: FleetRole, name: string, instances: string[], heapMiB: number) => {
-      const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency }, heapMiB);
+    const child = (role: FleetRole, name: string, instances: string[], execArgv: string[]) => {
+      const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency }, execArgv);
       procs.push(c);
       return c;
     };
 
     // The leader, alone: it wins the election and seeds the plan.
-    const leader = child('leader', 'leader', ['leader'], 16384);
+    // Node's default heap limits unless --leader-heap says otherwise (issue 30: a user's leader runs
+    // in a pod with the defaults, so that is what the figures must be taken under).
+    const leaderArgs = [
+      ...(o.leaderHeapMiB !== undefined ? [`--max-old-space-size=${o.leaderHeapMiB}`] : []),
+      ...(o.leaderProf !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${o.leaderProf}`] : []),
+    ];
+    const leader = child('leader', 'leader', ['leader'], leaderArgs);
     await until('the leader to lead', () => leader.find((l) => l.ev === 'leading'), deadline, procs);
     // Its boot (module loading, the WASM engine, the first snapshot, the election) is a phase of its own.
     leader.mark('seeding');
@@ -372,7 +386,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     for (let h = 0; h < o.hosts; h++) {
       const n = Math.floor(o.members / o.hosts) + (h < o.members % o.hosts ? 1 : 0);
       const instances = Array.from({ length: n }, (_, i) => `h${h}-m${String(i).padStart(3, '0')}`);
-      hosts.push(child('host', `host${h}`, instances, 8192));
+      hosts.push(child('host', `host${h}`, instances, ['--max-old-space-size=8192']));
     }
     const membersUp = () => {
       const seen = new Set<string>();
@@ -387,7 +401,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     const probes: Child[] = [];
     const firstHelds: Line[] = [];
     for (let i = 0; i < o.probes; i++) {
-      const probe = child('probe', `probe${i}`, [`probe${i}`], 4096);
+      const probe = child('probe', `probe${i}`, [`probe${i}`], ['--max-old-space-size=4096']);
       probes.push(probe);
       const held = await until(`probe ${i} to hold a split`, () => probe.find((l) => l.ev === 'first-held'), deadline, procs);
       firstHelds.push(held);
@@ -581,6 +595,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       },
       etcd: {
         dbSizeStartMiB: mib(eS.dbSize), dbSizeSeededMiB: mib(eSeeded.dbSize),
+        // What the queue costs etcd: database bytes the seeding added, per split.
+        dbBytesPerSplitSeeded: Math.round((eSeeded.dbSize - eS.dbSize) / Math.max(1, p.splits)),
         dbSizeSteadyStartMiB: mib(e0.dbSize), dbSizeSteadyEndMiB: mib(e1.dbSize),
         dbSizeInUseSteadyStartMiB: mib(e0.dbSizeInUse), dbSizeInUseSteadyEndMiB: mib(e1.dbSizeInUse),
         dbGrowthMiBPerHour: round(perHour(e0.dbSize, e1.dbSize) / 1048576, 1),
@@ -648,6 +664,7 @@ function table(runs: Figures[]): string {
     ['completions unrefilled at the end (> 1 s)', (f) => `${f.refill.pendingAtEnd.count} (${f.refill.pendingAtEnd.olderThan1s})`],
     ['drains, lost lanes, handler errors, restarts', (f) => `${f.lanes.drains}, ${f.lanes.lost}, ${f.lanes.errors}, ${f.members.restarts}`],
     ['etcd db size: empty / seeded / window start → end', (f) => `${f.etcd.dbSizeStartMiB} / ${f.etcd.dbSizeSeededMiB} / ${f.etcd.dbSizeSteadyStartMiB} → ${f.etcd.dbSizeSteadyEndMiB} MiB`],
+    ['etcd db bytes per split, seeded', (f) => `${f.etcd.dbBytesPerSplitSeeded} B`],
     ['etcd db in use: window start → end', (f) => `${f.etcd.dbSizeInUseSteadyStartMiB} → ${f.etcd.dbSizeInUseSteadyEndMiB} MiB`],
     ['etcd db growth per hour, window (size; in use)', (f) => `${f.etcd.dbGrowthMiBPerHour}; ${f.etcd.dbInUseGrowthMiBPerHour} MiB/h`],
     ['etcd db growth per hour, 2nd half (size; in use)', (f) => `${f.etcd.dbGrowthSecondHalfMiBPerHour}; ${f.etcd.dbInUseGrowthSecondHalfMiBPerHour} MiB/h`],

@@ -8,14 +8,18 @@
  *
  * Invariants: nothing is thrown across the thread boundary (a failure is
  * `{ ok: false, code, message }`, which the pool turns back into a
- * SplitfleetError). It imports the wire types (wire.ts), never pool.ts, and
- * not piscina (STYLE rule 3), so it cannot mark a reply's buffers to be
- * moved (piscina's move marker is a private symbol). It shares them
- * instead: a reply's arrays are copied here into SharedArrayBuffers, which
- * cross without a copy, where a cloned reply is copied on the caller's
- * thread, in one turn of its loop (the columnar reply's ~30 MB of sorted
- * columns at 1M took 30–50 ms there).
+ * SplitfleetError). It imports the wire types (wire.ts), never pool.ts.
+ * A reply's arrays are copied here into buffers of their own and **moved**
+ * to the caller with piscina's `move` (the one piscina import of this file:
+ * its move marker is a private symbol), so they cross without a copy (a
+ * cloned reply is copied on the caller's thread, in one turn of its loop:
+ * the columnar reply's ~30 MB of sorted columns at 1M took 30–50 ms there).
+ * Not SharedArrayBuffers: V8 charges a shared buffer only to the thread that
+ * made it, so the caller, which drops them, never felt their memory and did
+ * not collect them; at 1M splits that kept ~31 MB a decision alive, and a
+ * leader's RSS climbed by gigabytes in a minute (issue 30).
  */
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { SplitfleetError } from '../errors.js';
 import { ColumnarPool } from './columnar.js';
 import { columnarDecisionOrNull, decideObjectTask, prepareMembers } from './wasm.js';
@@ -32,26 +36,26 @@ function runColumnar(t: ColumnarTask): ThreadReply {
 
 type Column = Int32Array | Uint32Array | Float64Array | Uint8Array;
 
-/** A copy of `a` in shared memory (this thread keeps no reference to it). */
-function shared<A extends Column>(a: A): A {
-  const Make = a.constructor as new (buffer: SharedArrayBuffer) => A;
-  const s = new Make(new SharedArrayBuffer(a.byteLength));
-  (s as Column).set(a as never);
-  return s;
+/** A copy of `a` in a buffer of its own, listed in `moved` (this thread keeps no reference to it). */
+function movable<A extends Column>(a: A, moved: ArrayBuffer[]): A {
+  const c = a.slice() as A;
+  moved.push(c.buffer as ArrayBuffer);
+  return c;
 }
 
-/** `r` with its arrays in shared memory. */
-function sharedReply(r: ThreadReply): ThreadReply {
+/** `r` with its arrays in buffers of their own, each listed in `moved` (to move to the caller). */
+function movableReply(r: ThreadReply, moved: ArrayBuffer[]): ThreadReply {
   if (!r.ok) return r;
+  const m = <A extends Column>(a: A): A => movable(a, moved);
   // A slot in the caller's lent memory is the caller's already.
-  if (r.kind === 'object') return { ...r, memberOrder: shared(r.memberOrder), off: shared(r.off), slot: r.slot.buffer instanceof SharedArrayBuffer ? r.slot : shared(r.slot) };
+  if (r.kind === 'object') return { ...r, memberOrder: m(r.memberOrder), off: m(r.off), slot: r.slot.buffer instanceof SharedArrayBuffer ? r.slot : m(r.slot) };
   if (r.kind !== 'columnar') return r;
   const s = r.sorted;
   const sorted = s === null ? null : {
-    order: shared(s.order), pos: shared(s.pos),
-    sorted: { weight: shared(s.sorted.weight), lease: shared(s.sorted.lease), prev: shared(s.sorted.prev), rec: shared(s.sorted.rec), flags: shared(s.sorted.flags) },
+    order: m(s.order), pos: m(s.pos),
+    sorted: { weight: m(s.sorted.weight), lease: m(s.sorted.lease), prev: m(s.sorted.prev), rec: m(s.sorted.rec), flags: m(s.sorted.flags) },
   };
-  return { ...r, assignee: shared(r.assignee), sorted };
+  return { ...r, assignee: m(r.assignee), sorted };
 }
 
 /** Runs one task; never throws. Exported for the in-thread tests of the wire format. */
@@ -61,14 +65,18 @@ export function runTask(t: ThreadTask): ThreadReply {
       prepareMembers(t);
       return { ok: true, kind: 'members' };
     }
-    return sharedReply(t.kind === 'object' ? decideObjectTask(t) : runColumnar(t));
+    return t.kind === 'object' ? decideObjectTask(t) : runColumnar(t);
   } catch (e) {
     if (e instanceof SplitfleetError) return { ok: false, code: e.code, message: e.message };
     return { ok: false, code: 'ENGINE_FAILURE', message: `pool thread: ${e instanceof Error ? e.message : String(e)}` };
   }
 }
 
-/** Piscina's handler. */
+/** Piscina's handler: the reply, its arrays moved to the caller. */
 export default function handler(t: ThreadTask): ThreadReply {
-  return runTask(t);
+  const moved: ArrayBuffer[] = [];
+  const reply = movableReply(runTask(t), moved);
+  if (moved.length === 0) return reply;
+  // piscina's transferable form: the value, and the buffers to move with it.
+  return move({ [transferableSymbol]: moved, [valueSymbol]: reply } as never) as unknown as ThreadReply;
 }

@@ -50,7 +50,8 @@ export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   hono: ['metrics-server.ts', 'inspect/serve.ts'],
   '@hono/node-server': ['metrics-server.ts', 'inspect/serve.ts'],
   'prom-client': ['coordinator/metrics.ts'],
-  piscina: ['assignment/pool.ts', 'coordinator/sandbox.ts'],
+  // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
+  piscina: ['assignment/pool.ts', 'assignment/thread.ts', 'coordinator/sandbox.ts'],
   WebAssembly: ['assignment/wasm.ts'],
 };
 

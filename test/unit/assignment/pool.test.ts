@@ -302,9 +302,13 @@ describe('AssignmentPool equals desiredAssignment', () => {
     const want = columnarComparable(columnarAssignment(poolOf(settled)));
     const first = await pool.assignColumnar(p);
     expect(columnarComparable(first)).toEqual(want);
-    // A thread's reply arrives in shared memory (not copied on this thread), and the pool adopted its sort.
-    expect(first.assignee.buffer).toBeInstanceOf(SharedArrayBuffer);
-    expect(p.cachedOrder()?.buffer).toBeInstanceOf(SharedArrayBuffer);
+    // A thread's reply arrives moved, in buffers of its own (decision 0041: shared ones were never
+    // collected by this thread, which drops them), and the pool adopted its sort.
+    for (const a of [first.assignee, p.cachedOrder()]) {
+      expect(a?.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+      expect(a?.buffer.byteLength).toBe(a?.byteLength);
+    }
+    expect(p.cachedOrder()).not.toBeNull();
     p.setLeaseOwner('s-5', 'm-1'); // an owner change keeps the cached order
     const again = poolOf(settled);
     again.setLeaseOwner('s-5', 'm-1');

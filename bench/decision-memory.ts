@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+/**
+ * Memory over repeated columnar decisions on an `AssignmentPool` thread (issue
+ * 30, decision 0041): `--splits` lognormal splits × `--members` members of 4
+ * lanes; after each decision a third of the assigned splits become leased and
+ * two complete (so the cached order changes, as a leader's does). Prints RSS,
+ * heap and array-buffer memory every 50 decisions and the RSS growth per
+ * decision over the run. A pool whose replies are not freed grows by its
+ * reply size per decision (~31 MB at 1M before decision 0041).
+ *
+ *   npm run build && node dist/bench/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1]
+ */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { AssignmentPool, ColumnarPool } from '../src/engine.js';
+import { coldInput } from './inputs.js';
+
+const { values } = parseArgs({
+  options: {
+    splits: { type: 'string', default: '1000000' },
+    members: { type: 'string', default: '200' },
+    decisions: { type: 'string', default: '300' },
+    threads: { type: 'string', default: '1' },
+  },
+});
+const N = Number(values.splits), M = Number(values.members), D = Number(values.decisions);
+const input = coldInput(N, M, 'lognormal');
+const cp = new ColumnarPool(input.seed, { defaultCap: 4 });
+cp.setMembers(input.members.map((m) => ({ id: m.id, cap: 4 })));
+for (const s of input.splits) cp.upsertSplit(s.id, s.weight);
+const pool = new AssignmentPool({ threads: Number(values.threads) });
+const mib = (b: number) => Math.round(b / 1048576);
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+console.log(`decision memory: ${N} splits × ${M} members, ${D} decisions, threads ${values.threads} (${pool.mode}); load ${load()}`);
+const row = (i: number) => {
+  const m = process.memoryUsage();
+  console.log(`${String(i).padStart(5)} decisions: RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, array buffers ${mib(m.arrayBuffers)} MiB`);
+  return m.rss;
+};
+// The first decision sizes everything (engine memory, rooms): growth is measured from there.
+let completed = 0;
+let rss1 = 0;
+for (let i = 1; i <= D; i++) {
+  const d = await pool.assignColumnar(cp);
+  let k = 0;
+  for (let r = 0; r < d.assignee.length; r++) {
+    const a = d.assignee[r]!;
+    if (a >= 0 && k++ % 3 === 0) cp.setLeaseOwner(cp.idAt(r)!, d.members[a]!);
+  }
+  for (let j = 0; j < 2; j++, completed++) cp.upsertSplit(input.splits[completed % N]!.id, input.splits[completed % N]!.weight, 'completed');
+  if (i === 1) rss1 = row(i);
+  else if (i % 50 === 0 || i === D) {
+    const rss = row(i);
+    if (i === D) console.log(`RSS growth per decision after the first: ${((rss - rss1) / 1048576 / Math.max(1, D - 1)).toFixed(2)} MiB; load ${load()}`);
+  }
+}
+await pool.close();
