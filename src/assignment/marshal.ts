@@ -13,7 +13,7 @@ import { SplitfleetError } from '../errors.js';
 import { seedState } from '../hash.js';
 import { fieldsFor, readIds, readSplits, sameIdsUpTo, sameStrings, type SplitFields } from './fields.js';
 import { PAGE_BITS, PAGE_MASK, PAGE_ROWS } from './pages.js';
-import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
+import { I32_MAX, LAYOUT as L, type EngineMemory, type EngineViews } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { OutputMemo } from './results.js';
 import type { AssignmentInput, AssignmentStats } from './types.js';
@@ -162,6 +162,12 @@ export class MarshalScratch {
  * its keys and code units instead of computing them. The memo is consumed
  * (the caller keeps the returned one): when the ids differ, its list of
  * ids is written over with the new ones.
+ *
+ * Each pass over the rows is a function of its own (`copyUnits`,
+ * `writeRows`): a loop inside this function ran as on-stack-replaced code
+ * that this function's other branches deoptimized, and a first call's
+ * passes at 1M took 45–100 ms for the first few calls where they now take
+ * what they take once warm (issue 30).
  */
 export function marshalInput(
   input: AssignmentInput, mem: EngineMemory, memo: InputMemo | null = null, scratch: MarshalScratch = new MarshalScratch(),
@@ -170,25 +176,10 @@ export function marshalInput(
   const splits = input.splits;
   const n = splits.length;
   const table = memberTable(input, memo?.members ?? null);
-  const m = table.ids.length;
-  const memberIndex = table.index;
   const reserved = input.reserved !== undefined && input.reserved.length > 0 ? new Set(input.reserved) : null;
   const prior = memo !== null && memo.seed === input.seed && memo.ids.length === n ? memo : null;
-
-  let v = mem.reserve(n, m, m, 0);
-  const weight = v.f64(L.H_WEIGHT, n);
-  const key = v.u32(L.H_KEY, 2 * n);
-  const lease = v.i32(L.H_LEASE, n);
-  const prev = v.i32(L.H_PREVIOUS, n);
-  const rec = v.i32(L.H_RECORD, n);
-  const flags = v.u8(L.H_FLAGS, n);
-  const strOff = v.u32(L.H_STR_OFF, n + 1);
-  const cap = v.i32(L.H_CAP, m);
-  const map = v.i32(L.H_HANDLE_MAP, m);
-  for (let j = 0; j < m; j++) {
-    cap[j] = Math.min(table.caps[j]!, I32_MAX);
-    map[j] = j;
-  }
+  let v = mem.reserve(n, table.ids.length, table.ids.length, 0);
+  writeMembers(v, table);
 
   // Every field of every split, read once whatever the objects' hidden classes
   // (fields.ts); over the memo's read, which then says whether every row repeats.
@@ -208,46 +199,127 @@ export function marshalInput(
 
   const kept = prior?.rows ?? null;
   // The first row whose id differs from the memo's (n: none).
-  let k = 0;
-  if (prior !== null) k = sameIdsUpTo(f, prior.ids, n);
+  const k = prior === null ? 0 : sameIdsUpTo(f, prior.ids, n);
   const same = prior !== null && k === n;
   const ids: string[] = same ? prior!.ids : readIds(f, n, memo?.ids ?? null);
-  let p = 0;
-  let units = 0;
-  let str: Uint16Array = scratch.charRoom(0, 0);
-  // Keys and code units: the memo's for the rows before `from`; from there
-  // on the units are copied here and hashed by the engine once in STR.
-  let from = 0;
-  if (!(same && kept !== null)) {
-    if (kept !== null) {
-      from = k;
-      key.set(kept.keys.subarray(0, 2 * k));
-      p = kept.strOff[k]!;
-      str = scratch.charRoom(p, 0);
-      str.set(kept.chars.subarray(0, p));
-      strOff.set(kept.strOff.subarray(0, k));
-      units = kept.narrow ? 0 : 0x100;
-    }
-    for (let i = from; i < n; i++) {
-      const id = ids[i]!;
-      strOff[i] = p;
-      if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
-      for (let c = 0; c < id.length; c++) {
-        const u = id.charCodeAt(c);
-        units |= u;
-        str[p++] = u;
-      }
-    }
-  }
+  // Keys and code units, unless the memo's hold for every row.
+  const units = same && kept !== null ? null : writeUnits(v, ids, kept, k, scratch);
 
-  let sameOrder = same && kept !== null && prior!.order !== null;
   // Lease owners seen by the memo (kept across calls while ids repeat): an
   // owner equal to the row's last one has the same index under the same table.
   const owners = !same ? null
     : kept !== null ? kept.owners
     : { table, lease: new Array<unknown>(n).fill(UNSEEN), index: new Int32Array(n) };
   const ownersHold = owners !== null && owners.table === table;
-  // The owner columns of the memo's last decision; every claimable row's must repeat (checked below).
+  const sameOrder = writeRows(v, f, ids, n, table.index, reserved, owners, ownersHold,
+    same && kept !== null && prior!.order !== null ? kept : null);
+  if (owners !== null && !ownersHold) forgetUnclaimable(owners, v.u8(L.H_FLAGS, n), table);
+
+  let next: InputMemo;
+  if (units === null) {
+    v = mem.reserveChars(kept!.chars.length);
+    v.u16(L.H_STR, kept!.chars.length).set(kept!.chars);
+    v.u32(L.H_STR_OFF, n + 1).set(kept!.strOff);
+    v.setWord(L.H_NARROW, kept!.narrow ? 1 : 0);
+    // Keys are read only to sort (and sorting is skipped when the order holds).
+    if (!sameOrder) v.u32(L.H_KEY, 2 * n).set(kept!.keys);
+    next = sameOrder ? { ...prior!, members: table, rows: kept, read: f, reserved: copyOf(given) } : {
+      ...prior!, members: table, order: null, read: f, reserved: copyOf(given),
+      rows: { ...kept!, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice() },
+    };
+  } else {
+    const { p, narrow, str, from } = units;
+    v.u32(L.H_STR_OFF, n + 1)[n] = p;
+    v = mem.reserveChars(p);
+    v.u16(L.H_STR, p).set(str.subarray(0, p));
+    v.setWord(L.H_NARROW, narrow ? 1 : 0);
+    mem.hashKeys(seedState(input.seed), from);
+    // Ids seen twice in a row: keep what they determine; else only the ids.
+    const rows = !same ? null : {
+      keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),
+      narrow, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), owners: owners!,
+    };
+    next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null, stats: null, read: f, reserved: copyOf(given) };
+  }
+  return { members: table, ids, idOf: (row) => ids[row]!, sameIds: same, sameOrder, unchanged: false, memo: next };
+}
+
+type KeptRows = NonNullable<InputMemo['rows']>;
+
+/** The canonical members' caps, and the identity handle map. */
+function writeMembers(v: EngineViews, table: MemberTable): void {
+  const m = table.ids.length;
+  const cap = v.i32(L.H_CAP, m);
+  const map = v.i32(L.H_HANDLE_MAP, m);
+  for (let j = 0; j < m; j++) {
+    cap[j] = Math.min(table.caps[j]!, I32_MAX);
+    map[j] = j;
+  }
+}
+
+/**
+ * The ids' code units in the scratch (STR_OFF written for rows [0, n)):
+ * the memo's keys and units for the first `k` rows when it has them (their
+ * ids are the memo's), the rest copied from `ids`, to be hashed from `from`.
+ */
+function writeUnits(
+  v: EngineViews, ids: readonly string[], kept: KeptRows | null, k: number, scratch: MarshalScratch,
+): { p: number; narrow: boolean; str: Uint16Array; from: number } {
+  const n = ids.length;
+  const strOff = v.u32(L.H_STR_OFF, n + 1);
+  let p = 0;
+  let wide = false;
+  let from = 0;
+  if (kept !== null) {
+    from = k;
+    v.u32(L.H_KEY, 2 * n).set(kept.keys.subarray(0, 2 * k));
+    p = kept.strOff[k]!;
+    scratch.charRoom(p, 0).set(kept.chars.subarray(0, p));
+    strOff.set(kept.strOff.subarray(0, k));
+    wide = !kept.narrow;
+  }
+  const copied = copyUnits(ids, from, strOff, p, scratch);
+  return { p: copied.p, narrow: !wide && copied.units < 256, str: copied.str, from };
+}
+
+/** Code units of ids[from..] into the scratch from unit p, with their offsets; the OR of every unit. */
+function copyUnits(ids: readonly string[], from: number, strOff: Uint32Array, p: number, scratch: MarshalScratch): { p: number; units: number; str: Uint16Array } {
+  let str = scratch.charRoom(p, p);
+  let units = 0;
+  for (let i = from; i < ids.length; i++) {
+    const id = ids[i]!;
+    strOff[i] = p;
+    if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
+    for (let c = 0; c < id.length; c++) {
+      const u = id.charCodeAt(c);
+      units |= u;
+      str[p++] = u;
+    }
+  }
+  return { p, units, str };
+}
+
+/** Lease owners of claimable rows as last seen, with their member index under `table` (InputMemo rows.owners). */
+type Owners = KeptRows['owners'];
+
+/**
+ * Every row's weight and flags, and each claimable row's owners as member
+ * indices (−1: none, or not a member), from the read `f`. With `owners`
+ * (the ids repeat), a lease owner equal to the row's last one reuses its
+ * index when `ownersHold` (same table), and every looked-up one is noted.
+ * True when `order` (the memo's rows whose pool order holds) is given and
+ * every weight and claimability equals its.
+ */
+function writeRows(
+  v: EngineViews, f: SplitFields, ids: readonly string[], n: number, memberIndex: ReadonlyMap<string, number>,
+  reserved: ReadonlySet<string> | null, owners: Owners | null, ownersHold: boolean, order: KeptRows | null,
+): boolean {
+  const weight = v.f64(L.H_WEIGHT, n);
+  const lease = v.i32(L.H_LEASE, n);
+  const prev = v.i32(L.H_PREVIOUS, n);
+  const rec = v.i32(L.H_RECORD, n);
+  const flags = v.u8(L.H_FLAGS, n);
+  let sameOrder = order !== null;
   const { weight: fw, status: fs } = f;
   for (let i = 0; i < n; ) {
     // The owners are paged (fields.ts): one page's rows at a time.
@@ -261,7 +333,7 @@ export function marshalInput(
       weight[i] = w;
       const fl = inPool ? L.FLAG_LIVE | L.FLAG_POOL : L.FLAG_LIVE;
       flags[i] = fl;
-      if (sameOrder && (w !== kept!.weights[i] || fl !== kept!.pool[i])) sameOrder = false;
+      if (sameOrder && (w !== order!.weights[i] || fl !== order!.pool[i])) sameOrder = false;
       if (!inPool) continue;
       const lo = flo[i - base]!;
       const pr = fpr[i - base]!;
@@ -271,53 +343,27 @@ export function marshalInput(
         l = owners!.index[i]!;
       } else {
         l = lo === null ? -1 : (memberIndex.get(lo) ?? -1);
-        if (same) {
-          owners!.lease[i] = lo;
-          owners!.index[i] = l;
+        if (owners !== null) {
+          owners.lease[i] = lo;
+          owners.index[i] = l;
         }
       }
       lease[i] = l;
       const q = pr === null ? -1 : pr === lo ? l : (memberIndex.get(pr) ?? -1);
       prev[i] = q;
-      const r = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
-      rec[i] = r;
+      rec[i] = ro === null ? -1 : ro === pr ? q : ro === lo ? l : (memberIndex.get(ro) ?? -1);
     }
   }
+  return sameOrder;
+}
 
-  if (owners !== null && !ownersHold && same) {
-    // Every claimable row was looked up under the new table; rows that were
-    // not claimable keep entries of the old one: forget those.
-    for (let i = 0; i < n; i++) if ((flags[i]! & L.FLAG_POOL) === 0) owners.lease[i] = UNSEEN;
-    owners.table = table;
-  }
-  let next: InputMemo;
-  if (same && kept !== null) {
-    v = mem.reserveChars(kept.chars.length);
-    v.u16(L.H_STR, kept.chars.length).set(kept.chars);
-    v.u32(L.H_STR_OFF, n + 1).set(kept.strOff);
-    v.setWord(L.H_NARROW, kept.narrow ? 1 : 0);
-    // Keys are read only to sort (and sorting is skipped when the order holds).
-    if (!sameOrder) v.u32(L.H_KEY, 2 * n).set(kept.keys);
-    next = sameOrder ? { ...prior!, members: table, rows: kept, read: f, reserved: copyOf(given) } : {
-      ...prior!, members: table, order: null, read: f, reserved: copyOf(given),
-      rows: { ...kept, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice() },
-    };
-  } else {
-    strOff[n] = p;
-    v = mem.reserveChars(p);
-    v.u16(L.H_STR, p).set(str.subarray(0, p));
-    v.setWord(L.H_NARROW, units < 256 ? 1 : 0);
-    mem.hashKeys(seedState(input.seed), from);
-    // Ids seen twice in a row: keep what they determine; else only the ids.
-    const rows = !same ? null : {
-      keys: v.u32(L.H_KEY, 2 * n).slice(), strOff: v.u32(L.H_STR_OFF, n + 1).slice(), chars: str.slice(0, p),
-      narrow: units < 256, weights: v.f64(L.H_WEIGHT, n).slice(), pool: v.u8(L.H_FLAGS, n).slice(), owners: owners!,
-    };
-    next = { seed: input.seed, members: table, ids, rows, order: null, byRank: null, out: null, stats: null, read: f, reserved: copyOf(given) };
-  }
-  const final = ids;
-  return { members: table, ids: final, idOf: (row) => final[row]!, sameIds: same, sameOrder, unchanged: false, memo: next };
+/**
+ * After `writeRows` looked every claimable row up under a new table: rows
+ * that were not claimable keep entries of the old one, so forget those.
+ */
+function forgetUnclaimable(owners: Owners, flags: Uint8Array, table: MemberTable): void {
+  for (let i = 0; i < flags.length; i++) if ((flags[i]! & L.FLAG_POOL) === 0) owners.lease[i] = UNSEEN;
+  owners.table = table;
 }
 
 const copyOf = (xs: readonly string[] | null): readonly string[] | null => (xs === null ? null : xs.slice());
-
