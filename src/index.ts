@@ -106,6 +106,9 @@ export type { ChangeEvent, RecordChange } from './inspect/changes.js';
 export { MAX_SPLIT_PAGE, readSplit, readSplitPage } from './inspect/split-read.js';
 export type { SplitPageOptions } from './inspect/split-read.js';
 export { renderSplit, renderSplitTable } from './inspect/splits.js';
+export { readFullReport, readJobReport } from './inspect/summary-read.js';
+export type { InspectResult, ReadJobReportOptions, SummaryReport } from './inspect/summary-read.js';
+export { renderSummaryReport } from './inspect/summary-render.js';
 export type { SplitPage, SplitView } from './inspect/splits.js';
 export { alignColumns, displayWidth } from './inspect/width.js';
 

@@ -18,9 +18,9 @@ import type { Command } from 'commander';
 import { EtcdStore } from '../etcd.js';
 import { serveDashboard } from '../http.js';
 import {
-  inJobScope, isSplitfleetError, jobPrefix, jobReport, jobSpan, listJobKeys, MAX_SPLIT_PAGE, printable, printableJson, readJobRecords, readSplit,
-  readSplitPage, renderReport, renderSplit, renderSplitTable, resolveConfig, SplitfleetError,
-  type JobReport, type Store,
+  inJobScope, isSplitfleetError, jobPrefix, jobSpan, MAX_SPLIT_PAGE, printable, printableJson, readFullReport, readJobReport, readSplit,
+  readSplitPage, renderReport, renderSplit, renderSplitTable, renderSummaryReport, resolveConfig, SplitfleetError,
+  type InspectResult, type JobReport, type Store,
 } from '../index.js';
 import { colorEnabled } from './color.js';
 import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
@@ -81,12 +81,23 @@ function checkNames(job: string, root: string): void {
   }
 }
 
-/** Lists the job's keys (never a nested job's: decision 0027) and builds the report. */
+/**
+ * The job's report: from the leader's summary when it speaks for the job now, else from every
+ * record (never a nested job's: decision 0027). Either way the report names its source (decision 0040).
+ */
+export async function readInspection(store: Store, root: string, job: string): Promise<InspectResult> {
+  return readJobReport({ store, root, job });
+}
+
+/** Every record of the job (never a nested job's: decision 0027), whatever summary it has. */
 export async function readReport(store: Store, root: string, job: string): Promise<JobReport> {
-  const prefix = jobPrefix(root, job);
-  const { kvs, revision } = await listJobKeys(store, prefix);
-  const { records, fp, problems } = readJobRecords(prefix, kvs);
-  return jobReport(records, { root, job, prefix, revision, fingerprintHash: fp, problems, now: Date.now() });
+  return readFullReport({ store, root, job });
+}
+
+/** A report as text or one JSON line, whichever source it came from. */
+function formatReport(result: InspectResult, json: boolean, color: boolean): string {
+  if (json) return `${printableJson(result.report)}\n`;
+  return result.source === 'summary' ? renderSummaryReport(result.report, { color }) : renderReport(result.report, { color });
 }
 
 /** Runs `inspect` with parsed options. */
@@ -120,9 +131,9 @@ export async function inspect(options: InspectOptions): Promise<void> {
       await watch(store, root, options);
       return;
     }
-    const report = await readReport(store, root, options.job);
-    if (!report.exists) throw noSuchJob(options.job, root, report.prefix);
-    process.stdout.write(options.json ? `${printableJson(report)}\n` : renderReport(report, { color: useColor(options) }));
+    const result = await readInspection(store, root, options.job);
+    if (!result.report.exists) throw noSuchJob(options.job, root, result.report.prefix);
+    process.stdout.write(formatReport(result, options.json === true, useColor(options)));
   } finally {
     await store.close();
   }
@@ -221,11 +232,11 @@ async function watch(store: Store, root: string, options: InspectOptions): Promi
       if (failure) throw failure;
       if (dirty) {
         dirty = false;
-        const report = await readReport(store, root, options.job);
+        const result = await readInspection(store, root, options.job);
         if (options.json) {
-          process.stdout.write(`${printableJson(report)}\n`);
+          process.stdout.write(formatReport(result, true, false));
         } else {
-          const text = renderReport(report, { color: useColor(options) });
+          const text = formatReport(result, false, useColor(options));
           const footer = `watching ${prefix} · updated ${new Date().toLocaleTimeString()} · Ctrl-C to stop\n`;
           process.stdout.write(tty ? `\x1b[H\x1b[2J${text}\n${footer}` : `${first ? '' : '\n'}${text}`);
         }

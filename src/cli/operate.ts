@@ -136,7 +136,7 @@ export function registerOperate(program: Command): void {
 }
 
 function jobTable(jobs: JobSummary[]): string[] {
-  const rows = [['job', 'verdict', 'progress', 'runnable', 'quarantined', 'members', 'leader']];
+  const rows = [['job', 'verdict', 'progress', 'runnable', 'quarantined', 'members', 'leader', 'source']];
   for (const j of jobs) {
     const s = j.splits;
     const planned = j.plan?.planned ?? s.total;
@@ -145,6 +145,8 @@ function jobTable(jobs: JobSummary[]): string[] {
       j.job, state, `${s.completed}/${planned} completed`, String(s.runnable), String(s.quarantined),
       j.members.length === 0 ? '0' : `${j.members.length} (${j.members.slice(0, 4).join(', ')}${j.members.length > 4 ? ', …' : ''})`,
       j.leader ?? '-',
+      // Which read the counts are (decision 0040): the leader's summary and its age, or every split record.
+      j.source === null ? '-' : j.source.kind === 'summary' ? `summary (${(j.source.ageMs / 1000).toFixed(1)} s old)` : 'every split record',
     ]);
   }
   // Escaped here, before measuring (print() is told not to again: escaping is not idempotent), and

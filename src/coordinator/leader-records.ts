@@ -172,6 +172,8 @@ export class LeaderRecords {
         return 'leader';
       case 'publish':
         return undefined; // the leader's own fence: it tracks the revision itself (decision 0015)
+      case 'summary':
+        return undefined; // the leader's own summary, for the tools: no decision reads it (decision 0040)
       case 'control':
         // Unreadable: held paused (fail safe), reported; `splitfleet pause`/`resume` overwrite it.
         this.control = this.readControl(key, value, kv);
@@ -219,6 +221,7 @@ export class LeaderRecords {
         this.leader = undefined;
         return 'leader';
       case 'publish':
+      case 'summary':
         return undefined;
       case 'control':
         this.control = undefined;

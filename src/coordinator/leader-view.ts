@@ -213,6 +213,11 @@ export class LeaderView {
     return this.records.columns.statusOf(id);
   }
 
+  /** The weight of split `id`, if its spec has been seen (the job summary's backoff weight). */
+  weightOf(id: string): number | undefined {
+    return this.records.columns.weightOf(id);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.batcher.clear();

@@ -10,13 +10,15 @@
  *   decision before that would read its previous decision as absent and
  *   undo part of it (the write's watch event schedules the next step).
  * - A step of a term that has ended changes nothing (its result is dropped).
- * - It decides nothing itself and writes nothing itself: publishAssignments does.
+ * - It decides nothing itself and writes nothing itself: publishAssignments does,
+ *   and the job summary's writer (job-summary.ts), poked by every change, throttled.
  */
 import { wallTime, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { ReservedWindowState } from '../protocol/reserved.js';
 import type { Compare, Store } from '../store/store.js';
 import { background, type OnUnexpected } from './background.js';
+import { SummaryWriter } from './job-summary.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -79,12 +81,17 @@ export class PublishLoop {
   private publishedRevision = 0;
   /** Splits given a previous assignee by the last decision (publishAssignments clears them). */
   readonly previousIds = new Set<string>();
+  /** The job summary for the tools (decision 0040): every change pokes it; it writes at most every few seconds. */
+  readonly summary: SummaryWriter;
 
-  constructor(private readonly ctx: PublishLoopContext) {}
+  constructor(private readonly ctx: PublishLoopContext) {
+    this.summary = new SummaryWriter(ctx);
+  }
 
   /** A change the decision may depend on: publish after the quiet period. */
   schedule(): void {
     if (!this.ctx.term() || !this.ctx.job()) return;
+    this.summary.poke();
     if (this.running) {
       this.again = true;
       return;
@@ -107,6 +114,7 @@ export class PublishLoop {
 
   /** The term ended: drop its timers and its window state. */
   reset(): void {
+    this.summary.reset();
     this.cancelWindowTimer?.();
     this.cancelWindowTimer = undefined;
     this.cancelTimer?.();

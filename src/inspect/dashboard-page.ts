@@ -130,6 +130,11 @@ function renderHeader(view) {
   const banners = $('banners');
   banners.replaceChildren();
   if (view.watch.error) banners.append(el('div', { class: 'banner error', text: view.watch.error }));
+  // The first view of a large job: the leader's summary, until every record has been read (decision 0040).
+  if (view.source && view.source.kind === 'summary') {
+    banners.append(el('div', { class: 'banner', id: 'source', text: 'counts from the leader’s summary (generation ' + view.source.generation
+      + ', written ' + wait(num(view.source.ageMs)) + ' ago); reading every record for the per-split lists…' }));
+  }
   if (!r.exists) banners.append(el('div', { class: 'banner', text: 'nothing is stored under ' + view.prefix + ' yet: waiting for the job to appear' }));
   const paused = flagText(r.paused);
   if (paused !== null) banners.append(el('div', { class: 'banner', id: 'paused', text: 'paused' + (paused ? ': ' + paused : '') }));

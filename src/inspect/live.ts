@@ -12,12 +12,17 @@
  *   it is known, so a dashboard may start before its job.
  * - A watch that stops (compaction, etcd away) is re-snapshotted after a
  *   pause; the event log and the diff state survive it.
+ * - The first view comes from the leader's summary when it speaks for the job
+ *   (summary-read.ts, decision 0040): `start` resolves once it is read, and
+ *   the snapshot of every record, which a large job takes long to list, follows
+ *   in the background; until it lands the view says its source is the summary.
  */
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { jobPrefix, parseKey } from '../protocol/keys.js';
 import { inJobScope, jobSpan } from '../protocol/scope.js';
 import { ChangeTracker, describeChange, type ChangeEvent, type RecordChange } from './changes.js';
 import { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, type JobRecords, type JobReport, type MemberReport } from './report.js';
+import { fromSummary, listScope, SUMMARY_ABOVE_SPLITS, SUMMARY_KINDS, type SummaryReport } from './summary-read.js';
 
 /** One line of the event log. */
 export type DashboardEvent = ChangeEvent & {
@@ -58,6 +63,11 @@ export interface DashboardView {
   /** Milliseconds since the epoch of this view. */
   generatedAt: number;
   watch: { live: boolean; error: string | null };
+  /**
+   * What `report` was built from: the leader's summary (the first view of a large job, until
+   * every record has been read: counts only, no per-split lists), or every record.
+   */
+  source: { kind: 'summary'; generation: number; ageMs: number } | { kind: 'records' };
   report: DashboardReport;
   /** The latest events, oldest first. */
   events: DashboardEvent[];
@@ -75,6 +85,8 @@ export interface LiveJobOptions {
   maxListed?: number;
   /** Pause before re-snapshotting a stopped watch, ms (default 2000). */
   retryMs?: number;
+  /** The first view comes from a trusted summary counting more splits than this (default SUMMARY_ABOVE_SPLITS). */
+  summaryAbove?: number;
   now?: () => number;
 }
 
@@ -87,6 +99,7 @@ export class LiveJob {
   private readonly maxEvents: number;
   private readonly maxListed: number;
   private readonly retryMs: number;
+  private readonly summaryAbove: number;
   private readonly now: () => number;
   private records: JobRecords = emptyJobRecords();
   private fp: string | undefined;
@@ -103,6 +116,8 @@ export class LiveJob {
   private retry: NodeJS.Timeout | undefined;
   private lastRefresh = 0;
   private closed = false;
+  /** The summary the first view came from, until the snapshot of every record lands. */
+  private summary: SummaryReport | undefined;
   private current: DashboardView;
   private readonly listeners = new Set<(view: DashboardView) => void>();
 
@@ -115,14 +130,31 @@ export class LiveJob {
     this.maxEvents = options.maxEvents ?? 300;
     this.maxListed = options.maxListed ?? 200;
     this.retryMs = options.retryMs ?? 2000;
+    this.summaryAbove = options.summaryAbove ?? SUMMARY_ABOVE_SPLITS;
     this.now = options.now ?? Date.now;
     this.current = this.build();
   }
 
   /** Starts the watch; rejects when the first snapshot cannot be read (etcd unreachable, refused). */
   async start(): Promise<void> {
-    await this.watch();
+    const { kvs, revision } = await listScope(this.store, this.prefix, SUMMARY_KINDS);
+    const summary = fromSummary(kvs, { root: this.root, job: this.job, prefix: this.prefix, revision, now: this.now() }).report;
+    // A small job's snapshot is quick: its first view may as well be the whole one.
+    this.summary = summary !== undefined && summary.splits.total > this.summaryAbove ? summary : undefined;
+    if (this.summary === undefined) {
+      await this.watch();
+      this.refresh();
+      return;
+    }
     this.refresh();
+    // Every record, for the per-split lists and live events: in the background, retried as a stopped watch is.
+    this.watch().catch((e: unknown) => {
+      void this.handle?.close().catch(() => undefined);
+      if (this.closed) return;
+      this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.retryMs / 1000} s`;
+      this.dirty();
+      this.scheduleRetry();
+    });
   }
 
   /** The latest view. */
@@ -148,6 +180,7 @@ export class LiveJob {
     // The job's span only, and of it only the job's own keys: never a nested job's (decision 0027).
     const handle = this.store.snapshotAndWatch(this.prefix, {
       onSnapshot: (kvs, revision) => {
+        this.summary = undefined;
         // A re-snapshot replaces everything: keys deleted while the watch was down are gone from it.
         this.records = emptyJobRecords();
         this.pending = new Map();
@@ -260,6 +293,16 @@ export class LiveJob {
 
   private build(): DashboardView {
     const at = this.now();
+    if (this.summary !== undefined) {
+      const s = this.summary;
+      return {
+        job: this.job, root: this.root, prefix: this.prefix, generatedAt: at,
+        watch: { live: false, error: this.error },
+        source: { kind: 'summary', generation: s.summary.generation, ageMs: Math.max(0, at - s.summary.writtenAt) },
+        report: summaryDashboardReport(s),
+        events: [...this.events],
+      };
+    }
     const report = jobReport(this.records, {
       root: this.root, job: this.job, prefix: this.prefix, revision: this.revision, fingerprintHash: this.fp, problems: [...this.problems.values()], now: at,
     });
@@ -269,6 +312,7 @@ export class LiveJob {
       prefix: this.prefix,
       generatedAt: at,
       watch: { live: this.error === null && this.handle !== undefined, error: this.error },
+      source: { kind: 'records' },
       report: slim(report, this.maxListed),
       events: [...this.events],
     };
@@ -292,5 +336,28 @@ export function slim(report: JobReport, maxListed: number): DashboardReport {
     retryingTotal: report.retrying.length,
     problems: report.problems.slice(0, maxListed),
     problemsTotal: report.problems.length,
+  };
+}
+
+/** The dashboard's report from the leader's summary: counts and members' lane budgets, no per-split lists. */
+export function summaryDashboardReport(s: SummaryReport): DashboardReport {
+  const sp = s.splits;
+  return {
+    root: s.root, job: s.job, prefix: s.prefix, revision: s.revision, fingerprintHash: s.fingerprintHash, exists: true,
+    leader: s.leader, plan: s.plan,
+    members: s.members.map((m): DashboardMember => ({
+      instance: m.instance, live: true, leader: m.leader, maxInFlight: m.maxInFlight, assignmentGeneration: null,
+      load: 0, assignedLoad: 0, heldCount: 0, assignedCount: null, claimingCount: 0, revokingCount: 0,
+    })),
+    splits: {
+      queued: sp.queued + sp.backoff, running: sp.held - sp.revoking, draining: sp.revoking,
+      completed: sp.completed, quarantined: sp.quarantined, total: sp.total,
+    },
+    progress: s.progress,
+    revocations: [], revocationsTotal: sp.revoking,
+    quarantined: [], quarantinedTotal: sp.quarantined,
+    retrying: [], retryingTotal: sp.backoff,
+    paused: s.paused, evacuated: s.evacuated,
+    problems: s.problems, problemsTotal: s.problems.length,
   };
 }

@@ -68,6 +68,7 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     return `${out.join('\n')}\n`;
   }
 
+  if (report.source) out.push(`source     every record, split by split (${report.source.reason})`);
   const leader = report.leader;
   out.push(`leader     ${leader
     ? `${leader.instance}, generation ${leader.generation}${leader.live ? '' : c('yellow', ' (no presence key: departing)')}`

@@ -215,6 +215,11 @@ export interface JobReport {
   evacuated: { instance: string; inForce: boolean }[];
   /** Records that could not be decoded, one line each, naming the key. */
   problems: string[];
+  /**
+   * Where `inspect` read it from, when it chose (summary-read.ts): every record, and why the
+   * leader's summary could not answer. Absent for a report built by other callers.
+   */
+  source?: { kind: 'records'; reason: string };
 }
 
 export interface ReportInfo {

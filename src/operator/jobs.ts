@@ -1,12 +1,16 @@
 /**
  * listJobs: the jobs under a root (`splitfleet jobs`), each with its verdict,
  * progress and members. Jobs are found by skipping from one job's prefix to
- * the next (one small read per job, not a listing of every key), then each
- * job's split records are counted page by page.
+ * the next (one small read per job, not a listing of every key). Each job's
+ * counts come from its leader's summary when that speaks for the job now
+ * (written by the generation in office: protocol/summary.ts, decision 0040);
+ * otherwise (an older build's job, no leader) its split records are counted
+ * page by page, and the summary says which it was.
  */
 import { SplitfleetError } from '../errors.js';
-import { planKey } from '../protocol/keys.js';
-import { decodeRecord, type PlanRecord } from '../protocol/records.js';
+import { leaderKey, planKey, summaryKey } from '../protocol/keys.js';
+import { decodeRecord, type LeaderRecord, type PlanRecord, type SummaryRecord } from '../protocol/records.js';
+import { decodeSummary, summaryTrust } from '../protocol/summary.js';
 import type { Store } from '../store/store.js';
 import { checkJobNames, recordField } from './job.js';
 import { liveMembers } from './control.js';
@@ -24,13 +28,18 @@ export interface JobSummary {
   splits: { runnable: number; completed: number; quarantined: number; total: number };
   /** A problem reading the job (its plan record, say), or null. */
   problem: string | null;
+  /**
+   * Where the counts came from: the leader's summary (`ageMs` old when read), or every split
+   * record (`reason`: why the summary could not answer). Null with a problem.
+   */
+  source: { kind: 'summary'; generation: number; ageMs: number } | { kind: 'records'; reason: string } | null;
 }
 
 /**
  * Lists the jobs under `root` (default `splitfleet`), each with its verdict,
  * split counts by status, live members and leader. Read-only.
  */
-export async function listJobs(options: { store: Store; root?: string }): Promise<JobSummary[]> {
+export async function listJobs(options: { store: Store; root?: string; now?: number }): Promise<JobSummary[]> {
   const root = options.root ?? 'splitfleet';
   checkJobNames('x', root);
   const base = `${root}/`;
@@ -54,15 +63,15 @@ export async function listJobs(options: { store: Store; root?: string }): Promis
     } catch {
       continue; // not a name a job can have: not ours
     }
-    out.push(await summarise(options.store, base, job));
+    out.push(await summarise(options.store, base, job, options.now ?? Date.now()));
   }
 }
 
-async function summarise(store: Store, base: string, job: string): Promise<JobSummary> {
+async function summarise(store: Store, base: string, job: string, now: number): Promise<JobSummary> {
   const prefix = `${base}${job}/`;
   const summary: JobSummary = {
     job, plan: null, verdict: null, paused: false, leader: null, members: [],
-    splits: { runnable: 0, completed: 0, quarantined: 0, total: 0 }, problem: null,
+    splits: { runnable: 0, completed: 0, quarantined: 0, total: 0 }, problem: null, source: null,
   };
   const planKv = await store.get(planKey(prefix));
   let fp: string | undefined;
@@ -87,6 +96,15 @@ async function summarise(store: Store, base: string, job: string): Promise<JobSu
   const leader = await fieldOf(`${prefix}leader`, 'instance');
   summary.leader = typeof leader === 'string' ? leader : null;
   summary.paused = (await fieldOf(`${prefix}control`, 'paused')) === true;
+  const fromSummary = await leaderSummary(store, prefix, plan, now);
+  if (fromSummary.record) {
+    const r = fromSummary.record;
+    const runnable = r.queued + r.backoff + r.held;
+    summary.splits = { runnable, completed: r.completed, quarantined: r.quarantined, total: runnable + r.completed + r.quarantined };
+    summary.source = { kind: 'summary', generation: r.generation, ageMs: fromSummary.ageMs };
+    return summary;
+  }
+  summary.source = { kind: 'records', reason: fromSummary.reason };
   for await (const page of jobKeyPages(store, prefix, ['split'])) {
     for (const kv of page) {
       const status = recordField(kv.value, 'status'); // unreadable: counted in the total only (`inspect` names it)
@@ -95,4 +113,21 @@ async function summarise(store: Store, base: string, job: string): Promise<JobSu
     }
   }
   return summary;
+}
+
+/** The job's summary record when it speaks for the job now (summaryTrust), else why not. */
+async function leaderSummary(
+  store: Store, prefix: string, plan: PlanRecord, now: number,
+): Promise<{ record: SummaryRecord; ageMs: number; reason?: undefined } | { record?: undefined; reason: string }> {
+  const [summaryKv, leaderKv] = await Promise.all([store.get(summaryKey(prefix)), store.get(leaderKey(prefix))]);
+  let record: SummaryRecord | undefined;
+  let leader: LeaderRecord | undefined;
+  try {
+    record = summaryKv ? decodeSummary(summaryKv.key, summaryKv.value, plan.fp) : undefined;
+    leader = leaderKv ? decodeRecord('leader', leaderKv.key, leaderKv.value, plan.fp) : undefined;
+  } catch (e) {
+    return { reason: `unreadable: ${(e as Error).message}` };
+  }
+  const trust = summaryTrust(record, leader, plan, now);
+  return trust.trusted ? { record: record!, ageMs: trust.ageMs } : { reason: trust.reason };
 }

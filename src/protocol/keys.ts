@@ -24,7 +24,7 @@
 import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
-export type KeyKind = 'plan' | 'leader' | 'control' | 'publish' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
+export type KeyKind = 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
 
 /** Which kind of id, if any, follows the kind in a key. */
 export type KeyIdKind = 'none' | 'instance' | 'split';
@@ -50,6 +50,8 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'the generation of the last publishing write: its revision orders the leader\'s assignment writes' },
   { kind: 'control', pattern: 'control', idKind: 'none', lifetime: 'durable', writtenBy: 'operators (CAS: pause, resume, evacuate)',
     holds: 'paused, the evacuated instances (each with the run nonce it was evacuated under)' },
+  { kind: 'summary', pattern: 'summary', idKind: 'none', lifetime: 'durable', writtenBy: 'leader (guarded by leadership, throttled)',
+    holds: 'the generation that wrote it, when; splits and weights by state, members and lanes, revocations in flight (decision 0040)' },
   { kind: 'worker', pattern: 'worker.{instance}', idKind: 'instance', lifetime: 'ephemeral', writtenBy: 'the worker',
     holds: 'lane budget, schema, per-run nonce' },
   { kind: 'spec', pattern: 'spec.{id}', idKind: 'split', lifetime: 'durable', writtenBy: 'leader (create-if-absent)',
@@ -177,6 +179,11 @@ export function controlKey(prefix: string): string {
   return `${prefix}control`;
 }
 
+/** `<prefix>summary`: the leader's compact summary of the job, read by the tools instead of every split (decision 0040). */
+export function summaryKey(prefix: string): string {
+  return `${prefix}summary`;
+}
+
 /** `<prefix>worker.{instance}`: a worker's presence key. */
 export function workerKey(prefix: string, instance: string): string {
   return `${prefix}worker.${encodeId(checkId('instance id', instance))}`;
@@ -208,7 +215,7 @@ export function progressKey(prefix: string, id: string): string {
 }
 
 /** The prefix under which every key of one kind lives, for ranged reads and watches. */
-export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader' | 'control' | 'publish'>): string {
+export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader' | 'control' | 'publish' | 'summary'>): string {
   return `${prefix}${kind}.`;
 }
 
@@ -217,6 +224,7 @@ export type ParsedKey =
   | { kind: 'leader' }
   | { kind: 'control' }
   | { kind: 'publish' }
+  | { kind: 'summary' }
   | { kind: 'worker' | 'assign'; id: string }
   | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
   | { kind: 'unknown' };
@@ -235,7 +243,7 @@ export function parseKey(prefix: string, key: string): ParsedKey {
   const idKind = ID_KIND.get(kind);
   if (idKind === undefined) return { kind: 'unknown' };
   if (idKind === 'none') {
-    return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' } : { kind: 'unknown' };
+    return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' | 'summary' } : { kind: 'unknown' };
   }
   if (dot < 0) return { kind: 'unknown' };
   const id = decodeId(rest.slice(dot + 1));

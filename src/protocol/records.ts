@@ -83,13 +83,28 @@ export interface SplitRecord extends Stamp {
 /** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
 export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
 export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
+/**
+ * `summary`: the leader's compact summary of the job (decision 0040), what `jobs` and `inspect`
+ * read instead of every split. Counts and summed weights by state: `queued` runnable and
+ * unheld, `backoff` runnable, unheld and waiting out a failure's backoff, `held` under a live
+ * lease (of which `revoking` no longer assigned to its holder), `completed`, `quarantined`;
+ * `parked` splits a record of which cannot be read. Fixed size, whatever the job's.
+ */
+export interface SummaryRecord extends Stamp {
+  generation: number; writtenAt: number;
+  planned: number; final: boolean; seeded: number;
+  queued: number; queuedWeight: number; backoff: number; backoffWeight: number;
+  held: number; heldWeight: number; revoking: number;
+  completed: number; completedWeight: number; quarantined: number; quarantinedWeight: number; parked: number;
+  members: number; lanes: number;
+}
 /** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
 export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
 
 /** Each key kind's record type. */
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
-  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord;
+  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; summary: SummaryRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;
 
@@ -150,6 +165,9 @@ const str = () => z.string({ error: (iss) => `must be a string (got ${show(iss.i
 const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
   error: (iss) => `${idProblem(iss.input)} (got ${show(iss.input)})`,
 }));
+/** A summed weight: a finite number ≥ 0 (a sum of safe integers may pass MAX_SAFE_INTEGER). */
+const total = () => z.number({ error: (iss) => `must be a finite number ≥ 0 (got ${show(iss.input)})` })
+  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0, { error: (iss) => `must be a finite number ≥ 0 (got ${show(iss.input)})` }));
 const json = () => z.custom<Json>((v) => isJson(v), {
   error: `must be JSON (null, a boolean, a finite number, a string, an array or a plain object) nested at most ${FIELD_DEPTH} deep`,
 });
@@ -213,11 +231,20 @@ const SCHEMAS = {
   }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
     error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
   })),
+  summary: z.looseObject({
+    ...stamp, generation: int(0), writtenAt: int(0), planned: int(0),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }), seeded: int(0),
+    queued: int(0), queuedWeight: total(), backoff: int(0), backoffWeight: total(),
+    held: int(0), heldWeight: total(), revoking: int(0),
+    completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
+    members: int(0), lanes: int(0),
+  }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
 } satisfies { [K in RecordKind]: z.ZodType };
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
   plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
+  summary: undefined,
 };
 
 function describeIssues(error: z.ZodError): string {
@@ -252,6 +279,8 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   progress: ['v', 'fp', 'id', 'epoch', 'progress'],
   lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
+  summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
+    'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes'],
 };
 
 function describeRecord(kind: RecordKind, record: object): string {

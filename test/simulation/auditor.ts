@@ -245,6 +245,16 @@ export class Auditor {
             // The leader's publication fence, put with every assignment write.
             guarded('publish');
             break;
+          case 'summary': {
+            // The leader's job summary for the tools (decision 0040): only the leader in office writes it, of its own generation.
+            guarded('summary');
+            if (c.type === 'put') {
+              const wrote = (JSON.parse(c.value!) as { generation?: unknown }).generation;
+              const term = leaderBefore ? (JSON.parse(leaderBefore.value) as { generation?: unknown }).generation : undefined;
+              if (wrote !== term) fail('fenced-leader', `summary of generation ${String(wrote)} written while the leader key names generation ${String(term)}`);
+            }
+            break;
+          }
           case 'control':
             // The operators' record: written from outside the fleet, never by one of its processes.
             if (writer !== undefined) fail('layout', `control written by ${writer}: only operators write it`);

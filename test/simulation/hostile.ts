@@ -24,7 +24,7 @@ import type { MemoryStore } from '../../src/store/memory.js';
 import type { KeyValue } from '../../src/store/store.js';
 import { parseKey } from '../../src/protocol/keys.js';
 
-export type HostileKind = 'split' | 'spec' | 'progress' | 'assign' | 'worker' | 'lease' | 'control' | 'publish' | 'plan';
+export type HostileKind = 'split' | 'spec' | 'progress' | 'assign' | 'worker' | 'lease' | 'control' | 'publish' | 'plan' | 'summary';
 
 export type Mutation =
   /** Not JSON at all, or JSON of the wrong shape. */
@@ -44,7 +44,7 @@ export type Mutation =
   /** A well-formed record for an instance that is not in the fleet. */
   | 'dead-instance';
 
-export const HOSTILE_KINDS: readonly HostileKind[] = ['split', 'spec', 'progress', 'assign', 'worker', 'lease', 'control', 'publish', 'plan'];
+export const HOSTILE_KINDS: readonly HostileKind[] = ['split', 'spec', 'progress', 'assign', 'worker', 'lease', 'control', 'publish', 'plan', 'summary'];
 export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'control-chars', 'wrong-type', 'duplicate-key', 'newer-minor', 'dead-instance'];
 
 /** The instance no process of the fleet is ever called. */
@@ -170,7 +170,7 @@ export class HostileWriter {
     if (mutation === 'dead-instance') return this.writeForGhost(kind, target, r);
     // Leased kinds only ever get dead-instance records (an existing one's value cannot be put back under its lease).
     if (kind === 'worker' || kind === 'lease') return undefined;
-    const single = kind === 'control' || kind === 'publish' || kind === 'plan';
+    const single = kind === 'control' || kind === 'publish' || kind === 'plan' || kind === 'summary';
     let kv: KeyValue | undefined;
     if (single) kv = await this.store.get(`${P}${kind}`);
     else {

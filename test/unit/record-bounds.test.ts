@@ -14,7 +14,7 @@ import {
   MAX_RECORD_BYTES, MAX_RECORD_DEPTH, MAX_UNKNOWN_BYTES, MAX_UNKNOWN_FIELDS, REENCODE_CHECK_UNITS, scanJsonText,
 } from '../../src/protocol/record-bounds.js';
 import {
-  assignKey, controlKey, isValidId, jobPrefix, leaderKey, leaseKey, planKey, progressKey, publishKey, specKey, splitKey, workerKey,
+  assignKey, controlKey, isValidId, jobPrefix, leaderKey, leaseKey, planKey, progressKey, publishKey, specKey, splitKey, summaryKey, workerKey,
 } from '../../src/protocol/keys.js';
 import { isSplitfleetError, type SplitfleetErrorCode } from '../../src/errors.js';
 
@@ -71,6 +71,14 @@ const samples: { [K in RecordKind]: fc.Arbitrary<Sample> } = {
   progress: fc.record({ id, epoch: fc.integer({ min: 1, max: 1000 }), progress: json }).map((r) => ({ kind: 'progress', key: progressKey(prefix, r.id), record: { v, fp, ...r } })),
   lease: fc.record({ id, owner: id, nonce, epoch: fc.integer({ min: 1, max: 1000 }) }).map((r) => ({ kind: 'lease', key: leaseKey(prefix, r.id), record: { v, fp, ...r } })),
   assign: fc.record({ instance: id, generation: nat, splits: sortedIds }).map((r) => ({ kind: 'assign', key: assignKey(prefix, r.instance), record: { v, fp, ...r } })),
+  summary: fc.record({ generation: nat, writtenAt: nat, planned: nat, final: fc.boolean(), seeded: nat, counts: fc.array(nat, { minLength: 9, maxLength: 9 }), weights: fc.array(nat, { minLength: 5, maxLength: 5 }) })
+    .map(({ counts: [queued, backoff, held, revoking, completed, quarantined, parked, members, lanes], weights: [qw, bw, hw, cw, xw], ...r }) => ({
+      kind: 'summary', key: summaryKey(prefix),
+      record: {
+        v, fp, ...r, queued: queued!, queuedWeight: qw!, backoff: backoff!, backoffWeight: bw!, held: held! + revoking!, heldWeight: hw!, revoking: revoking!,
+        completed: completed!, completedWeight: cw!, quarantined: quarantined!, quarantinedWeight: xw!, parked: parked!, members: members!, lanes: lanes!,
+      },
+    })),
 };
 const kinds = Object.keys(samples) as RecordKind[];
 const anySample = fc.oneof(...kinds.map((k) => samples[k]));

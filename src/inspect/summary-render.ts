@@ -1,0 +1,69 @@
+/**
+ * Renders a SummaryReport (summary-read.ts) as text: which summary it is and
+ * how old, leader, plan, progress, splits and weights by state, members with
+ * their lane budgets, revocations in flight, and where the per-split views
+ * are (`--splits`, `--split ID`).
+ *
+ * Pure: report in, string out. Every text from the store goes through
+ * `printable` (decision 0030); colour only when asked.
+ */
+import { printableDeep } from './printable.js';
+import { bar, formatWait, formatWeight } from './render.js';
+import type { SummaryReport } from './summary-read.js';
+import { displayWidth, padEndDisplay, padStartDisplay } from './width.js';
+
+const SGR = { bold: '1', dim: '2', red: '31', green: '32', yellow: '33' } as const;
+
+/** The summary report as text, ending with a newline. */
+export function renderSummaryReport(raw: SummaryReport, options: { color?: boolean; barWidth?: number; maxMembers?: number } = {}): string {
+  const report = printableDeep(raw);
+  const color = options.color ?? false;
+  const c = (code: keyof typeof SGR, s: string) => (color ? `\x1b[${SGR[code]}m${s}\x1b[0m` : s);
+  const out: string[] = [];
+  out.push(`${c('bold', `job ${report.job}`)} under ${report.root}/ (prefix ${report.prefix}, revision ${report.revision})`);
+  out.push(`source     the leader's summary (generation ${report.summary.generation}, written ${formatWait(report.summary.ageMs)} ago; `
+    + 'per split: --splits, --split ID)');
+  const l = report.leader;
+  out.push(`leader     ${l.instance}, generation ${l.generation}${l.live ? '' : c('yellow', ' (no presence key: departing)')}`);
+  const plan = report.plan;
+  out.push(`plan       ${plan
+    ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}`
+    : c('yellow', 'none yet (no leader has planned)')}`);
+  const p = report.progress;
+  const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';
+  out.push(`progress   ${bar(p.fraction, options.barWidth ?? 30)} ${(p.fraction * 100).toFixed(1)}% by weight, `
+    + `${p.completed}/${p.planned} splits completed${verdict}`);
+  if (report.paused || report.evacuated.length > 0) {
+    const evac = report.evacuated.map((e) => `${e.instance}${e.inForce ? '' : ' (restarted or gone: no longer held)'}`);
+    out.push(`operators  ${[
+      report.paused ? c('yellow', 'PAUSED (every assignment empty; `splitfleet resume` undoes it)') : '',
+      evac.length > 0 ? `evacuated ${evac.join(', ')}` : '',
+    ].filter((x) => x !== '').join('; ')}`);
+  }
+  const s = report.splits;
+  const w = report.weights;
+  out.push(`splits     queued ${s.queued}  backoff ${s.backoff}  held ${s.held}  completed ${s.completed}  `
+    + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
+  out.push(`weight     queued ${formatWeight(w.queued)}  backoff ${formatWeight(w.backoff)}  held ${formatWeight(w.held)}  `
+    + `completed ${formatWeight(w.completed)}  quarantined ${formatWeight(w.quarantined)}  (total ${formatWeight(w.total)})`);
+  if (s.parked > 0) out.push(c('red', `parked     ${s.parked} split${s.parked === 1 ? '' : 's'} with a record this build cannot read (inspect --splits names them)`));
+  out.push(`in flight  ${s.revoking === 0 ? 'no revocations' : c('yellow', `${s.revoking} revocation${s.revoking === 1 ? '' : 's'} (held, no longer assigned)`)}`);
+
+  out.push('');
+  out.push(c('bold', `members (${report.members.length} live; the summary counted ${report.lanes.members} with ${report.lanes.total} lanes)`));
+  const max = options.maxMembers ?? 50;
+  const rows = [['instance', 'lanes', ''], ...report.members.slice(0, max).map((m) => [`${m.instance}${m.leader ? ' *' : ''}`, String(m.maxInFlight), m.leader ? 'leader' : ''])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => displayWidth(r[i]!))));
+  rows.forEach((r, i) => {
+    const line = r.map((cell, j) => (j === 1 ? padStartDisplay(cell, widths[j]!) : padEndDisplay(cell, widths[j]!))).join('  ').trimEnd();
+    out.push(`  ${i === 0 ? c('dim', line) : line}`);
+  });
+  if (report.members.length > max) out.push(`  +${report.members.length - max} more`);
+  if (report.problems.length > 0) {
+    out.push('');
+    out.push(c('red', `problems (${report.problems.length} records this build cannot read)`));
+    for (const line of report.problems.slice(0, 20)) out.push(`  ${line}`);
+    if (report.problems.length > 20) out.push(`  +${report.problems.length - 20} more`);
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,133 @@
+/**
+ * The job summary (decision 0040): one small record, `summary`, that the
+ * leader keeps so that the tools (`splitfleet jobs`, `inspect`, the
+ * dashboard's first page) read a few keys instead of every split. This file
+ * builds the record from figures the leader already holds, the transaction
+ * that writes it, and the rule by which a reader trusts it.
+ *
+ * Invariants:
+ * - Fixed size: counts and summed weights, never ids, so the record stays a
+ *   few hundred bytes whatever the job's size (MAX_SUMMARY_BYTES bounds it
+ *   both ways).
+ * - The write is guarded by leadership (the leader's guard compare, as its
+ *   other writes are): a deposed leader's summary lands nowhere.
+ * - A reader trusts a summary only when it was written by the generation the
+ *   `leader` key names now: anything else (no leader, an older term's, an
+ *   unreadable one) sends it back to reading every record.
+ *
+ * Pure: no I/O, no clock (the time comes in as an argument).
+ */
+import { SplitfleetError } from '../errors.js';
+import { op, type Compare, type Txn } from '../store/store.js';
+import { summaryKey, utf8ByteLength } from './keys.js';
+import { decodeRecord, encodeRecord, SCHEMA_VERSION, type LeaderRecord, type PlanRecord, type SummaryRecord } from './records.js';
+
+/** The largest summary, in UTF-8 bytes, written or trusted: far above its fixed fields, far below a store request. */
+export const MAX_SUMMARY_BYTES = 8 * 1024;
+
+/** Splits and summed weight of one state. */
+export interface Tally {
+  readonly splits: number;
+  readonly weight: number;
+}
+
+/** What the leader knows of its job, in figures (coordinator/job-summary.ts reads them off its view). */
+export interface SummaryFigures {
+  /** fingerprintHash of the job's fingerprint. */
+  readonly fp: string;
+  /** The generation (leader term) writing it. */
+  readonly generation: number;
+  /** Wall-clock ms since the epoch. */
+  readonly writtenAt: number;
+  /** The plan record as the leader holds it (undefined before its first plan). */
+  readonly plan: Pick<PlanRecord, 'planned' | 'final'> | undefined;
+  /** Specs seen. */
+  readonly seeded: number;
+  /** Runnable and unheld, the waiting ones included (the leader's backlog metric's `queued`). */
+  readonly queued: Tally;
+  /** Of `queued`: failed splits waiting out their backoff. */
+  readonly backoff: Tally;
+  /** Under a live lease and still assigned to their holder. */
+  readonly running: Tally;
+  /** Under a live lease, no longer assigned to their holder: revocations in flight. */
+  readonly draining: Tally;
+  readonly completed: Tally;
+  readonly quarantined: Tally;
+  /** Splits set aside because a record of theirs cannot be read. */
+  readonly parked: number;
+  /** The live members' lane budgets (`maxInFlight`), one entry per member. */
+  readonly lanes: Iterable<number>;
+}
+
+const whole = (n: number) => Math.max(0, Math.round(n));
+const weight = (n: number) => (Number.isFinite(n) && n > 0 ? n : 0);
+
+/** The summary record of `f`. Total: figures out of range are clamped (a count is never negative). */
+export function summaryRecord(f: SummaryFigures): SummaryRecord {
+  let members = 0;
+  let lanes = 0;
+  for (const l of f.lanes) {
+    members++;
+    lanes += whole(l);
+  }
+  const waiting = { splits: Math.min(whole(f.backoff.splits), whole(f.queued.splits)), weight: Math.min(weight(f.backoff.weight), weight(f.queued.weight)) };
+  const draining = whole(f.draining.splits);
+  return {
+    v: SCHEMA_VERSION, fp: f.fp, generation: whole(f.generation), writtenAt: whole(f.writtenAt),
+    planned: whole(f.plan?.planned ?? 0), final: f.plan?.final ?? false, seeded: whole(f.seeded),
+    queued: whole(f.queued.splits) - waiting.splits, queuedWeight: Math.max(0, weight(f.queued.weight) - waiting.weight),
+    backoff: waiting.splits, backoffWeight: waiting.weight,
+    held: whole(f.running.splits) + draining, heldWeight: weight(f.running.weight) + weight(f.draining.weight), revoking: draining,
+    completed: whole(f.completed.splits), completedWeight: weight(f.completed.weight),
+    quarantined: whole(f.quarantined.splits), quarantinedWeight: weight(f.quarantined.weight),
+    parked: whole(f.parked), members, lanes,
+  };
+}
+
+/** Whether two summaries say the same (their `writtenAt` aside): an unchanged summary is not written again. */
+export function sameSummary(a: SummaryRecord | undefined, b: SummaryRecord | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return encodeRecord('summary', { ...a, writtenAt: 0 }) === encodeRecord('summary', { ...b, writtenAt: 0 });
+}
+
+/** The transaction writing `record`: leadership (`guard`, the leader's own compare) → put `summary`. */
+export function summaryTxn(prefix: string, guard: Compare, record: SummaryRecord): Txn {
+  return { compares: [guard], success: [op.put(summaryKey(prefix), encodeRecord('summary', record, { maxBytes: MAX_SUMMARY_BYTES }))] };
+}
+
+/**
+ * Decodes a stored summary, refusing one over MAX_SUMMARY_BYTES before it is parsed.
+ * @throws SplitfleetError('INVALID_RECORD') naming the key and the bound, or whatever decodeRecord throws.
+ */
+export function decodeSummary(key: string, raw: string | Uint8Array, fp: string): SummaryRecord {
+  const bytes = typeof raw === 'string' ? (raw.length > MAX_SUMMARY_BYTES / 3 ? utf8ByteLength(raw) : raw.length) : raw.length;
+  if (bytes > MAX_SUMMARY_BYTES) {
+    throw new SplitfleetError('INVALID_RECORD', `summary record at ${key}: ${bytes} bytes, over the summary's limit of ${MAX_SUMMARY_BYTES} (rule: a summary holds counts, never ids)`);
+  }
+  return decodeRecord('summary', key, raw, fp);
+}
+
+/** Whether a reader may answer from a summary, and if not, why. */
+export type SummaryTrust =
+  | { trusted: true; ageMs: number }
+  | { trusted: false; reason: string };
+
+/**
+ * Whether `summary` speaks for the job now: written by the generation the
+ * `leader` key names (and the plan carries), so by the leader in office.
+ * `now` is wall-clock ms; the age is what the reader reports (never a reason
+ * to distrust: a quiet job's summary is old and still true).
+ */
+export function summaryTrust(
+  summary: SummaryRecord | undefined, leader: LeaderRecord | undefined, plan: PlanRecord | undefined, now: number,
+): SummaryTrust {
+  if (summary === undefined) return { trusted: false, reason: 'the job has no summary record (an older build\'s leader, or none yet)' };
+  if (leader === undefined) return { trusted: false, reason: `no leader: the summary of generation ${summary.generation} may be out of date` };
+  if (leader.generation !== summary.generation) {
+    return { trusted: false, reason: `the summary is of generation ${summary.generation}, the leader's is ${leader.generation} (not yet rewritten by this leader)` };
+  }
+  if (plan !== undefined && plan.generation !== summary.generation) {
+    return { trusted: false, reason: `the summary is of generation ${summary.generation}, the plan's is ${plan.generation}` };
+  }
+  return { trusted: true, ageMs: Math.max(0, now - summary.writtenAt) };
+}
