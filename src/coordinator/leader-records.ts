@@ -23,6 +23,7 @@ import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
+import { OwnWrites } from './own-writes.js';
 import { SplitColumns } from './split-columns.js';
 import type { Seen } from './worker-view.js';
 
@@ -62,6 +63,8 @@ export class LeaderRecords {
   /** Failed splits' backoffs, by split id: only runnable records with a `notBefore` (sparse: the failures not yet claimed again). */
   readonly notBefore = new Map<string, number>();
   readonly columns: SplitColumns;
+  /** The leader's own seeding writes whose echo has not arrived: applied from what was written (own-writes.ts). */
+  readonly own = new OwnWrites();
   unknownKeys = 0;
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
   floor = 0;
@@ -151,6 +154,7 @@ export class LeaderRecords {
     for (const id of [...this.owners.keys()]) this.setOwner(id, '');
     this.notBefore.clear();
     this.columns.clear();
+    this.own.clear();
   }
 
   /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
@@ -192,11 +196,27 @@ export class LeaderRecords {
         return 'lease';
       }
       case 'spec': {
+        const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
+        if (own?.kind === 'spec') {
+          // Our own seeding write (its transaction's revision): what decoding it would give.
+          this.columns.clearProblem(parsed.id, 'spec');
+          this.columns.place(parsed.id, own.weight, this.columns.statusOf(parsed.id));
+          return 'spec';
+        }
         const spec = this.readable('spec', key, value, parsed.id);
         this.columns.place(parsed.id, spec?.weight, this.columns.statusOf(parsed.id));
         return 'spec';
       }
       case 'split': {
+        const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
+        if (own?.kind === 'split') {
+          // Our own seeding write: an initial record (runnable, no owner, no backoff).
+          this.columns.clearProblem(parsed.id, 'split');
+          this.setOwner(parsed.id, '');
+          this.notBefore.delete(parsed.id);
+          this.columns.place(parsed.id, this.columns.weightOf(parsed.id), 'runnable');
+          return 'split';
+        }
         const rec = this.readable('split', key, value, parsed.id);
         this.setOwner(parsed.id, rec?.owner ?? '');
         if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(parsed.id, rec.notBefore);

@@ -30,6 +30,7 @@ import type {
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
 import { ChangeBatcher } from './batch.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
+import type { OwnWrite } from './own-writes.js';
 import type { StatusTally } from './split-columns.js';
 import type { Seen } from './worker-view.js';
 
@@ -51,6 +52,8 @@ export class LeaderView {
   private readonly records: LeaderRecords;
   /** Highest revision seen in the range holding `assign`, `leader`, `lease` and `plan`. */
   revision = 0;
+  /** Highest revision delivered by the other range (`spec`, `split`, `worker`, …): own writes at or below it have echoed. */
+  private otherRevision = 0;
   private handles: WatchHandle[] = [];
   private readonly batcher = new ChangeBatcher<LeaderViewChange>(
     (into, more) => {
@@ -177,6 +180,7 @@ export class LeaderView {
     const revision = await this.list(this.ranges, undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
     if (this.failed || this.closed) return;
     this.records.floor = revision;
+    this.otherRevision = Math.max(this.otherRevision, revision);
     this.saw(revision);
     this.follow(revision + 1);
     this.notify({ kinds: new Set(), all: true });
@@ -196,6 +200,20 @@ export class LeaderView {
     // The listing covered every kind of the first range (assign, leader, lease, plan) up to it.
     this.saw(revision);
     this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader', 'control']), all: false });
+  }
+
+  /**
+   * The leader's own seeding transaction landed at `revision` with these puts
+   * (key → what it wrote): their echo is applied without decoding
+   * (own-writes.ts). Ignored when the watch has delivered that revision already.
+   */
+  ownSeeded(revision: number, writes: ReadonlyMap<string, OwnWrite>): void {
+    if (revision > this.otherRevision) this.records.own.expect(revision, writes);
+  }
+
+  /** Room for `splits` splits in the columns at once (before seeding a plan of that many). */
+  reserve(splits: number): void {
+    this.records.columns.reserve(splits);
   }
 
   /** Specs known (in the pool, or waiting for their record). */
@@ -305,6 +323,11 @@ export class LeaderView {
     if (this.failed || this.closed) return;
     const before = this.revision;
     if (firstRange) this.saw(e.modRevision);
+    else if (e.modRevision > this.otherRevision) {
+      // Events come in revision order: own writes of earlier revisions have all echoed.
+      if (this.records.own.size > 0) this.records.own.dropThrough(this.otherRevision);
+      this.otherRevision = e.modRevision;
+    }
     try {
       // A nested job's key inside the ranges is none of this job's: it only moves the revision.
       const kind = !inJobScope(this.prefix, e.key) ? undefined : e.type === 'put' ? this.records.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.records.remove(e.key, e.modRevision);

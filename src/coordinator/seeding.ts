@@ -24,6 +24,7 @@ import { batches } from '../protocol/txns.js';
 import { itemBytes } from '../store/base.js';
 import type { Compare, Op, Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
+import type { OwnWrite } from './own-writes.js';
 import type { Logger } from './log.js';
 import type { PlannedSplit } from './types.js';
 
@@ -78,6 +79,8 @@ export class Seeder {
       if (end < splits.length) await yieldToLoop();
       if (signal.aborted) return;
     }
+    // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
+    job.reserve(Math.max(job.specCount, splits.length));
     const known = await this.seedRecords(job, generation, splits, signal);
     if (signal.aborted) return;
     await this.writePlan(generation, Math.max(known, job.specCount), final, cursor);
@@ -93,14 +96,19 @@ export class Seeder {
     const perTxn = Math.floor((store.limits.maxOpsPerTxn - 1) / 2) * 2;
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
       const writes: Op[][] = [];
+      // What each put writes, for the view to apply its echo without decoding it (own-writes.ts).
+      const own = new Map<Op, OwnWrite>();
       for (let i = start; i < Math.min(splits.length, start + SEED_SLICE); i++) {
         const s = splits[i]!;
         if (job.hasSpec(s.id)) continue;
         known++;
-        writes.push(seedWrites(prefix, fp, generation, s, maxBytes));
+        const pair = seedWrites(prefix, fp, generation, s, maxBytes);
+        own.set(pair[0]!, { kind: 'spec', id: s.id, weight: s.weight });
+        own.set(pair[1]!, { kind: 'split', id: s.id });
+        writes.push(pair);
       }
       for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
-        const p = this.seedBatch(batch).finally(() => inFlight.delete(p));
+        const p = this.seedBatch(batch, job, own).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
       }
@@ -129,16 +137,18 @@ export class Seeder {
     this.ctx.log.info({ planned, final }, 'plan seeded');
   }
 
-  private async seedBatch(batch: Op[]): Promise<void> {
+  private async seedBatch(batch: Op[], job: LeaderView, own: ReadonlyMap<Op, OwnWrite>): Promise<void> {
     const { store } = this.ctx;
+    const landed = (ops: Op[], revision: number) => job.ownSeeded(revision, new Map(ops.map((o) => [o.key, own.get(o)!])));
     const res = await store.txn(seedTxn(this.ctx.guard(), batch));
-    if (res.won) return;
+    if (res.won) return landed(batch, res.revision);
     // Some record exists already (a previous leader seeded it) or we lost leadership:
     // fall back to one split at a time, never overwriting an existing record.
     for (let i = 0; i < batch.length; i += 2) {
       const pair = batch.slice(i, i + 2);
       const r = await store.txn(seedTxn(this.ctx.guard(), pair));
-      if (!r.won && !this.ctx.leading()) return;
+      if (r.won) landed(pair, r.revision);
+      else if (!this.ctx.leading()) return;
     }
   }
 
