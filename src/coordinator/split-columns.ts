@@ -163,9 +163,15 @@ export class SplitColumns {
     this.statusWeights.runnable = this.statusWeights.completed = this.statusWeights.quarantined = 0;
   }
 
-  private grow(row: number): void {
+  /** Room for `rows` splits at once (seeding a plan of that many; see ColumnarPool.reserve). */
+  reserve(rows: number): void {
+    this.pool.reserve(rows);
+    if (rows > this.status.length) this.grow(rows - 1, rows);
+  }
+
+  private grow(row: number, to = 2 * this.status.length): void {
     if (row < this.status.length) return;
-    const size = Math.max(2 * this.status.length, row + 1);
+    const size = Math.max(to, row + 1);
     const status = new Uint8Array(size).fill(NO_STATUS);
     status.set(this.status);
     this.status = status;

@@ -1,5 +1,6 @@
 /** SplitColumns: a split is a row only with both halves and no problem; counts and weights follow incrementally. */
 import { describe, expect, it } from 'vitest';
+import { columnarAssignment } from '../../../src/assignment/wasm.js';
 import { SplitColumns } from '../../../src/coordinator/split-columns.js';
 
 describe('SplitColumns', () => {
@@ -51,5 +52,23 @@ describe('SplitColumns', () => {
     c.place('a', 7, 'runnable');
     expect(c.statusWeights.runnable).toBe(7);
     expect(c.pool.size).toBe(1);
+  });
+
+  it('reserve makes room without changing what is held or what is decided', () => {
+    const grown = new SplitColumns('seed', new Map(), new Map());
+    const reserved = new SplitColumns('seed', new Map(), new Map());
+    for (const c of [grown, reserved]) c.pool.setMembers([{ id: 'm0', cap: 3 }, { id: 'm1', cap: 2 }]);
+    const place = (c: SplitColumns, from: number, to: number) => {
+      for (let i = from; i < to; i++) c.place(`s-${i}`, (i * 37) % 101, i % 9 === 0 ? 'completed' : 'runnable');
+    };
+    place(grown, 0, 3000);
+    place(reserved, 0, 10);
+    reserved.reserve(5000); // more than will be used, after some rows exist
+    place(reserved, 10, 3000);
+    expect(reserved.pool.toInput()).toEqual(grown.pool.toInput());
+    expect(reserved.statusCounts).toEqual(grown.statusCounts);
+    expect(reserved.statusWeights).toEqual(grown.statusWeights);
+    const decided = (c: SplitColumns) => { const d = columnarAssignment(c.pool); return Array.from(d.assignee); };
+    expect(decided(reserved)).toEqual(decided(grown));
   });
 });
