@@ -24,8 +24,8 @@ import {
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
 import { OwnWrites } from './own-writes.js';
+import type { Seen } from './seen.js';
 import { SplitColumns } from './split-columns.js';
-import type { Seen } from './worker-view.js';
 
 /** The sparse kinds as one listing found them (the backstop's). */
 export interface SparseListing {

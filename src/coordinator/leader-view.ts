@@ -31,8 +31,8 @@ import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../stor
 import { ChangeBatcher } from './batch.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
 import type { OwnWrite } from './own-writes.js';
+import type { Seen } from './seen.js';
 import type { StatusTally } from './split-columns.js';
-import type { Seen } from './worker-view.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;

@@ -5,7 +5,8 @@
  * hook, not part of the public surface.
  */
 import type { AssignRecord, LeaderRecord, PlanRecord, WorkerRecord } from '../protocol/records.js';
-import type { Seen, WorkerView } from './worker-view.js';
+import type { Seen } from './seen.js';
+import type { WorkerView } from './worker-view.js';
 
 /**
  * What `Coordinator.view` hands out: copies of this instance's own records as observed.

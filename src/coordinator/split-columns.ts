@@ -19,7 +19,7 @@
 import { ColumnarPool } from '../assignment/codec.js';
 import { STATUS_CODES, STATUS_NAMES } from '../assignment/wire.js';
 import type { LeaseRecord, SplitStatus } from '../protocol/records.js';
-import type { Seen } from './worker-view.js';
+import type { Seen } from './seen.js';
 
 /** A row whose record is not known (outside STATUS_CODES, the one numbering of assignment/wire.ts). */
 const NO_STATUS = 255;

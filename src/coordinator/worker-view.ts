@@ -34,13 +34,7 @@ import {
 import { op, type KeyValue, type Store } from '../store/store.js';
 import { ChangeBatcher } from './batch.js';
 import { KeyFollower, type KeyUpdate } from './follow.js';
-
-/** A decoded record with the store metadata the protocol needs. */
-export interface Seen<R> {
-  rec: R;
-  modRevision: number;
-  lease?: string;
-}
+import type { Seen } from './seen.js';
 
 /** What the worker knows of one split it is concerned with. */
 export interface ObservedSplitKeys {
