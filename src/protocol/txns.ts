@@ -180,7 +180,7 @@ export const PUBLISH_GUARD_OPS = 2;
 /**
  * Groups writes (each a few ops that must go together) into batches of at
  * most `maxOps` ops and `maxBytes` bytes, as `sizeOf` counts them (the
- * store's own byte estimate, `itemBytes` of store/base.ts, so a batch that
+ * store's own byte estimate, `itemBytes` of store/store.ts, so a batch that
  * fits here passes the store's check). A single write over the limits goes
  * alone: the store refuses it, and only it.
  */

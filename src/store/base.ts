@@ -3,30 +3,15 @@
  * key order, and `BaseStore`, whose helpers (`txn`, `put`, `createIfAbsent`,
  * `listAll`, `snapshotAndWatch`, ...) are built on the abstract core a backend
  * implements. `MemoryStore` and `EtcdStore` extend it. The contract itself
- * (types, `cmp`, `op`, limits) is store.ts.
+ * (types, `cmp`, `op`, limits and the size estimate checkTxn counts with) is
+ * store.ts.
  */
 import { SplitfleetError } from '../errors.js';
 import {
-  cmp, CompactedError, compareKeys, DEFAULT_LIMITS, isCompactedError, op,
+  cmp, CompactedError, compareKeys, DEFAULT_LIMITS, isCompactedError, itemBytes, op, OVERHEAD_PER_REQUEST,
   type KeyRange, type KeyValue, type ListOptions, type ListPage, type SnapshotHandler, type Store, type StoreLimits,
   type Compare, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
 } from './store.js';
-
-/** Framing estimates of one request and one op in it (checkTxn's byte count). */
-const OVERHEAD_PER_ITEM = 32;
-export const OVERHEAD_PER_REQUEST = 64;
-
-/**
- * The one estimate of a request's size, in UTF-8 bytes (what etcd counts
- * against `--max-request-bytes`, never UTF-16 units): one compare or op is its
- * key, its value (a put's, a value compare's) and a framing allowance.
- * `checkTxn` refuses by it, and the coordinator's batching fills by it, so a
- * batch that passes one passes the other.
- */
-export function itemBytes(item: Compare | Op): number {
-  const payload = 'op' in item ? (item.op === 'put' ? item.value : '') : item.target === 'value' ? item.equals : '';
-  return Buffer.byteLength(item.key) + Buffer.byteLength(payload) + OVERHEAD_PER_ITEM;
-}
 
 /**
  * Refuses a transaction the store would refuse, before it is sent: empty keys,

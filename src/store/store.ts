@@ -1,7 +1,8 @@
 /**
  * The store contract: the small key-value surface the coordinator needs from
- * etcd (or anything that behaves like it), its limits, and the `cmp`/`op`
- * builders. Backends extend `BaseStore` (base.ts) and implement its abstract core.
+ * etcd (or anything that behaves like it), its limits with the one estimate
+ * of a request's size (`itemBytes`), and the `cmp`/`op` builders. Backends
+ * extend `BaseStore` (base.ts) and implement its abstract core.
  *
  * Invariants every backend keeps (the contract suite in test/contract checks
  * them): one global revision counter that moves once per write request; a
@@ -90,6 +91,23 @@ export const DEFAULT_LIMITS: StoreLimits = Object.freeze({
   maxOpsPerTxn: 128,
   maxRequestBytes: 1.5 * 1024 * 1024,
 });
+
+/** Framing estimates of one request and one op in it (the byte count a request is refused by). */
+const OVERHEAD_PER_ITEM = 32;
+export const OVERHEAD_PER_REQUEST = 64;
+
+/**
+ * The one estimate of a request's size, in UTF-8 bytes (what etcd counts
+ * against `--max-request-bytes`, never UTF-16 units): one compare or op is its
+ * key, its value (a put's, a value compare's) and a framing allowance. A
+ * request is `OVERHEAD_PER_REQUEST` plus its items. Every backend refuses by
+ * it (`checkTxn`, base.ts), and the coordinator's batching fills by it, so a
+ * batch that passes one passes the other.
+ */
+export function itemBytes(item: Compare | Op): number {
+  const payload = 'op' in item ? (item.op === 'put' ? item.value : '') : item.target === 'value' ? item.equals : '';
+  return Buffer.byteLength(item.key) + Buffer.byteLength(payload) + OVERHEAD_PER_ITEM;
+}
 
 /** One change seen by a watch. A delete caused by lease expiry is a delete like any other. */
 export interface WatchEvent {

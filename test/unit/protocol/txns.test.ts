@@ -4,9 +4,8 @@ import { decodeRecord, type SplitRecord } from '../../../src/protocol/records.js
 import {
   adoptTxn, batches, claimTxn, joinTxns, laneTxn, orphanReleaseTxn, publicationFence, publishTxn, readBackTxn, type Writer,
 } from '../../../src/protocol/txns.js';
-import { itemBytes } from '../../../src/store/base.js';
 import { checkTxn } from '../../../src/store/base.js';
-import { cmp, DEFAULT_LIMITS, op, type Op } from '../../../src/store/store.js';
+import { cmp, DEFAULT_LIMITS, itemBytes, op, type Op } from '../../../src/store/store.js';
 
 const fp = '0123456789abcdef';
 const P = '/sf/job/';
