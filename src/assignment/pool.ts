@@ -21,6 +21,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
+import { withThreadExecArgv } from '../thread-argv.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
@@ -48,43 +49,6 @@ export interface AssignmentPoolOptions {
    * also ends once it has run about 8 ms. Default 32768.
    */
   chunk?: number;
-}
-
-/**
- * @internal (pool.ts, coordinator/sandbox.ts) The flags a Piscina thread
- * starts with: the parent's, and on a Node that has `require(esm)`, that
- * turned off. Piscina loads a thread file with `require()` first, then
- * `import()`; under Node 20's `require(esm)` that first load raced an
- * `import()` of the same graph and aborted the whole process ("FATAL ERROR:
- * v8::Module::IsGraphAsync must be used on an instantiated module", seen once
- * in CI). With it off, `require()` refuses at once (ERR_REQUIRE_ESM) and the
- * thread file is imported.
- */
-export function threadExecArgv(): string[] {
-  const flag = '--no-experimental-require-module';
-  return process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? [...process.execArgv, flag] : process.execArgv;
-}
-
-/**
- * @internal (pool.ts, coordinator/sandbox.ts) `start(threadExecArgv())`;
- * when Node refuses some of the parent's flags for a thread, again without
- * them. Why: a Worker given an explicit `execArgv` rejects V8 and per-process
- * flags (`--expose-gc`, `--trace-gc`, `--cpu-prof`: ERR_WORKER_INVALID_EXEC_ARGV,
- * thrown by `new Piscina` as it starts its threads), where an inherited one
- * ignores them; a parent run with such a flag must not lose its threads.
- * Node names the refused flags in the message; if it names none that we
- * passed, the threads get only the flags this module adds.
- */
-export function withThreadExecArgv<T>(start: (execArgv: string[]) => T): T {
-  const argv = threadExecArgv();
-  try {
-    return start(argv);
-  } catch (e) {
-    if ((e as { code?: unknown } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
-    const refused = new Set((/flags: (.*)$/.exec(e instanceof Error ? e.message : '')?.[1] ?? '').split(/,\s*/));
-    const kept = argv.filter((a) => !refused.has(a));
-    return start(kept.length < argv.length ? kept : argv.filter((a) => !process.execArgv.includes(a)));
-  }
 }
 
 /** The compiled thread entry this module would use by default. */

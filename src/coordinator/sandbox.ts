@@ -29,9 +29,9 @@ import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { withThreadExecArgv } from '../assignment/pool.js';
 import { SplitfleetError } from '../errors.js';
 import type { Json } from '../protocol/records.js';
+import { withThreadExecArgv } from '../thread-argv.js';
 import {
   FLAG_ABORTED, FLAG_DRAINING, FLAG_SLOTS, fromWire, toWire,
   type CallMessage, type MainMessage, type SandboxReply, type SplitTask,
