@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/fields.js';
 import { PAGE_BITS, PAGE_MASK } from '../src/assignment/pages.js';
-import { isId, isOwner, isValidWeight, statusCode } from '../src/assignment/validate.js';
+import { isId, isOwner, statusCode } from '../src/assignment/validate.js';
+import { isValidWeight } from '../src/split-model.js';
 import type { SplitInput } from '../src/assignment/types.js';
 import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
 

@@ -8,11 +8,12 @@ import { hashInto, seedState } from '../hash.js';
 import { I32_MAX, LAYOUT as L, writeIds, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { AssignmentInput } from './types.js';
-import { invalid, isId, isValidWeight, RULES, statusCode, validateAssignmentInput } from './validate.js';
+import { isValidWeight, STATUS_NAMES } from '../split-model.js';
+import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
 import type { SnapshotRoom } from './snapshot-room.js';
-import { STATUS_NAMES, type ColumnarDecision, type ColumnarSnapshot } from './wire.js';
+import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
 export type { ColumnarDecision, ColumnarSnapshot } from './wire.js';

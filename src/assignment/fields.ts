@@ -26,7 +26,8 @@
  * validator); an owner that is undefined is stored as null.
  */
 import { flatten, PAGE_BITS, PAGE_MASK, PAGE_ROWS, pageCount, pageLength } from './pages.js';
-import { isId, isOwner, isValidWeight, statusCode } from './validate.js';
+import { isValidWeight } from '../split-model.js';
+import { isId, isOwner, statusCode } from './validate.js';
 
 /** Rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of a read's ids and owners, at their row & PAGE_MASK. */
 export interface FieldPage {
@@ -45,7 +46,7 @@ export interface FieldPage {
 export interface SplitFields {
   pages: (FieldPage | null)[];
   weight: Float64Array;
-  /** wire.ts STATUS_CODES; an absent status is runnable. */
+  /** split-model.ts STATUS_CODES; an absent status is runnable. */
   status: Uint8Array;
   /** The reader choice of the read in progress (`readSplits`). */
   choice: ReaderChoice;

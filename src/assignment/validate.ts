@@ -6,15 +6,17 @@
  * Each rule is written here once, as a predicate and the words of its error
  * (`RULES`); the fast checks of the engine's codec (fields.ts, marshal.ts)
  * and `ColumnarPool` test with the same predicates and say the same words.
+ * The weight rule and the status numbering are the split model's, shared
+ * with the record codec and the leader (src/split-model.ts).
  */
 import { SplitfleetError } from '../errors.js';
 import type { AssignmentInput } from './types.js';
-import { STATUS_CODES } from './wire.js';
+import { isValidWeight, STATUS_CODES, WEIGHT_RULE } from '../split-model.js';
 
 /** The words of each rule, as every error that refuses it says them. */
 export const RULES = {
   id: 'must be a non-empty string',
-  weight: `must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER}`,
+  weight: WEIGHT_RULE,
   status: 'must be one of runnable, completed, quarantined',
   owner: 'must be a member id string or null',
   cap: 'must be an integer ≥ 1',
@@ -57,11 +59,6 @@ export function invalid(field: string, rule: string, got?: unknown): never {
 
 function optionalOwner(value: unknown, field: string): void {
   if (!isOwner(value)) invalid(field, RULES.owner, value);
-}
-
-/** True when `w` is an integer weight 0 ≤ w ≤ Number.MAX_SAFE_INTEGER. */
-export function isValidWeight(w: unknown): w is number {
-  return typeof w === 'number' && Number.isSafeInteger(w) && w >= 0;
 }
 
 /** Throws SplitfleetError('INVALID_INPUT') naming the first broken rule. */

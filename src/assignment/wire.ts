@@ -1,8 +1,8 @@
 /**
  * What crosses the pool/thread boundary, imported by both pool.ts (the
  * caller) and thread.ts (the Piscina entry), which never import each other:
- * the task and reply types, and the one split-status numbering every file in
- * src/assignment uses for columns (`STATUS_CODES`).
+ * the task and reply types. (The split-status numbering of the columns is a
+ * fact of the split model: src/split-model.ts.)
  *
  * Invariants: a task carries numbers and strings only (typed arrays are
  * transferred, never cloned); a reply is `{ ok: true, ... }` or
@@ -11,12 +11,7 @@
  * of piscina, of the engine, or of either side.
  */
 import type { SortedState } from './sorted-order.js';
-import type { AssignmentStats, SplitStatus } from './types.js';
-
-/** The split-status numbering of every column in src/assignment; an absent status is runnable (0). */
-export const STATUS_CODES: Readonly<Record<SplitStatus, number>> = Object.freeze({ runnable: 0, completed: 1, quarantined: 2 });
-/** Status names by code. */
-export const STATUS_NAMES: readonly SplitStatus[] = ['runnable', 'completed', 'quarantined'];
+import type { AssignmentStats } from './types.js';
 
 /**
  * The object form as row columns (built by pool.ts, a chunk per turn): row i

@@ -21,6 +21,7 @@ import { idProblem, isValidId, planKey } from '../protocol/keys.js';
 import { planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../protocol/leader-txns.js';
 import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
 import { batches } from '../protocol/txns.js';
+import { isValidWeight, WEIGHT_RULE } from '../split-model.js';
 import { itemBytes, type Compare, type Op, type Store } from '../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { OwnWrite } from './own-writes.js';
@@ -54,8 +55,8 @@ export function validatePlanned(splits: readonly PlannedSplit[], start: number, 
     if (!isValidId(s?.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${idProblem(s?.id)}`);
     if (seen.has(s.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: "${s.id}" appears twice; split ids must be unique`);
     seen.add(s.id);
-    if (!(Number.isSafeInteger(s.weight) && s.weight >= 0)) {
-      throw new SplitfleetError('PLANNER_FAILURE', `planner split "${s.id}".weight: must be an integer 0 ≤ weight ≤ ${Number.MAX_SAFE_INTEGER} (got ${String(s.weight)})`);
+    if (!isValidWeight(s.weight)) {
+      throw new SplitfleetError('PLANNER_FAILURE', `planner split "${s.id}".weight: ${WEIGHT_RULE} (got ${String(s.weight)})`);
     }
   }
 }

@@ -17,11 +17,11 @@
  * No I/O and no decisions: the LeaderView feeds it from listings and watches.
  */
 import { ColumnarPool } from '../assignment/codec.js';
-import { STATUS_CODES, STATUS_NAMES } from '../assignment/wire.js';
 import type { LeaseRecord, SplitStatus } from '../protocol/records.js';
+import { STATUS_CODES, STATUS_NAMES } from '../split-model.js';
 import type { Seen } from './seen.js';
 
-/** A row whose record is not known (outside STATUS_CODES, the one numbering of assignment/wire.ts). */
+/** A row whose record is not known (outside STATUS_CODES, the one numbering of split-model.ts). */
 const NO_STATUS = 255;
 
 export type StatusTally = { runnable: number; completed: number; quarantined: number };

@@ -26,6 +26,7 @@
 import { z } from 'zod';
 import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
+import { isValidWeight } from '../split-model.js';
 import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
 import {
   duplicateKeysProblem, MAX_RECORD_BYTES, MAX_RECORD_DEPTH, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
@@ -161,6 +162,12 @@ function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
 const int = (min: number) => z.int({
   error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${show(iss.input)})`,
 }).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${show(iss.input)})` });
+/** A split's weight: the split model's rule (split-model.ts), refused in the words of int(0). */
+const weight = () => z.custom<number>((v) => isValidWeight(v), {
+  error: (iss) => (Number.isSafeInteger(iss.input)
+    ? `must be an integer ≥ 0 (got ${show(iss.input)})`
+    : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${show(iss.input)})`),
+});
 const str = () => z.string({ error: (iss) => `must be a string (got ${show(iss.input)})` });
 const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
   error: (iss) => `${idProblem(iss.input)} (got ${show(iss.input)})`,
@@ -204,7 +211,7 @@ const SCHEMAS = {
     ...stamp, instance: idStr(), maxInFlight: int(1),
     nonce: str().min(1, { error: 'must not be empty' }),
   }),
-  spec: z.looseObject({ ...stamp, id: idStr(), weight: int(0), descriptor: json(), generation: int(0) }),
+  spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0) }),
   split: z.looseObject({
     ...stamp, id: idStr(), epoch: int(0),
     status: z.enum(['runnable', 'completed', 'quarantined'], {

@@ -4,7 +4,8 @@
  * The engines run the same validation before deciding anything.
  */
 import { describe, expect, test } from 'vitest';
-import { isValidWeight, validateAssignmentInput } from '../../../src/assignment/validate.js';
+import { validateAssignmentInput } from '../../../src/assignment/validate.js';
+import { isValidWeight } from '../../../src/split-model.js';
 import { isSplitfleetError } from '../../../src/errors.js';
 import { decide, ENGINES } from './engines.js';
 
