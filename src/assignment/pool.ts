@@ -32,7 +32,7 @@ import { TaskRoom } from './task-room.js';
 import { SnapshotRooms } from './snapshot-room.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
-import type { ObjectTask, ThreadReply, ThreadTask } from './wire.js';
+import { assignedRowsOf, type AssignedRows, type ObjectTask, type ThreadReply, type ThreadTask } from './wire.js';
 
 export interface AssignmentPoolOptions {
   /** Threads computing decisions (and decisions run at once); 0 computes on the calling thread. Default 1. */
@@ -151,10 +151,25 @@ export class AssignmentPool {
 
   /** The decision on `pool` as it is now (a snapshot is taken before this returns); equal to `columnarAssignment(pool)`. */
   assignColumnar(pool: ColumnarPool): Promise<ColumnarDecision> {
+    return this.columnar(pool, false);
+  }
+
+  /**
+   * @internal (the leader's engine, coordinator/decide.ts) The same decision as
+   * the rows it assigns (wire.ts `AssignedRows`): the reply is the size of the
+   * fleet's lanes, not of the queue.
+   */
+  assignColumnarRows(pool: ColumnarPool): Promise<AssignedRows> {
+    return this.columnar(pool, true);
+  }
+
+  private columnar(pool: ColumnarPool, assignedOnly: false): Promise<ColumnarDecision>;
+  private columnar(pool: ColumnarPool, assignedOnly: true): Promise<AssignedRows>;
+  private columnar(pool: ColumnarPool, assignedOnly: boolean): Promise<ColumnarDecision | AssignedRows> {
     if (this.closed) return Promise.reject(closedError());
     const room = this.snapshotRooms.acquire();
     const snapshot = pool.snapshot(false, room);
-    const decided = this.submit(() => this.runColumnar(pool, snapshot));
+    const decided = this.submit(() => this.runColumnar(pool, snapshot, assignedOnly));
     // The room is the snapshot's until its decision settles (or is superseded): the thread reads it meanwhile.
     const release = (): void => this.snapshotRooms.release(room);
     decided.then(release, release);
@@ -282,7 +297,7 @@ export class AssignmentPool {
     this.piscina.run({ kind: 'members', seed, memberIds, memberCaps: caps } satisfies ThreadTask, { transferList: [caps.buffer] }).catch(() => undefined);
   };
 
-  private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot): Promise<ColumnarDecision> {
+  private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot, assignedOnly: boolean): Promise<ColumnarDecision | AssignedRows> {
     if (this.piscina === null) {
       await turn();
       let copy = ColumnarPool.fromSnapshot(snapshot);
@@ -290,18 +305,23 @@ export class AssignmentPool {
       if (d === null) d = columnarAssignment((copy = ColumnarPool.fromSnapshot(pool.snapshot(true))));
       const sorted = copy.sortedState();
       if (snapshot.order === null && sorted !== null) pool.adoptSorted(snapshot.epoch, sorted);
-      return d;
+      return assignedOnly ? { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats } : d;
     }
     let s = snapshot;
-    let reply = await this.call({ kind: 'columnar', snapshot: s }, snapshotBuffers(s));
+    const task = (snap: ColumnarSnapshot): ThreadTask => (assignedOnly ? { kind: 'columnar', snapshot: snap, assignedOnly } : { kind: 'columnar', snapshot: snap });
+    let reply = await this.call(task(s), snapshotBuffers(s));
     if (reply.kind === 'needs-ids') {
       // Colliding keys (rare): the sort needs ids. The pool as it is now, with them.
       s = pool.snapshot(true);
-      reply = await this.call({ kind: 'columnar', snapshot: s }, snapshotBuffers(s));
+      reply = await this.call(task(s), snapshotBuffers(s));
     }
-    if (reply.kind !== 'columnar') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
+    if ((reply.kind !== 'columnar' && reply.kind !== 'assigned') || (reply.kind === 'assigned') !== assignedOnly) {
+      throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
+    }
     if (reply.sorted !== null) pool.adoptSorted(s.epoch, reply.sorted);
-    return { members: reply.members, assignee: reply.assignee, stats: reply.stats };
+    return reply.kind === 'assigned'
+      ? { members: reply.members, rows: reply.rows, assignees: reply.assignees, stats: reply.stats }
+      : { members: reply.members, assignee: reply.assignee, stats: reply.stats };
   }
 }
 

@@ -23,7 +23,7 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { SplitfleetError } from '../errors.js';
 import { ColumnarPool } from './columnar.js';
 import { columnarDecisionOrNull, decideObjectTask, prepareMembers } from './wasm.js';
-import type { ColumnarTask, ThreadReply, ThreadTask } from './wire.js';
+import { assignedRowsOf, type ColumnarTask, type ThreadReply, type ThreadTask } from './wire.js';
 
 function runColumnar(t: ColumnarTask): ThreadReply {
   const pool = ColumnarPool.fromSnapshot(t.snapshot);
@@ -31,6 +31,10 @@ function runColumnar(t: ColumnarTask): ThreadReply {
   if (d === null) return { ok: true, kind: 'needs-ids' };
   // The thread lays the sorted columns out, so that the caller adopts them without gathering 1M rows.
   const sorted = t.snapshot.order === null ? pool.sortedState() : null;
+  if (t.assignedOnly === true) {
+    const { rows, assignees } = assignedRowsOf(d.assignee);
+    return { ok: true, kind: 'assigned', members: d.members.slice(), rows, assignees, stats: d.stats, sorted };
+  }
   return { ok: true, kind: 'columnar', members: d.members.slice(), assignee: d.assignee, stats: d.stats, sorted };
 }
 
@@ -43,18 +47,26 @@ function movable<A extends Column>(a: A, moved: ArrayBuffer[]): A {
   return c;
 }
 
+/** `a` itself, listed in `moved` (it is a fresh array whose buffer is its own). */
+function moveAs<A extends Column>(a: A, moved: ArrayBuffer[]): A {
+  moved.push(a.buffer as ArrayBuffer);
+  return a;
+}
+
 /** `r` with its arrays in buffers of their own, each listed in `moved` (to move to the caller). */
 function movableReply(r: ThreadReply, moved: ArrayBuffer[]): ThreadReply {
   if (!r.ok) return r;
   const m = <A extends Column>(a: A): A => movable(a, moved);
   // A slot in the caller's lent memory is the caller's already.
   if (r.kind === 'object') return { ...r, memberOrder: m(r.memberOrder), off: m(r.off), slot: r.slot.buffer instanceof SharedArrayBuffer ? r.slot : m(r.slot) };
-  if (r.kind !== 'columnar') return r;
+  if (r.kind !== 'columnar' && r.kind !== 'assigned') return r;
   const s = r.sorted;
   const sorted = s === null ? null : {
     order: m(s.order), pos: m(s.pos),
     sorted: { weight: m(s.sorted.weight), lease: m(s.sorted.lease), prev: m(s.sorted.prev), rec: m(s.sorted.rec), flags: m(s.sorted.flags) },
   };
+  // Assigned rows are fresh arrays of this thread's already: moved as they are.
+  if (r.kind === 'assigned') return { ...r, rows: moveAs(r.rows, moved), assignees: moveAs(r.assignees, moved), sorted };
   return { ...r, assignee: m(r.assignee), sorted };
 }
 

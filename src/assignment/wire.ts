@@ -85,6 +85,37 @@ export interface ColumnarSnapshot {
 export interface ColumnarTask {
   kind: 'columnar';
   snapshot: ColumnarSnapshot;
+  /** Reply with the rows the decision assigns (`kind: 'assigned'`), not a dense `assignee` per row. */
+  assignedOnly?: boolean;
+}
+
+/**
+ * @internal A columnar decision as the rows it assigns, ascending, with each
+ * one's member index (into `members`): what a leader publishes. A reply the
+ * size of the fleet's lanes rather than of the queue: at 1M splits a dense
+ * `assignee` is 4 MB a decision for the caller to take in and collect, for
+ * a few hundred assigned rows (issue 30, decision 0041).
+ */
+export interface AssignedRows {
+  readonly members: readonly string[];
+  readonly rows: Int32Array;
+  readonly assignees: Int32Array;
+  readonly stats: AssignmentStats;
+}
+
+/** The rows `assignee` assigns (member index ≥ 0), ascending, and their member indices. */
+export function assignedRowsOf(assignee: Int32Array): { rows: Int32Array; assignees: Int32Array } {
+  let n = 0;
+  for (let r = 0; r < assignee.length; r++) if (assignee[r]! >= 0) n++;
+  const rows = new Int32Array(n);
+  const assignees = new Int32Array(n);
+  for (let r = 0, k = 0; r < assignee.length; r++) {
+    const j = assignee[r]!;
+    if (j < 0) continue;
+    rows[k] = r;
+    assignees[k++] = j;
+  }
+  return { rows, assignees };
 }
 
 /**
@@ -131,6 +162,16 @@ export type ThreadReply =
       assignee: Int32Array;
       stats: AssignmentStats;
       /** The sort of a snapshot that had no cached order, laid out (the caller's pool adopts it: `adoptSorted`). */
+      sorted: SortedState | null;
+    }
+  /** A ColumnarTask's decision with `assignedOnly`: the rows it assigns (AssignedRows), and `sorted` as above. */
+  | {
+      ok: true;
+      kind: 'assigned';
+      members: string[];
+      rows: Int32Array;
+      assignees: Int32Array;
+      stats: AssignmentStats;
       sorted: SortedState | null;
     }
   /** A MembersTask's table is built (nothing else to say). */

@@ -5,9 +5,10 @@
  * pool thread is started on first need and ended with the coordinator.
  * It decides only what the engine decides; nothing here touches the store.
  */
-import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
+import type { ColumnarPool } from '../assignment/codec.js';
 import { AssignmentPool } from '../assignment/pool.js';
 import { columnarAssignment } from '../assignment/wasm.js';
+import { assignedRowsOf, type AssignedRows } from '../assignment/wire.js';
 
 /**
  * Above this many splits the default assigner decides on a pool thread. Below
@@ -20,11 +21,17 @@ export const OFF_THREAD_SPLITS = 200_000;
 export class DefaultEngine {
   private pool: AssignmentPool | undefined;
 
-  /** In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above. */
-  async decide(pool: ColumnarPool): Promise<ColumnarDecision> {
-    if (pool.size < OFF_THREAD_SPLITS) return columnarAssignment(pool);
+  /**
+   * In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above.
+   * As the rows it assigns: what publishing needs, and a reply the size of the lanes, not of the queue.
+   */
+  async decide(pool: ColumnarPool): Promise<AssignedRows> {
+    if (pool.size < OFF_THREAD_SPLITS) {
+      const d = columnarAssignment(pool);
+      return { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats };
+    }
     this.pool ??= new AssignmentPool({ threads: 1 });
-    return this.pool.assignColumnar(pool);
+    return this.pool.assignColumnarRows(pool);
   }
 
   async close(): Promise<void> {

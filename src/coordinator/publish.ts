@@ -22,7 +22,8 @@
  * - A write that fails is simply retried on the next step: the diff against
  *   the view finds it again.
  */
-import type { ColumnarDecision, ColumnarPool } from '../assignment/codec.js';
+import type { ColumnarPool } from '../assignment/codec.js';
+import type { AssignedRows } from '../assignment/wire.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assignment/types.js';
 import { isSplitfleetError } from '../errors.js';
 import { assignKey } from '../protocol/keys.js';
@@ -40,7 +41,7 @@ import type { Metrics } from './metrics.js';
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
 
 /** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
-export type ColumnarAssigner = (pool: ColumnarPool) => Promise<ColumnarDecision>;
+export type ColumnarAssigner = (pool: ColumnarPool) => Promise<AssignedRows>;
 
 /**
  * The leader's publication fence (decision 0015): the revision of `publish` as its last
@@ -138,14 +139,13 @@ function observedJob(view: LeaderView) {
 }
 
 /** A decision per member: every live member, its split ids in JS string order. */
-export function assignmentOf(pool: ColumnarPool, decision: ColumnarDecision): Map<string, string[]> {
+export function assignmentOf(pool: ColumnarPool, decision: AssignedRows): Map<string, string[]> {
   const lists: string[][] = decision.members.map(() => []);
-  const { assignee } = decision;
-  for (let r = 0; r < assignee.length; r++) {
-    const j = assignee[r]!;
-    if (j < 0) continue;
-    const id = pool.idAt(r);
-    if (id !== undefined) lists[j]!.push(id);
+  const { rows, assignees } = decision;
+  // The assigned rows only: a decision costs the fleet's lanes here, not the queue.
+  for (let k = 0; k < rows.length; k++) {
+    const id = pool.idAt(rows[k]!);
+    if (id !== undefined) lists[assignees[k]!]!.push(id);
   }
   const out = new Map<string, string[]>();
   decision.members.forEach((m, j) => out.set(m, lists[j]!.sort(byString)));

@@ -349,6 +349,24 @@ describe('AssignmentPool equals desiredAssignment', () => {
   }, 240_000);
 });
 
+describe('AssignmentPool.assignColumnarRows (the leader\'s form)', () => {
+  it('is the dense decision\'s assigned rows, ascending, on a thread and in-thread, cached order or not', async () => {
+    const input = settle(bigInput(50_000, 500, 11), desiredAssignment(bigInput(50_000, 500, 11)).assignment);
+    const want = columnarAssignment(poolOf(input));
+    const rows = Array.from(want.assignee.keys()).filter((r) => want.assignee[r]! >= 0);
+    const { computeMs: _, ...stats } = want.stats;
+    for (const p of [pool, local]) {
+      const cp = poolOf(input);
+      for (const pass of ['fresh', 'cached order']) {
+        const got = await p.assignColumnarRows(cp);
+        const { computeMs: __, ...gotStats } = got.stats;
+        expect({ members: [...got.members], rows: Array.from(got.rows), assignees: Array.from(got.assignees), stats: gotStats }, `${p.mode}, ${pass}`)
+          .toEqual({ members: [...want.members], rows, assignees: rows.map((r) => want.assignee[r]!), stats });
+      }
+    }
+  }, 120_000);
+});
+
 describe('AssignmentPool semantics', () => {
   const small = (k: number): AssignmentInput => ({
     seed: `s${k}`, members: [{ id: 'a' }, { id: 'b' }], splits: [{ id: 'x', weight: k + 1 }, { id: 'y', weight: 2 }],

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/clock.js';
 import { KeyFollower, type KeyUpdate } from '../../../src/coordinator/follow.js';
 import { LeaderView } from '../../../src/coordinator/leader-view.js';
+import { assignedRowsOf } from '../../../src/assignment/wire.js';
 import { assignmentOf, prepareDecision } from '../../../src/coordinator/publish.js';
 import { WorkerView } from '../../../src/coordinator/worker-view.js';
 import type { SplitfleetError } from '../../../src/errors.js';
@@ -166,7 +167,7 @@ describe('prepareDecision and assignmentOf', () => {
     const assignee = new Int32Array(Math.max(...rows) + 1).fill(-1);
     assignee[view.pool.rowOf('s3')] = 1;
     assignee[view.pool.rowOf('s1')] = 1;
-    const decision = { members: ['w0', 'w1'], assignee } as unknown as Parameters<typeof assignmentOf>[1];
+    const decision = { members: ['w0', 'w1'], ...assignedRowsOf(assignee) } as unknown as Parameters<typeof assignmentOf>[1];
     expect(assignmentOf(view.pool, decision)).toEqual(new Map([['w0', []], ['w1', ['s1', 's3']]]));
     await view.close();
     await store.close();
