@@ -8,7 +8,7 @@ import { hashInto, seedState } from '../hash.js';
 import { I32_MAX, LAYOUT as L, writeIds, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { AssignmentInput } from './types.js';
-import { isValidWeight, STATUS_NAMES } from '../split-model.js';
+import { isValidWeight, STATUS_NAMES, type SplitStatus } from '../split-model.js';
 import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
@@ -83,6 +83,16 @@ export class ColumnarPool {
   /** The split held in `row`, if any. */
   idAt(row: number): string | undefined {
     return this.ids[row];
+  }
+
+  /** The weight of the split held in `row`, if any (the leader's columns read it here: one weight column). */
+  weightAt(row: number): number | undefined {
+    return this.ids[row] === undefined ? undefined : this.weight[row];
+  }
+
+  /** The status of the split held in `row`, if any. */
+  statusAt(row: number): SplitStatus | undefined {
+    return this.ids[row] === undefined ? undefined : STATUS_NAMES[this.status[row]!];
   }
 
   /** Adds a split or updates its weight and status. */

@@ -1,9 +1,9 @@
 /**
  * SplitColumns: the leader view's dense half, one row per split of the
- * `ColumnarPool` the engine decides on, plus a status byte and a weight per
- * row here, and the halves of splits seen before their other half. Every
- * count and weight by status is kept incrementally, so nothing here is ever
- * recounted over the split count.
+ * `ColumnarPool` the engine decides on (whose weight and status columns are
+ * the only ones: this file reads them there), and the halves of splits seen
+ * before their other half. Every count and weight by status is kept
+ * incrementally, so nothing here is ever recounted over the split count.
  *
  * Invariants:
  * - A split is a pool row once both its spec (weight) and its record
@@ -18,11 +18,7 @@
  */
 import { ColumnarPool } from '../assignment/codec.js';
 import type { LeaseRecord, SplitStatus } from '../protocol/records.js';
-import { STATUS_CODES, STATUS_NAMES } from '../split-model.js';
 import type { Seen } from './seen.js';
-
-/** A row whose record is not known (outside STATUS_CODES, the one numbering of split-model.ts). */
-const NO_STATUS = 255;
 
 export type StatusTally = { runnable: number; completed: number; quarantined: number };
 
@@ -33,9 +29,6 @@ export class SplitColumns {
   readonly statusCounts: StatusTally = { runnable: 0, completed: 0, quarantined: 0 };
   /** Summed weight of the pool's rows by status, kept incrementally (the backlog metric's weights). */
   readonly statusWeights: StatusTally = { runnable: 0, completed: 0, quarantined: 0 };
-  private status = new Uint8Array(1024).fill(NO_STATUS);
-  /** Each row's weight (the pool keeps its own, privately; a status change re-states it). */
-  private weights = new Float64Array(1024);
   /** Halves seen before their other half (seeding writes both in one transaction, so these are brief). */
   private readonly specOnly = new Map<string, number>();
   private readonly recordOnly = new Map<string, SplitStatus>();
@@ -71,13 +64,12 @@ export class SplitColumns {
 
   statusOf(id: string): SplitStatus | undefined {
     const r = this.pool.rowOf(id);
-    if (r >= 0 && this.status[r] !== NO_STATUS) return STATUS_NAMES[this.status[r]!];
-    return this.recordOnly.get(id);
+    return r >= 0 ? this.pool.statusAt(r) : this.recordOnly.get(id);
   }
 
   weightOf(id: string): number | undefined {
     const r = this.pool.rowOf(id);
-    return r >= 0 ? this.weights[r] : this.specOnly.get(id);
+    return r >= 0 ? this.pool.weightAt(r) : this.specOnly.get(id);
   }
 
   /** Splits with a spec but no split record, none of whose records is a problem (deleted by hand). */
@@ -113,24 +105,19 @@ export class SplitColumns {
     const r = this.pool.rowOf(id);
     const before = this.statusOf(id);
     if (before !== undefined) this.statusCounts[before]--;
-    if (r >= 0 && this.status[r] !== NO_STATUS) this.statusWeights[STATUS_NAMES[this.status[r]!]!] -= this.weights[r]!;
+    // A row's status and weight are the pool's (a row always has both).
+    const rowWeight = r >= 0 ? this.pool.weightAt(r)! : 0;
+    if (r >= 0 && before !== undefined) this.statusWeights[before] -= rowWeight;
     if (status !== undefined) this.statusCounts[status]++;
     if (weight !== undefined && status !== undefined && !this.problems.has(id)) {
       this.specOnly.delete(id);
       this.recordOnly.delete(id);
-      const code = STATUS_CODES[status];
       if (r >= 0) {
-        if (this.weights[r] !== weight || this.status[r] !== code) this.pool.upsertSplit(id, weight, status);
-        this.weights[r] = weight;
-        this.status[r] = code;
+        if (rowWeight !== weight || before !== status) this.pool.upsertSplit(id, weight, status);
         this.statusWeights[status] += weight;
         return;
       }
       this.pool.upsertSplit(id, weight, status);
-      const row = this.pool.rowOf(id);
-      this.grow(row);
-      this.weights[row] = weight;
-      this.status[row] = code;
       this.statusWeights[status] += weight;
       const owner = this.owners.get(id);
       if (owner !== undefined) this.pool.setRecordOwner(id, owner);
@@ -138,10 +125,7 @@ export class SplitColumns {
       if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
       return;
     }
-    if (r >= 0) {
-      this.status[r] = NO_STATUS;
-      this.pool.removeSplit(id);
-    }
+    if (r >= 0) this.pool.removeSplit(id);
     if (weight !== undefined) this.specOnly.set(id, weight);
     else this.specOnly.delete(id);
     if (status !== undefined) this.recordOnly.set(id, status);
@@ -154,7 +138,6 @@ export class SplitColumns {
       const id = this.pool.idAt(r);
       if (id !== undefined) this.pool.removeSplit(id);
     }
-    this.status.fill(NO_STATUS);
     this.specOnly.clear();
     this.recordOnly.clear();
     this.problems.clear();
@@ -166,17 +149,5 @@ export class SplitColumns {
   /** Room for `rows` splits at once (seeding a plan of that many; see ColumnarPool.reserve). */
   reserve(rows: number): void {
     this.pool.reserve(rows);
-    if (rows > this.status.length) this.grow(rows - 1, rows);
-  }
-
-  private grow(row: number, to = 2 * this.status.length): void {
-    if (row < this.status.length) return;
-    const size = Math.max(to, row + 1);
-    const status = new Uint8Array(size).fill(NO_STATUS);
-    status.set(this.status);
-    this.status = status;
-    const weights = new Float64Array(size);
-    weights.set(this.weights);
-    this.weights = weights;
   }
 }

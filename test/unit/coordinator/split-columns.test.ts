@@ -21,6 +21,27 @@ describe('SplitColumns', () => {
     expect(c.specCount).toBe(1);
   });
 
+  it('reads a row\'s weight and status from the pool: a change of either moves the weight between the tallies and reaches the engine', () => {
+    const c = new SplitColumns('seed', new Map(), new Map());
+    c.place('a', 5, 'runnable');
+    c.place('b', 3, 'runnable');
+    const r = c.pool.rowOf('a');
+    expect([c.pool.weightAt(r), c.pool.statusAt(r)]).toEqual([5, 'runnable']);
+    c.place('a', 9, 'runnable');
+    expect(c.weightOf('a')).toBe(9);
+    expect(c.statusWeights).toEqual({ runnable: 12, completed: 0, quarantined: 0 });
+    c.place('a', 9, 'quarantined');
+    expect([c.pool.weightAt(r), c.pool.statusAt(r), c.statusOf('a')]).toEqual([9, 'quarantined', 'quarantined']);
+    expect(c.statusWeights).toEqual({ runnable: 3, completed: 0, quarantined: 9 });
+    expect(c.pool.toInput().splits.find((s) => s.id === 'a')).toMatchObject({ weight: 9, status: 'quarantined' });
+    // Its record gone, the split leaves the pool: the row holds nothing, the spec waits.
+    c.place('a', 9, undefined);
+    expect([c.pool.rowOf('a'), c.pool.weightAt(r), c.pool.statusAt(r)]).toEqual([-1, undefined, undefined]);
+    expect([c.weightOf('a'), c.statusOf('a')]).toEqual([9, undefined]);
+    expect(c.statusWeights).toEqual({ runnable: 3, completed: 0, quarantined: 0 });
+    expect(c.statusCounts).toEqual({ runnable: 1, completed: 0, quarantined: 0 });
+  });
+
   it('a parked split leaves the pool, its readable record still counted', () => {
     const c = new SplitColumns('seed', new Map(), new Map());
     c.place('a', 2, 'runnable');
