@@ -211,6 +211,11 @@ export class LeaderView {
     if (revision > this.otherRevision) this.records.own.expect(revision, writes);
   }
 
+  /** Resolves once at most `limit` of the leader's own seeding transactions have not echoed yet (own-writes.ts `atMost`). */
+  ownEchoesAtMost(limit: number): Promise<void> {
+    return this.records.own.atMost(limit);
+  }
+
   /** Room for `splits` splits in the columns at once (before seeding a plan of that many). */
   reserve(splits: number): void {
     this.records.columns.reserve(splits);
@@ -239,6 +244,7 @@ export class LeaderView {
   async close(): Promise<void> {
     this.closed = true;
     this.batcher.clear();
+    this.records.own.clear(); // nobody waits for an echo that will not come
     const hs = this.handles;
     this.handles = [];
     await Promise.all(hs.map((h) => h.close()));

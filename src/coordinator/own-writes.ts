@@ -23,6 +23,8 @@ export type OwnWrite = { readonly kind: 'spec'; readonly id: string; readonly we
 
 export class OwnWrites {
   private readonly byRevision = new Map<number, Map<string, OwnWrite>>();
+  /** Who waits for the echoes to catch up (`atMost`). */
+  private waiters: { limit: number; resolve: () => void }[] = [];
 
   get size(): number {
     return this.byRevision.size;
@@ -39,16 +41,39 @@ export class OwnWrites {
     const w = m?.get(key);
     if (w === undefined) return undefined;
     m!.delete(key);
-    if (m!.size === 0) this.byRevision.delete(revision);
+    if (m!.size === 0) {
+      this.byRevision.delete(revision);
+      this.wake();
+    }
     return w;
   }
 
   /** Forgets writes of revisions up to `revision` (their echoes were delivered, or never will be). */
   dropThrough(revision: number): void {
     for (const r of this.byRevision.keys()) if (r <= revision) this.byRevision.delete(r);
+    this.wake();
+  }
+
+  /**
+   * Resolves once at most `limit` transactions' echoes are outstanding (or the
+   * writes are cleared). Seeding waits on it: a leader that writes faster than
+   * its watch delivers lets etcd batch up to a thousand revisions into one
+   * watch response, tens of megabytes decoded in one turn of its loop.
+   */
+  atMost(limit: number): Promise<void> {
+    if (this.byRevision.size <= limit) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ limit, resolve }));
   }
 
   clear(): void {
     this.byRevision.clear();
+    this.wake();
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const still: typeof this.waiters = [];
+    for (const w of this.waiters) (this.byRevision.size <= w.limit ? w.resolve() : still.push(w));
+    this.waiters = still;
   }
 }

@@ -32,8 +32,26 @@ import type { PlannedSplit } from './types.js';
 const SEED_SLICE = 500;
 /** How many seeding transactions are in flight at once. */
 const SEED_PIPELINE = 8;
+/**
+ * How many of its own seeding transactions the leader lets run ahead of its
+ * watch: beyond it, it waits for their echo (own-writes.ts `atMost`), so its
+ * watch stays caught up and etcd sends it one small response per revision.
+ */
+const SEED_ECHO_LAG = 32;
 /** Split records re-seeded per step when they were deleted (by hand, to clear an unreadable one). */
 const RESEED_BATCH = 60;
+
+/** A promise that resolves when `signal` aborts (a wait of seeding's must end with its term), and its listener's removal. */
+function whenAborted(signal: AbortSignal): { promise: Promise<void>; dispose: () => void } {
+  let dispose = (): void => undefined;
+  const promise = new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const onAbort = (): void => resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    dispose = () => signal.removeEventListener('abort', onAbort);
+  });
+  return { promise, dispose };
+}
 
 /** Yields to the event loop (seeding a large plan must not hold it). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -88,6 +106,22 @@ export class Seeder {
 
   /** Creates the spec and split records the view does not have; returns the specs known after. */
   private async seedRecords(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
+    let known = job.specCount;
+    const inFlight = new Set<Promise<void>>();
+    const stopped = whenAborted(signal);
+    try {
+      await this.seedSlices(job, generation, splits, signal, stopped.promise, inFlight, () => known++);
+    } finally {
+      stopped.dispose();
+    }
+    await Promise.all(inFlight);
+    return known;
+  }
+
+  /** seedRecords' loop: a slice of the plan per turn, its batches pipelined, paced by the echo of what was sent. */
+  private async seedSlices(
+    job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal, stopped: Promise<void>, inFlight: Set<Promise<void>>, counted: () => void,
+  ): Promise<void> {
     const { store, prefix } = this.ctx;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
     const maxBytes = store.limits.maxRequestBytes - 4096;
@@ -101,7 +135,7 @@ export class Seeder {
       for (let i = start; i < Math.min(splits.length, start + SEED_SLICE); i++) {
         const s = splits[i]!;
         if (job.hasSpec(s.id)) continue;
-        known++;
+        counted();
         const pair = seedWrites(prefix, fp, generation, s, maxBytes);
         own.set(pair[0]!, { kind: 'spec', id: s.id, weight: s.weight });
         own.set(pair[1]!, { kind: 'split', id: s.id });
@@ -111,6 +145,7 @@ export class Seeder {
         const p = this.seedBatch(batch, job, own).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+        await Promise.race([job.ownEchoesAtMost(SEED_ECHO_LAG), stopped]);
       }
       if (signal.aborted) break;
       await yieldToLoop();

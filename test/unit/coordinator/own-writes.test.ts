@@ -72,4 +72,23 @@ describe('own seeding writes', () => {
     w.clear();
     expect(w.size).toBe(0);
   });
+
+  it('atMost resolves once the echoes outstanding are down to the limit, or they are cleared (seeding\'s pace)', async () => {
+    const w = new OwnWrites();
+    for (const r of [1, 2, 3]) w.expect(r, new Map([[`k${r}`, { kind: 'split', id: `s${r}` }]]));
+    let done = false;
+    const waiting = w.atMost(1).then(() => (done = true));
+    await Promise.resolve();
+    expect(done).toBe(false);
+    w.take(1, 'k1');
+    await Promise.resolve();
+    expect(done).toBe(false); // two outstanding
+    w.take(2, 'k2');
+    await waiting;
+    expect(done).toBe(true);
+    const cleared = w.atMost(0);
+    w.clear();
+    await cleared; // a listing (or the view's end) releases every waiter
+    await w.atMost(0); // nothing outstanding: at once
+  });
 });
