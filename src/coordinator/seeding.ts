@@ -125,8 +125,6 @@ export class Seeder {
     const { store, prefix } = this.ctx;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
     const maxBytes = store.limits.maxRequestBytes - 4096;
-    let known = job.specCount;
-    const inFlight = new Set<Promise<void>>();
     const perTxn = Math.floor((store.limits.maxOpsPerTxn - 1) / 2) * 2;
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
       const writes: Op[][] = [];
@@ -150,8 +148,6 @@ export class Seeder {
       if (signal.aborted) break;
       await yieldToLoop();
     }
-    await Promise.all(inFlight);
-    return known;
   }
 
   /**
