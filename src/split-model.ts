@@ -1,7 +1,8 @@
 /**
  * Facts of the split model that every layer states the same way: the split
- * statuses and their one numbering in columns, and the rule a split's weight
- * keeps. The record codec (protocol/records.ts), the engine's input checks
+ * statuses (`SplitStatus`, which protocol/records.ts and assignment/types.ts
+ * re-export) and their one numbering in columns, and the rule a split's
+ * weight keeps. The record codec (protocol/records.ts), the engine's input checks
  * (assignment/validate.ts, the columnar pool, the thread wire) and the leader
  * (coordinator/seeding.ts, split-columns.ts) import them from here, so no
  * layer keeps a copy of its own; protocol/ and assignment/ may not import

@@ -3,7 +3,9 @@
  * command's JSON input) and what it returns. Shared by both engines.
  */
 
-export type SplitStatus = 'runnable' | 'completed' | 'quarantined';
+import type { SplitStatus } from '../split-model.js';
+
+export type { SplitStatus };
 
 export interface MemberInput {
   /** Stable instance id (a pod name). */

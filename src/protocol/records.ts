@@ -26,7 +26,7 @@
 import { z } from 'zod';
 import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
-import { isValidWeight } from '../split-model.js';
+import { isValidWeight, type SplitStatus } from '../split-model.js';
 import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
 import {
   duplicateKeysProblem, MAX_RECORD_BYTES, MAX_RECORD_DEPTH, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
@@ -46,7 +46,8 @@ export const SCHEMA_MINOR = 0;
 /** Any JSON value: what descriptors, progress and planner cursors may hold. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export type SplitStatus = 'runnable' | 'completed' | 'quarantined';
+/** The split model's statuses (split-model.ts), the record codec's as the engine's. */
+export type { SplitStatus };
 
 interface Stamp {
   v: 1;
