@@ -12,11 +12,12 @@ import { assignedRowsOf, type AssignedRows } from '../assignment/wire.js';
 
 /**
  * Above this many splits the default assigner decides on a pool thread. Below
- * it the in-thread WASM decision is faster than the pool's marshalling and
- * blocks the loop for about 15 ms per 100k splits (BENCHMARKS.md); above it the loop
- * (which renews the lease) would stall for tens of milliseconds.
+ * it the in-thread WASM decision is faster than the pool's round trip and
+ * blocks the loop for about 15 ms per 100k splits on an idle machine (more
+ * under load: 117 ms at ~190k in bench:fleet at load 4), so the bound is
+ * where that stays inside the leader loop's 20 ms p99 target (decision 0006).
  */
-export const OFF_THREAD_SPLITS = 200_000;
+export const OFF_THREAD_SPLITS = 50_000;
 
 export class DefaultEngine {
   private pool: AssignmentPool | undefined;
