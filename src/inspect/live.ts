@@ -148,13 +148,7 @@ export class LiveJob {
     }
     this.refresh();
     // Every record, for the per-split lists and live events: in the background, retried as a stopped watch is.
-    this.watch().catch((e: unknown) => {
-      void this.handle?.close().catch(() => undefined);
-      if (this.closed) return;
-      this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.retryMs / 1000} s`;
-      this.dirty();
-      this.scheduleRetry();
-    });
+    this.watchInBackground();
   }
 
   /** The latest view. */
@@ -215,15 +209,19 @@ export class LiveJob {
     if (this.retry !== undefined || this.closed) return;
     this.retry = setTimeout(() => {
       this.retry = undefined;
-      if (this.closed) return;
-      this.watch().catch((e: unknown) => {
-        void this.handle?.close().catch(() => undefined);
-        if (this.closed) return;
-        this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.retryMs / 1000} s`;
-        this.dirty();
-        this.scheduleRetry();
-      });
+      if (!this.closed) this.watchInBackground();
     }, this.retryMs);
+  }
+
+  /** Starts the watch without waiting for it; a failure is shown and retried after `retryMs`. */
+  private watchInBackground(): void {
+    this.watch().catch((e: unknown) => {
+      void this.handle?.close().catch(() => undefined);
+      if (this.closed) return;
+      this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.retryMs / 1000} s`;
+      this.dirty();
+      this.scheduleRetry();
+    });
   }
 
   /** Applies one key's value (undefined: deleted); `narrate`: turn it into events (not while reading a snapshot). */

@@ -18,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3, Range } from 'etcd3';
-import { etcdBinary, freePort, spawnEtcd, waitForEtcd } from '../support/etcd.js';
+import { etcdBinary, freePort, singleMemberArgs, spawnEtcd, waitForEtcd } from '../support/etcd.js';
 
 /** PEM material for the tests, plus the files etcd reads. */
 export interface TestCertificates {
@@ -109,21 +109,12 @@ export async function startTlsEtcd(certs: TestCertificates, options: { clientCer
   const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-tls-'));
   const endpoint = `https://127.0.0.1:${await freePort()}`;
   const peer = `http://127.0.0.1:${await freePort()}`;
-  const args = [
-    '--name', 'default',
-    '--data-dir', dataDir,
-    '--listen-client-urls', endpoint,
-    '--advertise-client-urls', endpoint,
-    '--listen-peer-urls', peer,
-    '--initial-advertise-peer-urls', peer,
-    '--initial-cluster', `default=${peer}`,
+  const args = singleMemberArgs(dataDir, endpoint, peer, [
     '--cert-file', certs.files.serverCert,
     '--key-file', certs.files.serverKey,
     // etcd requires a client certificate whenever it is given a trusted CA, so the CA goes with --client-cert-auth only.
     ...(options.clientCertAuth ? ['--client-cert-auth', '--trusted-ca-file', certs.files.ca] : []),
-    '--logger', 'zap',
-    '--log-level', 'error',
-  ];
+  ]);
   const proc = spawnEtcd(args);
   const exited = new Promise<void>((resolve) => proc.child.once('exit', () => resolve()));
   const stop = async () => {

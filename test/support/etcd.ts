@@ -144,13 +144,9 @@ export async function startEtcd(extraArgs: readonly string[] = []): Promise<Etcd
   }
 }
 
-async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
-  const clientPort = await freePort();
-  const peerPort = await freePort();
-  const endpoint = `http://127.0.0.1:${clientPort}`;
-  const peer = `http://127.0.0.1:${peerPort}`;
-  const args = [
+/** The flags of a one-member etcd on `endpoint` (clients) and `peer`, quiet, then `extraArgs`. */
+export function singleMemberArgs(dataDir: string, endpoint: string, peer: string, extraArgs: readonly string[] = []): string[] {
+  return [
     '--name', 'default',
     '--data-dir', dataDir,
     '--listen-client-urls', endpoint,
@@ -162,6 +158,15 @@ async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> 
     '--log-level', 'error',
     ...extraArgs,
   ];
+}
+
+async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
+  const clientPort = await freePort();
+  const peerPort = await freePort();
+  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const args = singleMemberArgs(dataDir, endpoint, peer, extraArgs);
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
