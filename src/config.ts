@@ -168,50 +168,109 @@ function suggestion(name: string): string {
  *   as `option: must … (got …)`.
  */
 export function resolveConfig(options: ConfigOptions): Config {
-  // Long (about 100 lines) on purpose: one rule per option, top to bottom, each adding to one list of
-  // problems, so that a refusal names every broken option at once, not only the first.
+  // Each step below adds to one list of problems, in option order, so that a refusal names every
+  // broken option at once, not only the first.
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${show(options)})`);
   }
   const given = options as unknown as Record<string, unknown>;
   const problems: string[] = [];
 
+  checkKnownOptions(given, problems);
+  const job = resolveName(given, 'job', problems);
+  const instance = resolveName(given, 'instance', problems);
+  const root = resolveRoot(given.root, problems);
+  const fingerprint = resolveFingerprint(given.fingerprint, problems);
+  const t = resolveTimings(given, problems);
+  const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
+  checkCombinations(t, problems);
+
+  if (problems.length > 0) {
+    throw new SplitfleetError('INVALID_CONFIG', problems.length === 1
+      ? problems[0]!
+      : `${problems.length} invalid options: ${problems.join('; ')}`);
+  }
+
+  return Object.freeze({
+    job: job!,
+    instance: instance!,
+    root,
+    fingerprint: fingerprint ?? defaultFingerprint(root, job!),
+    leaseDurationMs: t.leaseDurationMs!,
+    opTimeoutMs: t.opTimeoutMs!,
+    maxInFlight: t.maxInFlight!,
+    maxAttempts: t.maxAttempts!,
+    rebalanceDelayMs: t.rebalanceDelayMs!,
+    drainDeadlineMs: t.drainDeadlineMs!,
+    replanIntervalMs: t.replanIntervalMs!,
+    reconcileIntervalMs: t.reconcileIntervalMs!,
+    startTimeoutMs: t.startTimeoutMs!,
+    retryBackoff: retryBackoff!,
+    // Absent when off, so a printed or serialised config reads as what was given.
+    ...(t.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: t.heartbeatTimeoutMs }),
+  });
+}
+
+/** An option name that is not one, with the nearest known name. */
+function checkKnownOptions(given: Record<string, unknown>, problems: string[]): void {
   for (const name of Object.keys(given)) {
     if (!(KNOWN_OPTIONS as readonly string[]).includes(name)) {
       problems.push(`${name}: unknown option${suggestion(name)}; known options are ${KNOWN_OPTIONS.join(', ')}`);
     }
   }
+}
 
-  const name = (key: 'job' | 'instance'): string | undefined => {
-    const v = given[key];
-    if (v === undefined) { problems.push(`${key}: is required`); return undefined; }
-    if (typeof v !== 'string' || !NAME.test(v)) {
-      problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${show(v)})`);
-      return undefined;
-    }
-    return v;
-  };
-  const job = name('job');
-  const instance = name('instance');
-
-  let root: string = CONFIG_DEFAULTS.root;
-  if (given.root !== undefined) {
-    const v = given.root;
-    if (typeof v !== 'string' || v.length > MAX_ROOT_LENGTH || !ROOT.test(v)) {
-      problems.push(`root: must be '/'-separated segments of [A-Za-z0-9._-], at most ${MAX_ROOT_LENGTH} characters, `
-        + `with no leading or trailing '/' (got ${show(v)})`);
-    } else root = v;
+/** `job` or `instance`: required, a NAME; undefined (and a recorded problem) when broken. */
+function resolveName(given: Record<string, unknown>, key: 'job' | 'instance', problems: string[]): string | undefined {
+  const v = given[key];
+  if (v === undefined) { problems.push(`${key}: is required`); return undefined; }
+  if (typeof v !== 'string' || !NAME.test(v)) {
+    problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${show(v)})`);
+    return undefined;
   }
+  return v;
+}
 
-  let fingerprint: string | undefined;
-  if (given.fingerprint !== undefined) {
-    const v = given.fingerprint;
-    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FINGERPRINT_LENGTH || CONTROL.test(v)) {
-      problems.push(`fingerprint: must be a non-empty string of at most ${MAX_FINGERPRINT_LENGTH} characters `
-        + `with no control characters (got ${show(v)})`);
-    } else fingerprint = v;
+/** `root`, or its default when absent or broken (the problem recorded). */
+function resolveRoot(v: unknown, problems: string[]): string {
+  if (v === undefined) return CONFIG_DEFAULTS.root;
+  if (typeof v !== 'string' || v.length > MAX_ROOT_LENGTH || !ROOT.test(v)) {
+    problems.push(`root: must be '/'-separated segments of [A-Za-z0-9._-], at most ${MAX_ROOT_LENGTH} characters, `
+      + `with no leading or trailing '/' (got ${show(v)})`);
+    return CONFIG_DEFAULTS.root;
   }
+  return v;
+}
 
+/** `fingerprint` as given; undefined when absent (the default is derived later) or broken (the problem recorded). */
+function resolveFingerprint(v: unknown, problems: string[]): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FINGERPRINT_LENGTH || CONTROL.test(v)) {
+    problems.push(`fingerprint: must be a non-empty string of at most ${MAX_FINGERPRINT_LENGTH} characters `
+      + `with no control characters (got ${show(v)})`);
+    return undefined;
+  }
+  return v;
+}
+
+/** The numeric options, each undefined when broken (its problem recorded); heartbeatTimeoutMs also when absent. */
+interface Timings {
+  leaseDurationMs: number | undefined;
+  opTimeoutMs: number | undefined;
+  maxInFlight: number | undefined;
+  maxAttempts: number | undefined;
+  rebalanceDelayMs: number | undefined;
+  drainDeadlineMs: number | undefined;
+  replanIntervalMs: number | undefined;
+  reconcileIntervalMs: number | undefined;
+  startTimeoutMs: number | undefined;
+  heartbeatTimeoutMs: number | undefined;
+}
+
+const TIMER_RULE = 'Node fires longer timers at once';
+
+/** The numeric options with their defaults, each checked against its own range. */
+function resolveTimings(given: Record<string, unknown>, problems: string[]): Timings {
   /** An integer option in [min, max]; undefined (and a recorded problem) when broken. */
   const int = (key: keyof typeof CONFIG_DEFAULTS, min: number, max: number, rule?: string): number | undefined => {
     const v = given[key] === undefined ? CONFIG_DEFAULTS[key] : given[key];
@@ -225,34 +284,38 @@ export function resolveConfig(options: ConfigOptions): Config {
     }
     return v;
   };
-  const timerRule = 'Node fires longer timers at once';
-  let leaseDurationMs = int('leaseDurationMs', 1000, MAX_TIMER_MS, timerRule);
+  let leaseDurationMs = int('leaseDurationMs', 1000, MAX_TIMER_MS, TIMER_RULE);
   if (leaseDurationMs !== undefined && leaseDurationMs % 1000 !== 0) {
     problems.push(`leaseDurationMs: must be a whole number of seconds, because etcd lease TTLs are seconds (got ${leaseDurationMs})`);
     leaseDurationMs = undefined;
   }
-  const opTimeoutMs = int('opTimeoutMs', 1, MAX_TIMER_MS, timerRule);
+  const opTimeoutMs = int('opTimeoutMs', 1, MAX_TIMER_MS, TIMER_RULE);
   const maxInFlight = int('maxInFlight', 1, Number.MAX_SAFE_INTEGER);
   const maxAttempts = int('maxAttempts', 1, Number.MAX_SAFE_INTEGER);
-  const rebalanceDelayMs = int('rebalanceDelayMs', 0, MAX_TIMER_MS, timerRule);
-  const drainDeadlineMs = int('drainDeadlineMs', 0, MAX_TIMER_MS, timerRule);
+  const rebalanceDelayMs = int('rebalanceDelayMs', 0, MAX_TIMER_MS, TIMER_RULE);
+  const drainDeadlineMs = int('drainDeadlineMs', 0, MAX_TIMER_MS, TIMER_RULE);
   // Zero would spin the replan and backstop loops without pause.
-  const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, timerRule);
-  const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, timerRule);
-  const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, timerRule);
+  const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
+  const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
+  const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, TIMER_RULE);
   let heartbeatTimeoutMs: number | undefined;
   if (given.heartbeatTimeoutMs !== undefined) {
     const v = given.heartbeatTimeoutMs;
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
       problems.push(`heartbeatTimeoutMs: must be an integer ≥ 1 (ms), or left out for no timeout (got ${show(v)})`);
     } else if (v > MAX_TIMER_MS) {
-      problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${timerRule} (got ${v})`);
+      problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${TIMER_RULE} (got ${v})`);
     } else heartbeatTimeoutMs = v;
   }
+  return {
+    leaseDurationMs, opTimeoutMs, maxInFlight, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
+    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, heartbeatTimeoutMs,
+  };
+}
 
-  const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
-
-  // Combinations, checked only between options that are individually valid.
+/** Combinations, checked only between options that are individually valid. */
+function checkCombinations(t: Timings, problems: string[]): void {
+  const { leaseDurationMs, opTimeoutMs, drainDeadlineMs, heartbeatTimeoutMs } = t;
   if (opTimeoutMs !== undefined && leaseDurationMs !== undefined && opTimeoutMs >= leaseDurationMs) {
     problems.push(`opTimeoutMs: must be below leaseDurationMs (${leaseDurationMs}), or one slow round trip `
       + `outlasts the lease it is renewing (got ${opTimeoutMs})`);
@@ -265,31 +328,6 @@ export function resolveConfig(options: ConfigOptions): Config {
     problems.push(`heartbeatTimeoutMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a handler waiting on one store round trip `
       + `(its own commit, its source) is not hung (got ${heartbeatTimeoutMs})`);
   }
-
-  if (problems.length > 0) {
-    throw new SplitfleetError('INVALID_CONFIG', problems.length === 1
-      ? problems[0]!
-      : `${problems.length} invalid options: ${problems.join('; ')}`);
-  }
-
-  return Object.freeze({
-    job: job!,
-    instance: instance!,
-    root,
-    fingerprint: fingerprint ?? defaultFingerprint(root, job!),
-    leaseDurationMs: leaseDurationMs!,
-    opTimeoutMs: opTimeoutMs!,
-    maxInFlight: maxInFlight!,
-    maxAttempts: maxAttempts!,
-    rebalanceDelayMs: rebalanceDelayMs!,
-    drainDeadlineMs: drainDeadlineMs!,
-    replanIntervalMs: replanIntervalMs!,
-    reconcileIntervalMs: reconcileIntervalMs!,
-    startTimeoutMs: startTimeoutMs!,
-    retryBackoff: retryBackoff!,
-    // Absent when off, so a printed or serialised config reads as what was given.
-    ...(heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs }),
-  });
 }
 
 /** `retryBackoff` with its defaults filled in (frozen); undefined, with the problems recorded, when broken. */

@@ -50,14 +50,25 @@ function controlLines(job: string, r: ControlResult, did: string, undid: string)
   ];
 }
 
-/** Adds the operator commands to `program`. */
+/** Adds the operator commands to `program`, in the order `--help` lists them. */
 export function registerOperate(program: Command): void {
+  registerJobs(program);
+  registerRetry(program);
+  registerControl(program);
+  registerDelete(program);
+}
+
+/** `jobs`: the jobs under a root. */
+function registerJobs(program: Command): void {
   common(program.command('jobs').description('list the jobs under a root: verdict, progress, members'), 'listed (also when there are none)', '')
     .action(async (o: Common) => {
       const jobs = await withStore(o, (store) => listJobs({ store, root: o.root }));
       print(o, { root: o.root, jobs }, jobs.length === 0 ? [`no jobs under ${printable(o.root)}/`] : jobTable(jobs), true);
     });
+}
 
+/** `retry`: quarantined splits back to runnable (or, with --dry-run, the list of them). */
+function registerRetry(program: Command): void {
   common(program.command('retry').description('return quarantined splits to runnable, attempts reset'), 'retried (or, with --dry-run, listed)', 'no such job, a split that is not quarantined')
     .requiredOption('--job <name>', 'the job')
     .option('--split <id...>', 'the quarantined split(s) to retry')
@@ -82,7 +93,10 @@ export function registerOperate(program: Command): void {
         ...(r.verdictCleared ? ['  the stalled verdict is cleared: processes that stopped on it must be started again'] : []),
       ]);
     });
+}
 
+/** `pause`, `resume` and `evacuate`: the job's control record. */
+function registerControl(program: Command): void {
   common(program.command('pause').description('pause a job: empty assignments, lanes drain, nothing is claimed, progress is kept'), 'paused (or already paused)')
     .requiredOption('--job <name>', 'the job')
     .action(async (o: Common & { job: string }) => {
@@ -111,7 +125,10 @@ export function registerOperate(program: Command): void {
         `instance ${o.instance} evacuated: it drains and is assigned nothing until it restarts or \`splitfleet resume --instance ${o.instance}\``,
         `instance ${o.instance} was already evacuated`));
     });
+}
 
+/** `delete`: a job's keys (or, with --dry-run, the list of them). */
+function registerDelete(program: Command): void {
   common(program.command('delete').description('remove a finished job\'s keys (a running job needs --force)'), 'deleted (or, with --dry-run, listed)', 'no such job, a running job without --force')
     .requiredOption('--job <name>', 'the job')
     .option('--force', 'delete a job that is running or has live processes: they stop (JOB_DELETED)')

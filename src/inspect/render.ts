@@ -47,10 +47,12 @@ export function idList(ids: readonly string[], max: number): string {
   return ids.length > max ? `${shown} +${ids.length - max} more` : shown;
 }
 
+/** Wraps text in an SGR code, or leaves it plain when colour is off. */
+type Paint = (code: keyof typeof SGR, s: string) => string;
+
 /**
- * The report as text, ending with a newline. One function of 80-odd lines on purpose: it is the
- * printed page, section by section in the order they print, which is easier to check against
- * docs/inspect-example.txt whole than split up.
+ * The report as text, ending with a newline: the printed page, section by section in the order they
+ * print (docs/inspect-example.txt), each section a function below.
  */
 export function renderReport(raw: JobReport, options: RenderOptions = {}): string {
   // Every string of the report escaped once, here, before anything is measured or printed: a field
@@ -59,7 +61,7 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
   const report = printableReport(raw);
   const color = options.color ?? false;
   const maxIds = options.maxIds ?? 8;
-  const c = (code: keyof typeof SGR, s: string) => (color ? `\x1b[${SGR[code]}m${s}\x1b[0m` : s);
+  const c: Paint = (code, s) => (color ? `\x1b[${SGR[code]}m${s}\x1b[0m` : s);
   const out: string[] = [];
 
   out.push(`${c('bold', `job ${report.job}`)} under ${report.root}/ (prefix ${report.prefix}, revision ${report.revision})`);
@@ -67,7 +69,16 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     out.push('nothing is stored under this prefix: no such job (check --root and --job)');
     return `${out.join('\n')}\n`;
   }
+  out.push(...headerLines(report, c, options.barWidth ?? 30));
+  out.push('', ...memberTable(report, c));
+  out.push('', ...assignmentLines(report, c, maxIds));
+  out.push('', ...attentionLines(report, c));
+  return `${out.join('\n')}\n`;
+}
 
+/** Source, leader, plan, progress, operator actions and the splits by status, a line each. */
+function headerLines(report: JobReport, c: Paint, barWidth: number): string[] {
+  const out: string[] = [];
   if (report.source) out.push(`source     every record, split by split (${report.source.reason})`);
   const leader = report.leader;
   out.push(`leader     ${leader
@@ -79,7 +90,7 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     : c('yellow', 'none yet (no leader has planned)')}`);
   const p = report.progress;
   const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';
-  out.push(`progress   ${bar(p.fraction, options.barWidth ?? 30)} ${(p.fraction * 100).toFixed(1)}% by weight, `
+  out.push(`progress   ${bar(p.fraction, barWidth)} ${(p.fraction * 100).toFixed(1)}% by weight, `
     + `${p.completed}/${p.planned} splits completed${verdict}`);
   if (report.paused || report.evacuated.length > 0) {
     const evac = report.evacuated.map((e) => `${e.instance}${e.inForce ? '' : ' (restarted or gone: no longer held)'}`);
@@ -91,8 +102,12 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
   const s = report.splits;
   out.push(`splits     queued ${s.queued}  running ${s.running}  draining ${s.draining}  completed ${s.completed}  `
     + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
+  return out;
+}
 
-  out.push('');
+/** The members table, its columns as wide as their widest cell. */
+function memberTable(report: JobReport, c: Paint): string[] {
+  const out: string[] = [];
   const live = report.members.filter((m) => m.live).length;
   out.push(c('bold', `members (${live} live${report.members.length > live ? `, ${report.members.length - live} departed` : ''})`));
   const rows: string[][] = [['instance', 'lanes', 'held', 'load held', 'assigned', 'load assigned', '']];
@@ -102,9 +117,12 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     const line = r.map((cell, j) => (j === 0 || j === r.length - 1 ? pad(cell, widths[j]!) : padLeft(cell, widths[j]!))).join('  ').trimEnd();
     out.push(`  ${i === 0 ? c('dim', line) : line}`);
   });
+  return out;
+}
 
-  out.push('');
-  out.push(c('bold', 'assignment vs holdings'));
+/** Each member's assignment against what it holds, claims, withholds and is revoking. */
+function assignmentLines(report: JobReport, c: Paint, maxIds: number): string[] {
+  const out: string[] = [c('bold', 'assignment vs holdings')];
   for (const m of report.members) {
     out.push(`  ${m.instance}${m.assigned === null ? '  (no assignment record: holds what it has, claims nothing)' : `  (record of generation ${m.assignmentGeneration})`}`);
     if (m.assigned !== null) out.push(`    assigned  ${idList(m.assigned, maxIds)}`);
@@ -113,8 +131,12 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     if (m.claiming.length > 0 && !m.live) out.push(`    ${c('yellow', 'withheld')}  ${idList(m.claiming, maxIds)}  (departed: kept for it during the rebalance delay)`);
     if (m.revoking.length > 0) out.push(`    ${c('yellow', 'revoking')}  ${idList(m.revoking, maxIds)}`);
   }
+  return out;
+}
 
-  out.push('');
+/** What needs an eye: revocations in flight, then (when any) splits retrying, quarantined splits, unreadable records, 20 of each. */
+function attentionLines(report: JobReport, c: Paint): string[] {
+  const out: string[] = [];
   if (report.revocations.length === 0) {
     out.push(`${c('bold', 'revocations in flight')}  none`);
   } else {
@@ -145,7 +167,7 @@ export function renderReport(raw: JobReport, options: RenderOptions = {}): strin
     for (const line of report.problems.slice(0, 20)) out.push(`  ${line}`);
     if (report.problems.length > 20) out.push(`  +${report.problems.length - 20} more`);
   }
-  return `${out.join('\n')}\n`;
+  return out;
 }
 
 /** The report with every string but the (long, sliced when shown) id lists made printable. */

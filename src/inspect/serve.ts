@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { refusedHost } from '../loopback-host.js';
 import { SplitfleetError } from '../errors.js';
 import type { Store } from '../store/store.js';
@@ -72,9 +72,9 @@ const CSP = [
 ].join('; ');
 
 /**
- * Starts the dashboard; resolves once the job has been read and the port is bound. Long (about
- * 100 lines) on purpose: it is the server's whole route table (Host check, page, state, event
- * stream, refusals) around one live job and one set of open streams that close() must end.
+ * Starts the dashboard; resolves once the job has been read and the port is bound. The routes are
+ * `dashboardApp`'s, each event stream `sendViews`; here, the one live job and the one set of open
+ * streams that close() must end.
  */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? '127.0.0.1';
@@ -93,6 +93,39 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   }
 
   const streams = new Set<() => void>();
+  const app = dashboardApp(host, maxClients, live, streams);
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s));
+    s.once('error', reject);
+  }).catch(async (e: unknown) => {
+    await live.close();
+    throw e;
+  });
+  const address = server.address() as AddressInfo;
+  const urlHost = address.family === 'IPv6' || host.includes(':') ? `[${address.address}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${address.port}/`,
+    host,
+    port: address.port,
+    view: () => live.view(),
+    close: () => {
+      closing ??= (async () => {
+        for (const end of [...streams]) end();
+        await live.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          // Open event streams would hold close() forever.
+          if ('closeAllConnections' in server) server.closeAllConnections();
+        });
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The route table: the Host check, the page, the state, the event stream (refused past `maxClients`). */
+function dashboardApp(host: string, maxClients: number, live: LiveJob, streams: Set<() => void>): Hono {
   // Streams counted from the request on (not from when the stream starts), so a burst cannot overshoot the cap.
   let clients = 0;
   // The latest view's JSON: every stream sends the same view, so it is serialised once per refresh.
@@ -127,74 +160,53 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
       return c.text(`refused: ${maxClients} event streams are open already (the dashboard's maxClients); close one or try later\n`, 503);
     }
     clients++;
-    return streamSSE(c, async (stream) => {
-      // One state message now, then one per refresh; the client replaces its whole view each time.
-      let queued: DashboardView | undefined = live.view();
-      let wake: (() => void) | undefined;
-      let done = false;
-      const end = () => {
-        done = true;
-        wake?.();
-      };
-      const unsubscribe = live.subscribe((view) => {
-        queued = view;
-        wake?.();
-      });
-      streams.add(end);
-      stream.onAbort(end);
-      try {
-        while (!done) {
-          if (queued !== undefined) {
-            const view = queued;
-            queued = undefined;
-            await stream.writeSSE({ event: 'state', data: dataOf(view), id: String(view.generatedAt) });
-            continue;
-          }
-          // Wake on the next view, the client leaving or close(); a comment every 15 s keeps idle proxies from cutting the stream.
-          await new Promise<void>((resolve) => {
-            const ping = setTimeout(resolve, 15_000);
-            wake = () => {
-              clearTimeout(ping);
-              resolve();
-            };
-          });
-          wake = undefined;
-          if (!done && queued === undefined) await stream.write(': ping\n\n');
-        }
-      } finally {
-        unsubscribe();
-        streams.delete(end);
-        clients--;
-      }
-    });
+    return streamSSE(c, (stream) => sendViews(stream, live, dataOf, streams, () => { clients--; }));
   });
+  return app;
+}
 
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s));
-    s.once('error', reject);
-  }).catch(async (e: unknown) => {
-    await live.close();
-    throw e;
-  });
-  const address = server.address() as AddressInfo;
-  const urlHost = address.family === 'IPv6' || host.includes(':') ? `[${address.address}]` : host;
-  let closing: Promise<void> | undefined;
-  return {
-    url: `http://${urlHost}:${address.port}/`,
-    host,
-    port: address.port,
-    view: () => live.view(),
-    close: () => {
-      closing ??= (async () => {
-        for (const end of [...streams]) end();
-        await live.close();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          // Open event streams would hold close() forever.
-          if ('closeAllConnections' in server) server.closeAllConnections();
-        });
-      })();
-      return closing;
-    },
+/**
+ * One event stream: one state message now, then one per refresh (the client replaces its whole view
+ * each time), until the client leaves or close() ends it (`streams`); `ended` runs as it stops.
+ */
+async function sendViews(
+  stream: SSEStreamingApi, live: LiveJob, dataOf: (view: DashboardView) => string, streams: Set<() => void>, ended: () => void,
+): Promise<void> {
+  let queued: DashboardView | undefined = live.view();
+  let wake: (() => void) | undefined;
+  let done = false;
+  const end = () => {
+    done = true;
+    wake?.();
   };
+  const unsubscribe = live.subscribe((view) => {
+    queued = view;
+    wake?.();
+  });
+  streams.add(end);
+  stream.onAbort(end);
+  try {
+    while (!done) {
+      if (queued !== undefined) {
+        const view = queued;
+        queued = undefined;
+        await stream.writeSSE({ event: 'state', data: dataOf(view), id: String(view.generatedAt) });
+        continue;
+      }
+      // Wake on the next view, the client leaving or close(); a comment every 15 s keeps idle proxies from cutting the stream.
+      await new Promise<void>((resolve) => {
+        const ping = setTimeout(resolve, 15_000);
+        wake = () => {
+          clearTimeout(ping);
+          resolve();
+        };
+      });
+      wake = undefined;
+      if (!done && queued === undefined) await stream.write(': ping\n\n');
+    }
+  } finally {
+    unsubscribe();
+    streams.delete(end);
+    ended();
+  }
 }
