@@ -126,6 +126,12 @@ function sortSegment(wP: usize, rP: usize, tW: usize, tR: usize, s: i32, e: i32)
  * Groups the assigned rows (ASSIGNEE ≥ 0) by member into OUT_ROWS, each
  * group in id order, with OUT_OFF[j]..OUT_OFF[j+1] delimiting member j's.
  * Returns the number of assigned rows, or a negative status.
+ *
+ * Why one function: the counting pass, the two scatters and the per-group
+ * sort share the column pointers, the prefix and the group offsets as wasm
+ * locals in one hot loop nest over every assigned row; split, they would
+ * pass through globals or memory on each call, and the steps only make sense
+ * in this order.
  */
 export function sortOutput(): i32 {
   const R = <i32>word(H_ROWS);

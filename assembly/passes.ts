@@ -123,6 +123,13 @@ function moveSplit(from: i32, to: i32, at: i32, pick: i32): void {
 /**
  * Decides the assignment of the pool rows listed (sorted) in ORDER. Writes
  * ASSIGNEE per row, LOAD per member (effective weights) and the stats words.
+ *
+ * Why one function: the three passes share a dozen column pointers, counts
+ * and the scale as locals that AssemblyScript keeps in wasm locals; split
+ * into functions, they would go through globals or long argument lists on
+ * the hottest path of the engine, and the passes must keep the reference's
+ * order of operations (a tie moves with any reordering). The passes are
+ * marked by `// Pass n` comments inside.
  */
 export function decide(): i32 {
   const R = <i32>word(H_ROWS);

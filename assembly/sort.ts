@@ -146,6 +146,11 @@ function insertionByKey(keyP: usize, p: usize, n: i32): void {
  * Sorts the rows whose flags intersect `mask` into ORDER: weight descending,
  * then key ascending. Returns the number of adjacent pairs with equal weight
  * and equal key (the JS side orders those by id), or a negative status.
+ *
+ * Why one function: the weight sort, the key sort of each equal-weight run
+ * and the collision count share the scratch buffers and column pointers as
+ * wasm locals in the pool's hottest loops (the weight sort is most of this
+ * phase at 1M rows); split, they would go through globals or memory.
  */
 export function sortOrder(mask: i32): i32 {
   const R = <i32>word(H_ROWS);

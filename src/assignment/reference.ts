@@ -57,6 +57,12 @@ export function canonicalMembers(input: AssignmentInput): Member[] {
  * Computes the desired assignment with the reference engine. `computeMs` is
  * left at 0: timing is the caller's business (see engine.ts), which keeps
  * this function free of clocks.
+ *
+ * Why one function: it is the readable statement of the algorithm, read top
+ * to bottom as the passes of the module comment (each marked `// Pass n`),
+ * and assembly/passes.ts `decide` mirrors it expression by expression; the
+ * passes share the owner, count and load columns and the free-member heap,
+ * which split functions would each take as arguments.
  */
 export function referenceAssignment(input: AssignmentInput): AssignmentResult {
   validateAssignmentInput(input);

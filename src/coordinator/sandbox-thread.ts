@@ -58,7 +58,8 @@ export default async function run(task: SandboxTask): Promise<SandboxReply> {
 
 /**
  * The thread-side SplitHandle of `task`, and `settle()`: waits for every call it made, then closes the port.
- * Over 80 lines on purpose: the handle's methods are closures over one port, one pending set and one
+ *
+ * Why one function: the handle's methods are closures over one port, one pending set and one
  * drain flag; spread over functions, each would need all three passed in.
  */
 function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Promise<void> } {

@@ -107,8 +107,10 @@ function moduleUrl(module: string | URL): string {
  * module-level state is per thread, not per process. A thread keeps CPU work
  * off the loop that renews the lease; it is not a security boundary (same
  * process, file system, network, environment and credentials).
- * Over 80 lines on purpose (and its `runSplit` too): the pool, its readiness and the mirrored
- * handle are closures over one state; split up, every piece would take all of it as arguments.
+ *
+ * Why one function: the pool, its readiness and the mirrored handle (`runSplit`) are closures over
+ * one state (the pool, `closed`, the probe, the returning tasks); split up, every piece would take
+ * all of it as arguments.
  */
 export function sandboxedHandler(module: string | URL, options: SandboxOptions = {}): SandboxedHandler {
   const url = moduleUrl(module);
@@ -157,6 +159,8 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
     return runSplit(split);
   };
 
+  // Why one function: one lane's mirror: the flags, the port, the count of terminal writes in flight
+  // and the grace timer are shared by its listeners, the calls it serves and the run's cleanup.
   const runSplit = async (split: SplitHandle): Promise<void> => {
     if (split.signal.aborted) return;
     const flags = new Int32Array(new SharedArrayBuffer(FLAG_SLOTS * Int32Array.BYTES_PER_ELEMENT));

@@ -80,7 +80,14 @@ export interface FakeSplit<Descriptor extends Json = Json, Progress extends Json
   fenceCommit?: (count: number, progress: Progress) => string | undefined;
 }
 
-/** A fake handle holding `options`' split, driven by the test (see the module comment for its rules). */
+/**
+ * A fake handle holding `options`' split, driven by the test (see the module comment for its rules).
+ *
+ * Why one function: the handle and the test's side of it (`split`) are two faces of one lane: they
+ * share its state (the controllers, the commits, the events, the end) as closures and call each other
+ * (a commit asks `split`'s hooks; `split.abort` ends the handle's lane); apart, that state would be
+ * an object passed to both and every method would reach into it.
+ */
 export function fakeSplitHandle<Descriptor extends Json = Json, Progress extends Json = Json>(
   options: FakeSplitOptions<Descriptor, Progress>,
 ): FakeSplit<Descriptor, Progress> {

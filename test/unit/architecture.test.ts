@@ -518,3 +518,153 @@ describe('tests and benches import no demo', () => {
     }
   });
 });
+
+/**
+ * A function that fits on a screen (issue 32, STYLE rule 13, docs/architecture.md): every function
+ * of src/ and assembly/ (declarations, methods, constructors, accessors, and arrow functions and
+ * function expressions, named or not) whose body spans more than FUNCTION_LINES lines carries, in
+ * the comment block directly above it (its JSDoc or line comments, no blank line between; for one
+ * assigned to a name, above the declaration), a line starting with FUNCTION_MARKER and the reason.
+ * AssemblyScript parses as TypeScript here; its decorators (`@inline`) are part of the function.
+ */
+export const FUNCTION_LINES = 80;
+export const FUNCTION_MARKER = 'Why one function:';
+
+/** Each function of `text` (the source of `file`) over `limit` lines without the marker above it, as `file:line name length`. */
+export function longFunctionsIn(file: string, text: string, limit = FUNCTION_LINES): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const lineOf = (pos: number) => source.getLineAndCharacterOfPosition(pos).line + 1;
+  const problems: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+      const body = node.body as ts.Node;
+      const length = lineOf(body.end) - lineOf(body.getStart(source)) + 1;
+      if (length > limit && !anchorsOf(node).some((n) => commentAbove(text, n).split('\n').some(isMarkerLine))) {
+        const named = node.name ?? (ts.isVariableDeclaration(node.parent) || ts.isPropertyAssignment(node.parent) || ts.isPropertyDeclaration(node.parent) ? node.parent.name : undefined);
+        problems.push(`${file}:${lineOf((named ?? node).getStart(source))} ${functionName(node, named, source)} ${length} lines: over ${limit} without a '${FUNCTION_MARKER}' comment above it (split it into named steps, or say why it must be one)`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return problems;
+}
+
+/** The node itself and the nodes that carry its comment when it is assigned to a name (`const f = () => …`, `{ f: function () … }`, a class field). */
+function anchorsOf(node: ts.Node): ts.Node[] {
+  const anchors = [node];
+  for (let at = node.parent; at !== undefined; at = at.parent) {
+    if (ts.isParenthesizedExpression(at) || ts.isAsExpression(at) || ts.isSatisfiesExpression(at) || ts.isVariableDeclarationList(at)) continue;
+    if (ts.isVariableDeclaration(at) || ts.isVariableStatement(at) || ts.isPropertyAssignment(at) || ts.isPropertyDeclaration(at) || ts.isExportAssignment(at)) anchors.push(at);
+    else break;
+  }
+  return anchors;
+}
+
+/** The comments directly above `node`: the run of leading comments with no blank line between them or before the node. */
+function commentAbove(text: string, node: ts.Node): string {
+  const ranges = ts.getLeadingCommentRanges(text, node.pos) ?? [];
+  let next = node.getStart(node.getSourceFile());
+  const block: string[] = [];
+  for (let i = ranges.length - 1; i >= 0; i--) {
+    const range = ranges[i]!;
+    if ((text.slice(range.end, next).match(/\n/g) ?? []).length > 1) break;
+    block.unshift(text.slice(range.pos, range.end));
+    next = range.pos;
+  }
+  return block.join('\n');
+}
+
+/** A comment line whose text (past `//`, `/**` or `*`) starts with the marker. */
+function isMarkerLine(line: string): boolean {
+  return line.replace(/^\s*(?:\/\/+|\/\*+|\*+)?\s*/, '').startsWith(FUNCTION_MARKER);
+}
+
+function functionName(node: ts.SignatureDeclaration, named: ts.Node | undefined, source: ts.SourceFile): string {
+  const own = ts.isConstructorDeclaration(node) ? 'constructor' : named !== undefined ? named.getText(source) : '(anonymous)';
+  const prefix = ts.isGetAccessorDeclaration(node) ? 'get ' : ts.isSetAccessorDeclaration(node) ? 'set ' : '';
+  const member = ts.isPropertyDeclaration(node.parent) ? node.parent : node; // a field holding an arrow function
+  const owner = ts.isClassLike(member.parent) && member.parent.name !== undefined ? `${member.parent.name.text}.` : '';
+  return `${owner}${prefix}${own}`;
+}
+
+/** Every function over the bound without its comment in the .ts files under `dirs` of `root`. */
+export function checkLongFunctions(root: string, dirs: readonly string[], limit = FUNCTION_LINES): string[] {
+  const problems: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) problems.push(...longFunctionsIn(toKey(root, path), readFileSync(path, 'utf8'), limit));
+    }
+  };
+  for (const dir of dirs) if (existsSync(join(root, dir))) walk(join(root, dir));
+  return problems;
+}
+
+describe('functions fit on a screen, or say why not', () => {
+  it(`no function of src/ or assembly/ spans more than ${FUNCTION_LINES} lines without a '${FUNCTION_MARKER}' comment`, () => {
+    expect(checkLongFunctions(repoRoot, ['src', 'assembly'])).toEqual([]);
+  });
+
+  it('reports each kind of long function without the marker directly above it, and none with it', () => {
+    // A body of n lines: the braces on lines of their own, n - 2 statements between.
+    const body = (n: number, indent = '  ') => `{\n${Array.from({ length: n - 2 }, (_, i) => `${indent}  x += ${i};`).join('\n')}\n${indent}}`;
+    const why = `${FUNCTION_MARKER} the loop keeps its locals in registers.`;
+    const text = [
+      `export function fits(x: number) ${body(80, '')}`, // 80 lines: at the bound, not over it
+      `export function over(x: number) ${body(81, '')}`,
+      `/**\n * Documented, but without the reason.\n */\nexport function undocumented(x: number) ${body(81, '')}`,
+      `/**\n * The steps.\n *\n * ${why}\n */\nexport function explained(x: number) ${body(81, '')}`,
+      `// ${why}\n// (line comments too)\n@inline function decorated(x: i32): i32 ${body(81, '')}`,
+      `// ${why}\n\nfunction parted(x: number) ${body(81, '')}`, // a blank line parts the comment from the function
+      `function inside(x: number) {\n  // ${why}\n  x += 1;\n  ${body(81).slice(1, -1)}\n}`, // a comment inside the body is not above it
+      `// ${FUNCTION_MARKER.toLowerCase()} the case matters\nfunction lower(x: number) ${body(81, '')}`,
+      `export const arrow = (x: number) => ${body(81, '')};`,
+      `/** ${why} */\nexport const arrowExplained = (x: number) => ${body(81, '')};`,
+      `const expression = function (x: number) ${body(81, '')};`,
+      `class Engine {\n  constructor(x: number) ${body(81)}\n  get size() ${body(81)}\n  run(x: number) ${body(81)}\n  // ${why}\n  step(x: number) ${body(81)}\n  field = (x: number) => ${body(81)};\n}`,
+      `const table = {\n  method(x: number) ${body(81)},\n  /** ${why} */\n  explained: (x: number) => ${body(81)},\n};`,
+      `export function outer(x: number) {\n  const inner = (y: number) => ${body(81)};\n  return inner;\n}`,
+      `run((x: number) => ${body(81, '')});`,
+    ].join('\n');
+    const lineOf = (needle: string) => text.slice(0, text.indexOf(needle)).split('\n').length;
+    const rest = `lines: over ${FUNCTION_LINES} without a '${FUNCTION_MARKER}' comment above it (split it into named steps, or say why it must be one)`;
+    const at = (needle: string, name: string, length: number) => `fixture.ts:${lineOf(needle)} ${name} ${length} ${rest}`;
+    expect(longFunctionsIn('fixture.ts', text)).toEqual([
+      at('function over', 'over', 81),
+      at('function undocumented', 'undocumented', 81),
+      at('function parted', 'parted', 81),
+      at('function inside', 'inside', 85),
+      at('function lower', 'lower', 81),
+      at('const arrow =', 'arrow', 81),
+      at('const expression', 'expression', 81),
+      at('constructor(', 'Engine.constructor', 81),
+      at('get size', 'Engine.get size', 81),
+      at('run(x', 'Engine.run', 81),
+      at('field =', 'Engine.field', 81),
+      at('method(x', 'method', 81),
+      at('function outer', 'outer', 84),
+      at('const inner', 'inner', 81),
+      at('run((x', '(anonymous)', 81),
+    ]);
+    // The bound is the function's body: 80 lines pass, 81 fail, whatever the limit.
+    expect(longFunctionsIn('fixture.ts', `function f(x: number) ${body(10, '')}`, 9)).toHaveLength(1);
+    expect(longFunctionsIn('fixture.ts', `function f(x: number) ${body(10, '')}`, 10)).toEqual([]);
+  });
+
+  it('walks src/ and assembly/ of a fixture tree, and no other folder', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-length-'));
+    try {
+      for (const d of ['src/coordinator', 'assembly', 'test']) mkdirSync(join(dir, d), { recursive: true });
+      const long = `export function long(x: number) {\n${'  x += 1;\n'.repeat(FUNCTION_LINES)}}\n`;
+      for (const f of ['src/coordinator/leader.ts', 'assembly/passes.ts', 'test/long.test.ts']) writeFileSync(join(dir, f), long);
+      expect(checkLongFunctions(dir, ['src', 'assembly']).map((p) => p.split(' lines:')[0])).toEqual([
+        `src/coordinator/leader.ts:1 long ${FUNCTION_LINES + 2}`,
+        `assembly/passes.ts:1 long ${FUNCTION_LINES + 2}`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
