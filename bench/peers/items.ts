@@ -71,6 +71,8 @@ export interface PeerLine {
   n?: number;
   from?: number;
   ok?: boolean;
+  /** When a write (`commit`, `done`) was sent; `t` is when its answer came. */
+  s?: number;
   message?: string;
 }
 

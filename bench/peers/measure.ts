@@ -7,8 +7,11 @@
  *   past them had already been acknowledged for the item (work a resume from
  *   the committed progress would have skipped);
  * - staleWrites: progress or completion writes the store acknowledged from an
- *   attempt that was no longer the item's latest one (another worker had
- *   started it since): the writes a fence would have refused;
+ *   attempt that was no longer the item's latest one when the write was sent
+ *   (another attempt had started it since): the writes a fence would have
+ *   refused. Judged at the send time `s`, not at the answer `t`: a write sent
+ *   before a stall landed before the takeover, and its answer read after the
+ *   resume is not stale (counting it so made splitfleet's fenced run report 1);
  * - lost: units never processed;
  * - makespan over the lower bound max(total / lanes, heaviest item), useful
  *   lane utilisation (distinct units × unitMs over lanes × makespan), units per
@@ -57,6 +60,7 @@ export function measure(lines: readonly PeerLine[], shape: RunShape): PeerFigure
   const sorted = [...lines].sort((a, b) => a.t - b.t);
   const seen = new Map<string, number>();
   const latestAttempt = new Map<string, string>();
+  const starts = new Map<string, { t: number; attempt: string }[]>(); // id → its attempts' starts, in time order
   const committed = new Map<string, number>();
   const doneAt = new Map<string, number>();
   const perWorker = new Map<string, number>();
@@ -78,6 +82,8 @@ export function measure(lines: readonly PeerLine[], shape: RunShape): PeerFigure
     switch (l.ev) {
       case 'start':
         latestAttempt.set(l.id, attempt);
+        if (!starts.has(l.id)) starts.set(l.id, []);
+        starts.get(l.id)!.push({ t: l.t, attempt });
         break;
       case 'unit': {
         const key = `${l.id}#${l.u}`;
@@ -103,7 +109,7 @@ export function measure(lines: readonly PeerLine[], shape: RunShape): PeerFigure
           refusedWrites++;
           break;
         }
-        if (latestAttempt.get(l.id) !== attempt) staleWrites++;
+        if (latestAttemptAt(starts.get(l.id), l.s ?? l.t) !== attempt) staleWrites++;
         if (l.ev === 'commit') committed.set(l.id, l.u!);
         else if (!doneAt.has(l.id)) {
           doneAt.set(l.id, l.t);
@@ -151,4 +157,11 @@ export function measure(lines: readonly PeerLine[], shape: RunShape): PeerFigure
     firstUnitMs: firstUnit === null ? null : firstUnit - shape.t0,
     doneLinesMissing,
   };
+}
+
+/** The attempt that had started the item last at time `t` (starts are in time order). */
+function latestAttemptAt(starts: readonly { t: number; attempt: string }[] | undefined, t: number): string | undefined {
+  let latest: string | undefined;
+  for (const st of starts ?? []) if (st.t <= t) latest = st.attempt;
+  return latest;
 }

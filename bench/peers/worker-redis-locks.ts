@@ -58,8 +58,9 @@ async function lane(redis: Redis): Promise<void> {
         },
       });
       if (r.status === 'done') {
+        const s = Date.now();
         await redis.srem(`${p}:todo`, id);
-        emit(cfg, { ev: 'done', id, ok: true, n: r.n });
+        emit(cfg, { ev: 'done', id, ok: true, n: r.n, s });
       }
     } finally {
       clearInterval(renew);

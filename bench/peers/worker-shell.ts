@@ -62,8 +62,9 @@ export async function runAttempt(cfg: PeerWorkerConfig, a: Attempt): Promise<{ s
   let done = a.from;
   let committed = done;
   const commit = async (): Promise<boolean> => {
+    const s = Date.now();
     const ok = await a.commit(done).catch(() => false);
-    emit(cfg, { ev: 'commit', id, u: done, ok, n });
+    emit(cfg, { ev: 'commit', id, u: done, ok, n, s });
     if (ok) committed = done;
     return ok;
   };

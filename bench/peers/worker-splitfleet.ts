@@ -34,11 +34,12 @@ async function main(): Promise<void> {
       },
     });
     if (r.status !== 'done') return;
+    const s = Date.now();
     try {
       await split.complete(r.units);
-      emit(cfg, { ev: 'done', id: item.id, ok: true, n: r.n });
+      emit(cfg, { ev: 'done', id: item.id, ok: true, n: r.n, s });
     } catch (e) {
-      emit(cfg, { ev: 'done', id: item.id, ok: false, n: r.n });
+      emit(cfg, { ev: 'done', id: item.id, ok: false, n: r.n, s });
       if (!isSplitfleetError(e, 'LEASE_LOST')) throw e;
     }
   };

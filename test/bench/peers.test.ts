@@ -31,8 +31,9 @@ test('measure counts duplicates, redone units, stale and refused writes, lost un
     L(1120, 'w1', 'unit', { id: 'a', u: 2 }), // redone
     L(1130, 'w1', 'unit', { id: 'a', u: 3 }), // duplicate, not redone (3 was never committed)
     L(1140, 'w1', 'unit', { id: 'a', u: 4 }),
-    L(1150, 'w0', 'commit', { id: 'a', u: 3, ok: true }), // the stale worker's write landed
-    L(1151, 'w0', 'commit', { id: 'a', u: 3, ok: false }), // … and one was refused
+    L(1150, 'w0', 'commit', { id: 'a', u: 3, ok: true, s: 1145 }), // the stale worker's write landed
+    L(1151, 'w0', 'commit', { id: 'a', u: 3, ok: false, s: 1146 }), // … and one was refused
+    L(1152, 'w0', 'commit', { id: 'a', u: 2, ok: true, s: 1035 }), // sent before w1 started, answered after: not stale
     L(1160, 'w1', 'done', { id: 'a', ok: true }),
     L(1000, 'w2', 'start', { id: 'b', from: 0 }),
     L(1010, 'w2', 'unit', { id: 'b', u: 1 }), // unit 2 of b is never processed: lost
