@@ -1,7 +1,7 @@
 /**
  * `ColumnarPool.snapshot` at 1M × 10k (settled, lognormal): into fresh
- * buffers (what `assignColumnar` did before snapshot-room.ts) and into a
- * kept `SnapshotRoom`, with and without a cached order. Each snapshot is
+ * buffers (what `assignColumnar` did before snapshot-buffers.ts) and into a
+ * kept `SnapshotBuffers`, with and without a cached order. Each snapshot is
  * dropped before the next, as a pool's thread drops it after deciding.
  * Medians and ranges of 9, in ms; the whole time is the caller's turn.
  *
@@ -9,7 +9,7 @@
  */
 import os from 'node:os';
 import { desiredAssignment } from '../src/assignment/engine.js';
-import { SnapshotRoom } from '../src/assignment/snapshot-room.js';
+import { SnapshotBuffers } from '../src/assignment/snapshot-buffers.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
 import { coldInput, columnarFrom, settledFrom } from './inputs.js';
 
@@ -20,7 +20,7 @@ const settled = settledFrom(base, desiredAssignment(base).assignment);
 const cp = columnarFrom(settled);
 
 let kept: unknown = null;
-function times(room: SnapshotRoom | null): string {
+function times(room: SnapshotBuffers | null): string {
   const xs: number[] = [];
   for (let k = 0; k < 9; k++) {
     const t = performance.now();
@@ -33,8 +33,8 @@ function times(room: SnapshotRoom | null): string {
 
 console.log(`snapshot of ${N} splits; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 console.log(`no cached order, fresh buffers: ${times(null)}`);
-console.log(`no cached order, kept room:     ${times(new SnapshotRoom())}`);
+console.log(`no cached order, kept room:     ${times(new SnapshotBuffers())}`);
 columnarAssignment(cp);
 console.log(`cached order, fresh buffers:    ${times(null)}`);
-console.log(`cached order, kept room:        ${times(new SnapshotRoom())}`);
+console.log(`cached order, kept room:        ${times(new SnapshotBuffers())}`);
 void kept;

@@ -128,7 +128,8 @@ export function defaultFingerprint(root: string, job: string): string {
   return `splitfleet-v1:${root}/${job}`;
 }
 
-function show(v: unknown): string {
+/** A refused value as a config error quotes it: a string in quotes, a primitive as itself, anything else by its type. */
+function describeValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) {
     return String(v);
@@ -171,7 +172,7 @@ export function resolveConfig(options: ConfigOptions): Config {
   // Each step below adds to one list of problems, in option order, so that a refusal names every
   // broken option at once, not only the first.
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${show(options)})`);
+    throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${describeValue(options)})`);
   }
   const given = options as unknown as Record<string, unknown>;
   const problems: string[] = [];
@@ -225,7 +226,7 @@ function resolveName(given: Record<string, unknown>, key: 'job' | 'instance', pr
   const v = given[key];
   if (v === undefined) { problems.push(`${key}: is required`); return undefined; }
   if (typeof v !== 'string' || !NAME.test(v)) {
-    problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${show(v)})`);
+    problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${describeValue(v)})`);
     return undefined;
   }
   return v;
@@ -236,7 +237,7 @@ function resolveRoot(v: unknown, problems: string[]): string {
   if (v === undefined) return CONFIG_DEFAULTS.root;
   if (typeof v !== 'string' || v.length > MAX_ROOT_LENGTH || !ROOT.test(v)) {
     problems.push(`root: must be '/'-separated segments of [A-Za-z0-9._-], at most ${MAX_ROOT_LENGTH} characters, `
-      + `with no leading or trailing '/' (got ${show(v)})`);
+      + `with no leading or trailing '/' (got ${describeValue(v)})`);
     return CONFIG_DEFAULTS.root;
   }
   return v;
@@ -247,7 +248,7 @@ function resolveFingerprint(v: unknown, problems: string[]): string | undefined 
   if (v === undefined) return undefined;
   if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FINGERPRINT_LENGTH || CONTROL.test(v)) {
     problems.push(`fingerprint: must be a non-empty string of at most ${MAX_FINGERPRINT_LENGTH} characters `
-      + `with no control characters (got ${show(v)})`);
+      + `with no control characters (got ${describeValue(v)})`);
     return undefined;
   }
   return v;
@@ -275,7 +276,7 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
   const int = (key: keyof typeof CONFIG_DEFAULTS, min: number, max: number, rule?: string): number | undefined => {
     const v = given[key] === undefined ? CONFIG_DEFAULTS[key] : given[key];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-      problems.push(`${key}: must be an integer ≥ ${min} (got ${show(v)})`);
+      problems.push(`${key}: must be an integer ≥ ${min} (got ${describeValue(v)})`);
       return undefined;
     }
     if (v > max) {
@@ -302,7 +303,7 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
   if (given.heartbeatTimeoutMs !== undefined) {
     const v = given.heartbeatTimeoutMs;
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
-      problems.push(`heartbeatTimeoutMs: must be an integer ≥ 1 (ms), or left out for no timeout (got ${show(v)})`);
+      problems.push(`heartbeatTimeoutMs: must be an integer ≥ 1 (ms), or left out for no timeout (got ${describeValue(v)})`);
     } else if (v > MAX_TIMER_MS) {
       problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${TIMER_RULE} (got ${v})`);
     } else heartbeatTimeoutMs = v;
@@ -334,7 +335,7 @@ function checkCombinations(t: Timings, problems: string[]): void {
 function resolveRetryBackoff(v: unknown, problems: string[]): Readonly<Required<RetryBackoff>> | undefined {
   if (v === undefined) return RETRY_BACKOFF_DEFAULTS;
   if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    problems.push(`retryBackoff: must be an object { initialMs, maxMs, factor?, jitter? } (got ${show(v)})`);
+    problems.push(`retryBackoff: must be an object { initialMs, maxMs, factor?, jitter? } (got ${describeValue(v)})`);
     return undefined;
   }
   const o = v as Record<string, unknown>;
@@ -345,7 +346,7 @@ function resolveRetryBackoff(v: unknown, problems: string[]): Readonly<Required<
   const ms = (k: 'initialMs' | 'maxMs'): number | undefined => {
     const x = o[k];
     if (x === undefined) { problems.push(`retryBackoff.${k}: is required (ms)`); return undefined; }
-    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) { problems.push(`retryBackoff.${k}: must be an integer ≥ 0 (ms) (got ${show(x)})`); return undefined; }
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) { problems.push(`retryBackoff.${k}: must be an integer ≥ 0 (ms) (got ${describeValue(x)})`); return undefined; }
     if (x > MAX_TIMER_MS) { problems.push(`retryBackoff.${k}: must be at most ${MAX_TIMER_MS}, because Node fires longer timers at once (got ${x})`); return undefined; }
     return x;
   };
@@ -356,11 +357,11 @@ function resolveRetryBackoff(v: unknown, problems: string[]): Readonly<Required<
   }
   const factor = o.factor === undefined ? RETRY_BACKOFF_DEFAULTS.factor : o.factor;
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > MAX_RETRY_FACTOR) {
-    problems.push(`retryBackoff.factor: must be a number from 1 to ${MAX_RETRY_FACTOR}: below 1 the waits would shrink (got ${show(factor)})`);
+    problems.push(`retryBackoff.factor: must be a number from 1 to ${MAX_RETRY_FACTOR}: below 1 the waits would shrink (got ${describeValue(factor)})`);
   }
   const jitter = o.jitter === undefined ? RETRY_BACKOFF_DEFAULTS.jitter : o.jitter;
   if (typeof jitter !== 'number' || !Number.isFinite(jitter) || jitter < 0 || jitter > 1) {
-    problems.push(`retryBackoff.jitter: must be a number from 0 (no jitter) to 1 (full jitter) (got ${show(jitter)})`);
+    problems.push(`retryBackoff.jitter: must be a number from 0 (no jitter) to 1 (full jitter) (got ${describeValue(jitter)})`);
   }
   if (problems.length > before) return undefined;
   return Object.freeze({ initialMs: initialMs!, maxMs: maxMs!, factor: factor as number, jitter: jitter as number });

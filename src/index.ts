@@ -30,7 +30,7 @@ export type { LeaderStats } from './coordinator/leader.js';
 export type { ClaimEventKind, CoordinatorEventMap, CoordinatorEventName, CoordinatorListener, CoordinatorListeners, DrainOutcome, DrainReason, ReleaseCause } from './coordinator/events.js';
 export type { Health, HealthState } from './coordinator/health.js';
 export { Metrics } from './coordinator/metrics.js';
-export type { MetricsOptions } from './coordinator/metrics.js';
+export type { MetricCounter, MetricGauge, MetricHistogram, MetricLabels, MetricsOptions, MetricValues } from './coordinator/metrics.js';
 export { sandboxedHandler } from './coordinator/sandbox.js';
 export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js';
 export { BACKLOG_STATES } from './coordinator/metrics.js';

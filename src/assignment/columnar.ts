@@ -12,7 +12,7 @@ import { isValidWeight, STATUS_NAMES, type SplitStatus } from '../split-model.js
 import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
-import type { SnapshotRoom } from './snapshot-room.js';
+import type { SnapshotBuffers } from './snapshot-buffers.js';
 import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
@@ -242,11 +242,11 @@ export class ColumnarPool {
    * collide (about one 1M-split job in 10^7), and joining 1M ids held the
    * caller's loop for ~200 ms; a thread that meets a collision asks again.
    */
-  snapshot(withIds = false, room: SnapshotRoom | null = null): ColumnarSnapshot {
+  snapshot(withIds = false, into: SnapshotBuffers | null = null): ColumnarSnapshot {
     const R = this.rows;
-    // Into the room's shared buffers when given (the caller releases it after the decision), else fresh ones to transfer.
+    // Into the kept shared buffers when given (the caller releases it after the decision), else fresh ones to transfer.
     const copy = <C extends Float64Array | Int32Array | Uint32Array | Uint8Array>(name: string, src: C): C =>
-      (room !== null ? room.copy(name, src) : src.slice()) as C;
+      (into !== null ? into.copy(name, src) : src.slice()) as C;
     // Rows changed from here on are replayed onto a thread's sorted columns (adoptSorted).
     // Kept, not reset, when one is already open: a thread's earlier snapshot may still be adopted.
     this.cache.openLog();

@@ -51,7 +51,7 @@ export interface SplitFields {
   /** The reader choice of the read in progress (`readSplits`). */
   choice: ReaderChoice;
   /**
-   * Read over a buffer that holds the last input (marshal.ts `readRoom`): true
+   * Read over a buffer that holds the last input (marshal.ts `readBuffer`): true
    * while every row read so far equals the row the buffer held, which is
    * then not stored again; the first row that differs turns it false, and
    * from there rows are stored without comparing. False for any other read.
@@ -98,7 +98,7 @@ export function fieldsFor(f: SplitFields | null, n: number): SplitFields {
  * Two read buffers, so that a read can be compared with the last one, which
  * the other buffer holds: the pool's (object-task.ts compares a new read
  * with the last one after reading it). The in-thread engine compares while
- * it reads, over its one buffer (marshal.ts `MarshalScratch.readRoom`).
+ * it reads, over its one buffer (marshal.ts `MarshalScratch.readBuffer`).
  */
 export class ReadBuffers {
   private readonly reads: [SplitFields | null, SplitFields | null] = [null, null];

@@ -135,14 +135,14 @@ export class MarshalScratch {
    * at 1M, written by the call that first repeats a new input's ids
    * (160–240 ms of its 640–900).
    */
-  readRoom(last: SplitFields | null, n: number): SplitFields {
+  readBuffer(last: SplitFields | null, n: number): SplitFields {
     const g = (this.read = fieldsFor(this.read, n));
     g.repeats = last !== null && g === last;
     return g;
   }
 
   /** The code-unit buffer, holding at least `need` units and its first `keep` kept. */
-  charRoom(need: number, keep: number): Uint16Array {
+  charBuffer(need: number, keep: number): Uint16Array {
     if (need > this.chars.length) {
       const grown = new Uint16Array(Math.max(need, 2 * this.chars.length));
       grown.set(this.chars.subarray(0, keep));
@@ -186,7 +186,7 @@ export function marshalInput(
   const given = input.reserved ?? null;
   const last = prior !== null && prior.out !== null && prior.stats !== null && prior.members === table
     && sameStrings(prior.reserved, given) ? prior.read : null;
-  const f = scratch.readRoom(last, n);
+  const f = scratch.readBuffer(last, n);
   if (readSplits(splits, 0, n, f) >= 0) refuse(input);
   if (f.repeats && prior !== null) {
     // The same input as the memo's decision, field for field: nothing needs writing.
@@ -274,7 +274,7 @@ function writeUnits(
     from = k;
     v.u32(L.H_KEY, 2 * n).set(kept.keys.subarray(0, 2 * k));
     p = kept.strOff[k]!;
-    scratch.charRoom(p, 0).set(kept.chars.subarray(0, p));
+    scratch.charBuffer(p, 0).set(kept.chars.subarray(0, p));
     strOff.set(kept.strOff.subarray(0, k));
     wide = !kept.narrow;
   }
@@ -284,12 +284,12 @@ function writeUnits(
 
 /** Code units of ids[from..] into the scratch from unit p, with their offsets; the OR of every unit. */
 function copyUnits(ids: readonly string[], from: number, strOff: Uint32Array, p: number, scratch: MarshalScratch): { p: number; units: number; str: Uint16Array } {
-  let str = scratch.charRoom(p, p);
+  let str = scratch.charBuffer(p, p);
   let units = 0;
   for (let i = from; i < ids.length; i++) {
     const id = ids[i]!;
     strOff[i] = p;
-    if (p + id.length > str.length) str = scratch.charRoom(p + id.length, p);
+    if (p + id.length > str.length) str = scratch.charBuffer(p + id.length, p);
     for (let c = 0; c < id.length; c++) {
       const u = id.charCodeAt(c);
       units |= u;

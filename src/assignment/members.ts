@@ -4,6 +4,7 @@
  */
 import { hashInto, seedState } from '../hash.js';
 import { DEFAULT_CAP } from './types.js';
+import { jsStringOrder } from '../js-order.js';
 
 /**
  * The members of a decision in canonical order (reference.ts
@@ -99,7 +100,7 @@ export function keyedOrder(keys: Uint32Array, ids: readonly string[]): Uint32Arr
     let e = s + 1;
     const lo = keys[2 * order[s]!]!, hi = keys[2 * order[s]! + 1]!;
     while (e < n && keys[2 * order[e]!] === lo && keys[2 * order[e]! + 1] === hi) e++;
-    if (e - s > 1) order.subarray(s, e).sort((a, b) => (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
+    if (e - s > 1) order.subarray(s, e).sort((a, b) => jsStringOrder(ids[a]!, ids[b]!));
     s = e;
   }
   return order;

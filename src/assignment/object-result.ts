@@ -6,10 +6,10 @@
  * defineProperty, so "__proto__" is an ordinary key.
  *
  * Invariants: every result has fresh lists (the caller may mutate them);
- * no turn builds more than `chunk` rows. Pure: the only waiting is `Turns`.
+ * no turn builds more than `chunk` rows. Pure: the only waiting is `LoopSlices`.
  */
 import type { SplitFields } from './fields.js';
-import { inTurns, type Turns } from './object-task.js';
+import { inSlices, type LoopSlices } from './object-task.js';
 import { PAGE_BITS, PAGE_MASK, PAGE_ROWS, pagedSlice } from './pages.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
 import { NO_SLOT, type ThreadReply } from './wire.js';
@@ -30,9 +30,9 @@ export interface KeptResult {
 }
 
 /** A fresh result from `kept` (new lists, keys in the same order), in turns. */
-export function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise<AssignmentResult> {
+export function fromKept(kept: KeptResult, chunk: number, loop: LoopSlices): Promise<AssignmentResult> {
   const { keys, places, off } = kept;
-  return resultInTurns(keys.length, (k) => keys[k]!, (k) => pagedSlice(places, off[k]!, off[k + 1]!), kept.stats, chunk, turns, null);
+  return resultInSlices(keys.length, (k) => keys[k]!, (k) => pagedSlice(places, off[k]!, off[k + 1]!), kept.stats, chunk, loop, null);
 }
 
 /**
@@ -44,11 +44,11 @@ export function fromKept(kept: KeptResult, chunk: number, turns: Turns): Promise
  * writes land in one list (a scratch benchmark at 1M, load ~0.5: 19–54 ms).
  */
 export async function rebuild(
-  input: AssignmentInput, read: SplitFields, reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, turns: Turns,
+  input: AssignmentInput, read: SplitFields, reply: Extract<ThreadReply, { kind: 'object' }>, chunk: number, loop: LoopSlices,
   keys: string[] | null, places: string[][],
 ): Promise<AssignmentResult> {
   const { memberOrder, off, slot } = reply;
-  await inTurns(slot.length, chunk, turns, (from, to) => {
+  await inSlices(slot.length, chunk, loop, (from, to) => {
     for (let i = from; i < to; ) {
       const p = i >>> PAGE_BITS;
       const base = p << PAGE_BITS;
@@ -61,9 +61,9 @@ export async function rebuild(
     }
     return true;
   });
-  await turns.next();
+  await loop.next();
   const list = (k: number): string[] => pagedSlice(places, off[k]!, off[k + 1]!);
-  return resultInTurns(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, turns, keys);
+  return resultInSlices(memberOrder.length, (k) => input.members[memberOrder[k]!]!.id, list, reply.stats, chunk, loop, keys);
 }
 
 /**
@@ -72,14 +72,14 @@ export async function rebuild(
  * after `chunk` rows, or once it is due (asked every STEP_ROWS rows). Each
  * key is also pushed to `keep`, when given.
  */
-async function resultInTurns(
-  keys: number, key: (k: number) => string, list: (k: number) => string[], stats: AssignmentStats, chunk: number, turns: Turns,
+async function resultInSlices(
+  keys: number, key: (k: number) => string, list: (k: number) => string[], stats: AssignmentStats, chunk: number, loop: LoopSlices,
   keep: string[] | null,
 ): Promise<AssignmentResult> {
   const assignment: Record<string, string[]> = {};
   for (let k = 0; k < keys; ) {
-    if (k > 0) await turns.next();
-    k = defineKeys(assignment, k, keys, key, list, chunk, turns, keep);
+    if (k > 0) await loop.next();
+    k = defineKeys(assignment, k, keys, key, list, chunk, loop, keep);
   }
   return { assignment, stats: { ...stats } };
 }
@@ -87,16 +87,16 @@ async function resultInTurns(
 /** Rows a result step builds before it asks whether its turn is over. */
 const STEP_ROWS = 2048;
 
-/** Keys from `k` on, until `chunk` rows or the turn is due (a plain function: see object-task.ts inTurns); the next key. */
+/** Keys from `k` on, until `chunk` rows or the turn is due (a plain function: see object-task.ts inSlices); the next key. */
 function defineKeys(
-  to: Record<string, string[]>, k: number, keys: number, key: (k: number) => string, list: (k: number) => string[], chunk: number, turns: Turns,
+  to: Record<string, string[]>, k: number, keys: number, key: (k: number) => string, list: (k: number) => string[], chunk: number, loop: LoopSlices,
   keep: string[] | null,
 ): number {
   let built = 0;
   let asked = 0;
   for (; k < keys && built < chunk; k++) {
     if (built - asked >= STEP_ROWS) {
-      if (turns.due()) break;
+      if (loop.due()) break;
       asked = built;
     }
     const value = list(k);

@@ -1,52 +1,53 @@
 /**
  * The object form through a pool thread, as row columns: the caller reads
- * the input in steps of rows, in turns of its event loop (`readTask`, with
+ * the input in steps of rows, in slices of its event loop (`readTask`, with
  * fields.ts, comparing each step with the last read as it goes); unless the
  * whole read repeats the last one, it builds an `ObjectTask` from the read
  * the same way (`taskColumns`: flags, owners as handles, the ids as UTF-16
  * code units), the thread writes it straight into engine memory
- * (thread-task.ts `writeObjectTask`) without rebuilding any object, and the caller turns
+ * (thread-task.ts `writeObjectTask`) without rebuilding any object, and the caller makes
  * the reply's output places back into its own id strings (object-result.ts `rebuild`).
  *
  * Invariants: the rows written mean what marshal.ts writes for the same input
  * (same keys: the engine's `hashKeys` is hash.ts `hashInto` over the code
  * units in engine memory); the caller checks every rule of validate.ts except
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
- * waiting, and the only clock, are the `Turns` the caller passes in.
+ * waiting, and the only clock, are the `LoopSlices` the caller passes in.
  */
 import { OwnerHandles } from './handles.js';
 import { fieldPage, readSplits, sameRows, sameStrings, type FieldPage, type ReadBuffers, type SplitFields } from './fields.js';
 import { LAYOUT as L } from './layout.js';
 import { shapeIsValid } from './marshal.js';
 import { PAGE_BITS, PAGE_ROWS, pageCount } from './pages.js';
-import type { TaskRoom } from './task-room.js';
+import type { TaskBuffers } from './task-buffers.js';
 import { DEFAULT_CAP, type AssignmentInput } from './types.js';
 import type { ObjectTask } from './wire.js';
 
 /**
- * How a long step shares the caller's event loop: `due()` once the current
- * turn has run long enough, `next()` to wait for another turn. The caller
- * owns the clock; this file only asks.
+ * How long work shares the caller's event loop: it runs in slices, one per
+ * turn of the loop. `due()` is true once the current slice has run long
+ * enough; `next()` ends it, yielding to the loop until another turn. The
+ * caller owns the clock (pool.ts `slices`); this file only asks.
  */
-export interface Turns {
+export interface LoopSlices {
   due(): boolean;
   next(): Promise<void>;
 }
 
-/** Rows per step of `inTurns`: 2–6 ms of reading objects that each have a hidden class of their own (spread), under 0.1 ms for literals. */
+/** Rows per step of `inSlices`: 2–6 ms of reading objects that each have a hidden class of their own (spread), under 0.1 ms for literals. */
 const STEP_ROWS = 1024;
 
 /**
- * `step(from, to)` over rows [0, n) in steps of at most STEP_ROWS, a new turn
- * once `turns.due()` after a step or `chunk` rows ran in this turn; false as
+ * `step(from, to)` over rows [0, n) in steps of at most STEP_ROWS, a new slice
+ * once `loop.due()` after a step or `chunk` rows ran in this one; false as
  * soon as a step is.
  */
-export async function inTurns(n: number, chunk: number, turns: Turns, step: (from: number, to: number) => boolean): Promise<boolean> {
+export async function inSlices(n: number, chunk: number, loop: LoopSlices, step: (from: number, to: number) => boolean): Promise<boolean> {
   const size = Math.min(chunk, STEP_ROWS);
   let ran = 0;
   for (let from = 0; from < n; ) {
-    if (ran >= chunk || (ran > 0 && turns.due())) {
-      await turns.next();
+    if (ran >= chunk || (ran > 0 && loop.due())) {
+      await loop.next();
       ran = 0;
     }
     const to = Math.min(n, from + size, from + chunk - ran);
@@ -74,12 +75,12 @@ export interface TaskRead {
   n: number;
   /** Rows [0, n): the splits' fields (a buffer of the caller's ReadBuffers). */
   fields: SplitFields;
-  /** The code units of the ids of rows [0, n), all told: what a task's id room needs. */
+  /** The code units of the ids of rows [0, n), all told: what a task's id buffer needs. */
   units: number;
 }
 
 /**
- * Reads `input` in turns into a buffer of `buffers` (never `last`'s) and
+ * Reads `input` in slices into a buffer of `buffers` (never `last`'s) and
  * compares each step with `last` while they agree: `repeats` is true when
  * the whole input equals `last` field for field. Null when a rule is broken
  * (the caller runs the validator for the exact error). `newMembers` is
@@ -87,7 +88,7 @@ export interface TaskRead {
  * seed are not `last`'s.
  */
 export async function readTask(
-  input: AssignmentInput, chunk: number, turns: Turns, buffers: ReadBuffers, last: TaskRead | null,
+  input: AssignmentInput, chunk: number, loop: LoopSlices, buffers: ReadBuffers, last: TaskRead | null,
   newMembers: (seed: string, memberIds: string[], memberCaps: Float64Array<ArrayBuffer>) => void = () => {},
 ): Promise<{ read: TaskRead; repeats: boolean } | null> {
   if (!shapeIsValid(input)) return null;
@@ -105,12 +106,12 @@ export async function readTask(
   // 1M-split inputs, the collector's marking included (decision 0023).
   for (let p = 0; p < pageCount(n); p++) {
     if (f.pages[p] !== null) continue;
-    await turns.next();
+    await loop.next();
     fieldPage(f, p);
   }
   let repeats = sameMembers && last.n === n && sameStrings(last.reserved, reserved);
   let units = 0;
-  const ok = await inTurns(n, chunk, turns, (from, to) => {
+  const ok = await inSlices(n, chunk, loop, (from, to) => {
     if (readSplits(splits, from, to, f) >= 0) return false;
     if (repeats) repeats = sameRows(last!.fields, f, from, to);
     // The ids were just read: their lengths are in cache.
@@ -127,28 +128,28 @@ export async function readTask(
 }
 
 /**
- * The task from a read, in turns: flags, owners as handles, the ids' code
- * units and offsets. In `room`'s shared buffers when given (the caller then
+ * The task from a read, in slices: flags, owners as handles, the ids' code
+ * units and offsets. In `kept`'s shared buffers when given (the caller then
  * reuses them once the thread has replied), else in fresh ones to transfer.
- * `last` is the read of the room's last task, if the caller still holds it:
- * rows that repeat it are left as the room holds them (TaskRoom).
+ * `last` is the read of `kept`'s last task, if the caller still holds it:
+ * rows that repeat it are left as `kept` holds them (TaskBuffers).
  */
 export async function taskColumns(
-  read: TaskRead, chunk: number, turns: Turns, room: TaskRoom | null = null, last: SplitFields | null = null,
+  read: TaskRead, chunk: number, loop: LoopSlices, kept: TaskBuffers | null = null, last: SplitFields | null = null,
 ): Promise<TaskColumns> {
   const n = read.n;
-  const arrays = room !== null ? await room.columns(n, read.units, () => turns.next()) : {
+  const arrays = kept !== null ? await kept.columns(n, read.units, () => loop.next()) : {
     idOff: new Uint32Array(n + 1), weight: new Float64Array(n), flags: new Uint8Array(n),
     lease: new Int32Array(n), prev: new Int32Array(n), rec: new Int32Array(n), units: new Uint16Array(Math.max(16, read.units)),
     slot: null,
   };
-  const held = room !== null ? room.begin(last, n) : null;
+  const held = kept !== null ? kept.begin(last, n) : null;
   const c: Columns = {
-    ...arrays, owners: room !== null ? room.owners : new OwnerHandles(), room,
+    ...arrays, owners: kept !== null ? kept.owners : new OwnerHandles(), kept,
     reserved: read.reserved !== null && read.reserved.length > 0 ? new Set(read.reserved) : null,
     chars: 0, or: 0, held: held?.fields ?? null, heldRows: held?.n ?? 0, idsHeld: held !== null,
   };
-  await inTurns(n, chunk, turns, (from, to) => {
+  await inSlices(n, chunk, loop, (from, to) => {
     fillChunk(read.fields, from, to, c);
     return true;
   });
@@ -163,7 +164,7 @@ export async function taskColumns(
     }
   }
   c.idOff[n] = c.chars;
-  room?.wrote(read.fields, n, c.chars, c.or);
+  kept?.wrote(read.fields, n, c.chars, c.or);
   return {
     kind: 'object', seed: read.seed, memberIds: read.memberIds, memberCaps: read.memberCaps, idUnits: c.units, narrow: c.or < 256,
     idOff: c.idOff, weight: c.weight, flags: c.flags, lease: c.lease, prev: c.prev, rec: c.rec, ownerIds: c.owners.ids, slot: c.slot,
@@ -179,7 +180,7 @@ type Columns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' 
   chars: number;
   or: number;
   /** Where grown units go (null: fresh, transferable buffers). */
-  room: TaskRoom | null;
+  kept: TaskBuffers | null;
   /** The read the columns hold rows [0, heldRows) of (null: none); rows equal to its are left in place. */
   held: SplitFields | null;
   heldRows: number;
@@ -271,8 +272,8 @@ function fillRows(f: SplitFields, fp: FieldPage, hp: FieldPage | null, base: num
     const id = fid[j]!;
     idOff[i] = p;
     if (p + id.length > units.length) {
-      if (c.room !== null) {
-        units = c.units = c.room.growUnits(units, p + id.length, p);
+      if (c.kept !== null) {
+        units = c.units = c.kept.growUnits(units, p + id.length, p);
       } else {
         const grown = new Uint16Array(Math.max(p + id.length, 2 * units.length));
         grown.set(units.subarray(0, p));

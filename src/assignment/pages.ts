@@ -15,8 +15,8 @@
  * Invariants: page p holds rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of the
  * list; every page but the last of a list's capacity has PAGE_ROWS rows.
  */
-/** The caller's turns (object-task.ts `Turns`, stated here so that pages.ts imports nothing). */
-interface Turns {
+/** The caller's turns (object-task.ts `LoopSlices`, stated here so that pages.ts imports nothing). */
+interface LoopSlices {
   due(): boolean;
   next(): Promise<void>;
 }
@@ -38,12 +38,12 @@ export function pageLength(capacity: number, p: number): number {
 
 /**
  * Every page of `capacity` rows filled with `fill`, allocated in turns (a
- * turn ends once `turns.due()`): for a list written at random rows.
+ * turn ends once `loop.due()`): for a list written at random rows.
  */
-export async function pagesInTurns<T>(capacity: number, fill: T, turns: Turns): Promise<T[][]> {
+export async function pagesInSlices<T>(capacity: number, fill: T, loop: LoopSlices): Promise<T[][]> {
   const pages: T[][] = [];
   for (let p = 0; p < pageCount(capacity); p++) {
-    if (p > 0 && turns.due()) await turns.next();
+    if (p > 0 && loop.due()) await loop.next();
     pages.push(new Array<T>(pageLength(capacity, p)).fill(fill));
   }
   return pages;

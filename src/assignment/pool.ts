@@ -5,7 +5,7 @@
  *
  * Invariants: inputs go to a thread as row columns (object-task.ts; typed
  * arrays transferred, ids as code units), never object by object, built in
- * turns of the caller's loop of about 8 ms (SLICE_MS); results come back as row
+ * slices of the caller's loop of about 8 ms (SLICE_MS); results come back as row
  * indices, and the object form is rebuilt on the caller from its own id
  * strings, so a result equals `desiredAssignment(input)` exactly (`computeMs`
  * aside). The task and reply types live in wire.ts, which thread.ts imports
@@ -25,11 +25,11 @@ import { withThreadExecArgv } from '../thread-argv.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
 import { ReadBuffers } from './fields.js';
-import { pagesInTurns } from './pages.js';
+import { pagesInSlices } from './pages.js';
 import { fromKept, rebuild, type KeptResult } from './object-result.js';
-import { readTask, taskColumns, type TaskRead, type Turns } from './object-task.js';
-import { TaskRoom } from './task-room.js';
-import { SnapshotRooms } from './snapshot-room.js';
+import { readTask, taskColumns, type TaskRead, type LoopSlices } from './object-task.js';
+import { TaskBuffers } from './task-buffers.js';
+import { KeptSnapshotBuffers } from './snapshot-buffers.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import { assignedRowsOf, type AssignedRows, type ObjectTask, type ThreadReply, type ThreadTask } from './wire.js';
@@ -66,11 +66,11 @@ interface Job {
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-/** How long the object path runs in one turn of the caller's loop before it yields (checked between steps of rows). */
+/** How long the object path runs in one slice (one turn of the caller's loop) before it yields (checked between steps of rows). */
 const SLICE_MS = 8;
 
-/** Turns of the caller's loop of about SLICE_MS each (object-task.ts Turns). */
-function slices(): Turns {
+/** Slices of the caller's loop of about SLICE_MS each, one per turn of the loop (object-task.ts LoopSlices). */
+function slices(): LoopSlices {
   let start = performance.now();
   return {
     due: () => performance.now() - start >= SLICE_MS,
@@ -101,9 +101,9 @@ export class AssignmentPool {
   /** The buffers object inputs are read into; one decision at a time uses them (`readsBusy`), others read into their own. */
   private readonly reads = new ReadBuffers();
   /** ...and the task columns they are turned into (shared memory the thread reads while it decides). */
-  private readonly room = new TaskRoom();
-  /** Where `assignColumnar` copies snapshots (one room per snapshot not yet decided). */
-  private readonly snapshotRooms = new SnapshotRooms();
+  private readonly taskBuffers = new TaskBuffers();
+  /** Where `assignColumnar` copies snapshots (one set of buffers per snapshot not yet decided). */
+  private readonly snapshotBuffers = new KeptSnapshotBuffers();
   private readsBusy = false;
   /** Where object results are laid out before their lists are sliced (`rebuild`), and the last one stays (`last`); one decision at a time uses it, as `reads`. */
   private places: string[][] = [];
@@ -167,11 +167,11 @@ export class AssignmentPool {
   private columnar(pool: ColumnarPool, assignedOnly: true): Promise<AssignedRows>;
   private columnar(pool: ColumnarPool, assignedOnly: boolean): Promise<ColumnarDecision | AssignedRows> {
     if (this.closed) return Promise.reject(closedError());
-    const room = this.snapshotRooms.acquire();
-    const snapshot = pool.snapshot(false, room);
+    const buffers = this.snapshotBuffers.acquire();
+    const snapshot = pool.snapshot(false, buffers);
     const decided = this.submit(() => this.runColumnar(pool, snapshot, assignedOnly));
-    // The room is the snapshot's until its decision settles (or is superseded): the thread reads it meanwhile.
-    const release = (): void => this.snapshotRooms.release(room);
+    // The buffers are the snapshot's until its decision settles (or is superseded): the thread reads it meanwhile.
+    const release = (): void => this.snapshotBuffers.release(buffers);
     decided.then(release, release);
     return decided;
   }
@@ -226,10 +226,10 @@ export class AssignmentPool {
     return reply;
   }
 
-  /** Room for n output places, paged (pages.ts): the pool's own when `shared` (grown in turns), else a fresh one. */
-  private async placesFor(shared: boolean, n: number, turns: Turns): Promise<string[][]> {
+  /** Room for n output places, paged (pages.ts): the pool's own when `shared` (grown in slices of the loop), else a fresh one. */
+  private async placesFor(shared: boolean, n: number, loop: LoopSlices): Promise<string[][]> {
     if (shared && this.placeRows >= n) return this.places;
-    const places = await pagesInTurns(n, '', turns);
+    const places = await pagesInSlices(n, '', loop);
     if (shared) {
       this.places = places;
       this.placeRows = n;
@@ -246,37 +246,37 @@ export class AssignmentPool {
     this.readsBusy ||= shared;
     try {
       const last = shared ? this.last : null;
-      const turns = slices();
-      const got = await readTask(input, this.chunk, turns, shared ? this.reads : new ReadBuffers(), last?.read ?? null, this.prepareMembers);
+      const loop = slices();
+      const got = await readTask(input, this.chunk, loop, shared ? this.reads : new ReadBuffers(), last?.read ?? null, this.prepareMembers);
       // A broken rule: desiredAssignment throws the validator's own error.
       if (got === null) return desiredAssignment(input);
       if (got.repeats && last !== null) {
         // The same input as the last decision's, field for field: the engine would be given the same
         // columns, so its decision is the last one, copied again (a chunk of rows per turn).
-        const again = await fromKept(last.result, this.chunk, turns);
+        const again = await fromKept(last.result, this.chunk, loop);
         this.last = { read: got.read, result: last.result };
-        this.room.alsoHolds(last.read.fields, got.read.fields);
+        this.taskBuffers.alsoHolds(last.read.fields, got.read.fields);
         again.stats.computeMs = performance.now() - started;
         return again;
       }
       if (shared) this.last = null;
-      // The room leaves in place the rows that repeat the last read (which the other read buffer still holds).
-      const t: ObjectTask = await taskColumns(got.read, this.chunk, turns, shared ? this.room : null, last?.read.fields ?? null);
-      // The room's shared buffers cross without a copy and stay the pool's; fresh ones are moved.
+      // The task buffers leave in place the rows that repeat the last read (which the other read buffer still holds).
+      const t: ObjectTask = await taskColumns(got.read, this.chunk, loop, shared ? this.taskBuffers : null, last?.read.fields ?? null);
+      // The task buffers (shared) cross without a copy and stay the pool's; fresh ones are moved.
       const transfer = [t.memberCaps, t.idUnits, t.idOff, t.weight, t.flags, t.lease, t.prev, t.rec]
         .map((a) => a.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
       // The read's member caps go to the thread: keep a copy for the next comparison.
       const read: TaskRead = { ...got.read, memberCaps: got.read.memberCaps.slice() };
       // Room for every row's place (a row has at most one), before the thread runs: fresh memory
       // faulted in while the thread allocates and frees its own stalled a turn up to 46 ms (decision 0023).
-      const places = await this.placesFor(shared, got.read.n, turns);
+      const places = await this.placesFor(shared, got.read.n, loop);
       const reply = await this.call(t, transfer);
       // Equal keys: a duplicate id (the validator names it) or, about once in 10^7 jobs of 1M, a true collision.
       if (reply.kind === 'duplicates') return desiredAssignment(input);
       if (reply.kind !== 'object') throw new SplitfleetError('ENGINE_FAILURE', 'AssignmentPool: thread answered the wrong kind');
-      await turns.next();
+      await loop.next();
       const keys: string[] | null = shared ? [] : null;
-      const result = await rebuild(input, got.read.fields, reply, this.chunk, turns, keys, places);
+      const result = await rebuild(input, got.read.fields, reply, this.chunk, loop, keys, places);
       if (keys !== null) this.last = { read, result: { keys, places, off: reply.off, stats: { ...reply.stats } } };
       result.stats.computeMs = performance.now() - started;
       return result;
@@ -325,7 +325,7 @@ export class AssignmentPool {
   }
 }
 
-/** The snapshot's buffers to move to the thread: its fresh ones (a room's shared ones cross without a copy and stay). */
+/** The snapshot's buffers to move to the thread: its fresh ones (kept snapshot buffers are shared: they cross without a copy and stay). */
 function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
   return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a !== null && a.buffer instanceof ArrayBuffer ? [a.buffer] : []));
 }

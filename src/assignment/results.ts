@@ -6,6 +6,7 @@
 import { LAYOUT as L, type EngineViews } from './layout.js';
 import type { MemberTable } from './members.js';
 import type { AssignmentResult, AssignmentStats } from './types.js';
+import { jsStringOrder } from '../js-order.js';
 
 /**
  * After `sortOrder`: orders each run of rows with equal effective weight and
@@ -26,7 +27,7 @@ export function orderCollisions(v: EngineViews, idOf: (row: number) => string): 
     while (j < len && same(order[i]!, order[j]!)) j++;
     if (j - i > 1) {
       const run = Array.from(order.subarray(i, j));
-      run.sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
+      run.sort((a, b) => jsStringOrder(idOf(a), idOf(b)));
       order.set(run, i);
     }
     i = j;

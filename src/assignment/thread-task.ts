@@ -2,7 +2,7 @@
  * The thread's side of an object task (object-task.ts builds it in the
  * caller): `writeObjectTask` writes its rows into engine memory and keeps a
  * memo of what the next task may reuse, copying whatever lives in the
- * caller's shared buffers (TaskRoom), which the caller writes again.
+ * caller's shared buffers (TaskBuffers), which the caller writes again.
  *
  * Invariants: the rows written mean what marshal.ts writes for the same
  * input; the memo never holds a view into a task's shared memory, and a

@@ -41,8 +41,8 @@ export function statusCode(v: unknown): number {
   return -1;
 }
 
-/** How a rejected value is shown: numbers as JS prints them (NaN, Infinity), never throwing (BigInt). */
-function show(v: unknown): string {
+/** A rejected value of the assignment input, as its error shows it: numbers as JS prints them (NaN, Infinity), anything else as JSON, never throwing (BigInt). */
+function describeInputValue(v: unknown): string {
   if (typeof v === 'number' || typeof v === 'bigint') return typeof v === 'bigint' ? `${v}n` : String(v);
   try {
     return JSON.stringify(v) ?? String(v);
@@ -53,7 +53,7 @@ function show(v: unknown): string {
 
 /** Throws INVALID_INPUT: "field: rule (got value)", the value left out when undefined. */
 export function invalid(field: string, rule: string, got?: unknown): never {
-  const shown = got === undefined ? '' : ` (got ${show(got)})`;
+  const shown = got === undefined ? '' : ` (got ${describeInputValue(got)})`;
   throw new SplitfleetError('INVALID_INPUT', `${field}: ${rule}${shown}`);
 }
 

@@ -295,7 +295,7 @@ export function decideObjectTask(t: ObjectTask): ThreadReply {
     const { byId, givenAt } = w.members;
     const memberOrder = new Int32Array(m);
     const off = new Uint32Array(m + 1);
-    // The caller's room for the reply's places, when it lends one (shared: no allocation, and no copy in thread.ts).
+    // The caller's buffer for the reply's places, when it lends one (shared: no allocation, and no copy in thread.ts).
     const n = t.weight.length;
     const slot = t.slot !== null && t.slot.length >= n ? (t.slot.subarray(0, n) as Uint32Array) : new Uint32Array(n);
     slot.fill(NO_SLOT);

@@ -29,7 +29,7 @@ export interface ObjectTask {
    * written on the caller a chunk per turn and transferred (a joined string
    * would be copied, and flattened, in one turn of the caller's loop). The
    * row columns are in shared memory when the caller reuses them between
-   * tasks (task-room.ts TaskRoom): the thread copies what it keeps.
+   * tasks (task-buffers.ts TaskBuffers): the thread copies what it keeps.
    */
   idUnits: Uint16Array<ArrayBufferLike>;
   /** Every code unit is below 256. */
@@ -45,7 +45,7 @@ export interface ObjectTask {
   ownerIds: string[];
   /**
    * Where the thread writes the reply's `slot` (at least one per row), when
-   * the caller lends it from its room (shared memory, read by the caller
+   * the caller lends it from its task buffers (shared memory, read by the caller
    * before its next task); null: the thread allocates one.
    */
   slot: Uint32Array<ArrayBufferLike> | null;
@@ -60,7 +60,7 @@ export interface ColumnarDecision {
   readonly stats: AssignmentStats;
 }
 
-/** @internal A `ColumnarPool`'s decision state in transferable buffers, or a pool's shared ones (`ColumnarPool.snapshot`, snapshot-room.ts). */
+/** @internal A `ColumnarPool`'s decision state in transferable buffers, or a pool's shared ones (`ColumnarPool.snapshot`, snapshot-buffers.ts). */
 export interface ColumnarSnapshot {
   seed: string;
   defaultCap: number | undefined;

@@ -56,7 +56,7 @@ export class UnexpectedErrors {
       clock: Clock;
       count: (where: string) => void;
       /** Sets (a reason) or clears (undefined) health's `unexpected` observation. */
-      show: (reason: string | undefined) => void;
+      setHealthReason: (reason: string | undefined) => void;
     },
   ) {}
 
@@ -65,11 +65,11 @@ export class UnexpectedErrors {
     this.ctx.count(where);
     this.ctx.log.error({ where, err: error }, `unexpected error in ${where}; the process carries on`);
     const short = message.length > REASON_CHARS ? `${message.slice(0, REASON_CHARS)}…` : message;
-    this.ctx.show(`unexpected error in ${where}: ${short}`);
+    this.ctx.setHealthReason(`unexpected error in ${where}: ${short}`);
     this.cancelClear?.();
     this.cancelClear = this.ctx.clock.setTimer(UNEXPECTED_SHOWN_MS, () => {
       this.cancelClear = undefined;
-      this.ctx.show(undefined);
+      this.ctx.setHealthReason(undefined);
     });
   };
 

@@ -138,11 +138,11 @@ export class Coordinator {
     this.reported = new UnreadableReporter(this.log); // once per key and problem
     this.random = retryRandom(config.instance);
     this.unexpectedErrors = new UnexpectedErrors({
-      log: this.log, clock: this.clock, count: (where) => this.metrics.unexpectedErrors.inc({ where }), show: (unexpected) => this.observe({ unexpected }),
+      log: this.log, clock: this.clock, count: (where) => this.metrics.unexpectedErrors.inc({ where }), setHealthReason: (unexpected) => this.observe({ unexpected }),
     });
     this.unexpected = this.unexpectedErrors.report;
     this.leadership = new LeadershipHealth({
-      clock: this.clock, leaseDurationMs: config.leaseDurationMs, show: (leaderless) => this.observe({ leaderless }),
+      clock: this.clock, leaseDurationMs: config.leaseDurationMs, setHealthReason: (leaderless) => this.observe({ leaderless }),
       seen: () => ({ leaderGeneration: this.own.leader?.rec.generation, planGeneration: this.own.plan?.rec.generation }),
     });
     // The one decorator: every store call of every part timed, counted and bounded by opTimeoutMs on

@@ -19,6 +19,7 @@
  * It must not decide anything the coordinator acts on: events are reports.
  */
 import type { SplitfleetError } from '../errors.js';
+import type { DrainHandlerState } from '../protocol/reconcile.js';
 import type { FailureKind } from '../protocol/retry-policy.js';
 import type { Health } from './health.js';
 import type { LaneEnd } from './lane.js';
@@ -178,7 +179,7 @@ export interface LaneEndFacts {
   failureKind?: FailureKind;
   /** The lane was draining when it ended. */
   draining: boolean;
-  drainHandlerState: 'draining' | 'declined' | 'failed';
+  drainHandlerState: DrainHandlerState;
   /** Set by the worker when it, not the handler, ended the lane with a release. */
   releaseCause?: ReleaseCause;
 }

@@ -31,6 +31,7 @@ import { isRetryable, storeFailure, SplitfleetError } from '../errors.js';
 import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
 import { timeoutReason } from '../protocol/heartbeat.js';
 import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteArgs, type LaneWriteKind } from '../protocol/lanes.js';
+import type { DrainHandlerState } from '../protocol/reconcile.js';
 import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../protocol/retry-policy.js';
 import { boundReason } from '../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../protocol/records.js';
@@ -72,7 +73,7 @@ export class Lane {
   /** When the drain began (clock ms); undefined while running. */
   drainStartedAt: number | undefined;
   /** The handler refused to drain, or its drain threw: force at once. */
-  drainHandlerState: 'draining' | 'declined' | 'failed' = 'draining';
+  drainHandlerState: DrainHandlerState = 'draining';
   /** Set when the worker, not the handler, ends the lane with a release (for the split-released event). */
   releaseCause: 'store-failure' | 'stopping' | undefined;
   /** How the failure report the handler asked for came about ('error' or 'permanent'); set with the report. */

@@ -21,7 +21,7 @@ export class LeadershipHealth {
       leaseDurationMs: number;
       seen: () => LeadershipSeen;
       /** Sets (a reason) or clears (undefined) health's `leaderless` observation. */
-      show: (reason: string | undefined) => void;
+      setHealthReason: (reason: string | undefined) => void;
     },
   ) {}
 
@@ -35,12 +35,12 @@ export class LeadershipHealth {
       this.since = undefined;
       this.cancelRecheck?.();
       this.cancelRecheck = undefined;
-      this.ctx.show(undefined);
+      this.ctx.setHealthReason(undefined);
       return;
     }
     this.since ??= now;
     const verdict = leaderVerdict(seen, this.since, now, this.ctx.leaseDurationMs);
-    this.ctx.show(verdict.reason);
+    this.ctx.setHealthReason(verdict.reason);
     if (verdict.recheckAt !== undefined && !this.cancelRecheck) {
       this.cancelRecheck = clock.setTimer(verdict.recheckAt - now, () => {
         this.cancelRecheck = undefined;

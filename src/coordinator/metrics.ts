@@ -8,7 +8,7 @@
  * constant labels go on splitfleet's own series.
  */
 import { createRequire } from 'node:module';
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { SplitfleetError } from '../errors.js';
 import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
 import { VERSION } from '../version.js';
@@ -105,45 +105,95 @@ export interface BacklogCount {
   weight: number;
 }
 
-/** Every splitfleet series of one process (or of one coordinator): see docs/metrics.md. */
+/** The labels of one series: a value for some of its metric's label names `L`. */
+export type MetricLabels<L extends string> = Partial<Record<L, string | number>>;
+
+/** A metric's current values, one per series (a histogram's are its buckets, sum and count, told apart by `metricName`). */
+export interface MetricValues<L extends string = string> {
+  /** One entry per series. */
+  values: { value: number; labels: MetricLabels<L>; metricName?: string }[];
+}
+
+/**
+ * One of splitfleet's counters, as `Metrics` exposes it: what a caller may do
+ * with it (add, read), and nothing that would reset or drop a series
+ * splitfleet keeps. A prom-client `Counter` underneath.
+ */
+export interface MetricCounter<L extends string = string> {
+  /** Adds `value` (default 1) to the series without labels. */
+  inc(value?: number): void;
+  /** Adds `value` (default 1) to the series of `labels`. */
+  inc(labels: MetricLabels<L>, value?: number): void;
+  /** The current values. */
+  get(): Promise<MetricValues<L>>;
+}
+
+/** One of splitfleet's gauges, as `Metrics` exposes it (a prom-client `Gauge` underneath). */
+export interface MetricGauge<L extends string = string> {
+  /** Sets the series without labels. */
+  set(value: number): void;
+  /** Sets the series of `labels`. */
+  set(labels: MetricLabels<L>, value: number): void;
+  /** The current values. */
+  get(): Promise<MetricValues<L>>;
+}
+
+/** One of splitfleet's histograms, as `Metrics` exposes it (a prom-client `Histogram` underneath). */
+export interface MetricHistogram<L extends string = string> {
+  /** Records one observation in the series without labels. */
+  observe(value: number): void;
+  /** Records one observation in the series of `labels`. */
+  observe(labels: MetricLabels<L>, value: number): void;
+  /** The current values: each bucket, the sum and the count. */
+  get(): Promise<MetricValues<L>>;
+}
+
+/**
+ * Every splitfleet series of one process (or of one coordinator): see docs/metrics.md.
+ *
+ * The series are typed by splitfleet's own `MetricCounter`, `MetricGauge` and
+ * `MetricHistogram`, so prom-client's classes are no part of this surface.
+ * `registry` is prom-client's `Registry` on purpose: it is where the series
+ * meet the user's own (passed in as `MetricsOptions.registry`, served, merged).
+ */
 export class Metrics implements StoreCallRecorder {
   readonly registry: Registry;
   /** `splitfleet_build_info{version}`: 1, with the package's version. */
-  readonly buildInfo: Gauge<'version'>;
+  readonly buildInfo: MetricGauge<'version'>;
   /** Worker: the lanes this instance may hold at once (its `maxInFlight`); `splitfleet_lanes` over it is utilisation. */
-  readonly laneCapacity: Gauge;
+  readonly laneCapacity: MetricGauge;
   /** Worker: call `metrics.commits.inc()` once per `commit()` write that landed (commits are most of a job's etcd writes). */
-  readonly commits: Counter;
+  readonly commits: MetricCounter;
   /** Worker: the age of the oldest open lane, from the source given to `observeLanes` at each scrape (0 with none). */
-  readonly oldestLaneAge: Gauge;
+  readonly oldestLaneAge: MetricGauge;
   private oldestLaneSeconds: () => number = () => 0;
-  readonly decisionSeconds: Histogram;
-  readonly publishSeconds: Histogram;
-  readonly improvingMoves: Counter;
-  readonly recordsPublished: Counter;
-  readonly recordsRefused: Counter;
-  readonly drainDuration: Histogram;
-  readonly assignmentLatency: Histogram;
-  readonly revocations: Counter<'outcome'>;
-  readonly claims: Counter<'kind' | 'outcome'>;
-  readonly quarantined: Counter;
-  readonly leaderChanges: Counter;
-  readonly imbalance: Gauge;
-  readonly lanes: Gauge;
-  readonly isLeader: Gauge;
-  readonly unreadable: Counter<'kind'>;
-  readonly parked: Gauge;
-  readonly unknownOutcomes: Counter<'resolution'>;
+  readonly decisionSeconds: MetricHistogram;
+  readonly publishSeconds: MetricHistogram;
+  readonly improvingMoves: MetricCounter;
+  readonly recordsPublished: MetricCounter;
+  readonly recordsRefused: MetricCounter;
+  readonly drainDuration: MetricHistogram;
+  readonly assignmentLatency: MetricHistogram;
+  readonly revocations: MetricCounter<'outcome'>;
+  readonly claims: MetricCounter<'kind' | 'outcome'>;
+  readonly quarantined: MetricCounter;
+  readonly leaderChanges: MetricCounter;
+  readonly imbalance: MetricGauge;
+  readonly lanes: MetricGauge;
+  readonly isLeader: MetricGauge;
+  readonly unreadable: MetricCounter<'kind'>;
+  readonly parked: MetricGauge;
+  readonly unknownOutcomes: MetricCounter<'resolution'>;
   /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
-  readonly backlogSplits: Gauge<'state'>;
+  readonly backlogSplits: MetricGauge<'state'>;
   /** Leader only: set through `setBacklog`, removed by `clearBacklog`. */
-  readonly backlogWeight: Gauge<'state'>;
+  readonly backlogWeight: MetricGauge<'state'>;
   /**
    * Worker: call `metrics.completions.inc()` once each time a lane ends
    * `completed`, i.e. when the handler's `split.complete()` write has landed
    * (not when the handler merely returns, and not for a lost or fenced one).
    */
-  readonly completions: Counter;
+  readonly completions: MetricCounter;
   /**
    * Worker: call `metrics.handlerFailures.inc({ kind })` once each time a lane ends
    * `failed`, i.e. when a failure report (the handler threw a non-retryable
@@ -153,22 +203,24 @@ export class Metrics implements StoreCallRecorder {
    * (the heartbeat timeout), else `error`. A retryable store error
    * rethrown by the handler releases the split instead and is not counted.
    */
-  readonly handlerFailures: Counter<'kind'>;
+  readonly handlerFailures: MetricCounter<'kind'>;
   /**
    * Coordinator: call `metrics.sessionLosses.inc()` once per session that
    * ends with kind `lost` (its lease expired or its renewals went
    * unconfirmed), where the coordinator drops its lanes and rejoins. A
    * graceful stop or close is not a loss.
    */
-  readonly sessionLosses: Counter;
+  readonly sessionLosses: MetricCounter;
   /** An error that escaped a background path (claims, reconcile, publish, ...), by where: logged and in health, never an exit. */
-  readonly unexpectedErrors: Counter<'where'>;
+  readonly unexpectedErrors: MetricCounter<'where'>;
   /** A lane's write refused for good (not retryable): the lane was ended, by write (commit, complete, fail, release). */
-  readonly laneWritesRefused: Counter<'write'>;
+  readonly laneWritesRefused: MetricCounter<'write'>;
   /** Filled by the store decorator (`instrumentStore`) through `storeCall`. */
-  readonly storeCallSeconds: Histogram<'call'>;
+  readonly storeCallSeconds: MetricHistogram<'call'>;
   /** Filled by the store decorator (`instrumentStore`) through `storeError`. */
-  readonly storeErrors: Counter<'call' | 'code'>;
+  readonly storeErrors: MetricCounter<'call' | 'code'>;
+  /** Removes every backlog series (prom-client's `reset`, which the exposed gauges do not offer). */
+  private readonly resetBacklog: () => void;
 
   constructor(options: MetricsOptions = {}) {
     const prom = promClient();
@@ -201,8 +253,14 @@ export class Metrics implements StoreCallRecorder {
     this.unreadable = new Counter({ name: 'splitfleet_unreadable_records_total', help: 'Records this instance could not read, by kind (each costs only what it concerns: a split, an instance\'s membership or assignment).', labelNames: ['kind'], registers });
     this.unknownOutcomes = new Counter({ name: 'splitfleet_unknown_outcomes_total', help: 'A lane\'s write whose reply was lost, read back (worker): landed (adopted, no attempt spent), not-landed (sent again) or moved (someone else wrote: the lane ends).', labelNames: ['resolution'], registers });
     this.parked = new Gauge({ name: 'splitfleet_parked_splits', help: 'Splits set aside because a record of theirs cannot be read (leader): neither assigned nor claimable until repaired.', registers });
-    this.backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
-    this.backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    const backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    const backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    this.backlogSplits = backlogSplits;
+    this.backlogWeight = backlogWeight;
+    this.resetBacklog = () => {
+      backlogSplits.reset();
+      backlogWeight.reset();
+    };
     this.completions = new Counter({ name: 'splitfleet_completions_total', help: 'Splits this instance completed (the complete() write landed).', registers });
     this.handlerFailures = new Counter({ name: 'splitfleet_handler_failures_total', help: 'Failure reports this instance landed (the handler threw or called fail(), or timed out), by kind (error, permanent, timeout): one delivery attempt each.', labelNames: ['kind'], registers });
     for (const kind of ['error', 'permanent', 'timeout']) this.handlerFailures.inc({ kind }, 0);
@@ -271,8 +329,7 @@ export class Metrics implements StoreCallRecorder {
    * sum or max over instances does not count a former leader's stale view.
    */
   clearBacklog(): void {
-    this.backlogSplits.reset();
-    this.backlogWeight.reset();
+    this.resetBacklog();
   }
 
   /** The store decorator's hook: one store call answered (or failed) after `seconds`. */

@@ -36,6 +36,7 @@ import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store 
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** Computes a desired assignment in the object form: a custom engine (tests, experiments). */
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
@@ -148,11 +149,9 @@ export function assignmentOf(pool: ColumnarPool, decision: AssignedRows): Map<st
     if (id !== undefined) lists[assignees[k]!]!.push(id);
   }
   const out = new Map<string, string[]>();
-  decision.members.forEach((m, j) => out.set(m, lists[j]!.sort(byString)));
+  decision.members.forEach((m, j) => out.set(m, lists[j]!.sort(jsStringOrder)));
   return out;
 }
-
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The hold the operators' record puts on this decision (pause, evacuations of live runs). */
 export function holdOf(view: LeaderView): OperatorHold {

@@ -22,6 +22,7 @@ import {
   type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** Every decoded record of one job, by kind. */
 export interface JobRecords {
@@ -312,7 +313,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
       retrying.push({ id, attempts: rec.attempts, reason: rec.reason ?? null, retryAt: rec.notBefore, inMs: rec.notBefore - info.now });
     }
   }
-  retrying.sort((a, b) => a.retryAt - b.retryAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  retrying.sort((a, b) => a.retryAt - b.retryAt || jsStringOrder(a.id, b.id));
 
   const plan = records.plan;
   const planned = plan ? plan.planned : counts.total;

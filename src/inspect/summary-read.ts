@@ -20,6 +20,7 @@ import { inJobScope, jobKeyRanges } from '../protocol/scope.js';
 import { decodeSummary, summaryTrust } from '../protocol/summary.js';
 import type { KeyValue, Store } from '../store/store.js';
 import { detectFingerprintHash, jobReport, readJobRecords, type JobReport } from './report.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** Keys per page of a listing. */
 const PAGE = 1000;
@@ -178,7 +179,7 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
       summary: { generation: sum.generation, writtenAt: sum.writtenAt, ageMs: trust.ageMs },
       leader: { instance: leader.instance, generation: leader.generation, live: s.workers.has(leader.instance) },
       plan: plan ? { generation: plan.generation, final: plan.final, planned: plan.planned, seeded: sum.seeded } : null,
-      members: [...s.workers.values()].sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0))
+      members: [...s.workers.values()].sort((a, b) => jsStringOrder(a.instance, b.instance))
         .map((w) => ({ instance: w.instance, leader: w.instance === leader.instance, maxInFlight: w.maxInFlight })),
       splits: {
         queued: sum.queued, backoff: sum.backoff, held: sum.held, revoking: sum.revoking,

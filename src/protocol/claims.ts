@@ -31,6 +31,7 @@ import { SplitfleetError } from '../errors.js';
 import type { Json, ProgressRecord, SplitRecord } from './records.js';
 import { SCHEMA_VERSION } from './records.js';
 import { isWaiting, type FailureReport } from './retry-policy.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** How a split became claimable (substrate.md, "Split lifecycle"). */
 export type ClaimKind = 'create' | 'released' | 'reclaim' | 'expired';
@@ -142,8 +143,6 @@ export interface ClaimCandidate {
   readonly attempts: number;
 }
 
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /**
  * Which assigned splits to try claiming now: assigned, not held or draining,
  * runnable, spec observed, and no live lease of another owner. Sorted by id
@@ -157,7 +156,7 @@ export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
   for (const id of input.draining ?? []) lanes.add(id);
   let free = Math.max(0, input.maxInFlight - lanes.size);
   const out: ClaimCandidate[] = [];
-  for (const id of [...new Set(input.assigned)].sort(byString)) {
+  for (const id of [...new Set(input.assigned)].sort(jsStringOrder)) {
     if (lanes.has(id)) continue;
     const seen = input.splits.get(id);
     if (seen === undefined || !seen.specObserved) continue;

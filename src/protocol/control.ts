@@ -17,6 +17,7 @@
  * Pure: no I/O, no clock.
  */
 import type { ControlRecord, Evacuation } from './records.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** What the control record asks of one decision. */
 export interface OperatorHold {
@@ -54,7 +55,7 @@ export function withPaused(state: ControlState, paused: boolean): ControlState {
 export function withEvacuated(state: ControlState, instance: string, nonce: string): ControlState {
   const evacuated = state.evacuated.filter((e) => e.instance !== instance);
   evacuated.push({ instance, nonce });
-  evacuated.sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+  evacuated.sort((a, b) => jsStringOrder(a.instance, b.instance));
   return { ...state, evacuated };
 }
 

@@ -21,6 +21,7 @@
  */
 
 import { claimCandidates, type ClaimKind, type ObservedSplit } from './claims.js';
+import { jsStringOrder } from '../js-order.js';
 
 export interface ObservedAssignment {
   readonly me: string;
@@ -49,8 +50,6 @@ export type ReconcileDecision =
   /** Begin a cooperative drain of a held split; release when it finishes or is forced. */
   | { kind: 'revoke'; id: string };
 
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /**
  * The decisions that move this worker toward its assignment: revokes first
  * (sorted by id), then quarantines and claims in claimCandidates' order.
@@ -63,7 +62,7 @@ export function reconcileAssignment(observed: ObservedAssignment): ReconcileDeci
   const draining = new Set(observed.draining);
   const decisions: ReconcileDecision[] = [];
 
-  const held = [...new Set(observed.held)].sort(byString);
+  const held = [...new Set(observed.held)].sort(jsStringOrder);
   for (const id of held) {
     // Already draining: the revocation is in progress and always finishes.
     if (!assigned.has(id) && !draining.has(id)) decisions.push({ kind: 'revoke', id });

@@ -31,6 +31,7 @@ import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
 import {
   duplicateKeysProblem, MAX_RECORD_BYTES, MAX_RECORD_DEPTH, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
 } from './record-bounds.js';
+import { jsStringOrder } from '../js-order.js';
 
 /**
  * The schema's major version (`v`), which this build writes and the only one
@@ -121,7 +122,13 @@ export function fingerprintHash(fingerprint: string): string {
 
 // ---- schemas ---------------------------------------------------------------
 
-function show(v: unknown): string {
+/**
+ * A value read from the store, as an error message shows it: scalars as JS prints them, strings
+ * quoted and cut at 40 characters, an object or array by its kind only (a record is untrusted and
+ * may be large; the message must stay short). Not the assignment input's (validate.ts), which shows
+ * the whole value.
+ */
+function describeStoredValue(v: unknown): string {
   if (v === undefined) return 'nothing';
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
@@ -161,21 +168,21 @@ function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
 }
 
 const int = (min: number) => z.int({
-  error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${show(iss.input)})`,
-}).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${show(iss.input)})` });
+  error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`,
+}).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${describeStoredValue(iss.input)})` });
 /** A split's weight: the split model's rule (split-model.ts), refused in the words of int(0). */
 const weight = () => z.custom<number>((v) => isValidWeight(v), {
   error: (iss) => (Number.isSafeInteger(iss.input)
-    ? `must be an integer ≥ 0 (got ${show(iss.input)})`
-    : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${show(iss.input)})`),
+    ? `must be an integer ≥ 0 (got ${describeStoredValue(iss.input)})`
+    : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`),
 });
-const str = () => z.string({ error: (iss) => `must be a string (got ${show(iss.input)})` });
+const str = () => z.string({ error: (iss) => `must be a string (got ${describeStoredValue(iss.input)})` });
 const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
-  error: (iss) => `${idProblem(iss.input)} (got ${show(iss.input)})`,
+  error: (iss) => `${idProblem(iss.input)} (got ${describeStoredValue(iss.input)})`,
 }));
 /** A summed weight: a finite number ≥ 0 (a sum of safe integers may pass MAX_SAFE_INTEGER). */
-const total = () => z.number({ error: (iss) => `must be a finite number ≥ 0 (got ${show(iss.input)})` })
-  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0, { error: (iss) => `must be a finite number ≥ 0 (got ${show(iss.input)})` }));
+const total = () => z.number({ error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` })
+  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0, { error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` }));
 const json = () => z.custom<Json>((v) => isJson(v), {
   error: `must be JSON (null, a boolean, a finite number, a string, an array or a plain object) nested at most ${FIELD_DEPTH} deep`,
 });
@@ -189,10 +196,10 @@ const stamp = {
 const SCHEMAS = {
   plan: z.looseObject({
     ...stamp, generation: int(0),
-    final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
     planned: int(0), cursor: json().optional(),
     verdict: z.enum(['complete', 'stalled'], {
-      error: (iss) => `must be 'complete' or 'stalled' (got ${show(iss.input)})`,
+      error: (iss) => `must be 'complete' or 'stalled' (got ${describeStoredValue(iss.input)})`,
     }).optional(),
   }).check(z.refine((r) => r.verdict === undefined || r.final, {
     error: 'only a final plan has a verdict', path: ['verdict'],
@@ -201,9 +208,9 @@ const SCHEMAS = {
   publish: z.looseObject({ ...stamp, generation: int(0) }),
   control: z.looseObject({
     ...stamp,
-    paused: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }),
+    paused: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
     evacuated: z.array(z.looseObject({ instance: idStr(), nonce: str().min(1, { error: 'must not be empty' }) }), {
-      error: (iss) => `must be an array of { instance, nonce } (got ${show(iss.input)})`,
+      error: (iss) => `must be an array of { instance, nonce } (got ${describeStoredValue(iss.input)})`,
     }),
   }).check(z.refine((r) => r.evacuated.every((e, i) => i === 0 || r.evacuated[i - 1]!.instance < e.instance), {
     error: 'must be sorted by instance in JS string order, one entry per instance', path: ['evacuated'],
@@ -216,7 +223,7 @@ const SCHEMAS = {
   split: z.looseObject({
     ...stamp, id: idStr(), epoch: int(0),
     status: z.enum(['runnable', 'completed', 'quarantined'], {
-      error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${show(iss.input)})`,
+      error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${describeStoredValue(iss.input)})`,
     }),
     owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
       error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
@@ -234,14 +241,14 @@ const SCHEMAS = {
   }),
   assign: z.looseObject({
     ...stamp, instance: idStr(), generation: int(0), splits: z.array(idStr(), {
-      error: (iss) => `must be an array of split ids (got ${show(iss.input)})`,
+      error: (iss) => `must be an array of split ids (got ${describeStoredValue(iss.input)})`,
     }),
   }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
     error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
   })),
   summary: z.looseObject({
     ...stamp, generation: int(0), writtenAt: int(0), planned: int(0),
-    final: z.boolean({ error: (iss) => `must be a boolean (got ${show(iss.input)})` }), seeded: int(0),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }), seeded: int(0),
     queued: int(0), queuedWeight: total(), backoff: int(0), backoffWeight: total(),
     held: int(0), heldWeight: total(), revoking: int(0),
     completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
@@ -294,8 +301,8 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
 function describeRecord(kind: RecordKind, record: object): string {
   const r = record as { id?: unknown; instance?: unknown };
   const field = KEY_ID_FIELD[kind];
-  if (field === 'instance') return `${kind} record of instance ${show(r.instance)}`;
-  if (field === 'id') return `${kind} record of split ${show(r.id)}`;
+  if (field === 'instance') return `${kind} record of instance ${describeStoredValue(r.instance)}`;
+  if (field === 'id') return `${kind} record of split ${describeStoredValue(r.id)}`;
   return `${kind} record`;
 }
 
@@ -308,7 +315,7 @@ function canonicalEvacuations(list: readonly Evacuation[] | unknown): unknown {
       const { instance, nonce, ...rest } = e;
       return { instance, nonce, ...rest };
     })
-    .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+    .sort((a, b) => jsStringOrder(a.instance, b.instance));
 }
 
 function canonicalText<K extends RecordKind>(kind: K, record: RecordTypes[K]): string {
@@ -436,7 +443,7 @@ export function decodeRecord<K extends RecordKind>(
       `${kind} record at ${key}: not valid JSON (${(cause as Error).message})`, { cause });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid(key, kind, `must be a JSON object (got ${show(value)})`);
+    throw invalid(key, kind, `must be a JSON object (got ${describeStoredValue(value)})`);
   }
   const obj = value as Record<string, unknown>;
   const fields = Object.keys(obj);
@@ -447,7 +454,7 @@ export function decodeRecord<K extends RecordKind>(
       ? `has no schema version field v; this build reads version ${SCHEMA_VERSION}`
       : typeof obj.v === 'number' && Number.isInteger(obj.v) && obj.v > SCHEMA_VERSION
         ? `schema version ${obj.v} is a newer major version than this build reads (${SCHEMA_VERSION}): upgrade splitfleet to read it`
-        : `schema version ${show(obj.v)}; this build reads version ${SCHEMA_VERSION} only`);
+        : `schema version ${describeStoredValue(obj.v)}; this build reads version ${SCHEMA_VERSION} only`);
   }
   // Checked before the shape: a record of another job is best reported as such.
   if (typeof obj.fp === 'string' && FP_SHAPE.test(obj.fp) && obj.fp !== expectedFp) {
@@ -472,7 +479,7 @@ export function decodeRecord<K extends RecordKind>(
   if (idField !== undefined) {
     const inRecord = (record as unknown as Record<string, string>)[idField];
     if (inRecord !== tail.id) {
-      throw invalid(key, kind, `${idField} ${show(inRecord)} does not match the key's ${show(tail.id)}`);
+      throw invalid(key, kind, `${idField} ${describeStoredValue(inRecord)} does not match the key's ${describeStoredValue(tail.id)}`);
     }
   }
   return record;

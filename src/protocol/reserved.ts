@@ -23,6 +23,7 @@
  */
 
 import { SplitfleetError } from '../errors.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** An open window: `instance` left at `departedAt`; its splits are withheld until `departedAt + delay`. */
 export interface DepartureWindow {
@@ -78,8 +79,6 @@ function ownersOf(split: SplitOwnership): string[] {
   }
   return out;
 }
-
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Advances the rebalance-delay windows to `now` and returns the splits to
@@ -141,9 +140,9 @@ function delayedReservation(input: ReservedInput, delay: number): ReservedResult
       seen.add(split.id);
     }
   }
-  reserved.sort(byString);
+  reserved.sort(jsStringOrder);
 
-  const open = [...windows].sort((a, b) => byString(a[0], b[0]));
+  const open = [...windows].sort((a, b) => jsStringOrder(a[0], b[0]));
   let nextChangeAt: number | undefined;
   for (const [, departedAt] of open) {
     const until = departedAt + delay;
@@ -152,7 +151,7 @@ function delayedReservation(input: ReservedInput, delay: number): ReservedResult
   return {
     reserved,
     state: {
-      live: [...live].sort(byString),
+      live: [...live].sort(jsStringOrder),
       windows: open.map(([instance, departedAt]) => ({ instance, departedAt })),
     },
     nextChangeAt,

@@ -20,6 +20,7 @@
 import { MAX_RETRY_FACTOR, MAX_TIMER_MS, RETRY_BACKOFF_DEFAULTS, type RetryBackoff } from '../config.js';
 import { backoffDelay } from './backoff.js';
 import type { SplitRecord } from './records.js';
+import { jsStringOrder } from '../js-order.js';
 
 export type { RetryBackoff };
 export { MAX_RETRY_FACTOR, RETRY_BACKOFF_DEFAULTS };
@@ -116,6 +117,6 @@ export function waitingSplits(notBefore: Iterable<readonly [string, number]>, no
     waiting.push(id);
     if (nextDueAt === undefined || at < nextDueAt) nextDueAt = at;
   }
-  waiting.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  waiting.sort(jsStringOrder);
   return { waiting, nextDueAt };
 }

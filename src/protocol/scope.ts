@@ -17,6 +17,7 @@
  * Pure: no I/O.
  */
 import { KEY_LAYOUT, type KeyKind } from './keys.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** One range of a job's keys, `[rangeStart, rangeEnd)` in UTF-8 byte order (a store `KeyRange`). */
 export interface ScopeRange {
@@ -39,7 +40,7 @@ export function jobKeyRanges(prefix: string, kinds?: Iterable<KeyKind>): ScopeRa
     .map((row): ScopeRange => row.idKind === 'none'
       ? { kind: row.kind, rangeStart: `${prefix}${row.kind}`, rangeEnd: `${prefix}${row.kind}\0` }
       : { kind: row.kind, rangeStart: `${prefix}${row.kind}.`, rangeEnd: `${prefix}${row.kind}/` })
-    .sort((a, b) => (a.rangeStart < b.rangeStart ? -1 : a.rangeStart > b.rangeStart ? 1 : 0));
+    .sort((a, b) => jsStringOrder(a.rangeStart, b.rangeStart));
 }
 
 /**

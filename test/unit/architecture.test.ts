@@ -24,7 +24,7 @@ import { describe, expect, it } from 'vitest';
  * other freely, cycles aside). The same table is in docs/architecture.md.
  */
 export const LAYERS: readonly { rank: number; modules: readonly string[]; job: string }[] = [
-  { rank: 0, modules: ['errors.ts', 'clock.ts', 'hash.ts', 'prng.ts', 'loopback-host.ts', 'version.ts', 'thread-argv.ts', 'split-model.ts'], job: 'leaves: the error type, the injected clock, the seeded hash and PRNG, the loopback Host rule of both HTTP servers, the package version, the flags a worker thread starts with, the split model\'s shared facts (statuses and their numbering, the weight rule)' },
+  { rank: 0, modules: ['errors.ts', 'clock.ts', 'hash.ts', 'prng.ts', 'loopback-host.ts', 'version.ts', 'thread-argv.ts', 'split-model.ts', 'js-order.ts'], job: 'leaves: the error type, the injected clock, the seeded hash and PRNG, the loopback Host rule of both HTTP servers, the package version, the flags a worker thread starts with, the split model\'s shared facts (statuses and their numbering, the weight rule), the one string order of records and decisions' },
   { rank: 1, modules: ['config.ts', 'timeout.ts', 'store/store.ts'], job: 'options and validation; the one op deadline; the store contract (types, cmp/op builders, limits), which protocol/ builds transactions with' },
   { rank: 2, modules: ['protocol/', 'assignment/', 'store/'], job: 'the pure core (protocol, assignment); the store backends (base, memory, etcd, instrumented)' },
   { rank: 3, modules: ['coordinator/', 'operator/', 'inspect/'], job: 'what drives the core: the coordinator (one process of a fleet), operator actions, the inspector and dashboard' },

@@ -1,15 +1,15 @@
 /**
- * object-task.ts `inTurns`: how the pool's caller-side steps share the
+ * object-task.ts `inSlices`: how the pool's caller-side steps share the
  * event loop. Every row is stepped once, in order; a new turn starts when
  * the turn is due or has run `chunk` rows, never inside a step; a failing
  * step stops the run.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inTurns, type Turns } from '../../../src/assignment/object-task.js';
+import { inSlices, type LoopSlices } from '../../../src/assignment/object-task.js';
 
-/** Turns whose `due()` answers from a script (cycled), recording what happened. */
-function scripted(dueAnswers: readonly boolean[], log: string[]): Turns {
+/** LoopSlices whose `due()` answers from a script (cycled), recording what happened. */
+function scripted(dueAnswers: readonly boolean[], log: string[]): LoopSlices {
   let k = 0;
   return {
     due: () => dueAnswers.length > 0 && dueAnswers[k++ % dueAnswers.length]!,
@@ -17,14 +17,14 @@ function scripted(dueAnswers: readonly boolean[], log: string[]): Turns {
   };
 }
 
-describe('inTurns', () => {
+describe('inSlices', () => {
   it('steps every row once, in order, and starts a turn only between steps, when due or after chunk rows', async () => {
     await fc.assert(
       fc.asyncProperty(fc.nat({ max: 20_000 }), fc.integer({ min: 1, max: 5000 }), fc.array(fc.boolean(), { maxLength: 8 }), async (n, chunk, dues) => {
         const log: string[] = [];
         const steps: [number, number][] = [];
         let sinceTurn = 0;
-        const ok = await inTurns(n, chunk, scripted(dues, log), (from, to) => {
+        const ok = await inSlices(n, chunk, scripted(dues, log), (from, to) => {
           if (log.at(-1) === 'turn') sinceTurn = 0;
           steps.push([from, to]);
           log.push('step');
@@ -51,7 +51,7 @@ describe('inTurns', () => {
 
   it('stops at the first failing step', async () => {
     const seen: number[] = [];
-    const ok = await inTurns(10_000, 3000, scripted([true], []), (from) => {
+    const ok = await inSlices(10_000, 3000, scripted([true], []), (from) => {
       seen.push(from);
       return from < 2048;
     });

@@ -1,12 +1,12 @@
 /**
  * pages.ts: a paged list reads as the flat list it stands for (slices,
  * flattening), pages are allocated where a read reaches them, and
- * `pagesInTurns` yields between pages, never inside one.
+ * `pagesInSlices` yields between pages, never inside one.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fieldPage, readSplits, splitFields } from '../../../src/assignment/fields.js';
-import { flatten, PAGE_ROWS, pageCount, pagedSlice, pageLength, pagesInTurns } from '../../../src/assignment/pages.js';
+import { flatten, PAGE_ROWS, pageCount, pagedSlice, pageLength, pagesInSlices } from '../../../src/assignment/pages.js';
 
 /** A paged copy of `flat`, with room for `capacity` rows (≥ flat.length). */
 function paged(flat: readonly number[], capacity: number): number[][] {
@@ -48,15 +48,15 @@ describe('pages.ts', () => {
     );
   });
 
-  it('pagesInTurns fills every page and starts a turn only between pages, when due', async () => {
+  it('pagesInSlices fills every page and starts a turn only between pages, when due', async () => {
     const capacity = 3 * PAGE_ROWS + 5;
     const log: string[] = [];
-    const pages = await pagesInTurns(capacity, 'x', { due: () => true, next: async () => void log.push('turn') });
+    const pages = await pagesInSlices(capacity, 'x', { due: () => true, next: async () => void log.push('turn') });
     expect(pages.map((p) => p.length)).toEqual([PAGE_ROWS, PAGE_ROWS, PAGE_ROWS, 5]);
     expect(pages.every((p) => p.every((x) => x === 'x'))).toBe(true);
     expect(log).toEqual(['turn', 'turn', 'turn']);
     const none: string[] = [];
-    await pagesInTurns(capacity, '', { due: () => false, next: async () => void none.push('turn') });
+    await pagesInSlices(capacity, '', { due: () => false, next: async () => void none.push('turn') });
     expect(none).toEqual([]);
   });
 

@@ -115,7 +115,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
           { ...settled, members: settled.members.map((mm) => ({ id: mm.id, cap: 1 + (mm.cap ?? 1) })) },
           { ...settled, seed: `${settled.seed}-other` },
           settled, settled,
-          // The caller writes each task into the same shared columns (TaskRoom): the thread must compare the
+          // The caller writes each task into the same shared columns (TaskBuffers): the thread must compare the
           // next task with copies. Weights that reorder the pool, then claimability that grows it, each
           // following a task whose order the thread kept.
           first === undefined ? settled : { ...settled, splits: [{ ...first, weight: 2 ** 40 }, ...settled.splits.slice(1)] },
@@ -136,7 +136,7 @@ describe('AssignmentPool equals desiredAssignment', () => {
     );
   });
 
-  it('object form: rows left in place from the last task (TaskRoom) are right when ids diverge after wide code units', async () => {
+  it('object form: rows left in place from the last task (TaskBuffers) are right when ids diverge after wide code units', async () => {
     // The room keeps the last task's code units for the rows whose ids repeat; the task's narrow flag must still see
     // them. "ā" (0x101) sorts after "b", but read as 8 bits (0x01) it would sort first.
     const members = [{ id: 'a', cap: 8 }];

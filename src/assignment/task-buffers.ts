@@ -1,10 +1,10 @@
 /**
- * A pool's kept task room (decision 0021): the shared columns an object
+ * A pool's kept task buffers (decision 0021): the shared columns an object
  * task is written into, reused from one decision to the next, and what
  * they were last written from, so that `taskColumns` (object-task.ts)
  * leaves in place the rows that repeat.
  *
- * Invariants: one decision at a time uses a room; trust in the held
+ * Invariants: one decision at a time uses them; trust in the held
  * columns is dropped before a task is written (`begin`) and given back
  * only when every row is (`wrote`), or when new buffers are allocated.
  */
@@ -12,11 +12,11 @@ import type { SplitFields } from './fields.js';
 import { OwnerHandles } from './handles.js';
 import type { ObjectTask } from './wire.js';
 
-/** Owner handles a TaskRoom keeps, per row of the task, before it starts a new table (so owners that come and go do not grow it without bound). */
+/** Owner handles a TaskBuffers keeps, per row of the task, before it starts a new table (so owners that come and go do not grow it without bound). */
 const MAX_OWNERS_PER_ROW = 4;
 
-/** A task's row columns as a room lends them: views of exactly n rows (idOff n + 1), and room for the ids' code units. */
-export type RoomColumns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec'> & { units: Uint16Array; slot: Uint32Array };
+/** A task's row columns as `TaskBuffers` lends them: views of exactly n rows (idOff n + 1), and room for the ids' code units. */
+export type TaskBufferColumns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease' | 'prev' | 'rec'> & { units: Uint16Array; slot: Uint32Array };
 
 /**
  * The task columns a pool reuses from one decision to the next, in shared
@@ -25,15 +25,15 @@ export type RoomColumns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease
  * first large free) such buffers come from the heap, which it clears in the
  * caller's turn: 40–60 ms in about half of the pool's first calls at 1M,
  * gone with the threshold pinned (MALLOC_MMAP_THRESHOLD_) and gone with this
- * room (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
- * a room; the thread reads the columns only while it decides and copies
- * what it keeps (thread-task.ts `writeObjectTask`). The room also lends the thread
+ * kept buffers (BENCHMARKS.md, issue 14, fourth pass). One decision at a time uses
+ * them; the thread reads the columns only while it decides and copies
+ * what it keeps (thread-task.ts `writeObjectTask`). They also lend the thread
  * the reply's `slot` (wire.ts), which the thread writes and the caller reads
- * before its next task. Cost: the room stays allocated, ~45
+ * before its next task. Cost: the buffers stay allocated, ~45
  * bytes a row plus two bytes a code unit of room for ids (the units the
  * reads counted, and an eighth more).
  *
- * The room also remembers which read its columns were written from, with
+ * They also remember which read their columns were written from, with
  * owner handles that outlive a task, so that the next task leaves in place
  * the rows that repeat (`taskColumns`): a row's owners map to the same
  * handles, and ids equal row for row from the first have the same code
@@ -41,11 +41,11 @@ export type RoomColumns = Pick<ObjectTask, 'idOff' | 'weight' | 'flags' | 'lease
  * and copying 1M ids' code units (~25 ms) were most of building a settled
  * task, and a pool's next input usually repeats most rows of its last.
  */
-export class TaskRoom {
+export class TaskBuffers {
   private rows = -1;
   private buffers: { idOff: Uint32Array; weight: Float64Array; flags: Uint8Array; lease: Int32Array; prev: Int32Array; rec: Int32Array; slot: Uint32Array } | null = null;
   private units: Uint16Array | null = null;
-  /** Handles of the owners named in the room's tasks, kept from one task to the next (until `MAX_OWNERS_PER_ROW` a row). */
+  /** Handles of the owners named in these buffers' tasks, kept from one task to the next (until `MAX_OWNERS_PER_ROW` a row). */
   owners = new OwnerHandles();
   /** The read the columns hold in full (its rows, code units and their OR), or null (none, or a task being written). */
   private held: { fields: SplitFields; n: number; chars: number; or: number } | null = null;
@@ -78,10 +78,10 @@ export class TaskRoom {
 
   /**
    * Columns for n rows (views of exactly n, idOff n + 1), new shared buffers
-   * only when n outgrows them, one buffer per `next()` turn: a room's first
+   * only when n outgrows them, one buffer per `next()` slice: the buffers' first
    * allocation at 1M is ~57 MB, which glibc may clear in the turn that asks.
    */
-  async columns(n: number, units: number, next: () => Promise<void>): Promise<RoomColumns> {
+  async columns(n: number, units: number, next: () => Promise<void>): Promise<TaskBufferColumns> {
     if (this.buffers === null || n > this.rows) {
       this.held = null;
       const sab = (bytes: number): SharedArrayBuffer => new SharedArrayBuffer(Math.max(8, bytes));

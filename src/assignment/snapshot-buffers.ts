@@ -1,6 +1,6 @@
 /**
  * Shared buffers a pool copies `ColumnarPool` snapshots into, reused from
- * one decision to the next (`SnapshotRooms`), so that taking a snapshot
+ * one decision to the next (`KeptSnapshotBuffers`), so that taking a snapshot
  * allocates nothing. Why: a snapshot is ~21–29 MB at 1M rows, taken
  * synchronously in the caller's turn; fresh buffers each time cost that
  * turn their allocation (glibc clears large blocks once its mmap threshold
@@ -8,7 +8,7 @@
  * external memory: 5–100 ms per snapshot at 1M, against a copy into a kept
  * buffer (BENCHMARKS.md, issue 14, fourth pass).
  *
- * A room belongs to one snapshot from `acquire` until `release`: the thread
+ * A set of buffers belongs to one snapshot from `acquire` until `release`: the thread
  * reads it only while it decides, and keeps nothing of it (thread.ts).
  * Pure: no I/O, no clock.
  */
@@ -18,10 +18,10 @@ type ColumnOf<C extends Column> = C extends Float64Array ? Float64Array
   : C extends Int32Array ? Int32Array : C extends Uint32Array ? Uint32Array : Uint8Array;
 
 /** One snapshot's columns: a shared buffer per name, grown (never shrunk) as snapshots grow. */
-export class SnapshotRoom {
+export class SnapshotBuffers {
   private readonly buffers = new Map<string, SharedArrayBuffer>();
 
-  /** A copy of `src` in this room's buffer `name` (same element type and length). */
+  /** A copy of `src` in this set's buffer `name` (same element type and length). */
   copy<C extends Column>(name: string, src: C): ColumnOf<C> {
     const bytes = src.byteLength;
     let b = this.buffers.get(name);
@@ -37,15 +37,15 @@ export class SnapshotRoom {
   }
 }
 
-/** The rooms of one pool: a free one per snapshot, another when all are in use (a decision running, another waiting). */
-export class SnapshotRooms {
-  private readonly free: SnapshotRoom[] = [];
+/** The snapshot buffers one pool keeps: a free set per snapshot, another when all are in use (a decision running, another waiting). */
+export class KeptSnapshotBuffers {
+  private readonly free: SnapshotBuffers[] = [];
 
-  acquire(): SnapshotRoom {
-    return this.free.pop() ?? new SnapshotRoom();
+  acquire(): SnapshotBuffers {
+    return this.free.pop() ?? new SnapshotBuffers();
   }
 
-  release(room: SnapshotRoom): void {
-    this.free.push(room);
+  release(buffers: SnapshotBuffers): void {
+    this.free.push(buffers);
   }
 }
