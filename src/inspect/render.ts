@@ -84,6 +84,24 @@ function headerLines(report: JobReport, c: Paint, barWidth: number): string[] {
   out.push(`leader     ${leader
     ? `${leader.instance}, generation ${leader.generation}${leader.live ? '' : c('yellow', ' (no presence key: departing)')}`
     : c('yellow', 'none (an election is due; held work continues)')}`);
+  out.push(...planLines(report, c, barWidth));
+  const s = report.splits;
+  out.push(`splits     queued ${s.queued}  running ${s.running}  draining ${s.draining}  completed ${s.completed}  `
+    + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
+  return out;
+}
+
+/** What plan, progress and operator lines read: the same in the full report and the summary's. */
+export interface PlanFacts {
+  plan: { final: boolean; planned: number; seeded: number; generation: number } | null | undefined;
+  progress: { fraction: number; completed: number; planned: number; verdict?: string | null | undefined };
+  paused: boolean;
+  evacuated: readonly { instance: string; inForce: boolean }[];
+}
+
+/** The plan, progress and (when any) operator-action lines, shared by `inspect` from records and from the summary. */
+export function planLines(report: PlanFacts, c: (code: 'yellow' | 'green' | 'red', s: string) => string, barWidth: number): string[] {
+  const out: string[] = [];
   const plan = report.plan;
   out.push(`plan       ${plan
     ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}`
@@ -99,9 +117,6 @@ function headerLines(report: JobReport, c: Paint, barWidth: number): string[] {
       evac.length > 0 ? `evacuated ${evac.join(', ')}` : '',
     ].filter((x) => x !== '').join('; ')}`);
   }
-  const s = report.splits;
-  out.push(`splits     queued ${s.queued}  running ${s.running}  draining ${s.draining}  completed ${s.completed}  `
-    + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
   return out;
 }
 

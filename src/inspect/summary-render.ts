@@ -8,7 +8,7 @@
  * `printable` (decision 0030); colour only when asked.
  */
 import { printableDeep } from './printable.js';
-import { bar, formatWait, formatWeight } from './render.js';
+import { formatWait, formatWeight, planLines } from './render.js';
 import type { SummaryReport } from './summary-read.js';
 import { displayWidth, padEndDisplay, padStartDisplay } from './width.js';
 
@@ -25,21 +25,7 @@ export function renderSummaryReport(raw: SummaryReport, options: { color?: boole
     + 'per split: --splits, --split ID)');
   const l = report.leader;
   out.push(`leader     ${l.instance}, generation ${l.generation}${l.live ? '' : c('yellow', ' (no presence key: departing)')}`);
-  const plan = report.plan;
-  out.push(`plan       ${plan
-    ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}`
-    : c('yellow', 'none yet (no leader has planned)')}`);
-  const p = report.progress;
-  const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';
-  out.push(`progress   ${bar(p.fraction, options.barWidth ?? 30)} ${(p.fraction * 100).toFixed(1)}% by weight, `
-    + `${p.completed}/${p.planned} splits completed${verdict}`);
-  if (report.paused || report.evacuated.length > 0) {
-    const evac = report.evacuated.map((e) => `${e.instance}${e.inForce ? '' : ' (restarted or gone: no longer held)'}`);
-    out.push(`operators  ${[
-      report.paused ? c('yellow', 'PAUSED (every assignment empty; `splitfleet resume` undoes it)') : '',
-      evac.length > 0 ? `evacuated ${evac.join(', ')}` : '',
-    ].filter((x) => x !== '').join('; ')}`);
-  }
+  out.push(...planLines(report, c, options.barWidth ?? 30));
   const s = report.splits;
   const w = report.weights;
   out.push(`splits     queued ${s.queued}  backoff ${s.backoff}  held ${s.held}  completed ${s.completed}  `
