@@ -23,93 +23,23 @@
  * Pure: no I/O, no clock.
  */
 
-import { z } from 'zod';
+import type { z } from 'zod';
 import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
-import { isValidWeight, type SplitStatus } from '../split-model.js';
-import { decodeId, idProblem, utf8ByteLength, type KeyKind } from './keys.js';
-import {
-  duplicateKeysProblem, MAX_RECORD_BYTES, MAX_RECORD_DEPTH, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
-} from './record-bounds.js';
 import { jsStringOrder } from '../js-order.js';
+import { decodeId, utf8ByteLength } from './keys.js';
+import {
+  duplicateKeysProblem, MAX_RECORD_BYTES, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
+} from './record-bounds.js';
+import { describeStoredValue, FP_SHAPE, isJson, SCHEMAS } from './record-schemas.js';
+import {
+  SCHEMA_MINOR, SCHEMA_VERSION,
+  type Json, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type AssignRecord, type RecordTypes, type RecordKind,
+} from './record-types.js';
 
-/**
- * The schema's major version (`v`), which this build writes and the only one
- * it reads: a record of a newer major is refused. Within a major, records are
- * forward-compatible (docs/decisions/0010-record-versions.md): a newer minor
- * (`minor`) may add optional fields, which this build tolerates and keeps
- * when it rewrites the record.
- */
-export const SCHEMA_VERSION = 1;
-/** The schema's minor version this build writes (0: it adds nothing to major 1). */
-export const SCHEMA_MINOR = 0;
-
-/** Any JSON value: what descriptors, progress and planner cursors may hold. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** The split model's statuses (split-model.ts), the record codec's as the engine's. */
-export type { SplitStatus };
-
-interface Stamp {
-  v: 1;
-  fp: string;
-  /** The writer's minor version, when above 0 (a newer build). Fields a newer minor adds ride along unread. */
-  minor?: number;
-}
-/** Of a final plan: every split terminal, all completed ('complete') or some quarantined ('stalled'). */
-export type JobVerdictRecord = 'complete' | 'stalled';
-export interface PlanRecord extends Stamp {
-  generation: number; final: boolean; planned: number; cursor?: Json;
-  /** Written by the leader once a final plan's splits are all terminal, so no worker holds the job to know it. */
-  verdict?: JobVerdictRecord;
-}
-export interface LeaderRecord extends Stamp { instance: string; generation: number }
-/** `publish`: the leader's publication fence; only its revision matters (decision 0015). */
-export interface PublishRecord extends Stamp { generation: number }
-/** One evacuated instance: the run (its presence nonce) the operator evacuated. A restart is a new run, which is not evacuated. */
-export interface Evacuation { instance: string; nonce: string }
-/**
- * `control`: what operators asked for (decision 0011). `paused`: the leader publishes empty
- * assignments. `evacuated`: sorted by instance, one entry per instance; each is assigned nothing.
- */
-export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacuation[] }
-export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
-export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
-/**
- * `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts;
- * `notBefore` (epoch ms, set by a failure report) is when a failed split may be claimed again
- * (protocol/retry-policy.ts; a claim clears it).
- */
-export interface SplitRecord extends Stamp {
-  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string; notBefore?: number;
-}
-/** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
-export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
-export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
-/**
- * `summary`: the leader's compact summary of the job (decision 0040), what `jobs` and `inspect`
- * read instead of every split. Counts and summed weights by state: `queued` runnable and
- * unheld, `backoff` runnable, unheld and waiting out a failure's backoff, `held` under a live
- * lease (of which `revoking` no longer assigned to its holder), `completed`, `quarantined`;
- * `parked` splits a record of which cannot be read. Fixed size, whatever the job's.
- */
-export interface SummaryRecord extends Stamp {
-  generation: number; writtenAt: number;
-  planned: number; final: boolean; seeded: number;
-  queued: number; queuedWeight: number; backoff: number; backoffWeight: number;
-  held: number; heldWeight: number; revoking: number;
-  completed: number; completedWeight: number; quarantined: number; quarantinedWeight: number; parked: number;
-  members: number; lanes: number;
-}
-/** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
-export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
-
-/** Each key kind's record type. */
-export interface RecordTypes {
-  plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
-  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; summary: SummaryRecord;
-}
-export type RecordKind = keyof RecordTypes & KeyKind;
+// The types' home is record-types.ts; the codec re-exports them, so a caller of encode/decode needs one import.
+export { SCHEMA_MINOR, SCHEMA_VERSION };
+export type { Json, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, AssignRecord, RecordTypes, RecordKind };
 
 /**
  * The short, stable hash of a fingerprint that every record carries:
@@ -120,141 +50,6 @@ export function fingerprintHash(fingerprint: string): string {
   return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }
 
-// ---- schemas ---------------------------------------------------------------
-
-/**
- * A value read from the store, as an error message shows it: scalars as JS prints them, strings
- * quoted and cut at 40 characters, an object or array by its kind only (a record is untrusted and
- * may be large; the message must stay short). Not the assignment input's (validate.ts), which shows
- * the whole value.
- */
-function describeStoredValue(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
-  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
-  return Array.isArray(v) ? 'an array' : typeof v;
-}
-
-/** A record field's value may nest one level less than the record (its object counts 1). */
-const FIELD_DEPTH = MAX_RECORD_DEPTH - 1;
-
-/**
- * JSON this build can write back: finite numbers, plain objects, nested at
- * most `maxDepth` levels (a scalar is 0). Iterative, so a deeply nested value
- * cannot overflow the stack.
- */
-function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
-  if (typeof value === 'number') return Number.isFinite(value);
-  // Two parallel stacks (values, depths): no allocation per node.
-  const stack: unknown[] = [value];
-  const depths: number[] = [0];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    const depth = depths.pop()!;
-    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
-    if (typeof v === 'number') { if (!Number.isFinite(v)) return false; continue; }
-    if (depth >= maxDepth) return false;
-    if (Array.isArray(v)) {
-      for (const x of v) { stack.push(x); depths.push(depth + 1); }
-      continue;
-    }
-    if (typeof v !== 'object') return false;
-    const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return false;
-    for (const x of Object.values(v)) { stack.push(x); depths.push(depth + 1); }
-  }
-  return true;
-}
-
-const int = (min: number) => z.int({
-  error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`,
-}).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${describeStoredValue(iss.input)})` });
-/** A split's weight: the split model's rule (split-model.ts), refused in the words of int(0). */
-const weight = () => z.custom<number>((v) => isValidWeight(v), {
-  error: (iss) => (Number.isSafeInteger(iss.input)
-    ? `must be an integer ≥ 0 (got ${describeStoredValue(iss.input)})`
-    : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`),
-});
-const str = () => z.string({ error: (iss) => `must be a string (got ${describeStoredValue(iss.input)})` });
-const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
-  error: (iss) => `${idProblem(iss.input)} (got ${describeStoredValue(iss.input)})`,
-}));
-/** A summed weight: a finite number ≥ 0 (a sum of safe integers may pass MAX_SAFE_INTEGER). */
-const total = () => z.number({ error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` })
-  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0, { error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` }));
-const json = () => z.custom<Json>((v) => isJson(v), {
-  error: `must be JSON (null, a boolean, a finite number, a string, an array or a plain object) nested at most ${FIELD_DEPTH} deep`,
-});
-const FP_SHAPE = /^[0-9a-f]{16}$/;
-const stamp = {
-  v: z.literal(SCHEMA_VERSION),
-  minor: int(0).optional(),
-  fp: str().regex(FP_SHAPE, { error: 'must be 16 lowercase hex characters' }),
-};
-
-const SCHEMAS = {
-  plan: z.looseObject({
-    ...stamp, generation: int(0),
-    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
-    planned: int(0), cursor: json().optional(),
-    verdict: z.enum(['complete', 'stalled'], {
-      error: (iss) => `must be 'complete' or 'stalled' (got ${describeStoredValue(iss.input)})`,
-    }).optional(),
-  }).check(z.refine((r) => r.verdict === undefined || r.final, {
-    error: 'only a final plan has a verdict', path: ['verdict'],
-  })),
-  leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
-  publish: z.looseObject({ ...stamp, generation: int(0) }),
-  control: z.looseObject({
-    ...stamp,
-    paused: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
-    evacuated: z.array(z.looseObject({ instance: idStr(), nonce: str().min(1, { error: 'must not be empty' }) }), {
-      error: (iss) => `must be an array of { instance, nonce } (got ${describeStoredValue(iss.input)})`,
-    }),
-  }).check(z.refine((r) => r.evacuated.every((e, i) => i === 0 || r.evacuated[i - 1]!.instance < e.instance), {
-    error: 'must be sorted by instance in JS string order, one entry per instance', path: ['evacuated'],
-  })),
-  worker: z.looseObject({
-    ...stamp, instance: idStr(), maxInFlight: int(1),
-    nonce: str().min(1, { error: 'must not be empty' }),
-  }),
-  spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0) }),
-  split: z.looseObject({
-    ...stamp, id: idStr(), epoch: int(0),
-    status: z.enum(['runnable', 'completed', 'quarantined'], {
-      error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${describeStoredValue(iss.input)})`,
-    }),
-    owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
-      error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
-    })),
-    attempts: int(0), reason: str().optional(), notBefore: int(0).optional(),
-  }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
-    // An owner is a tenancy in progress: only a runnable split has one, and
-    // only after a claim (which bumps the epoch from 0).
-    error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
-  })),
-  progress: z.looseObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
-  lease: z.looseObject({
-    ...stamp, id: idStr(), owner: idStr(),
-    nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
-  }),
-  assign: z.looseObject({
-    ...stamp, instance: idStr(), generation: int(0), splits: z.array(idStr(), {
-      error: (iss) => `must be an array of split ids (got ${describeStoredValue(iss.input)})`,
-    }),
-  }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
-    error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
-  })),
-  summary: z.looseObject({
-    ...stamp, generation: int(0), writtenAt: int(0), planned: int(0),
-    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }), seeded: int(0),
-    queued: int(0), queuedWeight: total(), backoff: int(0), backoffWeight: total(),
-    held: int(0), heldWeight: total(), revoking: int(0),
-    completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
-    members: int(0), lanes: int(0),
-  }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
-} satisfies { [K in RecordKind]: z.ZodType };
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {

@@ -1,0 +1,147 @@
+/**
+ * What a record must be to decode, field by field (zod, one schema per key
+ * kind): the types, ranges and cross-field rules every record is checked
+ * against, and the words of each refusal. Used by records.ts, which adds the
+ * envelope (size and depth bounds, schema version, fingerprint, key id).
+ *
+ * Pure: no I/O, no clock.
+ */
+import { z } from 'zod';
+import { isValidWeight } from '../split-model.js';
+import { idProblem } from './keys.js';
+import { MAX_RECORD_DEPTH } from './record-bounds.js';
+import { SCHEMA_VERSION, type Json, type RecordKind } from './record-types.js';
+
+/**
+ * A value read from the store, as an error message shows it: scalars as JS prints them, strings
+ * quoted and cut at 40 characters, an object or array by its kind only (a record is untrusted and
+ * may be large; the message must stay short). Not the assignment input's (validate.ts), which shows
+ * the whole value.
+ */
+export function describeStoredValue(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  return Array.isArray(v) ? 'an array' : typeof v;
+}
+
+/** A record field's value may nest one level less than the record (its object counts 1). */
+const FIELD_DEPTH = MAX_RECORD_DEPTH - 1;
+
+/**
+ * JSON this build can write back: finite numbers, plain objects, nested at
+ * most `maxDepth` levels (a scalar is 0). Iterative, so a deeply nested value
+ * cannot overflow the stack.
+ */
+export function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  // Two parallel stacks (values, depths): no allocation per node.
+  const stack: unknown[] = [value];
+  const depths: number[] = [0];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    const depth = depths.pop()!;
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') { if (!Number.isFinite(v)) return false; continue; }
+    if (depth >= maxDepth) return false;
+    if (Array.isArray(v)) {
+      for (const x of v) { stack.push(x); depths.push(depth + 1); }
+      continue;
+    }
+    if (typeof v !== 'object') return false;
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return false;
+    for (const x of Object.values(v)) { stack.push(x); depths.push(depth + 1); }
+  }
+  return true;
+}
+
+const int = (min: number) => z.int({
+  error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`,
+}).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${describeStoredValue(iss.input)})` });
+/** A split's weight: the split model's rule (split-model.ts), refused in the words of int(0). */
+const weight = () => z.custom<number>((v) => isValidWeight(v), {
+  error: (iss) => (Number.isSafeInteger(iss.input)
+    ? `must be an integer ≥ 0 (got ${describeStoredValue(iss.input)})`
+    : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`),
+});
+const str = () => z.string({ error: (iss) => `must be a string (got ${describeStoredValue(iss.input)})` });
+const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
+  error: (iss) => `${idProblem(iss.input)} (got ${describeStoredValue(iss.input)})`,
+}));
+/** A summed weight: a finite number ≥ 0 (a sum of safe integers may pass MAX_SAFE_INTEGER). */
+const total = () => z.number({ error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` })
+  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0, { error: (iss) => `must be a finite number ≥ 0 (got ${describeStoredValue(iss.input)})` }));
+const json = () => z.custom<Json>((v) => isJson(v), {
+  error: `must be JSON (null, a boolean, a finite number, a string, an array or a plain object) nested at most ${FIELD_DEPTH} deep`,
+});
+export const FP_SHAPE = /^[0-9a-f]{16}$/;
+const stamp = {
+  v: z.literal(SCHEMA_VERSION),
+  minor: int(0).optional(),
+  fp: str().regex(FP_SHAPE, { error: 'must be 16 lowercase hex characters' }),
+};
+
+export const SCHEMAS = {
+  plan: z.looseObject({
+    ...stamp, generation: int(0),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
+    planned: int(0), cursor: json().optional(),
+    verdict: z.enum(['complete', 'stalled'], {
+      error: (iss) => `must be 'complete' or 'stalled' (got ${describeStoredValue(iss.input)})`,
+    }).optional(),
+  }).check(z.refine((r) => r.verdict === undefined || r.final, {
+    error: 'only a final plan has a verdict', path: ['verdict'],
+  })),
+  leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
+  publish: z.looseObject({ ...stamp, generation: int(0) }),
+  control: z.looseObject({
+    ...stamp,
+    paused: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
+    evacuated: z.array(z.looseObject({ instance: idStr(), nonce: str().min(1, { error: 'must not be empty' }) }), {
+      error: (iss) => `must be an array of { instance, nonce } (got ${describeStoredValue(iss.input)})`,
+    }),
+  }).check(z.refine((r) => r.evacuated.every((e, i) => i === 0 || r.evacuated[i - 1]!.instance < e.instance), {
+    error: 'must be sorted by instance in JS string order, one entry per instance', path: ['evacuated'],
+  })),
+  worker: z.looseObject({
+    ...stamp, instance: idStr(), maxInFlight: int(1),
+    nonce: str().min(1, { error: 'must not be empty' }),
+  }),
+  spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0) }),
+  split: z.looseObject({
+    ...stamp, id: idStr(), epoch: int(0),
+    status: z.enum(['runnable', 'completed', 'quarantined'], {
+      error: (iss) => `must be 'runnable', 'completed' or 'quarantined' (got ${describeStoredValue(iss.input)})`,
+    }),
+    owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
+      error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
+    })),
+    attempts: int(0), reason: str().optional(), notBefore: int(0).optional(),
+  }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
+    // An owner is a tenancy in progress: only a runnable split has one, and
+    // only after a claim (which bumps the epoch from 0).
+    error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
+  })),
+  progress: z.looseObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
+  lease: z.looseObject({
+    ...stamp, id: idStr(), owner: idStr(),
+    nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
+  }),
+  assign: z.looseObject({
+    ...stamp, instance: idStr(), generation: int(0), splits: z.array(idStr(), {
+      error: (iss) => `must be an array of split ids (got ${describeStoredValue(iss.input)})`,
+    }),
+  }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
+    error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
+  })),
+  summary: z.looseObject({
+    ...stamp, generation: int(0), writtenAt: int(0), planned: int(0),
+    final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }), seeded: int(0),
+    queued: int(0), queuedWeight: total(), backoff: int(0), backoffWeight: total(),
+    held: int(0), heldWeight: total(), revoking: int(0),
+    completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
+    members: int(0), lanes: int(0),
+  }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
+} satisfies { [K in RecordKind]: z.ZodType };

@@ -1,0 +1,88 @@
+/**
+ * The records a job keeps on the store, as types: one interface per key kind
+ * (keys.ts says where each lives, docs/keys.md what each field means), and the
+ * schema version they are written under. The codecs are records.ts; the
+ * decode rules, field by field, record-schemas.ts.
+ *
+ * Types and two constants only: no logic.
+ */
+import type { SplitStatus } from '../split-model.js';
+import type { KeyKind } from './keys.js';
+
+/**
+ * The schema's major version (`v`), which this build writes and the only one
+ * it reads: a record of a newer major is refused. Within a major, records are
+ * forward-compatible (docs/decisions/0010-record-versions.md): a newer minor
+ * (`minor`) may add optional fields, which this build tolerates and keeps
+ * when it rewrites the record.
+ */
+export const SCHEMA_VERSION = 1;
+/** The schema's minor version this build writes (0: it adds nothing to major 1). */
+export const SCHEMA_MINOR = 0;
+
+/** Any JSON value: what descriptors, progress and planner cursors may hold. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** The split model's statuses (split-model.ts), the record codec's as the engine's. */
+export type { SplitStatus };
+
+interface Stamp {
+  v: 1;
+  fp: string;
+  /** The writer's minor version, when above 0 (a newer build). Fields a newer minor adds ride along unread. */
+  minor?: number;
+}
+/** Of a final plan: every split terminal, all completed ('complete') or some quarantined ('stalled'). */
+export type JobVerdictRecord = 'complete' | 'stalled';
+export interface PlanRecord extends Stamp {
+  generation: number; final: boolean; planned: number; cursor?: Json;
+  /** Written by the leader once a final plan's splits are all terminal, so no worker holds the job to know it. */
+  verdict?: JobVerdictRecord;
+}
+export interface LeaderRecord extends Stamp { instance: string; generation: number }
+/** `publish`: the leader's publication fence; only its revision matters (decision 0015). */
+export interface PublishRecord extends Stamp { generation: number }
+/** One evacuated instance: the run (its presence nonce) the operator evacuated. A restart is a new run, which is not evacuated. */
+export interface Evacuation { instance: string; nonce: string }
+/**
+ * `control`: what operators asked for (decision 0011). `paused`: the leader publishes empty
+ * assignments. `evacuated`: sorted by instance, one entry per instance; each is assigned nothing.
+ */
+export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacuation[] }
+export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
+export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
+/**
+ * `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts;
+ * `notBefore` (epoch ms, set by a failure report) is when a failed split may be claimed again
+ * (protocol/retry-policy.ts; a claim clears it).
+ */
+export interface SplitRecord extends Stamp {
+  id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string; notBefore?: number;
+}
+/** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
+export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
+export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
+/**
+ * `summary`: the leader's compact summary of the job (decision 0040), what `jobs` and `inspect`
+ * read instead of every split. Counts and summed weights by state: `queued` runnable and
+ * unheld, `backoff` runnable, unheld and waiting out a failure's backoff, `held` under a live
+ * lease (of which `revoking` no longer assigned to its holder), `completed`, `quarantined`;
+ * `parked` splits a record of which cannot be read. Fixed size, whatever the job's.
+ */
+export interface SummaryRecord extends Stamp {
+  generation: number; writtenAt: number;
+  planned: number; final: boolean; seeded: number;
+  queued: number; queuedWeight: number; backoff: number; backoffWeight: number;
+  held: number; heldWeight: number; revoking: number;
+  completed: number; completedWeight: number; quarantined: number; quarantinedWeight: number; parked: number;
+  members: number; lanes: number;
+}
+/** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
+export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
+
+/** Each key kind's record type. */
+export interface RecordTypes {
+  plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
+  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; summary: SummaryRecord;
+}
+export type RecordKind = keyof RecordTypes & KeyKind;
