@@ -25,14 +25,14 @@ export type {
   SplitHandle,
   SplitHandler,
 } from './coordinator/types.js';
-export type { Assigner } from './coordinator/publish.js';
-export type { LeaderStats } from './coordinator/leader.js';
+export type { Assigner } from './coordinator/leader/publish.js';
+export type { LeaderStats } from './coordinator/leader/leader.js';
 export type { ClaimEventKind, CoordinatorEventMap, CoordinatorEventName, CoordinatorListener, CoordinatorListeners, DrainOutcome, DrainReason, ReleaseCause } from './coordinator/events.js';
 export type { Health, HealthState } from './coordinator/health.js';
 export { Metrics } from './coordinator/metrics.js';
 export type { MetricCounter, MetricGauge, MetricHistogram, MetricLabels, MetricsOptions, MetricValues } from './coordinator/metrics.js';
-export { sandboxedHandler } from './coordinator/sandbox.js';
-export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox.js';
+export { sandboxedHandler } from './coordinator/sandbox/sandbox.js';
+export type { SandboxedHandler, SandboxOptions } from './coordinator/sandbox/sandbox.js';
 export { BACKLOG_STATES } from './coordinator/metrics.js';
 export type { BacklogCount, BacklogState } from './coordinator/metrics.js';
 export { defaultLogger, silentLogger } from './coordinator/log.js';

@@ -4,7 +4,7 @@
  * re-export) and their one numbering in columns, and the rule a split's
  * weight keeps. The record codec (protocol/records.ts), the engine's input checks
  * (assignment/validate.ts, the columnar pool, the thread wire) and the leader
- * (coordinator/seeding.ts, split-columns.ts) import them from here, so no
+ * (coordinator/leader/seeding.ts, split-columns.ts) import them from here, so no
  * layer keeps a copy of its own; protocol/ and assignment/ may not import
  * each other, so the home is a leaf below both.
  * A leaf: pure, no imports.

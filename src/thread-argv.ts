@@ -3,7 +3,7 @@
  * thread may get (`threadExecArgv`) and the retry without the flags Node
  * refuses for a thread (`withThreadExecArgv`), decision 0019. Both Piscina
  * pools start their threads through it: the assignment pool
- * (assignment/pool.ts) and the sandboxed handlers (coordinator/sandbox.ts).
+ * (assignment/pool.ts) and the sandboxed handlers (coordinator/sandbox/sandbox.ts).
  * A leaf: it reads `process` and imports nothing, piscina included.
  */
 

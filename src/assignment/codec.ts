@@ -9,6 +9,6 @@
  */
 export { EngineViews, I32_MAX, LAYOUT, type EngineMemory } from './layout.js';
 export { memberTable, type MemberTable } from './members.js';
-export { MarshalScratch, marshalInput, refuse, type InputMemo, type MarshalledInput } from './marshal.js';
+export { MarshalScratch, marshalInput, refuse, type InputMemo, type MarshalledInput } from './object/marshal.js';
 export { orderCollisions, readAssignment, readAssignmentKept, readStats, repeatedAssignment, type OutputMemo } from './results.js';
 export { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot, type WrittenPool } from './columnar.js';

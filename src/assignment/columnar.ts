@@ -85,12 +85,12 @@ export class ColumnarPool {
     return this.ids[row];
   }
 
-  /** @internal (coordinator/split-columns.ts) The weight of the split held in `row`, if any: the leader's columns read it here (one weight column). */
+  /** @internal (coordinator/leader/split-columns.ts) The weight of the split held in `row`, if any: the leader's columns read it here (one weight column). */
   weightAt(row: number): number | undefined {
     return this.ids[row] === undefined ? undefined : this.weight[row];
   }
 
-  /** @internal (coordinator/split-columns.ts) The status of the split held in `row`, if any. */
+  /** @internal (coordinator/leader/split-columns.ts) The status of the split held in `row`, if any. */
   statusAt(row: number): SplitStatus | undefined {
     return this.ids[row] === undefined ? undefined : STATUS_NAMES[this.status[row]!];
   }

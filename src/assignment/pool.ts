@@ -24,11 +24,11 @@ import { SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
 import { withThreadExecArgv } from '../thread-argv.js';
 import { ColumnarPool, type ColumnarDecision, type ColumnarSnapshot } from './columnar.js';
 import { desiredAssignment } from './engine.js';
-import { ReadBuffers } from './fields.js';
-import { pagesInSlices } from './pages.js';
-import { fromKept, rebuild, type KeptResult } from './object-result.js';
-import { readTask, taskColumns, type TaskRead, type LoopSlices } from './object-task.js';
-import { TaskBuffers } from './task-buffers.js';
+import { ReadBuffers } from './object/fields.js';
+import { pagesInSlices } from './object/pages.js';
+import { fromKept, rebuild, type KeptResult } from './object/object-result.js';
+import { readTask, taskColumns, type TaskRead, type LoopSlices } from './object/object-task.js';
+import { TaskBuffers } from './object/task-buffers.js';
 import { KeptSnapshotBuffers } from './snapshot-buffers.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
@@ -155,7 +155,7 @@ export class AssignmentPool {
   }
 
   /**
-   * @internal (the leader's engine, coordinator/decide.ts) The same decision as
+   * @internal (the leader's engine, coordinator/leader/decide.ts) The same decision as
    * the rows it assigns (wire.ts `AssignedRows`): the reply is the size of the
    * fleet's lanes, not of the queue.
    */

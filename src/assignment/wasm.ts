@@ -16,7 +16,7 @@ import {
   MarshalScratch, type ColumnarDecision, type EngineMemory, type InputMemo, type MemberTable,
 } from './codec.js';
 import { keptCopy } from './kept-copies.js';
-import { taskId, taskMembers, writeObjectTask, type TaskMemo } from './thread-task.js';
+import { taskId, taskMembers, writeObjectTask, type TaskMemo } from './object/thread-task.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { validateAssignmentInput } from './validate.js';
 import { NO_SLOT, type MembersTask, type ObjectTask, type ThreadReply } from './wire.js';

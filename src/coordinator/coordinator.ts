@@ -24,33 +24,34 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { SplitfleetError, isSplitfleetError, storeFailure } from '../errors.js';
+import { SplitfleetError } from '../errors.js';
 import { jobOutcome, presenceVerdict } from '../protocol/completion.js';
 import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
-import { backoffDelay, retryRandom, storeRetryPolicy } from '../protocol/backoff.js';
+import { retryRandom } from '../protocol/backoff.js';
 import { instrumentStore } from '../store/instrumented.js';
 import type { Store } from '../store/store.js';
 import { background, UnexpectedErrors, type OnUnexpected } from './background.js';
-import { DefaultEngine } from './decide.js';
-import { Leader, type LeaderStats } from './leader.js';
+import { DefaultEngine } from './leader/decide.js';
+import { Leader, type LeaderStats } from './leader/leader.js';
 import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
 import { LeadershipHealth } from './leadership-health.js';
 import { defaultLogger, rateLimitWarnings, UnreadableReporter, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { resolveOptions, type CoordinatorOptions } from './options.js';
-import { sandboxedHandler, type SandboxedHandler } from './sandbox.js';
+import { asHandlerModuleError, sandboxedHandler, type SandboxedHandler } from './sandbox/sandbox.js';
+import { Rejoiner } from './rejoin.js';
 import { Session } from './session.js';
-import { snapshotOf, type CoordinatorSnapshot } from './snapshot.js';
+import { snapshotOf, type CoordinatorSnapshot } from './views/snapshot.js';
 import { untilStarted } from './startup.js';
 import { runCoordinator, type RunOptions, type RunResult } from './run.js';
 import type { JobVerdict, Json, RunOutcome, SplitHandler } from './types.js';
-import { Worker } from './worker.js';
-import { WorkerView } from './worker-view.js';
+import { Worker } from './worker/worker.js';
+import { WorkerView } from './views/worker-view.js';
 
 export type { CoordinatorOptions, CoordinatorSnapshot, RunOptions, RunResult };
-export { OFF_THREAD_SPLITS } from './decide.js';
+export { OFF_THREAD_SPLITS } from './leader/decide.js';
 
 /**
  * Starts a coordinator; resolves once the job is observed and the session is
@@ -114,7 +115,7 @@ export class Coordinator {
   private readonly leadership: LeadershipHealth;
   /** This process's jitter stream for its retry loops (protocol/backoff.ts). */
   private readonly random: () => number;
-  private rejoinAttempts = 0;
+  private readonly rejoiner: Rejoiner;
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
     this.config = config;
@@ -126,7 +127,7 @@ export class Coordinator {
       try {
         this.sandbox = sandboxedHandler(options.handlerModule, { threads: config.maxInFlight });
       } catch (e) {
-        throw isSplitfleetError(e) ? new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`) : e;
+        throw asHandlerModuleError(e);
       }
     }
     this.handler = this.sandbox ?? options.handler!;
@@ -152,6 +153,11 @@ export class Coordinator {
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),
     );
+    this.rejoiner = new Rejoiner({
+      store: this.store, clock: this.clock, log: this.log, leaseDurationMs: config.leaseDurationMs, random: this.random, unexpected: this.unexpected,
+      openSession: () => this.openSession(), giveUp: () => this.stopping || this.fatal !== undefined, retrying: (rejoinError) => this.observe({ rejoinError }),
+      fail: (e) => this.fail(e),
+    });
     this.done = new Promise<RunOutcome>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -225,8 +231,8 @@ export class Coordinator {
       if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
     }, this.unexpected));
     // A handler module that cannot be loaded refuses the start, rather than failing every split it is given.
-    await this.sandbox?.ready().catch((e: SplitfleetError) => {
-      throw new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`);
+    await this.sandbox?.ready().catch((e: unknown) => {
+      throw asHandlerModuleError(e);
     });
     await this.untilStarted('reading the job', () => this.own.start());
     if (this.fatal) throw this.fatal;
@@ -286,49 +292,15 @@ export class Coordinator {
       this.worker?.loseAll(end.reason);
       const leader = this.leader;
       background('resign', () => leader?.stop('session lost'), this.unexpected);
-      if (!this.stopping && !this.fatal) this.rejoin(session.leaseId);
+      if (!this.stopping && !this.fatal) this.rejoiner.rejoin(session.leaseId);
     });
     if (rejoined) {
-      this.rejoinAttempts = 0;
+      this.rejoiner.rejoined();
       this.events.emit('session-rejoined', {});
       this.observe({ sessionLost: undefined, rejoinError: undefined });
     }
     this.leader.onViewChange();
     this.worker.schedule();
-  }
-
-  /**
-   * Opens a new session after a loss. First the lost session's lease is
-   * revoked: loss is declared when renewals go unconfirmed, so it may still
-   * live on etcd (an etcd restart even extends it), and its presence key would
-   * otherwise look like a live duplicate of this instance; its lanes are
-   * already dropped, so revoking only frees their splits sooner. A store
-   * outage is what usually ends a session, so a retryable failure is retried
-   * (jittered backoff up to leaseDuration / 6, at most 1 s) rather than ending the process;
-   * LEASE_LOST here means the new lease lapsed before its presence key was
-   * written, and a fresh grant fixes it. Anything else is fatal.
-   */
-  private rejoin(lostLease: string | undefined): void {
-    background('rejoin', () => (async () => {
-      if (lostLease !== undefined) {
-        await this.store.revokeLease(lostLease);
-        lostLease = undefined;
-      }
-      await this.openSession();
-    })().catch((e) => {
-      // Stopping (or already failed): there is nothing left to rejoin, and a graceful stop must
-      // not turn into a fatal error because the store was slow meanwhile.
-      if (this.stopping || this.fatal) return;
-      const err = storeFailure(e);
-      if (err.retryable || err.code === 'LEASE_LOST') {
-        this.log.warn({ err: err.message }, 'rejoining the fleet failed; retrying');
-        this.observe({ rejoinError: err.message });
-        const delay = backoffDelay(this.rejoinAttempts++, storeRetryPolicy(this.config.leaseDurationMs), this.random);
-        this.clock.setTimer(delay, () => this.rejoin(lostLease));
-        return;
-      }
-      this.fail(err);
-    }), this.unexpected);
   }
 
   /** Our presence key changed: another run under our instance id, or deleted by hand. */

@@ -22,7 +22,7 @@ import type { SplitfleetError } from '../errors.js';
 import type { DrainHandlerState } from '../protocol/reconcile.js';
 import type { FailureKind } from '../protocol/retry-policy.js';
 import type { Health } from './health.js';
-import type { LaneEnd } from './lane.js';
+import type { LaneEnd } from './lanes/lane.js';
 import type { Logger } from './log.js';
 
 /**

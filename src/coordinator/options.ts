@@ -12,7 +12,7 @@ import type { Store } from '../store/store.js';
 import type { CoordinatorListeners } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
-import type { Assigner } from './publish.js';
+import type { Assigner } from './leader/publish.js';
 import type { Json, Planner, SplitHandler } from './types.js';
 
 /**

@@ -32,7 +32,7 @@ export interface ControlResult {
   replaced?: string;
 }
 
-/** How the leader holds an unreadable control record (coordinator/leader-records.ts): paused, nothing evacuated. */
+/** How the leader holds an unreadable control record (coordinator/leader/leader-records.ts): paused, nothing evacuated. */
 const UNREADABLE: ControlState = Object.freeze({ paused: true, evacuated: [] }) as ControlState;
 
 /** Pause: the leader publishes empty assignments; lanes drain cooperatively, nothing new is claimed, progress is kept. */

@@ -3,7 +3,7 @@
  * resignation, the verdict, the plan record after seeding, and the seeding of
  * spec and split records, each built here as a `Txn` (the compares that make
  * it safe and the ops it makes), as txns.ts builds the worker's. The leader
- * (coordinator/leader.ts, seeding.ts) sends what it is given and reports the
+ * (coordinator/leader/leader.ts, seeding.ts) sends what it is given and reports the
  * outcome; it adds no compare and drops none.
  *
  * Invariants:

@@ -3,7 +3,7 @@
  * assignees, the in-transit rule, the reserved set, the members and their
  * budgets under the operators' hold) and what comes out of it as records
  * (which `assign.{instance}` records change, which departed ones are
- * trimmed or deleted). `publishAssignments` (coordinator/publish.ts) feeds
+ * trimmed or deleted). `publishAssignments` (coordinator/leader/publish.ts) feeds
  * these from its view, runs the engine between them and sends the writes.
  *
  * Invariants:

@@ -17,7 +17,7 @@
  * - Claims never exceed maxInFlight, counting held and draining lanes.
  *
  * Pure: no I/O, no clock. The shell executes the decisions with an
- * exhaustive switch; `drainDecision` is what its serviceRevocations consults.
+ * exhaustive switch; `drainDecision` is what the worker's serviceRevocations (coordinator/worker/revocations.ts) consults.
  */
 
 import { claimCandidates, type ClaimKind, type ObservedSplit } from './claims.js';

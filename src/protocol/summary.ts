@@ -31,7 +31,7 @@ export interface Tally {
   readonly weight: number;
 }
 
-/** What the leader knows of its job, in figures (coordinator/job-summary.ts reads them off its view). */
+/** What the leader knows of its job, in figures (coordinator/leader/job-summary.ts reads them off its view). */
 export interface SummaryFigures {
   /** fingerprintHash of the job's fingerprint. */
   readonly fp: string;

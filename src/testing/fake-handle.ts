@@ -1,6 +1,6 @@
 /**
  * A fake `SplitHandle` for unit tests of a handler: no store, no fleet. It
- * keeps the rules a handler meets in a lane (coordinator/lane.ts), so a test
+ * keeps the rules a handler meets in a lane (coordinator/lanes/lane.ts), so a test
  * shows what the handler would write:
  * - `commit` records the progress, which becomes what a takeover resumes from;
  * - `complete`, `fail` and `release` end the lane, and `signal` aborts then;

@@ -14,7 +14,7 @@ import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import type { CoordinatorEventMap } from '../../src/coordinator/events.js';
 import { silentLogger } from '../../src/coordinator/log.js';
-import { defaultSandboxThreadFile, sandboxedHandler, type SandboxedHandler } from '../../src/coordinator/sandbox.js';
+import { defaultSandboxThreadFile, sandboxedHandler, type SandboxedHandler } from '../../src/coordinator/sandbox/sandbox.js';
 import type { PlannedSplit } from '../../src/coordinator/types.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { LeaderView } from '../../src/coordinator/leader-view.js';
+import { LeaderView } from '../../src/coordinator/leader/leader-view.js';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import type { Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
-import { FOLLOW_PER_LANE } from '../../src/coordinator/worker.js';
+import { FOLLOW_PER_LANE } from '../../src/coordinator/worker/worker.js';
 import { assignKey, jobPrefix } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { WatchHandle, WatchOptions } from '../../src/store/store.js';

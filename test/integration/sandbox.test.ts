@@ -22,7 +22,7 @@ import { threadId } from 'node:worker_threads';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator, type CoordinatorOptions } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
-import { defaultSandboxThreadFile, sandboxedHandler, type SandboxedHandler } from '../../src/coordinator/sandbox.js';
+import { defaultSandboxThreadFile, sandboxedHandler, type SandboxedHandler } from '../../src/coordinator/sandbox/sandbox.js';
 import type { PlannedSplit, SplitHandler } from '../../src/coordinator/types.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { jobPrefix } from '../../src/protocol/keys.js';

@@ -51,7 +51,7 @@ export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   '@hono/node-server': ['metrics-server.ts', 'inspect/serve.ts'],
   'prom-client': ['coordinator/metrics.ts'],
   // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
-  piscina: ['assignment/pool.ts', 'assignment/thread.ts', 'coordinator/sandbox.ts'],
+  piscina: ['assignment/pool.ts', 'assignment/thread.ts', 'coordinator/sandbox/sandbox.ts'],
   WebAssembly: ['assignment/wasm.ts'],
 };
 
@@ -364,6 +364,63 @@ describe('the import graph of src/', () => {
   it('places each module in one layer only', () => {
     const all = LAYERS.flatMap((l) => l.modules);
     expect(new Set(all).size).toBe(all.length);
+  });
+});
+
+/**
+ * The rooms inside a module (issue 32, docs/architecture.md "Rooms"): a role's folder imports its
+ * module's shared files (the files at the module's root) and the rooms listed for it, never another
+ * role's room, so the leader and the worker can be read, and changed, apart. The module's root
+ * (coordinator.ts composes every room) may import any room.
+ */
+export const ROOMS: Readonly<Record<string, readonly string[]>> = {
+  'coordinator/views/': [], // what one instance observes: its own view, the key follower, the batcher, `Seen`
+  'coordinator/leader/': ['coordinator/views/'], // the leader's view, seeding, deciding, publishing, the summary
+  'coordinator/worker/': ['coordinator/views/', 'coordinator/lanes/'], // reconciling, claiming, revoking, orphans
+  'coordinator/lanes/': [], // one held split: its handle's fenced writes, its heartbeat timer
+  'coordinator/sandbox/': [], // a handler module on Piscina threads
+  'assignment/object/': [], // the object-input path: reading split objects into columns, object tasks, results
+};
+
+/** The room of `file` (a key of `rooms`), or undefined for a file at a module's root. */
+function roomOf(file: string, rooms: Readonly<Record<string, readonly string[]>>): string | undefined {
+  return Object.keys(rooms).find((r) => file.startsWith(r));
+}
+
+/** Every import of `graph` from one room into another that `rooms` does not allow, one line each. */
+export function checkRooms(graph: ImportGraph, rooms = ROOMS): string[] {
+  const problems: string[] = [];
+  for (const [file, { files }] of [...graph].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const from = roomOf(file, rooms);
+    if (from === undefined) continue;
+    for (const target of [...files].sort()) {
+      const to = roomOf(target, rooms);
+      if (to === undefined || to === from || rooms[from]!.includes(to)) continue;
+      problems.push(`${file} imports ${target}: room ${from} may import only its module's root${rooms[from]!.length > 0 ? ` and ${rooms[from]!.join(', ')}` : ''}`);
+    }
+  }
+  return problems;
+}
+
+describe('the rooms of src/', () => {
+  it('every room of the table exists, and no room imports another it may not', () => {
+    for (const room of Object.keys(ROOMS)) expect(existsSync(join(srcRoot, room)), room).toBe(true);
+    expect(checkRooms(readImportGraph(srcRoot))).toEqual([]);
+  });
+
+  it('reports the leader importing the worker, a lane importing a view, and not the root importing a room or a room its own files', () => {
+    const graph: ImportGraph = new Map(
+      Object.entries({
+        'coordinator/leader/leader.ts': ['coordinator/worker/worker.ts', 'coordinator/views/seen.ts', 'coordinator/events.ts', 'coordinator/leader/publish.ts'],
+        'coordinator/lanes/lane.ts': ['coordinator/views/seen.ts', 'coordinator/types.ts'],
+        'coordinator/worker/worker.ts': ['coordinator/lanes/lane.ts'],
+        'coordinator/coordinator.ts': ['coordinator/leader/leader.ts', 'coordinator/worker/worker.ts'],
+      }).map(([file, files]) => [file, { files: new Set(files), packages: new Set<string>(), outside: new Set<string>() }]),
+    );
+    expect(checkRooms(graph)).toEqual([
+      'coordinator/lanes/lane.ts imports coordinator/views/seen.ts: room coordinator/lanes/ may import only its module\'s root',
+      'coordinator/leader/leader.ts imports coordinator/worker/worker.ts: room coordinator/leader/ may import only its module\'s root and coordinator/views/',
+    ]);
   });
 });
 

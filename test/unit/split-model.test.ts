@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ColumnarPool } from '../../src/assignment/columnar.js';
 import { validateAssignmentInput } from '../../src/assignment/validate.js';
-import { validatePlanned } from '../../src/coordinator/seeding.js';
+import { validatePlanned } from '../../src/coordinator/leader/seeding.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { isValidWeight, STATUS_CODES, STATUS_NAMES, WEIGHT_RULE } from '../../src/split-model.js';
 

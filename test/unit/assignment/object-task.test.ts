@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inSlices, type LoopSlices } from '../../../src/assignment/object-task.js';
+import { inSlices, type LoopSlices } from '../../../src/assignment/object/object-task.js';
 
 /** LoopSlices whose `due()` answers from a script (cycled), recording what happened. */
 function scripted(dueAnswers: readonly boolean[], log: string[]): LoopSlices {

@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fieldPage, readSplits, splitFields } from '../../../src/assignment/fields.js';
-import { flatten, PAGE_ROWS, pageCount, pagedSlice, pageLength, pagesInSlices } from '../../../src/assignment/pages.js';
+import { fieldPage, readSplits, splitFields } from '../../../src/assignment/object/fields.js';
+import { flatten, PAGE_ROWS, pageCount, pagedSlice, pageLength, pagesInSlices } from '../../../src/assignment/object/pages.js';
 
 /** A paged copy of `flat`, with room for `capacity` rows (≥ flat.length). */
 function paged(flat: readonly number[], capacity: number): number[][] {

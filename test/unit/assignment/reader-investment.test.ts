@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   chargeInvestment, fieldsFor, INVEST_MS, investing, readGeneric, readSplits, settleProbe, splitFields,
-} from '../../../src/assignment/fields.js';
+} from '../../../src/assignment/object/fields.js';
 
 describe('reader investment', () => {
   it('a read invests once named loads won a probe in it, and stops when INVEST_MS is spent', () => {

@@ -13,9 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { desiredAssignment } from '../../../src/assignment/engine.js';
 import {
   judgeBlock, PROBE_EVERY, readGeneric, readNamed, readSplits, settleProbe, splitFields, SURPRISE, type ReaderChoice, type SplitFields,
-} from '../../../src/assignment/fields.js';
+} from '../../../src/assignment/object/fields.js';
 import { AssignmentPool } from '../../../src/assignment/pool.js';
-import { PAGE_BITS, PAGE_MASK } from '../../../src/assignment/pages.js';
+import { PAGE_BITS, PAGE_MASK } from '../../../src/assignment/object/pages.js';
 import type { AssignmentInput, AssignmentResult, SplitInput } from '../../../src/assignment/types.js';
 import { assignmentInput, settle } from './generators.js';
 

@@ -4,8 +4,8 @@
  * the revision of the leader's own transaction is taken for one.
  */
 import { describe, expect, it } from 'vitest';
-import { LeaderRecords } from '../../../src/coordinator/leader-records.js';
-import { OwnWrites, type OwnWrite } from '../../../src/coordinator/own-writes.js';
+import { LeaderRecords } from '../../../src/coordinator/leader/leader-records.js';
+import { OwnWrites, type OwnWrite } from '../../../src/coordinator/leader/own-writes.js';
 import { seedWrites } from '../../../src/protocol/leader-txns.js';
 import { fingerprintHash } from '../../../src/protocol/records.js';
 

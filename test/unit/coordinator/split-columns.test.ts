@@ -1,7 +1,7 @@
 /** SplitColumns: a split is a row only with both halves and no problem; counts and weights follow incrementally. */
 import { describe, expect, it } from 'vitest';
 import { columnarAssignment } from '../../../src/assignment/wasm.js';
-import { SplitColumns } from '../../../src/coordinator/split-columns.js';
+import { SplitColumns } from '../../../src/coordinator/leader/split-columns.js';
 
 describe('SplitColumns', () => {
   it('a split joins the pool once its spec and its record are both known; counts follow every readable record', () => {

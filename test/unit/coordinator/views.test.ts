@@ -9,11 +9,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/clock.js';
-import { KeyFollower, type KeyUpdate } from '../../../src/coordinator/follow.js';
-import { LeaderView } from '../../../src/coordinator/leader-view.js';
+import { KeyFollower, type KeyUpdate } from '../../../src/coordinator/views/follow.js';
+import { LeaderView } from '../../../src/coordinator/leader/leader-view.js';
 import { assignedRowsOf } from '../../../src/assignment/wire.js';
-import { assignmentOf, prepareDecision } from '../../../src/coordinator/publish.js';
-import { WorkerView } from '../../../src/coordinator/worker-view.js';
+import { assignmentOf, prepareDecision } from '../../../src/coordinator/leader/publish.js';
+import { WorkerView } from '../../../src/coordinator/views/worker-view.js';
 import type { SplitfleetError } from '../../../src/errors.js';
 import { initialSplitRecord } from '../../../src/protocol/claims.js';
 import { assignKey, jobPrefix, leaseKey, progressKey, specKey, splitKey, workerKey } from '../../../src/protocol/keys.js';

@@ -33,7 +33,7 @@ describe('the package', () => {
     for (const t of [...targets, ...Object.values(pkg.bin), 'build/engine.wasm']) expect(files, t).toContain(t);
     // The threads a pool and a sandbox start are files of their own: shipped too.
     expect(files).toContain('dist/src/assignment/thread.js');
-    expect(files).toContain('dist/src/coordinator/sandbox-thread.js');
+    expect(files).toContain('dist/src/coordinator/sandbox/sandbox-thread.js');
   }, 60_000);
 
   it("declares what a user's npm reads", () => {

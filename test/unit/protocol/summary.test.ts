@@ -1,6 +1,6 @@
 /** The job summary (protocol/summary.ts, decision 0040): the record built from the leader's figures, its bounds, its write, and when a reader trusts it. */
 import { describe, expect, it } from 'vitest';
-import { summaryFigures, type SummaryView } from '../../../src/coordinator/job-summary.js';
+import { summaryFigures, type SummaryView } from '../../../src/coordinator/leader/job-summary.js';
 import { isSplitfleetError } from '../../../src/errors.js';
 import { jobPrefix, parseKey, summaryKey } from '../../../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, type LeaderRecord, type PlanRecord, type SummaryRecord } from '../../../src/protocol/records.js';

@@ -14,9 +14,9 @@
  * log line of a timeout); nothing here writes to the store. It decides
  * nothing itself and does not know the lane.
  */
-import type { Clock } from '../clock.js';
-import { heartbeatVerdict, timeoutReportAt } from '../protocol/heartbeat.js';
-import type { Json } from '../protocol/records.js';
+import type { Clock } from '../../clock.js';
+import { heartbeatVerdict, timeoutReportAt } from '../../protocol/heartbeat.js';
+import type { Json } from '../../protocol/records.js';
 
 export interface HeartbeatWatchOptions {
   clock: Clock;

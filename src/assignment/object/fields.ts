@@ -26,8 +26,8 @@
  * validator); an owner that is undefined is stored as null.
  */
 import { flatten, PAGE_BITS, PAGE_MASK, PAGE_ROWS, pageCount, pageLength } from './pages.js';
-import { isValidWeight } from '../split-model.js';
-import { isId, isOwner, statusCode } from './validate.js';
+import { isValidWeight } from '../../split-model.js';
+import { isId, isOwner, statusCode } from '../validate.js';
 
 /** Rows [p·PAGE_ROWS, (p + 1)·PAGE_ROWS) of a read's ids and owners, at their row & PAGE_MASK. */
 export interface FieldPage {

@@ -9,12 +9,12 @@
  * new memo's copies overwrite the memory of the one it replaces (kept-copies.ts),
  * which is never read again.
  */
-import { seedState } from '../hash.js';
-import { I32_MAX, LAYOUT as L, type EngineMemory } from './layout.js';
-import { memberTable, type MemberTable } from './members.js';
-import { keptCopy, owned } from './kept-copies.js';
+import { seedState } from '../../hash.js';
+import { I32_MAX, LAYOUT as L, type EngineMemory } from '../layout.js';
+import { memberTable, type MemberTable } from '../members.js';
+import { keptCopy, owned } from '../kept-copies.js';
 import { sameBytes } from './object-task.js';
-import type { ObjectTask } from './wire.js';
+import type { ObjectTask } from '../wire.js';
 
 /** What a thread keeps from one object task for the next: reused only where the new one is equal. */
 export interface TaskMemo {

@@ -13,15 +13,15 @@
  * - It decides nothing itself and writes nothing itself: publishAssignments does,
  *   and the job summary's writer (job-summary.ts), poked by every change, throttled.
  */
-import { wallTime, type Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { ReservedWindowState } from '../protocol/reserved.js';
-import type { Compare, Store } from '../store/store.js';
-import { background, type OnUnexpected } from './background.js';
+import { wallTime, type Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { ReservedWindowState } from '../../protocol/reserved.js';
+import type { Compare, Store } from '../../store/store.js';
+import { background, type OnUnexpected } from '../background.js';
 import { SummaryWriter } from './job-summary.js';
 import type { LeaderView } from './leader-view.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import { publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
 
 /** Quiet period that coalesces bursts of changes into one decision. */

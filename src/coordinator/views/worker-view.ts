@@ -24,14 +24,14 @@
  *
  * I/O: reads and per-key watches. No decisions are made here.
  */
-import type { Clock } from '../clock.js';
-import { isSplitfleetError, SplitfleetError } from '../errors.js';
-import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../protocol/keys.js';
+import type { Clock } from '../../clock.js';
+import { isSplitfleetError, SplitfleetError } from '../../errors.js';
+import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../protocol/keys.js';
 import {
   decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
   type SpecRecord, type SplitRecord, type WorkerRecord,
-} from '../protocol/records.js';
-import { op, type KeyValue, type Store } from '../store/store.js';
+} from '../../protocol/records.js';
+import { op, type KeyValue, type Store } from '../../store/store.js';
 import { ChangeBatcher } from './batch.js';
 import { KeyFollower, type KeyUpdate } from './follow.js';
 import type { Seen } from './seen.js';

@@ -17,14 +17,14 @@
  *
  * No I/O: LeaderView (leader-view.ts) lists and watches and feeds it.
  */
-import { SplitfleetError, storeFailure } from '../errors.js';
-import { parseKey, type KeyKind } from '../protocol/keys.js';
+import { SplitfleetError, storeFailure } from '../../errors.js';
+import { parseKey, type KeyKind } from '../../protocol/keys.js';
 import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
-} from '../protocol/records.js';
-import type { KeyValue } from '../store/store.js';
+} from '../../protocol/records.js';
+import type { KeyValue } from '../../store/store.js';
 import { OwnWrites } from './own-writes.js';
-import type { Seen } from './seen.js';
+import type { Seen } from '../views/seen.js';
 import { SplitColumns } from './split-columns.js';
 
 /** The sparse kinds as one listing found them (the backstop's). */

@@ -4,7 +4,7 @@
  * reach or change the view the worker and the candidacy decide on. A test
  * hook, not part of the public surface.
  */
-import type { AssignRecord, LeaderRecord, PlanRecord, WorkerRecord } from '../protocol/records.js';
+import type { AssignRecord, LeaderRecord, PlanRecord, WorkerRecord } from '../../protocol/records.js';
 import type { Seen } from './seen.js';
 import type { WorkerView } from './worker-view.js';
 

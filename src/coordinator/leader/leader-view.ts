@@ -18,20 +18,20 @@
  *
  * I/O: listings and two watches. No decisions are made here.
  */
-import type { ColumnarPool } from '../assignment/codec.js';
-import type { Clock } from '../clock.js';
-import { storeFailure, type SplitfleetError } from '../errors.js';
-import { backoffDelay, retryRandom } from '../protocol/backoff.js';
-import { kindPrefix, type KeyKind } from '../protocol/keys.js';
-import { inJobScope, jobKeyRanges, jobSpan } from '../protocol/scope.js';
+import type { ColumnarPool } from '../../assignment/codec.js';
+import type { Clock } from '../../clock.js';
+import { storeFailure, type SplitfleetError } from '../../errors.js';
+import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
+import { kindPrefix, type KeyKind } from '../../protocol/keys.js';
+import { inJobScope, jobKeyRanges, jobSpan } from '../../protocol/scope.js';
 import type {
   AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
-} from '../protocol/records.js';
-import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../store/store.js';
-import { ChangeBatcher } from './batch.js';
+} from '../../protocol/records.js';
+import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../../store/store.js';
+import { ChangeBatcher } from '../views/batch.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
 import type { OwnWrite } from './own-writes.js';
-import type { Seen } from './seen.js';
+import type { Seen } from '../views/seen.js';
 import type { StatusTally } from './split-columns.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */

@@ -1,6 +1,6 @@
 /**
  * The sandbox thread's entry (sandboxedHandler runs the compiled
- * dist/src/coordinator/sandbox-thread.js on Piscina): imports the user's
+ * dist/src/coordinator/sandbox/sandbox-thread.js on Piscina): imports the user's
  * handler module, and runs its handler on one split with a thread-side
  * SplitHandle whose writes are calls over the split's MessagePort to the
  * real handle on the main thread.
@@ -13,13 +13,13 @@
  * It imports the wire (sandbox-wire.ts), never sandbox.ts, and not piscina.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { SplitfleetError } from '../errors.js';
-import type { Json } from '../protocol/records.js';
+import { SplitfleetError } from '../../errors.js';
+import type { Json } from '../../protocol/records.js';
 import {
   FLAG_ABORTED, FLAG_DRAINING, HEARTBEAT_FORWARD_MS, fromWire, toWire,
   type CallMessage, type HandleMethod, type MainMessage, type SandboxReply, type SandboxTask, type SplitTask,
 } from './sandbox-wire.js';
-import type { FailOptions, SplitHandle, SplitHandler } from './types.js';
+import type { FailOptions, SplitHandle, SplitHandler } from '../types.js';
 
 /** Imports `module` (the loader caches it per thread) and returns its `exportName` export, which must be a function. */
 async function load(module: string, exportName: string): Promise<SplitHandler> {

@@ -16,12 +16,12 @@
  *   moves, or after a short wait at the latest (a quiet job would stall).
  * - With no assignment record at all nothing is released: no record means hold.
  */
-import type { Clock } from '../clock.js';
-import { backoffDelay, storeRetryPolicy } from '../protocol/backoff.js';
-import { settleOrphan } from '../protocol/orphans.js';
-import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
-import { adoptTxn, orphanReleaseTxn, type Writer } from '../protocol/txns.js';
-import { background } from './background.js';
+import type { Clock } from '../../clock.js';
+import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
+import { settleOrphan } from '../../protocol/orphans.js';
+import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
+import { adoptTxn, orphanReleaseTxn, type Writer } from '../../protocol/txns.js';
+import { background } from '../background.js';
 import type { WorkerParts } from './claiming.js';
 
 export interface SettlerContext extends WorkerParts {

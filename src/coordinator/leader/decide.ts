@@ -5,10 +5,10 @@
  * pool thread is started on first need and ended with the coordinator.
  * It decides only what the engine decides; nothing here touches the store.
  */
-import type { ColumnarPool } from '../assignment/codec.js';
-import { AssignmentPool } from '../assignment/pool.js';
-import { columnarAssignment } from '../assignment/wasm.js';
-import { assignedRowsOf, type AssignedRows } from '../assignment/wire.js';
+import type { ColumnarPool } from '../../assignment/codec.js';
+import { AssignmentPool } from '../../assignment/pool.js';
+import { columnarAssignment } from '../../assignment/wasm.js';
+import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
 
 /**
  * Above this many splits the default assigner decides on a pool thread. Below

@@ -15,10 +15,10 @@
  *
  * I/O: one watch, and the reads of `reload`. No decisions are made here.
  */
-import type { Clock } from '../clock.js';
-import { storeFailure, type SplitfleetError } from '../errors.js';
-import { exactKey, type KeyValue, type Store, type WatchHandle } from '../store/store.js';
-import { backoffDelay, retryRandom, type BackoffPolicy } from '../protocol/backoff.js';
+import type { Clock } from '../../clock.js';
+import { storeFailure, type SplitfleetError } from '../../errors.js';
+import { exactKey, type KeyValue, type Store, type WatchHandle } from '../../store/store.js';
+import { backoffDelay, retryRandom, type BackoffPolicy } from '../../protocol/backoff.js';
 
 /** What the follower hands on: the key's new value (undefined: deleted or missing) at `revision`. */
 export type KeyUpdate = { kv: KeyValue | undefined; revision: number };

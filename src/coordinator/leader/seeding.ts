@@ -15,18 +15,18 @@
  *   `initialSplitRecord`s (protocol/claims.ts), and every transaction it
  *   sends is built by protocol/leader-txns.ts (`seedTxn`, `planUpdateTxn`).
  */
-import type { Config } from '../config.js';
-import { SplitfleetError } from '../errors.js';
-import { idProblem, isValidId, planKey } from '../protocol/keys.js';
-import { planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../protocol/leader-txns.js';
-import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
-import { batches } from '../protocol/txns.js';
-import { isValidWeight, WEIGHT_RULE } from '../split-model.js';
-import { itemBytes, type Compare, type Op, type Store } from '../store/store.js';
+import type { Config } from '../../config.js';
+import { SplitfleetError } from '../../errors.js';
+import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
+import { planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
+import { decodeRecord, fingerprintHash, type Json } from '../../protocol/records.js';
+import { batches } from '../../protocol/txns.js';
+import { isValidWeight, WEIGHT_RULE } from '../../split-model.js';
+import { itemBytes, type Compare, type Op, type Store } from '../../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { OwnWrite } from './own-writes.js';
-import type { Logger } from './log.js';
-import type { PlannedSplit } from './types.js';
+import type { Logger } from '../log.js';
+import type { PlannedSplit } from '../types.js';
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 500;

@@ -11,33 +11,34 @@
  *   says so; this shell adds no rules of its own).
  * - What a claim, a lane write or an orphan's release compares and writes is
  *   protocol/txns.ts's; what a handler's failure means is protocol/lanes.ts's
- *   (`handlerFailure`). This file sends and reports; it decides nothing.
+ *   (`handlerFailure`, run by run-lane.ts). This file sends and reports; it
+ *   decides nothing.
  * - Lanes (held + draining + claims in flight) never exceed max_in_flight.
- * - serviceRevocations: a drain, once begun, finishes (released cooperatively
- *   or forced at drain_deadline / at once when declined); it is never cancelled.
  *
  * Claims are sent by claiming.ts (`Claimer`); splits of unknown outcome are
- * settled by settle-orphans.ts (`OrphanSettler.settleOrphans`).
+ * settled by settle-orphans.ts (`OrphanSettler.settleOrphans`); drains are
+ * moved along by revocations.ts (`Revocations.serviceRevocations`).
  */
-import { wallTime, type Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
-import type { ObservedSplit } from '../protocol/claims.js';
-import { handlerFailure } from '../protocol/lanes.js';
-import { drainDecision, reconcileAssignment, type ReconcileDecision } from '../protocol/reconcile.js';
-import { waitingSplits } from '../protocol/retry-policy.js';
-import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../protocol/records.js';
-import type { KeyValue, Store } from '../store/store.js';
-import { background, type OnUnexpected } from './background.js';
+import { wallTime, type Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import { backoffDelay, type BackoffPolicy } from '../../protocol/backoff.js';
+import type { ObservedSplit } from '../../protocol/claims.js';
+import { reconcileAssignment, type ReconcileDecision } from '../../protocol/reconcile.js';
+import { waitingSplits } from '../../protocol/retry-policy.js';
+import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
+import type { KeyValue, Store } from '../../store/store.js';
+import { background, type OnUnexpected } from '../background.js';
 import { Claimer, type PreparedClaim } from './claiming.js';
-import { emitLaneEnd, noEmit, type LifecycleHooks } from './events.js';
-import { Lane, type LaneEnd } from './lane.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import type { Session } from './session.js';
+import { emitLaneEnd, noEmit, type LifecycleHooks } from '../events.js';
+import { Lane, type LaneEnd } from '../lanes/lane.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Session } from '../session.js';
+import { Revocations } from './revocations.js';
+import { recordLaneEnd, runLane } from './run-lane.js';
 import { OrphanSettler } from './settle-orphans.js';
-import type { SplitHandler } from './types.js';
-import type { WorkerView } from './worker-view.js';
+import type { SplitHandler } from '../types.js';
+import type { WorkerView } from '../views/worker-view.js';
 
 /** What a Worker works with (one object, as the Leader's `LeaderContext`). */
 export interface WorkerContext {
@@ -73,12 +74,12 @@ export class Worker {
   readonly lanes = new Map<string, Lane>();
   private scheduled = false;
   private stopped = false;
-  private drainTimers = new Map<string, () => void>();
   /** When each split first appeared in our assignment (for the named → claimed latency). */
   private namedAt = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
   private readonly claimer: Claimer;
   private readonly settler: OrphanSettler;
+  private readonly revocations: Revocations;
 
   private readonly store: Store;
   private readonly config: Config;
@@ -141,6 +142,9 @@ export class Worker {
       openLane: (id, spec, rec, rev, progress, progressRev) => void this.openLane(id, spec, rec, rev, progress, progressRev, true),
       schedule: () => this.schedule(),
       stopped: () => this.stopped,
+    });
+    this.revocations = new Revocations({
+      lanes: this.lanes, clock: this.clock, drainDeadlineMs: this.config.drainDeadlineMs, log: this.log, emit: () => this.emit, unexpected: this.unexpected,
     });
   }
 
@@ -232,7 +236,7 @@ export class Worker {
           background('quarantine', () => this.claimer.claimAll([d]), this.unexpected);
           break;
         case 'revoke':
-          this.revoke(d.id);
+          this.revocations.revoke(d.id);
           break;
         default: {
           const never: never = d;
@@ -309,7 +313,7 @@ export class Worker {
         prefix: this.view.prefix,
         leaseId: this.session.leaseId,
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
-        onDecline: () => this.serviceRevocations(),
+        onDecline: () => this.revocations.serviceRevocations(),
         onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
         onCommitted: () => this.metrics.commits.inc(),
         onRefused: (l, write, e) => {
@@ -332,35 +336,7 @@ export class Worker {
     this.lanes.set(id, lane);
     this.metrics.lanes.set(this.lanes.size);
     if (run) {
-      background('lane', async () => {
-        try {
-          await this.handler(lane.handle);
-          await lane.finishNormally();
-        } catch (e) {
-          if (lane.ended) return;
-          const d = handlerFailure(e, lane.state === 'draining');
-          switch (d.kind) {
-            case 'force':
-              lane.drainHandlerState = 'failed';
-              this.serviceRevocations();
-              return;
-            case 'release':
-              // A store failure the library raised: no attempt consumed; the uncommitted tail replays.
-              this.log.warn({ split: id, err: e }, 'split handler stopped on a store failure; releasing the split');
-              lane.releaseCause = 'store-failure';
-              await lane.finishNormally();
-              return;
-            case 'fail':
-              break;
-            default: {
-              const never: never = d;
-              throw new Error(`unhandled handler failure ${JSON.stringify(never)}`);
-            }
-          }
-          this.log.warn({ split: id, err: e, kind: d.failure }, d.failure === 'permanent' ? 'split handler failed permanently' : 'split handler failed');
-          await lane.finishWithError(e, d.failure);
-        }
-      }, this.unexpected);
+      runLane(lane, { handler: this.handler, log: this.log, unexpected: this.unexpected, serviceRevocations: () => this.revocations.serviceRevocations() });
     }
     return lane;
   }
@@ -370,20 +346,8 @@ export class Worker {
     // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
     if (end === 'lost' && this.session.alive) this.settler.uncertain.add(lane.id);
     this.metrics.lanes.set(this.lanes.size);
-    if (end === 'completed') this.metrics.completions.inc();
-    else if (end === 'failed') {
-      this.metrics.handlerFailures.inc({ kind: lane.failureKind });
-      // A failure report that quarantines (permanent, or at the cap) is a quarantine like a claim's.
-      if (lane.record.status === 'quarantined') this.metrics.quarantined.inc();
-    }
-    this.drainTimers.get(lane.id)?.();
-    this.drainTimers.delete(lane.id);
-    if (lane.drainStartedAt !== undefined) {
-      const seconds = (this.clock.now() - lane.drainStartedAt) / 1000;
-      this.metrics.drainDuration.observe(seconds);
-      const outcome = end === 'forced' ? (lane.drainHandlerState === 'declined' ? 'declined' : 'forced') : 'cooperative';
-      if (end !== 'lost') this.metrics.revocations.inc({ outcome });
-    }
+    recordLaneEnd(this.metrics, this.clock, lane, end);
+    this.revocations.ended(lane.id);
     this.log.debug({ split: lane.id, end }, 'lane ended');
     emitLaneEnd(this.emit, {
       id: lane.id, epoch: lane.handle.epoch, end, reason, record: lane.record, draining: lane.drainStartedAt !== undefined,
@@ -391,45 +355,6 @@ export class Worker {
     });
     if (this.lanes.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     this.schedule();
-  }
-
-  /** Begins a cooperative drain; serviceRevocations takes it from there. */
-  private revoke(id: string): void {
-    const lane = this.lanes.get(id);
-    if (!lane || lane.state !== 'running') return;
-    this.log.info({ split: id }, 'revoking split (cooperative drain)');
-    lane.beginDrain();
-    this.emit('drain-started', { id, epoch: lane.handle.epoch, reason: 'revoked' });
-    this.serviceRevocations();
-  }
-
-  /**
-   * Moves every drain in progress along: forced when the handler declined or
-   * failed, or at drain_deadline; otherwise one timer to look again then.
-   */
-  serviceRevocations(): void {
-    const now = this.clock.now();
-    for (const lane of this.lanes.values()) {
-      if (lane.state !== 'draining' || lane.drainStartedAt === undefined) continue;
-      const d = drainDecision(lane.drainStartedAt, now, this.config.drainDeadlineMs, lane.drainHandlerState);
-      switch (d.kind) {
-        case 'force':
-          this.log.info({ split: lane.id, reason: d.reason }, 'revocation forced');
-          background('forced release', () => lane.force(), this.unexpected);
-          break;
-        case 'wait':
-          if (!this.drainTimers.has(lane.id)) {
-            this.drainTimers.set(
-              lane.id,
-              this.clock.setTimer(d.forceAt - now, () => {
-                this.drainTimers.delete(lane.id);
-                this.serviceRevocations();
-              }),
-            );
-          }
-          break;
-      }
-    }
   }
 
   /** Our lease is gone: every lane is fenced; drop them without writing. */
@@ -445,15 +370,9 @@ export class Worker {
     this.stopped = true;
     this.cancelRetry?.();
     this.due?.cancel();
-    for (const lane of this.lanes.values()) {
-      if (lane.state !== 'running') continue; // already draining (a revocation): reported when it began
-      lane.beginDrain();
-      this.emit('drain-started', { id: lane.id, epoch: lane.handle.epoch, reason: 'stopping' });
-    }
-    this.serviceRevocations();
+    this.revocations.drainAll('stopping');
     if (this.lanes.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    for (const cancel of this.drainTimers.values()) cancel();
-    this.drainTimers.clear();
+    this.revocations.clear();
   }
 
   /** Drops all lanes at once (the coordinator is closing without a drain). */

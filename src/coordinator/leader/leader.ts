@@ -22,26 +22,26 @@
  *   final plan once every split is terminal, which is how every instance,
  *   idle standbys included, learns that the job is over.
  */
-import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import { SplitfleetError, isSplitfleetError } from '../errors.js';
-import { jobVerdict } from '../protocol/completion.js';
-import { planKey } from '../protocol/keys.js';
-import { campaignTxn, generationBumpTxn, leadershipGuard, resignTxn, verdictTxn } from '../protocol/leader-txns.js';
-import { decodeRecord, fingerprintHash } from '../protocol/records.js';
-import { backoffDelay, storeRetryPolicy } from '../protocol/backoff.js';
-import type { Compare, Store } from '../store/store.js';
-import { background, type OnUnexpected } from './background.js';
-import type { Emit } from './events.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import { SplitfleetError, isSplitfleetError } from '../../errors.js';
+import { jobVerdict } from '../../protocol/completion.js';
+import { planKey } from '../../protocol/keys.js';
+import { campaignTxn, generationBumpTxn, leadershipGuard, resignTxn, verdictTxn } from '../../protocol/leader-txns.js';
+import { decodeRecord, fingerprintHash } from '../../protocol/records.js';
+import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
+import type { Compare, Store } from '../../store/store.js';
+import { background, type OnUnexpected } from '../background.js';
+import type { Emit } from '../events.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, PublishFence } from './publish.js';
 import { PublishLoop, type LeaderStats } from './publish-loop.js';
 import { Seeder } from './seeding.js';
-import type { Session } from './session.js';
-import type { Planner } from './types.js';
-import type { WorkerView } from './worker-view.js';
+import type { Session } from '../session.js';
+import type { Planner } from '../types.js';
+import type { WorkerView } from '../views/worker-view.js';
 
 export type { LeaderStats };
 

@@ -14,13 +14,13 @@
  * - A term's writer state ends with the term (`reset`): a new term writes its
  *   own summary, of its own generation, first thing.
  */
-import { wallTime, type Clock } from '../clock.js';
-import { summaryRecord, summaryTxn, sameSummary, type SummaryFigures } from '../protocol/summary.js';
-import type { SummaryRecord } from '../protocol/records.js';
-import type { Compare, Store } from '../store/store.js';
-import { background, type OnUnexpected } from './background.js';
+import { wallTime, type Clock } from '../../clock.js';
+import { summaryRecord, summaryTxn, sameSummary, type SummaryFigures } from '../../protocol/summary.js';
+import type { SummaryRecord } from '../../protocol/records.js';
+import type { Compare, Store } from '../../store/store.js';
+import { background, type OnUnexpected } from '../background.js';
 import type { LeaderView } from './leader-view.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../log.js';
 
 /** Least time between two summary writes: "at most every few seconds". */
 export const SUMMARY_INTERVAL_MS = 2000;

@@ -12,8 +12,8 @@
  * either side.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { isPermanentFailure, PermanentFailure, SplitfleetError, type SplitfleetErrorCode } from '../errors.js';
-import type { Json } from '../protocol/records.js';
+import { isPermanentFailure, PermanentFailure, SplitfleetError, type SplitfleetErrorCode } from '../../errors.js';
+import type { Json } from '../../protocol/records.js';
 
 /**
  * Int32 slots of a split task's SharedArrayBuffer, set by the main side and

@@ -25,20 +25,21 @@
  * lane reports the failure (reason `timeout: …`, one attempt) when the
  * handler returns or throws, or at the drain deadline, whichever is first.
  */
-import { wallTime, type Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import { isRetryable, storeFailure, SplitfleetError } from '../errors.js';
-import { backoffDelay, type BackoffPolicy } from '../protocol/backoff.js';
-import { timeoutReason } from '../protocol/heartbeat.js';
-import { laneWrite, readBackVerdict, type LaneEnd, type LaneWrite, type LaneWriteArgs, type LaneWriteKind } from '../protocol/lanes.js';
-import type { DrainHandlerState } from '../protocol/reconcile.js';
-import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../protocol/retry-policy.js';
-import { boundReason } from '../protocol/reason.js';
-import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../protocol/records.js';
-import { laneTxn, readBackTxn } from '../protocol/txns.js';
-import type { Store } from '../store/store.js';
+import { wallTime, type Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import { isRetryable, storeFailure, SplitfleetError } from '../../errors.js';
+import { backoffDelay, type BackoffPolicy } from '../../protocol/backoff.js';
+import { timeoutReason } from '../../protocol/heartbeat.js';
+import { laneWrite, type LaneEnd, type LaneWrite, type LaneWriteArgs, type LaneWriteKind } from '../../protocol/lanes.js';
+import type { DrainHandlerState } from '../../protocol/reconcile.js';
+import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../../protocol/retry-policy.js';
+import { boundReason } from '../../protocol/reason.js';
+import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../../protocol/records.js';
+import { laneTxn } from '../../protocol/txns.js';
+import type { Store } from '../../store/store.js';
 import { HeartbeatWatch } from './heartbeat.js';
-import type { SplitHandle } from './types.js';
+import { LaneGuards, type WriteOutcome } from './lane-guards.js';
+import type { SplitHandle } from '../types.js';
 
 /** How a lane's ending write (release, failure report, forced release) is retried while the store fails: jittered, 250 ms doubling to 4 s. */
 export const TERMINAL_RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
@@ -56,7 +57,7 @@ export interface LaneContext {
   onEnd: (lane: Lane, end: LaneEnd, reason: string) => void;
   /** Called when the handler declines a drain: the release is forced at once. */
   onDecline?: (lane: Lane) => void;
-  /** A write of unknown outcome was read back: what it turned out to be (metrics). */
+  /** A write of unknown outcome was read back: what it turned out to be (metrics; lane-guards.ts). */
   onSettled?: (resolution: 'landed' | 'not-landed' | 'moved') => void;
   /** A `commit()` write landed (metrics: `splitfleet_commits_total`). */
   onCommitted?: () => void;
@@ -83,8 +84,8 @@ export class Lane {
   private readonly drain = new AbortController();
   private chain: Promise<unknown> = Promise.resolve();
   private endedAs: LaneEnd | undefined;
-  /** The last write's outcome was unknown (its reply was lost): what it wrote, to recognise it by. */
-  private unknown: LaneWrite | undefined;
+  /** What the next write is guarded by, and the write of unknown outcome. */
+  private readonly guards: LaneGuards;
   readonly handle: SplitHandle;
   /** Present when heartbeatTimeoutMs is set. */
   private readonly watch: HeartbeatWatch | undefined;
@@ -96,15 +97,20 @@ export class Lane {
     private readonly ctx: LaneContext,
     readonly id: string,
     readonly spec: SpecRecord,
-    private rec: SplitRecord,
-    private rev: number,
-    private progress: Json,
-    /** modRevision of `progress.{id}` as this lane last wrote or read it (0: no such key yet). */
-    private progressRev: number,
+    rec: SplitRecord,
+    rev: number,
+    progress: Json,
+    /** modRevision of `progress.{id}` as read at the claim (0: no such key yet). */
+    progressRev: number,
     /** The `progress.{id}` record as read at the claim (its newer-minor fields are kept on rewrite). */
-    private progressRecord?: ProgressRecord,
+    progressRecord?: ProgressRecord,
   ) {
     this.claimedAt = ctx.clock.now();
+    this.guards = new LaneGuards(
+      ctx.store,
+      { prefix: ctx.prefix, id, leaseId: ctx.leaseId, record: rec, revision: rev, progress, progressRevision: progressRev, progressRecord },
+      ctx.onSettled,
+    );
     const lane = this;
     const resumeFrom = progress;
     this.handle = {
@@ -166,12 +172,12 @@ export class Lane {
   }
 
   get record(): SplitRecord {
-    return this.rec;
+    return this.guards.record;
   }
 
   /** The last committed progress (what a takeover would resume from). */
   get committed(): Json {
-    return this.progress;
+    return this.guards.committed;
   }
 
   /** Asks the handler to drain (cooperative revocation). Idempotent. */
@@ -308,10 +314,11 @@ export class Lane {
       const { store, config } = this.ctx;
       // A previous write of unknown outcome first: did it land? Then its revisions are our guards
       // (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
-      if (this.unknown) {
-        const pending = this.unknown;
-        const settled = await this.settleUnknown().catch((e: unknown) => {
-          if (e instanceof SplitfleetError && e.code === 'TIMEOUT' && this.unknown === undefined) return 'not landed' as const;
+      const { guards } = this;
+      if (guards.unknown) {
+        const pending = guards.unknown;
+        const settled = await guards.readBack().catch((e: unknown) => {
+          if (e instanceof SplitfleetError && e.code === 'TIMEOUT' && guards.unknown === undefined) return 'not landed' as const;
           throw e;
         });
         if (settled !== 'not landed') this.apply(pending, settled);
@@ -323,7 +330,7 @@ export class Lane {
       let write: LaneWrite;
       try {
         write = laneWrite(kind, {
-          me: config.instance, record: this.rec, progressRecord: this.progressRecord, maxAttempts: config.maxAttempts,
+          me: config.instance, record: guards.record, progressRecord: guards.progressRecord, maxAttempts: config.maxAttempts,
           retryBackoff: config.retryBackoff, now: wallTime(this.ctx.clock), draw: kind === 'fail' ? (this.ctx.random ?? Math.random)() : 0,
         }, args);
       } catch (e) {
@@ -331,9 +338,9 @@ export class Lane {
         this.refused(kind, args, e);
         throw e;
       }
-      let res: { won: boolean; revision: number };
+      let res: WriteOutcome;
       try {
-        res = await store.txn(laneTxn(this.fence, write));
+        res = await store.txn(laneTxn(guards.fence, write));
       } catch (e) {
         if (!isRetryable(e)) {
           this.refused(kind, args, e);
@@ -342,10 +349,10 @@ export class Lane {
         // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
         // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
         // not landed, the caller may send it again; moved on, the lane is lost.
-        this.unknown = write;
-        let settled: { won: boolean; revision: number } | undefined;
+        guards.unknown = write;
+        let settled: WriteOutcome | undefined;
         try {
-          settled = await this.settleUnknown();
+          settled = await guards.readBack();
         } catch {
           throw e; // still unknown (or not landed): retryable, settled before the next write
         }
@@ -361,57 +368,16 @@ export class Lane {
     return p;
   }
 
-  /** The revisions this lane's writes are guarded by. */
-  private get fence() {
-    return { prefix: this.ctx.prefix, id: this.id, splitRevision: this.rev, progressRevision: this.progressRev, sessionLease: this.ctx.leaseId };
-  }
-
   /** The outcome of a write, known at last: adopt its revisions, or end the lane as fenced. */
-  private apply(w: LaneWrite, res: { won: boolean; revision: number }): void {
+  private apply(w: LaneWrite, res: WriteOutcome): void {
     const what = w.what === 'force' ? 'release' : w.what;
     if (!res.won) {
       this.end('lost', `${what} lost the fenced swap`);
       throw new SplitfleetError('LEASE_LOST', `split ${this.id}: ${what} was fenced out (the split is no longer ours); nothing was written`);
     }
     if (w.what === 'commit') this.ctx.onCommitted?.();
-    if (w.record) {
-      this.rec = w.record;
-      this.rev = res.revision;
-    }
-    if (w.committed) {
-      this.progress = w.committed.progress;
-      this.progressRecord = w.committed;
-      this.progressRev = res.revision;
-    }
+    this.guards.adopt(w, res.revision);
     if (w.terminal) this.end(w.endAs!, what);
-  }
-
-  /**
-   * Reads back the write whose outcome was unknown (`readBackTxn`), judged by
-   * `readBackVerdict`: landed → `{ won: true }` at its revision; moved on →
-   * `{ won: false }`; not landed → rejects with a retryable TIMEOUT, and the
-   * write may be sent again. A read that fails rejects and leaves the
-   * question open (`unknown` kept) for the next write.
-   */
-  private async settleUnknown(): Promise<{ won: boolean; revision: number }> {
-    const u = this.unknown!;
-    const read = await this.ctx.store.txn(readBackTxn(this.ctx.prefix, this.id));
-    this.unknown = undefined;
-    const [split, progress, lease] = read.reads;
-    const verdict = readBackVerdict(u, this.fence, { split, progress, lease });
-    this.ctx.onSettled?.(verdict.kind);
-    switch (verdict.kind) {
-      case 'landed':
-        return { won: true, revision: verdict.revision };
-      case 'not-landed':
-        throw new SplitfleetError('TIMEOUT', `split ${this.id}: ${u.what === 'force' ? 'release' : u.what} did not land; it may be sent again`, { retryable: true });
-      case 'moved':
-        return { won: false, revision: read.revision };
-      default: {
-        const never: never = verdict;
-        throw new Error(`unhandled read-back verdict ${JSON.stringify(never)}`);
-      }
-    }
   }
 
   private end(as: LaneEnd, reason: string): void {

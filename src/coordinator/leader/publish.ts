@@ -22,21 +22,21 @@
  * - A write that fails is simply retried on the next step: the diff against
  *   the view finds it again.
  */
-import type { ColumnarPool } from '../assignment/codec.js';
-import type { AssignedRows } from '../assignment/wire.js';
-import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../assignment/types.js';
-import { isSplitfleetError } from '../errors.js';
-import { assignKey } from '../protocol/keys.js';
-import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
-import { operatorHold, type OperatorHold } from '../protocol/control.js';
-import { decisionInputs, publicationPlan } from '../protocol/publication.js';
-import type { ReservedWindowState } from '../protocol/reserved.js';
-import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../protocol/txns.js';
-import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store } from '../store/store.js';
+import type { ColumnarPool } from '../../assignment/codec.js';
+import type { AssignedRows } from '../../assignment/wire.js';
+import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../../assignment/types.js';
+import { isSplitfleetError } from '../../errors.js';
+import { assignKey } from '../../protocol/keys.js';
+import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../protocol/records.js';
+import { operatorHold, type OperatorHold } from '../../protocol/control.js';
+import { decisionInputs, publicationPlan } from '../../protocol/publication.js';
+import type { ReservedWindowState } from '../../protocol/reserved.js';
+import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../../protocol/txns.js';
+import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store } from '../../store/store.js';
 import type { LeaderView } from './leader-view.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import { jsStringOrder } from '../js-order.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { jsStringOrder } from '../../js-order.js';
 
 /** Computes a desired assignment in the object form: a custom engine (tests, experiments). */
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;

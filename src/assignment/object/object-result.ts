@@ -11,8 +11,8 @@
 import type { SplitFields } from './fields.js';
 import { inSlices, type LoopSlices } from './object-task.js';
 import { PAGE_BITS, PAGE_MASK, PAGE_ROWS, pagedSlice } from './pages.js';
-import type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
-import { NO_SLOT, type ThreadReply } from './wire.js';
+import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../types.js';
+import { NO_SLOT, type ThreadReply } from '../wire.js';
 
 /**
  * A result kept as its keys in order and its lists laid out in `places`

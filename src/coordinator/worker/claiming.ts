@@ -21,20 +21,20 @@
  *   uncertain: the orphan settler finds out whether it landed. It is never
  *   claimed again meanwhile.
  */
-import type { Config } from '../config.js';
-import { isRetryable, isSplitfleetError } from '../errors.js';
-import { decodeRecord, fingerprintHash, type SpecRecord, type SplitRecord } from '../protocol/records.js';
-import { progressKey } from '../protocol/keys.js';
-import type { ReconcileDecision } from '../protocol/reconcile.js';
-import { isTakeover, takeoverCost, type ClaimKind } from '../protocol/claims.js';
-import { claimTxn, joinTxns, type Writer } from '../protocol/txns.js';
-import { op, type KeyValue, type Store, type Txn } from '../store/store.js';
-import type { OnUnexpected } from './background.js';
-import type { Emit } from './events.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import type { Session } from './session.js';
-import type { WorkerView } from './worker-view.js';
+import type { Config } from '../../config.js';
+import { isRetryable, isSplitfleetError } from '../../errors.js';
+import { decodeRecord, fingerprintHash, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
+import { progressKey } from '../../protocol/keys.js';
+import type { ReconcileDecision } from '../../protocol/reconcile.js';
+import { isTakeover, takeoverCost, type ClaimKind } from '../../protocol/claims.js';
+import { claimTxn, joinTxns, type Writer } from '../../protocol/txns.js';
+import { op, type KeyValue, type Store, type Txn } from '../../store/store.js';
+import type { OnUnexpected } from '../background.js';
+import type { Emit } from '../events.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Session } from '../session.js';
+import type { WorkerView } from '../views/worker-view.js';
 
 /** A claim or quarantine decision; a takeover's carries the progress revision its cost was settled on. */
 type CostedDecision = Extract<ReconcileDecision, { kind: 'claim' | 'quarantine' }> & { progressRevision?: number };

@@ -9,8 +9,8 @@
  * only when every row is (`wrote`), or when new buffers are allocated.
  */
 import type { SplitFields } from './fields.js';
-import { OwnerHandles } from './handles.js';
-import type { ObjectTask } from './wire.js';
+import { OwnerHandles } from '../handles.js';
+import type { ObjectTask } from '../wire.js';
 
 /** Owner handles a TaskBuffers keeps, per row of the task, before it starts a new table (so owners that come and go do not grow it without bound). */
 const MAX_OWNERS_PER_ROW = 4;

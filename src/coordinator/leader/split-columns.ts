@@ -16,9 +16,9 @@
  *
  * No I/O and no decisions: the LeaderView feeds it from listings and watches.
  */
-import { ColumnarPool } from '../assignment/codec.js';
-import type { LeaseRecord, SplitStatus } from '../protocol/records.js';
-import type { Seen } from './seen.js';
+import { ColumnarPool } from '../../assignment/codec.js';
+import type { LeaseRecord, SplitStatus } from '../../protocol/records.js';
+import type { Seen } from '../views/seen.js';
 
 export type StatusTally = { runnable: number; completed: number; quarantined: number };
 

@@ -14,14 +14,14 @@
  * split-id uniqueness, which the thread checks on the keys. Pure: the only
  * waiting, and the only clock, are the `LoopSlices` the caller passes in.
  */
-import { OwnerHandles } from './handles.js';
+import { OwnerHandles } from '../handles.js';
 import { fieldPage, readSplits, sameRows, sameStrings, type FieldPage, type ReadBuffers, type SplitFields } from './fields.js';
-import { LAYOUT as L } from './layout.js';
+import { LAYOUT as L } from '../layout.js';
 import { shapeIsValid } from './marshal.js';
 import { PAGE_BITS, PAGE_ROWS, pageCount } from './pages.js';
 import type { TaskBuffers } from './task-buffers.js';
-import { DEFAULT_CAP, type AssignmentInput } from './types.js';
-import type { ObjectTask } from './wire.js';
+import { DEFAULT_CAP, type AssignmentInput } from '../types.js';
+import type { ObjectTask } from '../wire.js';
 
 /**
  * How long work shares the caller's event loop: it runs in slices, one per

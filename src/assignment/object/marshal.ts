@@ -9,15 +9,15 @@
  *
  * Pure: no I/O, no clock, and it never touches `WebAssembly`.
  */
-import { SplitfleetError } from '../errors.js';
-import { seedState } from '../hash.js';
+import { SplitfleetError } from '../../errors.js';
+import { seedState } from '../../hash.js';
 import { fieldsFor, readIds, readSplits, sameIdsUpTo, sameStrings, type SplitFields } from './fields.js';
 import { PAGE_BITS, PAGE_MASK, PAGE_ROWS } from './pages.js';
-import { I32_MAX, LAYOUT as L, type EngineMemory, type EngineViews } from './layout.js';
-import { memberTable, type MemberTable } from './members.js';
-import type { OutputMemo } from './results.js';
-import type { AssignmentInput, AssignmentStats } from './types.js';
-import { isCap, isId, validateAssignmentInput } from './validate.js';
+import { I32_MAX, LAYOUT as L, type EngineMemory, type EngineViews } from '../layout.js';
+import { memberTable, type MemberTable } from '../members.js';
+import type { OutputMemo } from '../results.js';
+import type { AssignmentInput, AssignmentStats } from '../types.js';
+import { isCap, isId, validateAssignmentInput } from '../validate.js';
 
 /**
  * What one object-form decision keeps for the next (wasm.ts holds one per

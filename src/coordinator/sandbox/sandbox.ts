@@ -29,14 +29,14 @@ import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { SplitfleetError } from '../errors.js';
-import type { Json } from '../protocol/records.js';
-import { withThreadExecArgv } from '../thread-argv.js';
+import { isSplitfleetError, SplitfleetError } from '../../errors.js';
+import type { Json } from '../../protocol/records.js';
+import { withThreadExecArgv } from '../../thread-argv.js';
 import {
   FLAG_ABORTED, FLAG_DRAINING, FLAG_SLOTS, fromWire, toWire,
   type CallMessage, type MainMessage, type SandboxReply, type SplitTask,
 } from './sandbox-wire.js';
-import type { FailOptions, SplitHandle, SplitHandler } from './types.js';
+import type { FailOptions, SplitHandle, SplitHandler } from '../types.js';
 
 /** How `sandboxedHandler` runs the module: threads, which export, how long a finished handler may take to return. */
 export interface SandboxOptions {
@@ -82,7 +82,7 @@ export interface SandboxedHandler extends SplitHandler {
 /** The compiled thread entry this module would use by default. */
 export function defaultSandboxThreadFile(): string {
   const here = import.meta.url;
-  const rel = here.endsWith('.ts') ? '../../dist/src/coordinator/sandbox-thread.js' : './sandbox-thread.js';
+  const rel = here.endsWith('.ts') ? '../../../dist/src/coordinator/sandbox/sandbox-thread.js' : './sandbox-thread.js';
   return fileURLToPath(new URL(rel, here));
 }
 
@@ -99,6 +99,11 @@ function moduleUrl(module: string | URL): string {
     throw new SplitfleetError('INVALID_CONFIG', `sandboxedHandler: handler module ${fileURLToPath(url)} does not exist`);
   }
   return url.href;
+}
+
+/** A sandbox failure in the terms of the coordinator's option (`handlerModule: …`), for the errors of its start. */
+export function asHandlerModuleError(e: unknown): unknown {
+  return isSplitfleetError(e) ? new SplitfleetError(e.code, `handlerModule: ${e.message.replace(/^sandboxedHandler: /, '')}`) : e;
 }
 
 /**
