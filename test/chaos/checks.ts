@@ -29,10 +29,12 @@
  *   declines, failures and takeovers).
  *
  * The epoch and owner fence, the lease rule and progress monotonicity are the
- * shared checkers of test/support/invariants.ts, reported here under this
- * auditor's check names. No I/O, no clock.
+ * shared checkers of test/support/invariants.ts, plugged into the same replay
+ * (test/support/history-replay.ts) as this auditor's own transition checker
+ * and reported under this auditor's check names. No I/O, no clock.
  */
-import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
+import { replayHistory, type Revision } from '../support/history-replay.js';
+import { invariantCheckers } from '../support/invariants.js';
 import type { LaneEvent, UnitEntry } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
@@ -133,12 +135,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   const failureReports = new Set(ledger.events.filter((e) => e.ev === 'failed').map((e) => `${e.instance}|${e.id}|${Number(e.attempts)}`));
   const attemptsOf = (r: Rec | undefined): number => Number(r?.attempts ?? 0);
 
-  for (let i = 0; i < history.length;) {
-    const rev = history[i]!.rev;
-    let j = i;
-    while (j < history.length && history[j]!.rev === rev) j++;
-    const group = history.slice(i, j);
-    i = j;
+  // Ownership transitions, revision by revision: this auditor's checker of the one replay, beside the shared invariants.
+  const ownership = ({ rev, events: group }: Revision): void => {
     const touched = new Set<string>();
     for (const e of group) if ((e.kind === 'split' || e.kind === 'lease' || e.kind === 'progress') && e.id) touched.add(e.id);
     const before = new Map([...touched].map((id) => [id, { split: splits.get(id), lease: leases.get(id), progress: progress.get(id) }]));
@@ -251,14 +249,16 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
         v('lease-record-disagree', id, revs, `at revision ${rev} lease.${id} names ${al.rec.owner} epoch ${al.rec.epoch} but split.${id} is ${as ? `${as.status}, owner ${as.owner || '(none)'} epoch ${as.epoch}` : 'absent'}`);
       }
     }
-  }
+  };
 
-  // The invariants every suite checks alike (test/support/invariants.ts), under this auditor's names.
+  // The invariants every suite checks alike (test/support/invariants.ts), plugged into the same replay, under this auditor's names.
+  const shared = invariantCheckers();
+  replayHistory(history, [{ revision: ownership }, ...shared]);
   const names: Record<string, string> = {
     'progress-regressed': 'progress-regressed', 'progress-epoch-regressed': 'epoch-jump', 'epoch-moved': 'epoch-jump',
     'owner-changed-without-claim': 'owner-changed-without-epoch-bump', 'claim-without-owner': 'claim-without-owner', 'lease-overwritten': 'lease-overwritten',
   };
-  for (const p of [...progressNeverRegresses(history), ...splitFence(history), ...noSplitHeldTwice(history)]) v(names[p.rule]!, p.split, p.revisions, p.detail);
+  for (const p of shared.flatMap((c) => c.problems)) v(names[p.rule]!, p.split, p.revisions, p.detail);
 
   // ---- the ledger --------------------------------------------------------------
   const seen = new Map<string, Map<number, number>>();

@@ -48,7 +48,8 @@ import type { MemoryStore } from '../../src/store/memory.js';
 import { Ledger } from '../../src/testing/ledger.js';
 import { decodeRecord } from '../../src/protocol/records.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
-import { noSplitHeldTwice, progressNeverRegresses, splitFence } from '../support/invariants.js';
+import { onlyRevisions, replayHistory, type Revision } from '../support/history-replay.js';
+import { invariantCheckers } from '../support/invariants.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
 export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
@@ -156,8 +157,6 @@ export class Auditor {
       return kv !== undefined && (JSON.parse(kv.value) as ProgressRec).epoch === epoch;
     };
 
-    // Group the history by revision.
-    const byRev = new Map<number, HistoryEvent[]>();
     // Keys whose value is now the hostile writer's (a forgery or a restored old value): not the fleet's word.
     const foreign = new Set<string>();
     // Assignment records as the store holds them, the hostile writer's values included.
@@ -185,18 +184,14 @@ export class Auditor {
       if (c.type === 'put') actualAssign.set(c.key, external ? readableNamed(c) : namedIn(c.value));
       else actualAssign.delete(c.key);
     };
-    for (const c of this.recorder.events) {
-      let g = byRev.get(c.rev);
-      if (!g) byRev.set(c.rev, (g = []));
-      g.push(c);
-    }
-    for (const [rev, group] of [...byRev].sort((a, b) => a[0] - b[0])) {
+    // This auditor's checker of the one replay (test/support/history-replay.ts), revision by revision.
+    const properties = ({ rev, events: group }: Revision): void => {
       if (this.externals.has(rev)) {
         for (const c of group) {
           foreign.add(c.key);
           trackAssign(c, true);
         }
-        continue;
+        return;
       }
       // What each assignment record of this revision names that the store's copy did not (for assigned-once).
       const addedBy = new Map<string, string[]>();
@@ -470,11 +465,15 @@ export class Auditor {
           }
         }
       }
-    }
+    };
 
-    // The invariants every suite checks alike (test/support/invariants.ts): regressions and epoch moves are 'monotone'.
+    // The invariants every suite checks alike (test/support/invariants.ts), plugged into the same replay; they
+    // see the fleet's own writes only (`changes`: the hostile writer's revisions skipped). Regressions and
+    // epoch moves are 'monotone'.
+    const shared = invariantCheckers();
+    replayHistory(this.recorder.events, [{ revision: properties }, ...shared.map((c) => onlyRevisions((rev) => !this.externals.has(rev), c))]);
     const monotone = new Set(['progress-regressed', 'progress-epoch-regressed', 'epoch-moved']);
-    for (const p of [...progressNeverRegresses(this.changes), ...splitFence(this.changes), ...noSplitHeldTwice(this.changes)]) {
+    for (const p of shared.flatMap((c) => c.problems)) {
       const revision = p.revisions[p.revisions.length - 1]!;
       v.push({ property: monotone.has(p.rule) ? 'monotone' : 'one-owner-per-epoch', message: p.detail, revision, context: { writer: this.writers.get(revision) } });
     }

@@ -13,10 +13,14 @@
  * - `progressNeverRegresses`: committed progress (`progress.{id}`) never goes
  *   backwards, nor does the epoch that wrote it.
  *
+ * Each is a checker of the one replay (history-replay.ts): `splitFenceChecker`
+ * and its siblings plug into `replayHistory` beside a suite's own checkers,
+ * and `splitFence(history)` and its siblings replay a history through one.
  * Histories may interleave other events (a Recorder's merged split states:
  * copies of the last record, which pass every check). No I/O, no clock.
  */
 import type { HistoryEvent } from './history.js';
+import { replayHistory, type HistoryChecker } from './history-replay.js';
 
 export interface Problem {
   /** Which rule of the invariant broke. */
@@ -30,26 +34,42 @@ export interface Problem {
 type Rec = Record<string, any>;
 const progressOf = (r: Rec | undefined): number => (typeof r?.progress === 'number' ? r.progress : 0);
 
-/** Puts of `kind` records (optionally of split `id`) with a parsed record. */
-function* puts(history: readonly HistoryEvent[], kind: 'split' | 'lease' | 'progress', id?: string): Generator<HistoryEvent & { id: string }> {
-  for (const e of history) {
-    if (e.kind === kind && e.id !== undefined && (id === undefined || e.id === id) && (e.type === 'delete' || e.rec)) yield e as HistoryEvent & { id: string };
-  }
+/** A checker of one invariant: the problems it found so far. */
+export interface InvariantChecker extends HistoryChecker {
+  readonly problems: Problem[];
+}
+
+/** A checker that sees the puts and deletes of `kind` records (optionally of split `id`) with a parsed record, one by one. */
+function perEvent(kind: 'split' | 'lease' | 'progress', id: string | undefined, see: (e: HistoryEvent & { id: string }, problems: Problem[]) => void): InvariantChecker {
+  const problems: Problem[] = [];
+  return {
+    problems,
+    revision: (r) => {
+      for (const e of r.events) {
+        if (e.kind === kind && e.id !== undefined && (id === undefined || e.id === id) && (e.type === 'delete' || e.rec)) see(e as HistoryEvent & { id: string }, problems);
+      }
+    },
+  };
+}
+
+/** Replays `history` through `checker` and returns what it found. */
+function run(history: readonly HistoryEvent[], checker: InvariantChecker): Problem[] {
+  replayHistory(history, [checker]);
+  return checker.problems;
 }
 
 /**
  * Rules 'epoch-moved' (not by 0 or +1), 'owner-changed-without-claim' (another
  * non-empty owner at the same epoch) and 'claim-without-owner' (+1 to no owner).
  */
-export function splitFence(history: readonly HistoryEvent[], id?: string): Problem[] {
-  const problems: Problem[] = [];
+export function splitFenceChecker(id?: string): InvariantChecker {
   const prev = new Map<string, { rec: Rec; rev: number }>();
-  for (const e of puts(history, 'split', id)) {
-    if (e.type !== 'put') continue;
+  return perEvent('split', id, (e, problems) => {
+    if (e.type !== 'put') return;
     const r = e.rec!;
     const p = prev.get(e.id);
     prev.set(e.id, { rec: r, rev: e.rev });
-    if (!p) continue;
+    if (!p) return;
     const revisions = [p.rev, e.rev];
     const b = p.rec;
     if (r.epoch !== b.epoch && r.epoch !== b.epoch + 1) {
@@ -59,18 +79,16 @@ export function splitFence(history: readonly HistoryEvent[], id?: string): Probl
     } else if (r.owner !== '' && r.owner !== b.owner) {
       problems.push({ rule: 'owner-changed-without-claim', split: e.id, revisions, detail: `split.${e.id} owner ${b.owner || '(none)'} → ${r.owner} at epoch ${r.epoch}` });
     }
-  }
-  return problems;
+  });
 }
 
 /** Rule 'lease-overwritten': a put of `lease.{id}` while another's key (or an older one of the same owner) is live. */
-export function noSplitHeldTwice(history: readonly HistoryEvent[], id?: string): Problem[] {
-  const problems: Problem[] = [];
+export function noSplitHeldTwiceChecker(id?: string): InvariantChecker {
   const live = new Map<string, { rec: Rec; rev: number }>();
-  for (const e of puts(history, 'lease', id)) {
+  return perEvent('lease', id, (e, problems) => {
     if (e.type === 'delete') {
       live.delete(e.id);
-      continue;
+      return;
     }
     const l = live.get(e.id);
     // The one allowed overwrite: the same instance (a restarted run) taking its own key over, at a new epoch.
@@ -81,19 +99,17 @@ export function noSplitHeldTwice(history: readonly HistoryEvent[], id?: string):
       });
     }
     live.set(e.id, { rec: e.rec!, rev: e.rev });
-  }
-  return problems;
+  });
 }
 
 /** Rules 'progress-regressed' and 'progress-epoch-regressed', per put of `progress.{id}`. */
-export function progressNeverRegresses(history: readonly HistoryEvent[], id?: string): Problem[] {
-  const problems: Problem[] = [];
+export function progressNeverRegressesChecker(id?: string): InvariantChecker {
   const prev = new Map<string, { rec: Rec; rev: number }>();
-  for (const e of puts(history, 'progress', id)) {
-    if (e.type !== 'put') continue;
+  return perEvent('progress', id, (e, problems) => {
+    if (e.type !== 'put') return;
     const p = prev.get(e.id);
     prev.set(e.id, { rec: e.rec!, rev: e.rev });
-    if (!p) continue;
+    if (!p) return;
     const revisions = [p.rev, e.rev];
     if (progressOf(e.rec) < progressOf(p.rec)) {
       problems.push({ rule: 'progress-regressed', split: e.id, revisions, detail: `progress.${e.id} went from ${progressOf(p.rec)} to ${progressOf(e.rec)} (epoch ${p.rec.epoch} → ${e.rec!.epoch})` });
@@ -101,15 +117,24 @@ export function progressNeverRegresses(history: readonly HistoryEvent[], id?: st
     if (Number(e.rec!.epoch) < Number(p.rec.epoch)) {
       problems.push({ rule: 'progress-epoch-regressed', split: e.id, revisions, detail: `progress.${e.id} epoch ${p.rec.epoch} → ${e.rec!.epoch}` });
     }
-  }
-  return problems;
+  });
 }
+
+/** The three shared invariants, as checkers, in the order suites report them. */
+export function invariantCheckers(id?: string): InvariantChecker[] {
+  return [progressNeverRegressesChecker(id), splitFenceChecker(id), noSplitHeldTwiceChecker(id)];
+}
+
+export const splitFence = (history: readonly HistoryEvent[], id?: string): Problem[] => run(history, splitFenceChecker(id));
+export const noSplitHeldTwice = (history: readonly HistoryEvent[], id?: string): Problem[] => run(history, noSplitHeldTwiceChecker(id));
+export const progressNeverRegresses = (history: readonly HistoryEvent[], id?: string): Problem[] => run(history, progressNeverRegressesChecker(id));
 
 /**
  * The fence over one split's whole history, as the integration tests assert
  * it: every checker above, as messages (`split@revision: detail`).
  */
 export function fenceProblems(history: readonly HistoryEvent[], id: string): string[] {
-  return [...splitFence(history, id), ...noSplitHeldTwice(history, id), ...progressNeverRegresses(history, id)]
-    .map((p) => `${p.split}@${p.revisions[p.revisions.length - 1]}: ${p.detail}`);
+  const checkers = [splitFenceChecker(id), noSplitHeldTwiceChecker(id), progressNeverRegressesChecker(id)];
+  replayHistory(history, checkers);
+  return checkers.flatMap((c) => c.problems).map((p) => `${p.split}@${p.revisions[p.revisions.length - 1]}: ${p.detail}`);
 }
