@@ -1,30 +1,18 @@
 /**
  * A throwaway redis-server for bench:peers (the counterpart of bench/etcd.ts):
- * `redis-server` from PATH on a free loopback port, no persistence, a temp
+ * `redis-server` from PATH on a free loopback port (the suites' `freePort`), no persistence, a temp
  * dir removed on stop, SIGKILLed when this process exits.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freePort } from '../../test/support/etcd.js';
 
 export interface BenchRedis {
   url: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startBenchRedis(): Promise<BenchRedis> {

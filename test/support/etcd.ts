@@ -6,8 +6,9 @@
  * a throwaway single node on a temp data dir. `restart()` brings it back on
  * the same data dir and ports (for chaos tests); `stop()` sends SIGTERM and
  * removes the data dir. A missing binary is a loud failure, never a silent
- * skip. (bench/etcd.ts is the benches' own: they run from dist/, which test/
- * is not compiled into.)
+ * skip. The benches start theirs through it too (bench/etcd.ts adds their
+ * flags and data directory; tsc compiles this file into dist/test/ beside
+ * them, and it imports nothing but src/).
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -134,14 +135,19 @@ function exited(child: ChildProcess): Promise<void> {
  * it answers a read. A port found free can be taken before etcd binds it (another process's
  * outgoing connection picks from the same range): that start is retried on fresh ports.
  */
-export async function startEtcd(extraArgs: readonly string[] = []): Promise<EtcdHandle> {
+export async function startEtcd(extraArgs: readonly string[] = [], options: StartEtcdOptions = {}): Promise<EtcdHandle> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startEtcdOnce(extraArgs);
+      return await startEtcdOnce(extraArgs, options.dataRoot ?? tmpdir());
     } catch (e) {
       if (attempt >= 3 || !String((e as Error)?.message).includes('address already in use')) throw e;
     }
   }
+}
+
+export interface StartEtcdOptions {
+  /** Where the temp data dir is made (default the OS temp dir; the benches use /dev/shm). */
+  dataRoot?: string;
 }
 
 /** The flags of a one-member etcd on `endpoint` (clients) and `peer`, quiet, then `extraArgs`. */
@@ -160,8 +166,8 @@ export function singleMemberArgs(dataDir: string, endpoint: string, peer: string
   ];
 }
 
-async function startEtcdOnce(extraArgs: readonly string[]): Promise<EtcdHandle> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'splitfleet-etcd-'));
+async function startEtcdOnce(extraArgs: readonly string[], dataRoot: string): Promise<EtcdHandle> {
+  const dataDir = mkdtempSync(join(dataRoot, 'splitfleet-etcd-'));
   const clientPort = await freePort();
   const peerPort = await freePort();
   const endpoint = `http://127.0.0.1:${clientPort}`;
