@@ -133,7 +133,9 @@ function renderHeader(view) {
   // The first view of a large job: the leader's summary, until every record has been read (decision 0040).
   if (view.source && view.source.kind === 'summary') {
     banners.append(el('div', { class: 'banner', id: 'source', text: 'counts from the leader’s summary (generation ' + view.source.generation
-      + ', written ' + wait(num(view.source.ageMs)) + ' ago); reading every record for the per-split lists…' }));
+      + ', written ' + wait(num(view.source.ageMs)) + ' ago); ' + (view.source.followsRecords === false
+      ? 'a job this large is followed by its summary only, without per-split lists (splitfleet inspect --split ID reads one split)'
+      : 'reading every record for the per-split lists…') }));
   }
   if (!r.exists) banners.append(el('div', { class: 'banner', text: 'nothing is stored under ' + view.prefix + ' yet: waiting for the job to appear' }));
   const paused = flagText(r.paused);

@@ -16,6 +16,10 @@
  *   (summary-read.ts, decision 0040): `start` resolves once it is read, and
  *   the snapshot of every record, which a large job takes long to list, follows
  *   in the background; until it lands the view says its source is the summary.
+ * - Above `followRecordsUpTo` splits the job is followed by its summary only
+ *   (decision 0042): the summary's few keys are read again every
+ *   `summaryPollMs`, and no split record is ever listed or watched, so the
+ *   dashboard's memory and its store traffic do not grow with the job.
  */
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { jobPrefix, parseKey } from '../protocol/keys.js';
@@ -23,6 +27,13 @@ import { inJobScope, jobSpan } from '../protocol/scope.js';
 import { ChangeTracker, describeChange, type ChangeEvent, type RecordChange } from './changes.js';
 import { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, type JobRecords, type JobReport, type MemberReport } from './report.js';
 import { fromSummary, listScope, SUMMARY_ABOVE_SPLITS, SUMMARY_KINDS, type SummaryReport } from './summary-read.js';
+
+/**
+ * The most splits (by a trusted summary) the dashboard follows record by record; above it, the
+ * summary only (decision 0042). At 1M splits on etcd the snapshot of every record had not landed
+ * after 240 s and held 521 MiB (bench/inspect-summary.ts).
+ */
+export const FOLLOW_RECORDS_UP_TO = 200_000;
 
 /** One line of the event log. */
 export type DashboardEvent = ChangeEvent & {
@@ -67,7 +78,11 @@ export interface DashboardView {
    * What `report` was built from: the leader's summary (the first view of a large job, until
    * every record has been read: counts only, no per-split lists), or every record.
    */
-  source: { kind: 'summary'; generation: number; ageMs: number } | { kind: 'records' };
+  source: {
+    kind: 'summary'; generation: number; ageMs: number;
+    /** False above `followRecordsUpTo` splits: the per-split lists will not follow (decision 0042); true while every record is being read. */
+    followsRecords: boolean;
+  } | { kind: 'records' };
   report: DashboardReport;
   /** The latest events, oldest first. */
   events: DashboardEvent[];
@@ -87,6 +102,10 @@ export interface LiveJobOptions {
   retryMs?: number;
   /** The first view comes from a trusted summary counting more splits than this (default SUMMARY_ABOVE_SPLITS). */
   summaryAbove?: number;
+  /** Above this many splits (by a trusted summary) the job is followed by its summary only (default FOLLOW_RECORDS_UP_TO). */
+  followRecordsUpTo?: number;
+  /** How often the summary is read again while it is all that is followed, ms (default 2000). */
+  summaryPollMs?: number;
   now?: () => number;
 }
 
@@ -100,6 +119,11 @@ export class LiveJob {
   private readonly maxListed: number;
   private readonly retryMs: number;
   private readonly summaryAbove: number;
+  private readonly followRecordsUpTo: number;
+  private readonly summaryPollMs: number;
+  /** Set when the job is followed by its summary only (above followRecordsUpTo). */
+  private summaryOnly = false;
+  private poll: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private records: JobRecords = emptyJobRecords();
   private fp: string | undefined;
@@ -131,6 +155,8 @@ export class LiveJob {
     this.maxListed = options.maxListed ?? 200;
     this.retryMs = options.retryMs ?? 2000;
     this.summaryAbove = options.summaryAbove ?? SUMMARY_ABOVE_SPLITS;
+    this.followRecordsUpTo = options.followRecordsUpTo ?? FOLLOW_RECORDS_UP_TO;
+    this.summaryPollMs = options.summaryPollMs ?? 2000;
     this.now = options.now ?? Date.now;
     this.current = this.build();
   }
@@ -146,9 +172,37 @@ export class LiveJob {
       this.refresh();
       return;
     }
+    if (this.summary.splits.total > this.followRecordsUpTo) {
+      this.summaryOnly = true;
+      this.refresh();
+      this.schedulePoll();
+      return;
+    }
     this.refresh();
     // Every record, for the per-split lists and live events: in the background, retried as a stopped watch is.
     this.watchInBackground();
+  }
+
+  /** The next read of the summary's keys, while the summary is all that is followed. */
+  private schedulePoll(): void {
+    if (this.closed) return;
+    this.poll = setTimeout(() => {
+      this.poll = undefined;
+      void this.readSummary().finally(() => this.schedulePoll());
+    }, this.summaryPollMs);
+  }
+
+  /** Reads the summary again; one that cannot be trusted now (a new leader not yet written it) keeps the last, and says why. */
+  private async readSummary(): Promise<void> {
+    try {
+      const { kvs, revision } = await listScope(this.store, this.prefix, SUMMARY_KINDS);
+      const answer = fromSummary(kvs, { root: this.root, job: this.job, prefix: this.prefix, revision, now: this.now() });
+      if (answer.report !== undefined) this.summary = answer.report;
+      this.error = answer.report !== undefined ? null : `the leader's summary cannot be trusted now (${answer.reason}); showing the last one`;
+    } catch (e) {
+      this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.summaryPollMs / 1000} s`;
+    }
+    this.dirty();
   }
 
   /** The latest view. */
@@ -166,6 +220,7 @@ export class LiveJob {
     this.closed = true;
     clearTimeout(this.timer);
     clearTimeout(this.retry);
+    clearTimeout(this.poll);
     this.listeners.clear();
     await this.handle?.close().catch(() => undefined);
   }
@@ -295,8 +350,9 @@ export class LiveJob {
       const s = this.summary;
       return {
         job: this.job, root: this.root, prefix: this.prefix, generatedAt: at,
-        watch: { live: false, error: this.error },
-        source: { kind: 'summary', generation: s.summary.generation, ageMs: Math.max(0, at - s.summary.writtenAt) },
+        // Following the summary only, the view is live while the summary reads; else it waits for every record.
+        watch: { live: this.summaryOnly && this.error === null, error: this.error },
+        source: { kind: 'summary', generation: s.summary.generation, ageMs: Math.max(0, at - s.summary.writtenAt), followsRecords: !this.summaryOnly },
         report: summaryDashboardReport(s),
         events: [...this.events],
       };

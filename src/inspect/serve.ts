@@ -42,6 +42,8 @@ export interface DashboardOptions {
   maxEvents?: number;
   /** Event streams open at once (default 64); one more is refused with 503. */
   maxClients?: number;
+  /** Above this many splits the job is followed by its leader's summary only, without per-split lists (default 200,000; decision 0042). */
+  followRecordsUpTo?: number;
 }
 
 /** Default cap on open event streams: each holds a connection and gets every view. */
@@ -84,6 +86,7 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   }
   const live = new LiveJob({
     store: options.store, job: options.job, root: options.root, refreshMs: options.refreshMs, maxEvents: options.maxEvents,
+    followRecordsUpTo: options.followRecordsUpTo,
   });
   try {
     await live.start();

@@ -24,8 +24,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
 import { serveDashboard } from '../../src/inspect/serve.js';
-import { jobPrefix } from '../../src/protocol/keys.js';
-import { fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
+import { jobPrefix, leaderKey, planKey, summaryKey, workerKey } from '../../src/protocol/keys.js';
+import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
+import { summaryRecord } from '../../src/protocol/summary.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
@@ -204,6 +205,36 @@ describe('splitfleet inspect --serve', () => {
       expect(await page.textContent('#evacuated')).toBe('evacuated: a');
       expect(await page.textContent('tr[data-member="a"]')).toContain('evacuated');
       expect(await page.textContent('tr[data-member="b"]')).not.toContain('evacuated');
+    } finally {
+      await page.close();
+      await served.close();
+      await store.close();
+    }
+  });
+
+  test('follows a job larger than followRecordsUpTo by its summary only, and says so (decision 0042)', async () => {
+    const store = new MemoryStore();
+    const P = jobPrefix('splitfleet', 'big');
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', 'big'));
+    const v = SCHEMA_VERSION;
+    // A job whose leader's summary counts 300k splits; not one split record is stored, and none is needed.
+    await store.put(planKey(P), encodeRecord('plan', { v, fp, generation: 3, final: true, planned: 300_000 }));
+    await store.put(leaderKey(P), encodeRecord('leader', { v, fp, instance: 'a', generation: 3 }));
+    await store.put(workerKey(P, 'a'), encodeRecord('worker', { v, fp, instance: 'a', maxInFlight: 4, nonce: 'n' }));
+    const t = (splits: number) => ({ splits, weight: splits * 10 });
+    await store.put(summaryKey(P), encodeRecord('summary', summaryRecord({
+      fp, generation: 3, writtenAt: Date.now(), plan: { planned: 300_000, final: true }, seeded: 300_000,
+      queued: t(199_996), backoff: t(0), running: t(4), draining: t(0), completed: t(100_000), quarantined: t(0), parked: 0, lanes: [4],
+    })));
+    const served = await serveDashboard({ store, job: 'big', refreshMs: 50, followRecordsUpTo: 200_000 });
+    const page = await browser!.newPage();
+    try {
+      await page.goto(served.url);
+      await page.waitForSelector('#source', { timeout: WAIT });
+      expect(await page.textContent('#source')).toContain('followed by its summary only');
+      expect(await page.textContent('#conn')).toBe('live');
+      expect(served.view().source).toMatchObject({ kind: 'summary', generation: 3, followsRecords: false });
+      expect(served.view().report.splits.total).toBe(300_000);
     } finally {
       await page.close();
       await served.close();

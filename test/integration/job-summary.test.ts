@@ -9,7 +9,7 @@ import { startCoordinator, type Coordinator } from '../../src/coordinator/coordi
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { LiveJob } from '../../src/inspect/live.js';
-import { readFullReport, readJobReport } from '../../src/inspect/summary-read.js';
+import { readFullReport, readJobReport, SUMMARY_KINDS } from '../../src/inspect/summary-read.js';
 import { listJobs } from '../../src/operator/jobs.js';
 import { jobPrefix, summaryKey } from '../../src/protocol/keys.js';
 import { decodeRecord } from '../../src/protocol/records.js';
@@ -20,11 +20,12 @@ import { waitUntil } from '../support/wait.js';
 const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
 const P = jobPrefix('splitfleet', 'sum');
 
-/** A store that records the ranges every list() asks for. */
+/** A store that records the ranges every list() asks for (and a watch, as `watch:` or `snapshotAndWatch:`). */
 function counting(store: Store): { store: Store; ranges: string[] } {
   const ranges: string[] = [];
   const proxy = new Proxy(store, {
     get(target, prop, receiver) {
+      if (prop === 'watch' || prop === 'snapshotAndWatch') ranges.push(`${prop}:`);
       if (prop === 'list') {
         return (prefix: string, options: ListOptions = {}) => {
           ranges.push(`${(options.rangeStart ?? prefix).slice(P.length)}…${(options.rangeEnd ?? '').slice(P.length)}`);
@@ -108,8 +109,26 @@ describe('the job summary', () => {
     expect(live.view().report.splits.total).toBe(30);
     await live.close();
 
+    // Above followRecordsUpTo the dashboard follows the summary only (decision 0042): it reads the
+    // summary's keys again and again, and never lists or watches a split record.
+    const polled = counting(store);
+    const following = new LiveJob({ store: polled.store, job: 'sum', refreshMs: 1, summaryAbove: 0, followRecordsUpTo: 0, summaryPollMs: 20 });
+    await following.start();
+    expect(following.view().source).toMatchObject({ kind: 'summary', generation: leader, followsRecords: false });
+    expect(following.view().watch).toEqual({ live: true, error: null });
+
     release();
     expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
+    // The fleet has stopped on its verdict and its leader key is gone: the next read no longer trusts
+    // the summary, keeps the last one it trusted, and says why.
+    await waitUntil('the summary-only dashboard reads the summary again', () => /cannot be trusted now \(no leader/.test(following.view().watch.error ?? ''));
+    expect(following.view().watch.live).toBe(false);
+    expect(following.view().source.kind).toBe('summary');
+    expect(following.view().report.splits.completed).toBeGreaterThanOrEqual(settled.s.completed);
+    expect(perSplit(polled.ranges)).toEqual([]);
+    expect(polled.ranges.filter((r) => r.endsWith(':'))).toEqual([]);
+    expect(polled.ranges.length).toBeGreaterThan(SUMMARY_KINDS.length); // read more than once
+    await following.close();
   });
 
   test('a job without a summary is inspected from every record, which the output names', async () => {
