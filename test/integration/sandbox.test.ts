@@ -148,6 +148,9 @@ describe('sandboxed handlers on MemoryStore', () => {
       const s = (await readJob(store, jobPrefix('splitfleet', `sandbox-abort-${how}`))).splits.get('s-0')!;
       expect(s).toMatchObject({ owner: '', epoch: 1, attempts: 0, progress: { started: true } });
     }
+    // A heartbeat write the thread had in flight when it was terminated still lands (a read then saw the
+    // file truncated, '' and then '42'): let it, then the file must stay still.
+    await sleep(100);
     const after = read(beat);
     await sleep(500); // ~25 heartbeats, had the thread survived
     expect(read(beat)).toBe(after);
