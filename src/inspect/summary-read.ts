@@ -47,7 +47,8 @@ export interface SummaryReport {
   exists: true;
   /** The summary itself: which generation wrote it, when (wall ms), and how old it was when read. */
   summary: { generation: number; writtenAt: number; ageMs: number };
-  leader: { instance: string; generation: number; live: boolean };
+  /** Null for a finished job whose fleet has stopped (its summary is still trusted: `summaryTrust`). */
+  leader: { instance: string; generation: number; live: boolean } | null;
   plan: { generation: number; final: boolean; planned: number; seeded: number } | null;
   /** Live members (presence keys), by instance, with their lane budgets. */
   members: { instance: string; leader: boolean; maxInFlight: number }[];
@@ -168,7 +169,7 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
   const trust = summaryTrust(s.summary, s.leader, s.plan, where.now);
   if (!trust.trusted) return { reason: trust.reason };
   const sum = s.summary!;
-  const leader = s.leader!;
+  const leader = s.leader;
   const total = sum.queued + sum.backoff + sum.held + sum.completed + sum.quarantined;
   const totalWeight = sum.queuedWeight + sum.backoffWeight + sum.heldWeight + sum.completedWeight + sum.quarantinedWeight;
   const plan = s.plan;
@@ -177,10 +178,10 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
       source: 'summary',
       root: where.root, job: where.job, prefix: where.prefix, revision: where.revision, fingerprintHash: fp, exists: true,
       summary: { generation: sum.generation, writtenAt: sum.writtenAt, ageMs: trust.ageMs },
-      leader: { instance: leader.instance, generation: leader.generation, live: s.workers.has(leader.instance) },
+      leader: leader ? { instance: leader.instance, generation: leader.generation, live: s.workers.has(leader.instance) } : null,
       plan: plan ? { generation: plan.generation, final: plan.final, planned: plan.planned, seeded: sum.seeded } : null,
       members: [...s.workers.values()].sort((a, b) => jsStringOrder(a.instance, b.instance))
-        .map((w) => ({ instance: w.instance, leader: w.instance === leader.instance, maxInFlight: w.maxInFlight })),
+        .map((w) => ({ instance: w.instance, leader: w.instance === leader?.instance, maxInFlight: w.maxInFlight })),
       splits: {
         queued: sum.queued, backoff: sum.backoff, held: sum.held, revoking: sum.revoking,
         completed: sum.completed, quarantined: sum.quarantined, parked: sum.parked, total,

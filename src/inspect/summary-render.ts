@@ -24,7 +24,9 @@ export function renderSummaryReport(raw: SummaryReport, options: { color?: boole
   out.push(`source     the leader's summary (generation ${report.summary.generation}, written ${formatWait(report.summary.ageMs)} ago; `
     + 'per split: --splits, --split ID)');
   const l = report.leader;
-  out.push(`leader     ${l.instance}, generation ${l.generation}${l.live ? '' : c('yellow', ' (no presence key: departing)')}`);
+  out.push(l === null
+    ? 'leader     none: the job has finished and its fleet has stopped'
+    : `leader     ${l.instance}, generation ${l.generation}${l.live ? '' : c('yellow', ' (no presence key: departing)')}`);
   out.push(...planLines(report, c, options.barWidth ?? 30));
   const s = report.splits;
   const w = report.weights;

@@ -42,8 +42,8 @@ export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
   const { store } = options;
   let targets = first;
   const retried: string[] = [];
-  // Compares and ops are limited per branch: a split costs one of each.
-  const perTxn = store.limits.maxOpsPerTxn;
+  // Compares and ops are limited per branch: a split costs one of each, and the summary's delete one op (retryTxn).
+  const perTxn = store.limits.maxOpsPerTxn - 1;
   for (let attempt = 0; targets.length > 0; attempt++) {
     if (attempt >= ACTION_ATTEMPTS) throw contended('retrying quarantined splits');
     const lost: string[] = [];

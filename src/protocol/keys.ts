@@ -50,7 +50,7 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'the generation of the last publishing write: its revision orders the leader\'s assignment writes' },
   { kind: 'control', pattern: 'control', idKind: 'none', lifetime: 'durable', writtenBy: 'operators (CAS: pause, resume, evacuate)',
     holds: 'paused, the evacuated instances (each with the run nonce it was evacuated under)' },
-  { kind: 'summary', pattern: 'summary', idKind: 'none', lifetime: 'durable', writtenBy: 'leader (guarded by leadership, throttled)',
+  { kind: 'summary', pattern: 'summary', idKind: 'none', lifetime: 'durable', writtenBy: 'leader (guarded by leadership, throttled); deleted by a retry',
     holds: 'the generation that wrote it, when; splits and weights by state, members and lanes, revocations in flight (decision 0040)' },
   { kind: 'worker', pattern: 'worker.{instance}', idKind: 'instance', lifetime: 'ephemeral', writtenBy: 'the worker',
     holds: 'lane budget, schema, per-run nonce' },

@@ -23,7 +23,7 @@
 import { SplitfleetError } from '../errors.js';
 import { retriedRecord } from './claims.js';
 import { isNeutral, type ControlState } from './control.js';
-import { controlKey, planKey, splitKey } from './keys.js';
+import { controlKey, planKey, splitKey, summaryKey } from './keys.js';
 import { encodeRecord, SCHEMA_VERSION, type ControlRecord, type PlanRecord, type SplitRecord } from './records.js';
 import type { Revisioned } from './txns.js';
 import { cmp, op, type Txn } from '../store/store.js';
@@ -48,13 +48,17 @@ export function teardownTxn(keys: readonly string[]): Txn {
  * Returns quarantined splits to runnable with their attempts reset, as one
  * transaction: every record compared at the revision read, so one that moved
  * fails the batch and is read again. A record that is not quarantined is
- * refused (INVALID_RECORD) before anything is built.
+ * refused (INVALID_RECORD) before anything is built. The job's summary is
+ * deleted in the same transaction: a finished job's summary is trusted
+ * without a leader (`summaryTrust`), and must not outlive the first record a
+ * retry changes (decision 0040 addendum). One op beyond the records: a batch
+ * holds at most `maxOpsPerTxn - 1` of them.
  */
 export function retryTxn(prefix: string, records: readonly Revisioned<SplitRecord>[]): Txn {
   const next = records.map((r) => retriedRecord(r.rec));
   return {
     compares: records.map((r) => cmp.modRevision(splitKey(prefix, r.rec.id), r.modRevision)),
-    success: next.map((rec) => op.put(splitKey(prefix, rec.id), encodeRecord('split', rec))),
+    success: [...next.map((rec) => op.put(splitKey(prefix, rec.id), encodeRecord('split', rec))), op.delete(summaryKey(prefix))],
   };
 }
 

@@ -107,6 +107,12 @@ export function decodeSummary(key: string, raw: string | Uint8Array, fp: string)
   return decodeRecord('summary', key, raw, fp);
 }
 
+/** The summary is the finished job's: of the final plan's generation, the plan carries a verdict, and nothing is queued, waiting or held. */
+function finishedBy(summary: SummaryRecord, plan: PlanRecord | undefined): boolean {
+  return plan !== undefined && plan.verdict !== undefined && plan.final === true && summary.final && plan.generation === summary.generation
+    && summary.queued === 0 && summary.backoff === 0 && summary.held === 0 && summary.revoking === 0;
+}
+
 /** Whether a reader may answer from a summary, and if not, why. */
 export type SummaryTrust =
   | { trusted: true; ageMs: number }
@@ -114,7 +120,9 @@ export type SummaryTrust =
 
 /**
  * Whether `summary` speaks for the job now: written by the generation the
- * `leader` key names (and the plan carries), so by the leader in office.
+ * `leader` key names (and the plan carries), so by the leader in office; or,
+ * with no leader, the finished job's (`finishedBy`: its fleet stopped on the
+ * verdict, and only a retry, which deletes the summary, changes it again).
  * `now` is wall-clock ms; the age is what the reader reports (never a reason
  * to distrust: a quiet job's summary is old and still true).
  */
@@ -122,7 +130,12 @@ export function summaryTrust(
   summary: SummaryRecord | undefined, leader: LeaderRecord | undefined, plan: PlanRecord | undefined, now: number,
 ): SummaryTrust {
   if (summary === undefined) return { trusted: false, reason: 'the job has no summary record (an older build\'s leader, or none yet)' };
-  if (leader === undefined) return { trusted: false, reason: `no leader: the summary of generation ${summary.generation} may be out of date` };
+  if (leader === undefined) {
+    // A finished job's last summary stays true once its fleet has stopped: nothing is left to run, the
+    // plan of its generation carries the verdict, and a retry deletes the summary with the first record it changes.
+    if (finishedBy(summary, plan)) return { trusted: true, ageMs: Math.max(0, now - summary.writtenAt) };
+    return { trusted: false, reason: `no leader: the summary of generation ${summary.generation} may be out of date` };
+  }
   if (leader.generation !== summary.generation) {
     return { trusted: false, reason: `the summary is of generation ${summary.generation}, the leader's is ${leader.generation} (not yet rewritten by this leader)` };
   }

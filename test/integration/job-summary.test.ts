@@ -11,6 +11,7 @@ import type { SplitHandle } from '../../src/coordinator/types.js';
 import { LiveJob } from '../../src/inspect/live.js';
 import { readFullReport, readJobReport, SUMMARY_KINDS } from '../../src/inspect/summary-read.js';
 import { listJobs } from '../../src/operator/jobs.js';
+import { retrySplits } from '../../src/operator/retry.js';
 import { jobPrefix, summaryKey } from '../../src/protocol/keys.js';
 import { decodeRecord } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -119,12 +120,14 @@ describe('the job summary', () => {
 
     release();
     expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
-    // The fleet has stopped on its verdict and its leader key is gone: the next read no longer trusts
-    // the summary, keeps the last one it trusted, and says why.
-    await waitUntil('the summary-only dashboard reads the summary again', () => /cannot be trusted now \(no leader/.test(following.view().watch.error ?? ''));
+    // The fleet has stopped on its verdict: the finished job's summary is still trusted (summaryTrust), and read.
+    await waitUntil('the summary-only dashboard shows the finished job', () => following.view().report.splits.completed === 30);
+    expect(following.view().watch).toEqual({ live: true, error: null });
+    // A summary that is gone cannot be trusted: the last one stays, with the reason, not live.
+    await store.delete(summaryKey(P));
+    await waitUntil('the summary-only dashboard says why it no longer trusts the summary', () => /cannot be trusted now \(the job has no summary record/.test(following.view().watch.error ?? ''));
     expect(following.view().watch.live).toBe(false);
-    expect(following.view().source.kind).toBe('summary');
-    expect(following.view().report.splits.completed).toBeGreaterThanOrEqual(settled.s.completed);
+    expect(following.view().report.splits.completed).toBe(30);
     expect(perSplit(polled.ranges)).toEqual([]);
     expect(polled.ranges.filter((r) => r.endsWith(':'))).toEqual([]);
     expect(polled.ranges.length).toBeGreaterThan(SUMMARY_KINDS.length); // read more than once
@@ -144,7 +147,16 @@ describe('the job summary', () => {
     const planFp = (JSON.parse((await store.get(`${P}plan`))!.value) as { fp: string }).fp;
     expect(decodeRecord('summary', kv.key, kv.value, planFp)).toMatchObject({ completed: 12, queued: 0, held: 0, planned: 12 });
 
-    // The leader is gone: its summary may be out of date, so every record is read.
+    // The leader is gone, but the job is finished (the plan's verdict, nothing left to run): its last
+    // summary is still true, and answers (decision 0040 addendum).
+    const finished = await readJobReport({ store, job: 'sum', summaryAbove: 0 });
+    expect(finished.source).toBe('summary');
+    expect(finished.report.splits).toMatchObject({ completed: 12, total: 12 });
+
+    // A job whose leader is gone before it finished: its summary may be out of date, so every record is read.
+    const plan = JSON.parse((await store.get(`${P}plan`))!.value) as Record<string, unknown>;
+    const { verdict: _verdict, ...unfinished } = plan;
+    await store.put(`${P}plan`, JSON.stringify(unfinished));
     const gone = await readJobReport({ store, job: 'sum', summaryAbove: 0 });
     expect(gone.source).toBe('records');
     if (gone.source !== 'records') return;
@@ -159,5 +171,29 @@ describe('the job summary', () => {
     expect(older.report.splits).toMatchObject({ completed: 12, total: 12 });
     const [job] = await listJobs({ store });
     expect(job).toMatchObject({ source: { kind: 'records', reason: expect.stringMatching(/no summary record/) }, splits: { completed: 12, total: 12 } });
+  });
+
+  test('a stalled job\'s summary answers after its fleet stops, and a retry deletes it with the records it returns', async () => {
+    store = new MemoryStore();
+    const planner = () => ({ final: true, splits: Array.from({ length: 6 }, (_, i) => ({ id: `s-${i}`, weight: 5, descriptor: null })) });
+    const handler = async (s: SplitHandle) => {
+      if (s.id === 's-0') throw new Error('poisoned');
+      await s.complete(null);
+    };
+    const c = await startCoordinator({ store, job: 'sum', instance: 'w-0', maxInFlight: 2, maxAttempts: 1, planner, handler, logger: silentLogger, ...fast });
+    fleet.push(c);
+    expect(await c.done).toBe('stalled');
+    await c.close();
+    fleet = [];
+
+    const stalled = await readJobReport({ store, job: 'sum', summaryAbove: 0 });
+    expect(stalled.source).toBe('summary');
+    expect(stalled.report.splits).toMatchObject({ completed: 5, quarantined: 1, total: 6 });
+
+    expect(await retrySplits({ store, job: 'sum', allQuarantined: true })).toEqual({ retried: ['s-0'], verdictCleared: true });
+    expect(await store.get(summaryKey(P))).toBeUndefined();
+    const retried = await readJobReport({ store, job: 'sum', summaryAbove: 0 });
+    expect(retried).toMatchObject({ source: 'records', reason: expect.stringMatching(/no summary record/) });
+    expect(retried.report.splits).toMatchObject({ completed: 5, quarantined: 0, total: 6 });
   });
 });

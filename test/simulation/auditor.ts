@@ -241,7 +241,9 @@ export class Auditor {
             guarded('publish');
             break;
           case 'summary': {
-            // The leader's job summary for the tools (decision 0040): only the leader in office writes it, of its own generation.
+            // The leader's job summary for the tools (decision 0040): only the leader in office writes it, of its own
+            // generation. An operator's retry deletes it with the records it returns to runnable (retryTxn).
+            if (c.type === 'delete' && writer === undefined) break;
             guarded('summary');
             if (c.type === 'put') {
               const wrote = (JSON.parse(c.value!) as { generation?: unknown }).generation;

@@ -50,3 +50,9 @@ test('store texts are escaped before they are printed', () => {
   expect(text).not.toContain('\x1b');
   expect(text).not.toContain('\x07');
 });
+
+test('a finished job whose fleet has stopped has no leader, and the report says so', () => {
+  const text = renderSummaryReport(report({ leader: null, progress: { ...report().progress, verdict: 'complete' } }));
+  expect(text).toMatch(/^leader     none: the job has finished and its fleet has stopped$/m);
+  expect(renderSummaryReport(report())).toMatch(/^leader     w0, generation 3$/m);
+});

@@ -136,6 +136,24 @@ describe('summaryTrust', () => {
     expect(summaryTrust(summary, leader(3), plan(3), now)).toEqual({ trusted: true, ageMs: 1500 });
   });
 
+  it('with no leader, trusts only a finished job\'s summary: the final plan of its generation with a verdict, nothing queued, waiting or held', () => {
+    const nothing = { splits: 0, weight: 0 };
+    const done = summaryRecord(figures({ queued: nothing, backoff: nothing, running: nothing, draining: nothing }));
+    const finished = { ...plan(3), verdict: 'complete' as const };
+    expect(summaryTrust(done, undefined, finished, now)).toEqual({ trusted: true, ageMs: 1500 });
+    expect(summaryTrust(done, undefined, { ...finished, verdict: 'stalled' }, now)).toMatchObject({ trusted: true });
+    // No verdict yet, another generation's plan, or anything left to run: the summary may be out of date.
+    expect(summaryTrust(done, undefined, plan(3), now)).toMatchObject({ trusted: false, reason: expect.stringMatching(/no leader/) });
+    expect(summaryTrust(done, undefined, { ...finished, generation: 4 }, now)).toMatchObject({ trusted: false, reason: expect.stringMatching(/no leader/) });
+    expect(summaryTrust(done, undefined, undefined, now)).toMatchObject({ trusted: false });
+    const one = { splits: 1, weight: 1 };
+    // A waiting failure is one of the queued splits (summaryRecord counts it as backoff, not queued).
+    for (const [left, o] of [['queued', { queued: one }], ['backoff', { queued: one, backoff: one }], ['running', { running: one }], ['draining', { draining: one }]] as const) {
+      const running = summaryRecord(figures({ queued: nothing, backoff: nothing, running: nothing, draining: nothing, ...o }));
+      expect(summaryTrust(running, undefined, finished, now), left).toMatchObject({ trusted: false, reason: expect.stringMatching(/no leader/) });
+    }
+  });
+
   it('distrusts no summary, no leader, and a summary of another term, saying why', () => {
     expect(summaryTrust(undefined, leader(3), plan(3), now)).toMatchObject({ trusted: false, reason: expect.stringMatching(/no summary record/) });
     expect(summaryTrust(summary, undefined, plan(3), now)).toMatchObject({ trusted: false, reason: expect.stringMatching(/no leader/) });
