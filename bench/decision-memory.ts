@@ -6,7 +6,11 @@
  * two complete (so the cached order changes, as a leader's does). Prints RSS,
  * heap and array-buffer memory every 50 decisions and the RSS growth per
  * decision over the run. A pool whose replies are not freed grows by its
- * reply size per decision (~31 MB at 1M before decision 0041).
+ * reply size per decision (~31 MB at 1M before decision 0041). Also the time
+ * of a decision from the third on (the first two size the engine and the
+ * cached order), as the leader measures it (around the whole call: the
+ * engines leave `computeMs` to their caller), median and p90, so two sizes on
+ * the same fleet compare (issue 30: 10M vs 1M).
  *
  *   npm run build && node dist/bench/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1]
  */
@@ -40,8 +44,11 @@ const row = (i: number) => {
 // The first decision sizes everything (engine memory, rooms): growth is measured from there.
 let completed = 0;
 let rss1 = 0;
+const wall: number[] = [];
 for (let i = 1; i <= D; i++) {
+  const started = performance.now();
   const d = await pool.assignColumnar(cp);
+  if (i >= 3) wall.push(performance.now() - started);
   let k = 0;
   for (let r = 0; r < d.assignee.length; r++) {
     const a = d.assignee[r]!;
@@ -53,5 +60,9 @@ for (let i = 1; i <= D; i++) {
     const rss = row(i);
     if (i === D) console.log(`RSS growth per decision after the first: ${((rss - rss1) / 1048576 / Math.max(1, D - 1)).toFixed(2)} MiB; load ${load()}`);
   }
+}
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+if (wall.length > 0) {
+  console.log(`decision ms (decisions 3-${D}): median ${quantile(wall, 0.5).toFixed(1)}, p90 ${quantile(wall, 0.9).toFixed(1)}`);
 }
 await pool.close();
