@@ -10,9 +10,11 @@
  * of a decision from the third on (the first two size the engine and the
  * cached order), as the leader measures it (around the whole call: the
  * engines leave `computeMs` to their caller), median and p90, so two sizes on
- * the same fleet compare (issue 30: 10M vs 1M).
+ * the same fleet compare (issue 30: 10M vs 1M). `--rows` takes each decision
+ * as the rows it assigns (`assignColumnarRows`, the leader's form since
+ * decision 0041) instead of the dense assignee column.
  *
- *   npm run build && node dist/bench/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1]
+ *   npm run build && node dist/bench/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1] [--rows]
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -25,6 +27,7 @@ const { values } = parseArgs({
     members: { type: 'string', default: '200' },
     decisions: { type: 'string', default: '300' },
     threads: { type: 'string', default: '1' },
+    rows: { type: 'boolean', default: false },
   },
 });
 const N = Number(values.splits), M = Number(values.members), D = Number(values.decisions);
@@ -35,7 +38,7 @@ for (const s of input.splits) cp.upsertSplit(s.id, s.weight);
 const pool = new AssignmentPool({ threads: Number(values.threads) });
 const mib = (b: number) => Math.round(b / 1048576);
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-console.log(`decision memory: ${N} splits × ${M} members, ${D} decisions, threads ${values.threads} (${pool.mode}); load ${load()}`);
+console.log(`decision memory: ${N} splits × ${M} members, ${D} decisions, threads ${values.threads} (${pool.mode}), ${values.rows ? 'rows' : 'dense'} form; load ${load()}`);
 const row = (i: number) => {
   const m = process.memoryUsage();
   console.log(`${String(i).padStart(5)} decisions: RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, array buffers ${mib(m.arrayBuffers)} MiB`);
@@ -47,12 +50,18 @@ let rss1 = 0;
 const wall: number[] = [];
 for (let i = 1; i <= D; i++) {
   const started = performance.now();
-  const d = await pool.assignColumnar(cp);
-  if (i >= 3) wall.push(performance.now() - started);
-  let k = 0;
-  for (let r = 0; r < d.assignee.length; r++) {
-    const a = d.assignee[r]!;
-    if (a >= 0 && k++ % 3 === 0) cp.setLeaseOwner(cp.idAt(r)!, d.members[a]!);
+  if (values.rows) {
+    const d = await pool.assignColumnarRows(cp);
+    if (i >= 3) wall.push(performance.now() - started);
+    for (let j = 0; j < d.rows.length; j += 3) cp.setLeaseOwner(cp.idAt(d.rows[j]!)!, d.members[d.assignees[j]!]!);
+  } else {
+    const d = await pool.assignColumnar(cp);
+    if (i >= 3) wall.push(performance.now() - started);
+    let k = 0;
+    for (let r = 0; r < d.assignee.length; r++) {
+      const a = d.assignee[r]!;
+      if (a >= 0 && k++ % 3 === 0) cp.setLeaseOwner(cp.idAt(r)!, d.members[a]!);
+    }
   }
   for (let j = 0; j < 2; j++, completed++) cp.upsertSplit(input.splits[completed % N]!.id, input.splits[completed % N]!.weight, 'completed');
   if (i === 1) rss1 = row(i);
