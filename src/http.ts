@@ -8,4 +8,4 @@ export { serveMetrics } from './metrics-server.js';
 export type { HealthReport, MetricsServer, MetricsSource, ServeMetricsOptions } from './metrics-server.js';
 export { serveDashboard } from './inspect/serve.js';
 export type { Dashboard, DashboardOptions } from './inspect/serve.js';
-export type { DashboardEvent, DashboardMember, DashboardReport, DashboardView } from './inspect/live.js';
+export type { DashboardEvent, DashboardMember, DashboardReport, DashboardView } from './inspect/dashboard-view.js';

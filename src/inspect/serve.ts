@@ -23,7 +23,8 @@ import { refusedHost } from '../loopback-host.js';
 import { SplitfleetError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from './dashboard-page.js';
-import { LiveJob, type DashboardView } from './live.js';
+import type { DashboardView } from './dashboard-view.js';
+import { LiveJob } from './live.js';
 
 /** Which job `serveDashboard` shows, and where it listens. */
 export interface DashboardOptions {

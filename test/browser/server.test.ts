@@ -16,7 +16,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
-import type { DashboardView } from '../../src/inspect/live.js';
+import type { DashboardView } from '../../src/inspect/dashboard-view.js';
 import { serveDashboard, type Dashboard } from '../../src/inspect/serve.js';
 import { assignKey, jobPrefix, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../src/protocol/keys.js';
 import { defaultFingerprint } from '../../src/config.js';
