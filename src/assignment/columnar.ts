@@ -5,7 +5,8 @@
  * Pure: no I/O, no clock; it never touches `WebAssembly`.
  */
 import { hashInto, seedState } from '../hash.js';
-import { I32_MAX, LAYOUT as L, writeIds, type EngineMemory } from './layout.js';
+import { IdArena } from './id-arena.js';
+import { I32_MAX, LAYOUT as L, writeArenaIds, type EngineMemory } from './layout.js';
 import { memberTable, type MemberTable } from './members.js';
 import type { AssignmentInput } from './types.js';
 import { isValidWeight, STATUS_NAMES, type SplitStatus } from '../split-model.js';
@@ -35,11 +36,10 @@ export interface WrittenPool {
  */
 export class ColumnarPool {
   private readonly state: number;
-  private readonly rowById = new Map<string, number>();
-  private ids: (string | undefined)[] = [];
+  /** Row ↔ id, packed (id-arena.ts): no JS string or Map entry per split (decision 0043). */
+  private ids = new IdArena();
   private freeRows: number[] = [];
   private rows = 0;
-  private chars = 0;
   // ArrayBufferLike: a pool rebuilt from a snapshot (fromSnapshot) reads a pool's shared buffers in place.
   private weight: Float64Array = new Float64Array(16);
   private key: Uint32Array = new Uint32Array(32);
@@ -67,7 +67,7 @@ export class ColumnarPool {
 
   /** Number of splits held. */
   get size(): number {
-    return this.rowById.size;
+    return this.ids.size;
   }
 
   /** Rows in use (the length of a decision's `assignee`). */
@@ -77,22 +77,22 @@ export class ColumnarPool {
 
   /** The row of split `id`, or −1. */
   rowOf(id: string): number {
-    return this.rowById.get(id) ?? -1;
+    return typeof id === 'string' ? this.ids.rowOf(id) : -1;
   }
 
-  /** The split held in `row`, if any. */
+  /** The split held in `row`, if any (a new string each call: read it once per row). */
   idAt(row: number): string | undefined {
-    return this.ids[row];
+    return this.ids.idAt(row);
   }
 
   /** @internal (coordinator/leader/split-columns.ts) The weight of the split held in `row`, if any: the leader's columns read it here (one weight column). */
   weightAt(row: number): number | undefined {
-    return this.ids[row] === undefined ? undefined : this.weight[row];
+    return this.ids.has(row) ? this.weight[row] : undefined;
   }
 
   /** @internal (coordinator/leader/split-columns.ts) The status of the split held in `row`, if any. */
   statusAt(row: number): SplitStatus | undefined {
-    return this.ids[row] === undefined ? undefined : STATUS_NAMES[this.status[row]!];
+    return this.ids.has(row) ? STATUS_NAMES[this.status[row]!] : undefined;
   }
 
   /** Adds a split or updates its weight and status. */
@@ -101,12 +101,10 @@ export class ColumnarPool {
     if (!isValidWeight(weight)) invalid('upsertSplit', `weight of "${id}" ${RULES.weight}`, weight);
     const code = statusCode(status);
     if (code < 0) invalid('upsertSplit', `status of "${id}" ${RULES.status}`, status);
-    let r = this.rowById.get(id);
-    if (r === undefined) {
+    let r = this.ids.rowOf(id);
+    if (r < 0) {
       r = this.freeRows.pop() ?? this.newRow();
-      this.rowById.set(id, r);
-      this.ids[r] = id;
-      this.chars += id.length;
+      this.ids.add(r, id);
       hashInto(this.state, id, this.key, 2 * r);
       this.lease[r] = this.prev[r] = this.rec[r] = -1;
       this.weight[r] = weight;
@@ -117,16 +115,14 @@ export class ColumnarPool {
     this.weight[r] = weight;
     this.cache.set('weight', r, weight);
     this.status[r] = code;
-    this.refreshFlag(r);
+    this.refreshFlag(r, id);
   }
 
   /** Forgets a split; false when it was not held. */
   removeSplit(id: string): boolean {
-    const r = this.rowById.get(id);
-    if (r === undefined) return false;
-    this.rowById.delete(id);
-    this.ids[r] = undefined;
-    this.chars -= id.length;
+    const r = this.rowOf(id);
+    if (r < 0) return false;
+    this.ids.remove(r);
     this.flags[r] = 0;
     this.cache.set('flags', r, 0);
     this.freeRows.push(r);
@@ -170,8 +166,8 @@ export class ColumnarPool {
 
   /** The member `decision` gives split `id`, or null. */
   assigneeOf(decision: ColumnarDecision, id: string): string | null {
-    const r = this.rowById.get(id);
-    const j = r === undefined ? -1 : (decision.assignee[r] ?? -1);
+    const r = this.rowOf(id);
+    const j = r < 0 ? -1 : (decision.assignee[r] ?? -1);
     return j < 0 ? null : decision.members[j]!;
   }
 
@@ -180,7 +176,7 @@ export class ColumnarPool {
     const owner = (h: number): string | null => (h < 0 ? null : this.handles.ids[h]!);
     const splits = [];
     for (let r = 0; r < this.rows; r++) {
-      const id = this.ids[r];
+      const id = this.ids.idAt(r);
       if (id === undefined) continue;
       splits.push({
         id, weight: this.weight[r]!, status: STATUS_NAMES[this.status[r]!]!,
@@ -203,7 +199,7 @@ export class ColumnarPool {
     const R = this.rows;
     const m = table.ids.length;
     const H = this.handles.ids.length;
-    const v = mem.reserve(R, m, H, withIds ? this.chars : 0);
+    const v = mem.reserve(R, m, H, withIds ? this.ids.unitCount : 0);
     const cap = v.i32(L.H_CAP, m);
     for (let j = 0; j < m; j++) cap[j] = Math.min(table.caps[j]!, I32_MAX);
     const map = v.i32(L.H_HANDLE_MAP, H);
@@ -230,7 +226,7 @@ export class ColumnarPool {
       v.u32(L.H_KEY, 2 * R).set(this.key.subarray(0, 2 * R));
     }
     // Only claimable rows' ids: the engine reads ids to order colliding keys of the pool.
-    if (withIds) writeIds(v, R, this.chars, (r) => ((this.flags[r]! & L.FLAG_POOL) === 0 ? undefined : this.ids[r]));
+    if (withIds) writeArenaIds(v, R, this.ids, (r) => (this.flags[r]! & L.FLAG_POOL) !== 0);
     return { members: table, sorted: sorted !== null };
   }
 
@@ -259,30 +255,26 @@ export class ColumnarPool {
       const p = sorted;
       return {
         ...base, order: copy('order', order), weight: copy('weight', p.weight), lease: copy('lease', p.lease), prev: copy('prev', p.prev),
-        rec: copy('rec', p.rec), flags: copy('flags', p.flags), key: null, idChars: null, idOff: null,
+        rec: copy('rec', p.rec), flags: copy('flags', p.flags), key: null, idUnits: null, idOff: null,
       };
     }
-    let idChars: string | null = null;
+    let idUnits: Uint16Array<ArrayBuffer> | null = null;
     let idOff: Uint32Array<ArrayBuffer> | null = null;
     if (withIds) {
+      // The arena's units, row by row: one buffer to move, no string per id (decision 0043).
       idOff = new Uint32Array(R + 1);
-      const parts: string[] = [];
+      idUnits = new Uint16Array(this.ids.unitCount);
       let at = 0;
       for (let r = 0; r < R; r++) {
         idOff[r] = at;
-        const id = this.ids[r];
-        if (id !== undefined) {
-          parts.push(id);
-          at += id.length;
-        }
+        at += this.ids.copyUnits(r, idUnits, at);
       }
       idOff[R] = at;
-      idChars = parts.join('');
     }
     return {
       ...base, order: null, weight: copy('weight', this.weight.subarray(0, R)), lease: copy('lease', this.lease.subarray(0, R)),
       prev: copy('prev', this.prev.subarray(0, R)), rec: copy('rec', this.rec.subarray(0, R)), flags: copy('flags', this.flags.subarray(0, R)),
-      key: copy('key', this.key.subarray(0, 2 * R)), idChars, idOff,
+      key: copy('key', this.key.subarray(0, 2 * R)), idUnits, idOff,
     };
   }
 
@@ -307,10 +299,8 @@ export class ColumnarPool {
       p.rec = s.rec;
       p.flags = s.flags;
       p.key = s.key!;
-      const off = s.idOff;
-      const chars = s.idChars;
-      if (off === null || chars === null) p.idless = true;
-      else for (let r = 0; r < s.rows; r++) if (off[r + 1]! > off[r]!) p.ids[r] = chars.slice(off[r]!, off[r + 1]!);
+      if (s.idOff === null || s.idUnits === null) p.idless = true;
+      else p.ids = IdArena.fromUnits(s.idUnits as Uint16Array, s.idOff as Uint32Array, s.rows);
     }
     return p;
   }
@@ -351,6 +341,7 @@ export class ColumnarPool {
    */
   reserve(rows: number): void {
     if (rows > this.weight.length) this.growTo(rows);
+    this.ids.reserveRows(rows);
   }
 
   private newRow(): number {
@@ -375,8 +366,8 @@ export class ColumnarPool {
   }
 
   private setOwner(which: 'lease' | 'prev' | 'rec', id: string, member: string | null): boolean {
-    const r = this.rowById.get(id);
-    if (r === undefined) return false;
+    const r = this.rowOf(id);
+    if (r < 0) return false;
     const h = this.handle(member);
     this[which][r] = h;
     this.cache.set(which, r, h);
@@ -390,12 +381,12 @@ export class ColumnarPool {
   }
 
   private refreshId(id: string): void {
-    const r = this.rowById.get(id);
-    if (r !== undefined) this.refreshFlag(r);
+    const r = this.rowOf(id);
+    if (r >= 0) this.refreshFlag(r, id);
   }
 
-  private refreshFlag(r: number): void {
-    const claimable = this.status[r] === 0 && !this.reserved.has(this.ids[r]!);
+  private refreshFlag(r: number, id: string): void {
+    const claimable = this.status[r] === 0 && !this.reserved.has(id);
     this.flags[r] = L.FLAG_LIVE | (claimable ? L.FLAG_POOL : 0);
     this.cache.set('flags', r, this.flags[r]!);
   }

@@ -3,6 +3,7 @@
  * typed views of the engine's memory. Numbers only; it never touches
  * `WebAssembly` (wasm.ts owns the module and implements `EngineMemory`).
  */
+import type { IdArena } from './id-arena.js';
 /** Mirror of assembly/layout.ts, name for name. */
 export const LAYOUT = {
   LAYOUT_VERSION: 1,
@@ -83,25 +84,20 @@ export interface EngineMemory {
 
 
 /**
- * Writes rows [0, rows)'s id code units (STR, STR_OFF; `idAt(r)` undefined:
- * an empty id) and NARROW, whether every unit is below 256. `chars` bounds
- * the units written (reserved by the caller).
+ * Writes the id code units (STR, STR_OFF) of the rows [0, rows) for which
+ * `include(r)` holds, straight from the arena (no string per id; any other
+ * row gets an empty id), and NARROW: 1 when every unit the arena holds is
+ * below 256 (0 is always correct, only slower).
  */
-export function writeIds(v: EngineViews, rows: number, chars: number, idAt: (r: number) => string | undefined): void {
+export function writeArenaIds(v: EngineViews, rows: number, arena: IdArena, include: (r: number) => boolean): void {
   const strOff = v.u32(LAYOUT.H_STR_OFF, rows + 1);
-  const str = v.u16(LAYOUT.H_STR, chars);
+  const str = v.u16(LAYOUT.H_STR, arena.unitCount);
   let p = 0;
-  let units = 0;
   for (let r = 0; r < rows; r++) {
     strOff[r] = p;
-    const id = idAt(r);
-    if (id === undefined) continue;
-    for (let k = 0; k < id.length; k++) {
-      const c = id.charCodeAt(k);
-      units |= c;
-      str[p++] = c;
-    }
+    if (include(r)) p += arena.copyUnits(r, str, p);
   }
   strOff[rows] = p;
-  v.setWord(LAYOUT.H_NARROW, units < 256 ? 1 : 0);
+  v.setWord(LAYOUT.H_NARROW, arena.narrow ? 1 : 0);
 }
+

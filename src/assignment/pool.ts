@@ -327,7 +327,7 @@ export class AssignmentPool {
 
 /** The snapshot's buffers to move to the thread: its fresh ones (kept snapshot buffers are shared: they cross without a copy and stay). */
 function snapshotBuffers(s: ColumnarSnapshot): ArrayBuffer[] {
-  return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff].flatMap((a) => (a !== null && a.buffer instanceof ArrayBuffer ? [a.buffer] : []));
+  return [s.order, s.weight, s.lease, s.prev, s.rec, s.flags, s.key, s.idOff, s.idUnits].flatMap((a) => (a !== null && a.buffer instanceof ArrayBuffer ? [a.buffer] : []));
 }
 
 function closedError(): SplitfleetError {

@@ -75,9 +75,9 @@ export interface ColumnarSnapshot {
   prev: Int32Array<ArrayBufferLike>;
   rec: Int32Array<ArrayBufferLike>;
   flags: Uint8Array<ArrayBufferLike>;
-  /** Without an order: two key words per row, and row r's id is idChars[idOff[r], idOff[r+1]). */
+  /** Without an order: two key words per row, and row r's id is the code units idUnits[idOff[r], idOff[r+1]). */
   key: Uint32Array<ArrayBufferLike> | null;
-  idChars: string | null;
+  idUnits: Uint16Array<ArrayBufferLike> | null;
   idOff: Uint32Array<ArrayBufferLike> | null;
 }
 
