@@ -91,7 +91,7 @@ export class IdArena {
   add(row: number, id: string): void {
     if (id.length === 0) throw new RangeError('IdArena.add: an id is never empty');
     if (this.has(row)) throw new RangeError(`IdArena.add: row ${row} holds an id already`);
-    this.reserveRows(row + 1);
+    this.growRows(row + 1);
     if (row >= this.rows) this.rows = row + 1;
     this.append(row, id);
     const h = hashUnits(id);
@@ -120,14 +120,18 @@ export class IdArena {
     return n;
   }
 
-  /** Makes room for `rows` rows at once (a leader about to seed a plan of that many). */
+  /**
+   * Makes room for `rows` rows at once (a leader about to seed a plan of that
+   * many), the index included: doubling it re-inserts every id, and its last
+   * doubling at 1M held the loop for 17 ms (2 ms with the room reserved).
+   */
   reserveRows(rows: number): void {
-    if (rows <= this.start.length) return;
-    let size = this.start.length;
-    while (size < rows) size *= 2;
-    this.start = grow(this.start, size);
-    this.len = grow(this.len, size);
-    this.hash = grow(this.hash, size);
+    if (this.indexed && 2 * rows > this.slots.length) {
+      let size = this.slots.length;
+      while (size < 2 * rows) size *= 2;
+      this.reindex(size);
+    }
+    this.growRows(rows);
   }
 
   /**
@@ -138,7 +142,7 @@ export class IdArena {
     const a = new IdArena();
     a.units = units;
     a.used = off[rows]!;
-    a.reserveRows(rows);
+    a.growRows(rows);
     a.rows = rows;
     for (let r = 0; r < rows; r++) {
       const n = off[r + 1]! - off[r]!;
@@ -149,6 +153,16 @@ export class IdArena {
     a.liveUnits = a.used;
     a.indexed = false;
     return a;
+  }
+
+  /** Room for `rows` rows in the per-row columns (doubling). */
+  private growRows(rows: number): void {
+    if (rows <= this.start.length) return;
+    let size = this.start.length;
+    while (size < rows) size *= 2;
+    this.start = grow(this.start, size);
+    this.len = grow(this.len, size);
+    this.hash = grow(this.hash, size);
   }
 
   private equals(row: number, id: string): boolean {

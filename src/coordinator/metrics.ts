@@ -167,6 +167,8 @@ export class Metrics implements StoreCallRecorder {
   /** Worker: the age of the oldest open lane, from the source given to `observeLanes` at each scrape (0 with none). */
   readonly oldestLaneAge: MetricGauge;
   private oldestLaneSeconds: () => number = () => 0;
+  /** The leader's backlog, read when the gauges are scraped (`observeBacklog`); none: the gauges hold what was set. */
+  private backlogSource: (() => Record<BacklogState, BacklogCount> | undefined) | undefined;
   readonly decisionSeconds: MetricHistogram;
   readonly publishSeconds: MetricHistogram;
   readonly improvingMoves: MetricCounter;
@@ -253,8 +255,10 @@ export class Metrics implements StoreCallRecorder {
     this.unreadable = new Counter({ name: 'splitfleet_unreadable_records_total', help: 'Records this instance could not read, by kind (each costs only what it concerns: a split, an instance\'s membership or assignment).', labelNames: ['kind'], registers });
     this.unknownOutcomes = new Counter({ name: 'splitfleet_unknown_outcomes_total', help: 'A lane\'s write whose reply was lost, read back (worker): landed (adopted, no attempt spent), not-landed (sent again) or moved (someone else wrote: the lane ends).', labelNames: ['resolution'], registers });
     this.parked = new Gauge({ name: 'splitfleet_parked_splits', help: 'Splits set aside because a record of theirs cannot be read (leader): neither assigned nor claimable until repaired.', registers });
-    const backlogSplits = new Gauge({ name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).', labelNames: ['state'], registers });
-    const backlogWeight = new Gauge({ name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).', labelNames: ['state'], registers });
+    const { backlogSplits, backlogWeight } = backlogGauges(Gauge, registers, () => {
+      const counts = this.backlogSource?.();
+      if (counts) this.setBacklog(counts);
+    });
     this.backlogSplits = backlogSplits;
     this.backlogWeight = backlogWeight;
     this.resetBacklog = () => {
@@ -329,7 +333,19 @@ export class Metrics implements StoreCallRecorder {
    * sum or max over instances does not count a former leader's stale view.
    */
   clearBacklog(): void {
+    this.backlogSource = undefined;
     this.resetBacklog();
+  }
+
+  /**
+   * Leader: the backlog as `source` says when the gauges are read (each
+   * scrape calls it once per gauge), instead of `setBacklog` on every change:
+   * what the leader does, because computing it costs the held splits and a
+   * large job's view changes hundreds of times a second. A source that
+   * returns undefined leaves the gauges as they are; `clearBacklog` ends it.
+   */
+  observeBacklog(source: () => Record<BacklogState, BacklogCount> | undefined): void {
+    this.backlogSource = source;
   }
 
   /** The store decorator's hook: one store call answered (or failed) after `seconds`. */
@@ -341,4 +357,22 @@ export class Metrics implements StoreCallRecorder {
   storeError(call: StoreCall, code: string): void {
     this.storeErrors.inc({ call, code });
   }
+}
+
+/**
+ * The two backlog gauges. `collect` runs when either is read: with a source
+ * observed (`observeBacklog`) the backlog is computed at scrape time, since it
+ * costs the held splits and recomputing it on every change of a 1M-split view
+ * was half the leader's CPU (bench:fleet at 1M, 2026-12-04).
+ */
+function backlogGauges(Gauge: PromClient['Gauge'], registers: Registry[], collect: () => void) {
+  const backlogSplits = new Gauge({
+    name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).',
+    labelNames: ['state'], registers, collect,
+  });
+  const backlogWeight = new Gauge({
+    name: 'splitfleet_backlog_weight', help: 'Summed split weight of the job by state, as splitfleet_backlog_splits (leader only; absent elsewhere).',
+    labelNames: ['state'], registers, collect,
+  });
+  return { backlogSplits, backlogWeight };
 }

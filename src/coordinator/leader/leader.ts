@@ -250,12 +250,13 @@ export class Leader {
     job.onChange(() => background('leader view change', () => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
-      this.metrics.setBacklog(job.backlog());
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
     }, this.unexpected));
     this.job = job;
+    // Read at scrape time (it costs the held splits; the view changes hundreds of times a second).
+    this.metrics.observeBacklog(() => (this.job === job ? job.backlog() : undefined));
     this.publisher.newView();
     const started = this.clock.now();
     try {

@@ -9,7 +9,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { IdArena } from '../../../src/assignment/id-arena.js';
 
-type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number };
+type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number } | { kind: 'reserve'; rows: number };
 
 // Few distinct ids, so that removes and re-adds of the same id are common; some wide, some long.
 const idArb = fc.oneof(
@@ -21,6 +21,7 @@ const idArb = fc.oneof(
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: idArb.map((id) => ({ kind: 'add' as const, id })) },
   { weight: 2, arbitrary: fc.nat().map((pick) => ({ kind: 'remove' as const, pick })) },
+  { weight: 1, arbitrary: fc.nat(500).map((rows) => ({ kind: 'reserve' as const, rows })) },
 );
 
 /** Applies `ops` to an arena and to the model, rows reused lowest-freed-last as ColumnarPool does. */
@@ -36,6 +37,8 @@ function run(ops: Op[]): { arena: IdArena; model: Map<string, number>; rows: (st
       arena.add(r, op.id);
       model.set(op.id, r);
       rows[r] = op.id;
+    } else if (op.kind === 'reserve') {
+      arena.reserveRows(op.rows);
     } else if (model.size > 0) {
       const id = [...model.keys()][op.pick % model.size]!;
       const r = model.get(id)!;

@@ -1,6 +1,7 @@
 /**
  * The "is the job moving?" series of `Metrics`: setBacklog sets all five
- * states of both gauges at once, clearBacklog removes them (a former leader
+ * states of both gauges at once, observeBacklog reads them at scrape time
+ * (what the leader uses), clearBacklog removes them (a former leader
  * exports no backlog), the new counters are served at 0 from the start (so a
  * rate exists before the first event), and the store hooks fill the store
  * histogram and error counter with their labels.
@@ -35,6 +36,30 @@ describe('Metrics: backlog, completions, failures, session losses, store calls',
     expect(text).not.toMatch(/^splitfleet_backlog_(splits|weight)\{/m);
     m.setBacklog({ queued: one, running: one, draining: one, completed: one, quarantined: one });
     expect(await m.registry.metrics()).toMatch(/^splitfleet_backlog_splits\{state="draining"\} 1$/m);
+  });
+
+  it('observeBacklog reads its source once per scrape of each gauge, not before; clearBacklog ends it', async () => {
+    const m = new Metrics();
+    let queued = 4;
+    let reads = 0;
+    const zero = { splits: 0, weight: 0 };
+    m.observeBacklog(() => {
+      reads++;
+      return { queued: { splits: queued, weight: 10 * queued }, running: zero, draining: zero, completed: zero, quarantined: zero };
+    });
+    expect(reads).toBe(0);
+    expect((await byState(m, 'backlogSplits')).queued).toBe(4);
+    queued = 3;
+    expect(await m.registry.metrics()).toMatch(/^splitfleet_backlog_weight\{state="queued"\} 30$/m);
+    expect(reads).toBe(3);
+    m.clearBacklog();
+    queued = 2;
+    expect(await m.registry.metrics()).not.toMatch(/^splitfleet_backlog_(splits|weight)\{/m);
+    expect(reads).toBe(3);
+    // A source with nothing to say (no current view) leaves the gauges as set.
+    m.setBacklog({ queued: { splits: 9, weight: 9 }, running: zero, draining: zero, completed: zero, quarantined: zero });
+    m.observeBacklog(() => undefined);
+    expect((await byState(m, 'backlogSplits')).queued).toBe(9);
   });
 
   it('serves completions, handler failures and session losses at 0 before the first event', async () => {
