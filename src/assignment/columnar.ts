@@ -252,12 +252,15 @@ export class ColumnarPool {
     };
     const { order, sorted } = this.cache;
     if (order !== null && sorted !== null) {
-      const p = sorted;
-      return {
-        ...base, order: copy('order', order), weight: copy('weight', p.weight), lease: copy('lease', p.lease), prev: copy('prev', p.prev),
-        rec: copy('rec', p.rec), flags: copy('flags', p.flags), key: null, idUnits: null, idOff: null,
+      // Into kept buffers: patched where the order's columns changed since that set's last snapshot (O(changes)).
+      const c = into !== null ? this.cache.copyInto(into) : {
+        order: order.slice(), sorted: { weight: sorted.weight.slice(), lease: sorted.lease.slice(), prev: sorted.prev.slice(), rec: sorted.rec.slice(), flags: sorted.flags.slice() },
       };
+      const p = c.sorted;
+      return { ...base, order: c.order, weight: p.weight, lease: p.lease, prev: p.prev, rec: p.rec, flags: p.flags, key: null, idUnits: null, idOff: null };
     }
+    // The row columns go into the set's buffers: they no longer hold a copy of the cached order.
+    if (into !== null) into.mirror = null;
     let idUnits: Uint16Array<ArrayBuffer> | null = null;
     let idOff: Uint32Array<ArrayBuffer> | null = null;
     if (withIds) {

@@ -9,7 +9,10 @@
  * buffer (BENCHMARKS.md, issue 14, fourth pass).
  *
  * A set of buffers belongs to one snapshot from `acquire` until `release`: the thread
- * reads it only while it decides, and keeps nothing of it (thread.ts).
+ * reads it only while it decides, and keeps nothing of it (thread.ts). A set
+ * that already holds the pool's cached order is only patched where the order's
+ * columns changed since (`mirror`, sorted-order.ts `copyInto`): at 10M rows a
+ * full copy is ~250 MB in the caller's turn.
  * Pure: no I/O, no clock.
  */
 
@@ -20,6 +23,12 @@ type ColumnOf<C extends Column> = C extends Float64Array ? Float64Array
 /** One snapshot's columns: a shared buffer per name, grown (never shrunk) as snapshots grow. */
 export class SnapshotBuffers {
   private readonly buffers = new Map<string, SharedArrayBuffer>();
+  /**
+   * The cached order this set's buffers hold a copy of (the order array
+   * itself, by identity) and the change-log version they are current to
+   * (sorted-order.ts `copyInto`); null when they hold anything else.
+   */
+  mirror: { order: Uint32Array; version: number } | null = null;
 
   /** A copy of `src` in this set's buffer `name` (same element type and length). */
   copy<C extends Column>(name: string, src: C): ColumnOf<C> {
@@ -33,6 +42,23 @@ export class SnapshotBuffers {
     const Make = src.constructor as new (buffer: SharedArrayBuffer, offset: number, length: number) => Column;
     const out = new Make(b, 0, src.length);
     out.set(src as never);
+    return out as ColumnOf<C>;
+  }
+
+  /**
+   * This set's buffer `name` as its last `copy` of a column like `src` left
+   * it, brought up to date at the positions `log[from…]` only: O(changes),
+   * where a copy is O(rows). Null when the buffer cannot hold `src`.
+   */
+  patch<C extends Column>(name: string, src: C, log: readonly number[], from: number): ColumnOf<C> | null {
+    const b = this.buffers.get(name);
+    if (b === undefined || b.byteLength < src.byteLength) return null;
+    const Make = src.constructor as new (buffer: SharedArrayBuffer, offset: number, length: number) => Column;
+    const out = new Make(b, 0, src.length);
+    for (let i = from; i < log.length; i++) {
+      const k = log[i]!;
+      out[k] = src[k]!;
+    }
     return out as ColumnOf<C>;
   }
 }

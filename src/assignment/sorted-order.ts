@@ -11,6 +11,8 @@
  * epoch its snapshot was taken. Pure; columnar.ts owns the rows.
  */
 
+import type { SnapshotBuffers } from './snapshot-buffers.js';
+
 /** A pool's row columns, per row or (in `sorted`) per order position. */
 export interface RowColumns {
   weight: Float64Array;
@@ -31,6 +33,8 @@ const COLUMNS = ['weight', 'lease', 'prev', 'rec', 'flags'] as const;
 
 /** Past this many logged changes the log is given up: the thread's sort is not adopted. */
 const MAX_LOGGED = 1 << 20;
+/** Past this many logged positions the position log restarts: a snapshot set behind it is copied whole. */
+const MAX_POSITIONS = 1 << 16;
 
 export class SortedOrder {
   order: Uint32Array | null = null;
@@ -40,17 +44,63 @@ export class SortedOrder {
   private pos: Int32Array = new Int32Array(0);
   /** Rows changed since the last snapshot taken without a cached order (null: not logging). */
   private touched: number[] | null = null;
+  /**
+   * Positions of the cached order written by `set` since it was kept (with
+   * repeats), from version `logBase` on: what a snapshot set that already
+   * holds this order catches up from (`copyInto`).
+   */
+  private positions: number[] = [];
+  private logBase = 0;
 
   /** Row r's value in column `c` is now `v`: mirrored into the order, or logged. */
   set(c: keyof RowColumns, r: number, v: number): void {
-    if (this.sorted !== null) this.sorted[c][this.pos[r]!] = v;
-    else this.touch(r);
+    if (this.sorted !== null) {
+      const k = this.pos[r]!;
+      this.sorted[c][k] = v;
+      if (this.positions.length >= MAX_POSITIONS) this.restartPositions();
+      this.positions.push(k);
+    } else {
+      this.touch(r);
+    }
   }
 
   drop(): void {
     this.epoch++;
     this.order = null;
     this.sorted = null;
+    this.restartPositions();
+  }
+
+  /**
+   * The cached order and its columns in `into`'s shared buffers: patched at
+   * the positions changed since, when `into` already holds this very order
+   * and the log reaches back to it; else copied whole. Either way `into`
+   * then mirrors the order as it is now.
+   */
+  copyInto(into: SnapshotBuffers): { order: Uint32Array; sorted: RowColumns } {
+    const order = this.order!;
+    const s = this.sorted!;
+    const m = into.mirror;
+    const version = this.logBase + this.positions.length;
+    into.mirror = null;
+    if (m !== null && m.order === order && m.version >= this.logBase) {
+      const from = m.version - this.logBase;
+      const log = this.positions;
+      const o = into.patch('order', order, log, log.length);
+      const w = into.patch('weight', s.weight, log, from), l = into.patch('lease', s.lease, log, from), p = into.patch('prev', s.prev, log, from);
+      const r = into.patch('rec', s.rec, log, from), f = into.patch('flags', s.flags, log, from);
+      if (o !== null && w !== null && l !== null && p !== null && r !== null && f !== null) {
+        into.mirror = { order, version };
+        return { order: o, sorted: { weight: w, lease: l, prev: p, rec: r, flags: f } };
+      }
+    }
+    const sorted = {
+      weight: into.copy('weight', s.weight), lease: into.copy('lease', s.lease), prev: into.copy('prev', s.prev),
+      rec: into.copy('rec', s.rec), flags: into.copy('flags', s.flags),
+    };
+    const copied = into.copy('order', order);
+    into.mirror = { order, version };
+    return { order: copied, sorted };
   }
 
   /**
@@ -60,6 +110,7 @@ export class SortedOrder {
    */
   keep(order: Uint32Array, sorted: RowColumns, capacity: number): void {
     const n = order.length;
+    this.restartPositions();
     this.order = order.slice();
     const pos = (this.pos = new Int32Array(capacity).fill(-1));
     for (let k = 0; k < n; k++) pos[order[k]!] = k;
@@ -84,6 +135,7 @@ export class SortedOrder {
     const touched = this.touched;
     this.touched = null;
     if (this.epoch !== epoch || this.order !== null || touched === null) return;
+    this.restartPositions();
     this.order = state.order;
     this.pos = state.pos;
     this.sorted = state.sorted;
@@ -96,6 +148,7 @@ export class SortedOrder {
 
   /** A cached order restored from a snapshot (positions are not needed to decide). */
   restore(epoch: number, order: Uint32Array, sorted: RowColumns): void {
+    this.restartPositions();
     this.epoch = epoch;
     this.order = order;
     this.sorted = sorted;
@@ -104,6 +157,12 @@ export class SortedOrder {
   state(): SortedState | null {
     if (this.order === null || this.sorted === null) return null;
     return { order: this.order, pos: this.pos, sorted: this.sorted };
+  }
+
+  /** No snapshot set can catch up from before here (a new order, or a log grown too long). */
+  private restartPositions(): void {
+    this.logBase += this.positions.length;
+    this.positions = [];
   }
 
   private touch(r: number): void {
