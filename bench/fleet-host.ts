@@ -26,7 +26,7 @@
  * `member-held` (each member's first handler), `tick` (every `tickMs`: RSS,
  * lanes open, members up) and `phase`.
  */
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import { EtcdStore } from '../src/etcd.js';
 import {
   isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
@@ -87,6 +87,8 @@ export interface PhaseLine {
   startedAt: number;
   cumulative: Cumulative;
   loop: { maxMs: number; p99Ms: number; p50Ms: number; meanMs: number };
+  /** Garbage collections in the phase: the longest (and its kind, V8's major/minor/incremental/weakcb) and their sum. */
+  gc: { maxMs: number; maxKind: string; totalMs: number; count: number };
   rssMax: number;
   rss: number;
   heapUsed: number;
@@ -321,6 +323,16 @@ async function main(): Promise<void> {
   // ---- measurement phases -------------------------------------------------------
   const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  // GC pauses, to tell a collection from a long task when the loop's max is high.
+  const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb' };
+  let gc = { maxMs: 0, maxKind: '', totalMs: 0, count: 0 };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.count++;
+      gc.totalMs += e.duration;
+      if (e.duration > gc.maxMs) gc = { ...gc, maxMs: e.duration, maxKind: GC_KINDS[((e as unknown as { detail?: { kind?: number } }).detail)?.kind ?? 0] ?? 'other' };
+    }
+  }).observe({ entryTypes: ['gc'] });
   let phase = { name: 'start', startedAt: Math.round(performance.timeOrigin), rssMax: process.memoryUsage().rss };
   const sampleRss = () => {
     const rss = process.memoryUsage().rss;
@@ -361,13 +373,15 @@ async function main(): Promise<void> {
     const rss = sampleRss();
     const loopFigures = { maxMs: loop.max / 1e6, p99Ms: loop.percentile(99) / 1e6, p50Ms: loop.percentile(50) / 1e6, meanMs: loop.mean / 1e6 };
     loop.reset();
+    const gcFigures = gc;
+    gc = { maxMs: 0, maxKind: '', totalMs: 0, count: 0 };
     const phaseRefills = refills;
     refills = [];
     const pend = members.flatMap((m) => m.pending).map((at) => t - at);
     phase = { name: next, startedAt: t, rssMax: rss };
     void cumulative().then((c) => {
       const line: PhaseLine = {
-        ev: 'phase', t, name: ending.name, next, startedAt: ending.startedAt, cumulative: c, loop: loopFigures,
+        ev: 'phase', t, name: ending.name, next, startedAt: ending.startedAt, cumulative: c, loop: loopFigures, gc: gcFigures,
         rssMax: ending.rssMax, rss, heapUsed: process.memoryUsage().heapUsed, refills: phaseRefills,
         pendingRefills: { count: pend.length, olderThan1s: pend.filter((a) => a > 1000).length, oldestMs: Math.max(0, ...pend) },
         membersUp, lanesOpen: open, leading: [...leading],

@@ -536,6 +536,9 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         loopSeedingMaxMs: round(leaderSeeding.loop.maxMs), loopSeedingP99Ms: round(leaderSeeding.loop.p99Ms),
         loopJoiningMaxMs: round(leaderFleet.loop.maxMs), loopJoiningP99Ms: round(leaderFleet.loop.p99Ms),
         loopSteadyMaxMs: round(leaderSteady.loop.maxMs), loopSteadyP99Ms: round(leaderSteady.loop.p99Ms),
+        // The longest GC pause per phase (from election on), to tell a collection from a long task.
+        gcMaxMs: { seeding: round(leaderSeeding.gc.maxMs), joining: round(leaderFleet.gc.maxMs), steady: round(leaderSteady.gc.maxMs) },
+        gcMaxKind: { seeding: leaderSeeding.gc.maxKind, joining: leaderFleet.gc.maxKind, steady: leaderSteady.gc.maxKind },
         cpuSteadyPerS: round(((leaderSteady.cumulative.cpuUserUs + leaderSteady.cumulative.cpuSystemUs) - (leaderFleet.cumulative.cpuUserUs + leaderFleet.cumulative.cpuSystemUs)) / 1000 / windowS),
         watchEventsSteadyPerS: round((leaderSteady.cumulative.store.watchEvents - leaderFleet.cumulative.store.watchEvents) / windowS),
         stillLeading: leaderSteady.leading.includes('leader'),
@@ -647,6 +650,10 @@ function table(runs: Figures[]): string {
     ['leader event loop max (p99): seeding', (f) => `${f.leader.loopSeedingMaxMs} (${f.leader.loopSeedingP99Ms}) ms`],
     ['leader event loop max (p99): members joining', (f) => `${f.leader.loopJoiningMaxMs} (${f.leader.loopJoiningP99Ms}) ms`],
     ['leader event loop max (p99): steady', (f) => `${f.leader.loopSteadyMaxMs} (${f.leader.loopSteadyP99Ms}) ms`],
+    ['leader longest GC pause: seeding / joining / steady', (f) => {
+      const g = f.leader.gcMaxMs, k = f.leader.gcMaxKind;
+      return `${g.seeding} (${k.seeding}) / ${g.joining} (${k.joining}) / ${g.steady} (${k.steady}) ms`;
+    }],
     ['leader CPU, watch events (steady)', (f) => `${f.leader.cpuSteadyPerS} ms/s, ${f.leader.watchEventsSteadyPerS} events/s`],
     ['decisions per s; engine time mean / p99 bucket', (f) => `${f.decisions.perS}/s; ${f.decisions.computeMeanMs} ms / ≤ ${f.decisions.computeP99BucketMs} ms`],
     ['assignment records written per s', (f) => f.decisions.recordsWrittenPerS],

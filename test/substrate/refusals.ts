@@ -207,7 +207,7 @@ export function refusalSuite(backend: string, fixture: () => SubstrateFixture): 
     });
 
     const planners: { name: string; splits: () => { id: string; weight: number; descriptor?: unknown }[]; code: string; says: string[] }[] = [
-      { name: 'duplicate ids', splits: () => [{ id: 'a', weight: 1 }, { id: 'b', weight: 1 }, { id: 'a', weight: 2 }], code: 'PLANNER_FAILURE', says: ['[2].id', '"a" appears twice'] },
+      { name: 'duplicate ids', splits: () => [{ id: 'a', weight: 1 }, { id: 'b', weight: 1 }, { id: 'a', weight: 2 }], code: 'PLANNER_FAILURE', says: ['[2].id', '"a" appears twice (first at [0])'] },
       { name: 'a fractional weight', splits: () => [{ id: 'a', weight: 1.5 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got 1.5'] },
       { name: 'a negative weight', splits: () => [{ id: 'a', weight: -1 }], code: 'PLANNER_FAILURE', says: ['"a".weight', 'got -1'] },
       { name: 'an id over 1,024 UTF-8 bytes', splits: () => [{ id: 'ok/a b', weight: 1 }, { id: 'x'.repeat(1025), weight: 1 }], code: 'PLANNER_FAILURE', says: ['[1].id', 'at most 1024 UTF-8 bytes (got 1025)'] },

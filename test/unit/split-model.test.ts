@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ColumnarPool } from '../../src/assignment/columnar.js';
 import { validateAssignmentInput } from '../../src/assignment/validate.js';
+import { IdArena } from '../../src/assignment/id-arena.js';
 import { validatePlanned } from '../../src/coordinator/leader/seeding.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { isValidWeight, STATUS_CODES, STATUS_NAMES, WEIGHT_RULE } from '../../src/split-model.js';
@@ -30,7 +31,7 @@ describe('the split model', () => {
       const rule = isValidWeight(w);
       const shown = typeof w === 'bigint' ? `${w}n` : String(w);
       expect(accepts(() => encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: 'a', weight: w as number, descriptor: null, generation: 1 })), `record codec, ${shown}`).toBe(rule);
-      expect(accepts(() => validatePlanned([{ id: 'a', weight: w as number, descriptor: null }], 0, 1, new Set())), `seeder, ${shown}`).toBe(rule);
+      expect(accepts(() => validatePlanned([{ id: 'a', weight: w as number, descriptor: null }], 0, 1, new IdArena())), `seeder, ${shown}`).toBe(rule);
       expect(accepts(() => validateAssignmentInput({ seed: '', members: [], splits: [{ id: 'a', weight: w }] })), `engine input, ${shown}`).toBe(rule);
       expect(accepts(() => new ColumnarPool('').upsertSplit('a', w as number)), `columnar pool, ${shown}`).toBe(rule);
     }
@@ -38,7 +39,7 @@ describe('the split model', () => {
   });
 
   it('the seeder and the engine refuse a weight in the same words', () => {
-    expect(() => validatePlanned([{ id: 'a', weight: 1.5, descriptor: null }], 0, 1, new Set()))
+    expect(() => validatePlanned([{ id: 'a', weight: 1.5, descriptor: null }], 0, 1, new IdArena()))
       .toThrow(`planner split "a".weight: ${WEIGHT_RULE} (got 1.5)`);
     expect(() => validateAssignmentInput({ seed: '', members: [], splits: [{ id: 'a', weight: 1.5 }] }))
       .toThrow(`splits[0].weight: ${WEIGHT_RULE} (got 1.5)`);
