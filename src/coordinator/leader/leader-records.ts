@@ -170,6 +170,8 @@ export class LeaderRecords {
       case 'plan':
         // The job's own records: one this build cannot read stops the leader (its caller fails).
         this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
+        // Seen before any spec (`plan` sorts first): room for the planned splits before a listing brings them.
+        if (this.columns.specCount === 0) this.columns.reserveListing(this.plan.rec.planned);
         return 'plan';
       case 'leader':
         this.leader = meta(decodeRecord('leader', key, value, this.fp), kv);

@@ -19,6 +19,10 @@
 import { ColumnarPool } from '../../assignment/codec.js';
 import type { LeaseRecord, SplitStatus } from '../../protocol/records.js';
 import type { Seen } from '../views/seen.js';
+import { IdWeights } from './id-weights.js';
+
+/** The most splits a listing reserves room for ahead of them (beyond, the columns grow as they arrive). */
+const MAX_LISTING_RESERVE = 1 << 22;
 
 export type StatusTally = { runnable: number; completed: number; quarantined: number };
 
@@ -30,7 +34,7 @@ export class SplitColumns {
   /** Summed weight of the pool's rows by status, kept incrementally (the backlog metric's weights). */
   readonly statusWeights: StatusTally = { runnable: 0, completed: 0, quarantined: 0 };
   /** Halves seen before their other half (seeding writes both in one transaction, so these are brief). */
-  private readonly specOnly = new Map<string, number>();
+  private readonly specOnly = new IdWeights();
   private readonly recordOnly = new Map<string, SplitStatus>();
   /** Splits set aside because a record of theirs cannot be read: kind → problem. Never in the pool. */
   private readonly problems = new Map<string, Map<string, string>>();
@@ -149,5 +153,16 @@ export class SplitColumns {
   /** Room for `rows` splits at once (seeding a plan of that many; see ColumnarPool.reserve). */
   reserve(rows: number): void {
     this.pool.reserve(rows);
+  }
+
+  /**
+   * Room for a listing of `splits` splits: its specs all arrive before any
+   * record, so the halves waiting for theirs reach that many too.
+   */
+  reserveListing(splits: number): void {
+    // A record's count, not a promise: bounded, so a hostile `planned` cannot make the leader allocate gigabytes.
+    const n = Math.min(splits, MAX_LISTING_RESERVE);
+    this.pool.reserve(n);
+    this.specOnly.reserve(n);
   }
 }
