@@ -26,13 +26,14 @@
  * `member-held` (each member's first handler), `tick` (every `tickMs`: RSS,
  * lanes open, members up) and `phase`.
  */
-import { monitorEventLoopDelay, performance, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import { EtcdStore } from '../src/etcd.js';
 import {
   isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
   type Coordinator, type PlanResult, type SplitHandle,
 } from '../src/index.js';
 import { addCounts, countingStore, emptyCounts, type StoreCounts } from './fleet-store.js';
+import { gcPauses, type GcFigures } from './gc-pauses.js';
 
 export type FleetRole = 'leader' | 'host' | 'probe';
 
@@ -87,8 +88,8 @@ export interface PhaseLine {
   startedAt: number;
   cumulative: Cumulative;
   loop: { maxMs: number; p99Ms: number; p50Ms: number; meanMs: number };
-  /** Garbage collections in the phase: the longest (and its kind, V8's major/minor/incremental/weakcb) and their sum. */
-  gc: { maxMs: number; maxKind: string; totalMs: number; count: number };
+  /** Garbage collections in the phase (gc-pauses.ts). */
+  gc: GcFigures;
   rssMax: number;
   rss: number;
   heapUsed: number;
@@ -117,9 +118,8 @@ function unit(s: string, seed: number): number {
 const PLAN_PAGE = 10_000;
 
 /**
- * A final plan of `n` splits with skewed weights (1 MiB to 64 MiB, log-uniform), no descriptor,
- * made a page per turn of the event loop as a real planner's listing arrives: made in one turn,
- * 1M splits held the leader's loop ~200 ms, which the bench charged to the library's seeding.
+ * A final plan of `n` splits with skewed weights (1–64 MiB, log-uniform), no descriptor, a page per turn
+ * as a real planner's listing arrives (made in one turn, 1M held the leader's loop ~200 ms: not the library's).
  */
 async function plan(n: number, seed: number): Promise<PlanResult> {
   const width = String(n - 1).length;
@@ -324,15 +324,7 @@ async function main(): Promise<void> {
   const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   // GC pauses, to tell a collection from a long task when the loop's max is high.
-  const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb' };
-  let gc = { maxMs: 0, maxKind: '', totalMs: 0, count: 0 };
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      gc.count++;
-      gc.totalMs += e.duration;
-      if (e.duration > gc.maxMs) gc = { ...gc, maxMs: e.duration, maxKind: GC_KINDS[((e as unknown as { detail?: { kind?: number } }).detail)?.kind ?? 0] ?? 'other' };
-    }
-  }).observe({ entryTypes: ['gc'] });
+  const gc = gcPauses();
   let phase = { name: 'start', startedAt: Math.round(performance.timeOrigin), rssMax: process.memoryUsage().rss };
   const sampleRss = () => {
     const rss = process.memoryUsage().rss;
@@ -373,8 +365,7 @@ async function main(): Promise<void> {
     const rss = sampleRss();
     const loopFigures = { maxMs: loop.max / 1e6, p99Ms: loop.percentile(99) / 1e6, p50Ms: loop.percentile(50) / 1e6, meanMs: loop.mean / 1e6 };
     loop.reset();
-    const gcFigures = gc;
-    gc = { maxMs: 0, maxKind: '', totalMs: 0, count: 0 };
+    const gcFigures = gc.take();
     const phaseRefills = refills;
     refills = [];
     const pend = members.flatMap((m) => m.pending).map((at) => t - at);
