@@ -240,9 +240,11 @@ export class ColumnarPool {
    */
   snapshot(withIds = false, into: SnapshotBuffers | null = null): ColumnarSnapshot {
     const R = this.rows;
+    // Rows reserved (a leader seeding a plan reserves them all): kept buffers are sized for them at once.
+    const capacity = this.weight.length;
     // Into the kept shared buffers when given (the caller releases it after the decision), else fresh ones to transfer.
     const copy = <C extends Float64Array | Int32Array | Uint32Array | Uint8Array>(name: string, src: C): C =>
-      (into !== null ? into.copy(name, src) : src.slice()) as C;
+      (into !== null ? into.copy(name, src, Math.ceil((src.length * capacity) / Math.max(1, R))) : src.slice()) as C;
     // Rows changed from here on are replayed onto a thread's sorted columns (adoptSorted).
     // Kept, not reset, when one is already open: a thread's earlier snapshot may still be adopted.
     this.cache.openLog();
@@ -253,7 +255,7 @@ export class ColumnarPool {
     const { order, sorted } = this.cache;
     if (order !== null && sorted !== null) {
       // Into kept buffers: patched where the order's columns changed since that set's last snapshot (O(changes)).
-      const c = into !== null ? this.cache.copyInto(into) : {
+      const c = into !== null ? this.cache.copyInto(into, capacity) : {
         order: order.slice(), sorted: { weight: sorted.weight.slice(), lease: sorted.lease.slice(), prev: sorted.prev.slice(), rec: sorted.rec.slice(), flags: sorted.flags.slice() },
       };
       const p = c.sorted;

@@ -74,10 +74,10 @@ export class SortedOrder {
   /**
    * The cached order and its columns in `into`'s shared buffers: patched at
    * the positions changed since, when `into` already holds this very order
-   * and the log reaches back to it; else copied whole. Either way `into`
-   * then mirrors the order as it is now.
+   * and the log reaches back to it; else copied whole (new buffers sized for
+   * `roomRows`). Either way `into` then mirrors the order as it is now.
    */
-  copyInto(into: SnapshotBuffers): { order: Uint32Array; sorted: RowColumns } {
+  copyInto(into: SnapshotBuffers, roomRows = 0): { order: Uint32Array; sorted: RowColumns } {
     const order = this.order!;
     const s = this.sorted!;
     const m = into.mirror;
@@ -95,10 +95,10 @@ export class SortedOrder {
       }
     }
     const sorted = {
-      weight: into.copy('weight', s.weight), lease: into.copy('lease', s.lease), prev: into.copy('prev', s.prev),
-      rec: into.copy('rec', s.rec), flags: into.copy('flags', s.flags),
+      weight: into.copy('weight', s.weight, roomRows), lease: into.copy('lease', s.lease, roomRows), prev: into.copy('prev', s.prev, roomRows),
+      rec: into.copy('rec', s.rec, roomRows), flags: into.copy('flags', s.flags, roomRows),
     };
-    const copied = into.copy('order', order);
+    const copied = into.copy('order', order, roomRows);
     into.mirror = { order, version };
     return { order: copied, sorted };
   }
