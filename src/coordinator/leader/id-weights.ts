@@ -35,11 +35,7 @@ export class IdWeights {
     let r = this.ids.rowOf(id);
     if (r < 0) {
       r = this.free.pop() ?? this.next++;
-      if (r >= this.weights.length) {
-        const grown = new Float64Array(2 * this.weights.length);
-        grown.set(this.weights);
-        this.weights = grown;
-      }
+      if (r >= this.weights.length) this.growWeights(2 * this.weights.length);
       this.ids.add(r, id);
     }
     this.weights[r] = weight;
@@ -50,6 +46,8 @@ export class IdWeights {
     if (r < 0) return false;
     this.ids.remove(r);
     this.free.push(r);
+    // Drained (a listing's specs have all met their records): give back the room reserved for them.
+    if (this.ids.size === 0) this.clear();
     return true;
   }
 
@@ -64,6 +62,7 @@ export class IdWeights {
   /** Room for `n` entries at once (a listing or a plan of that many): no index growth while they arrive. */
   reserve(n: number): void {
     this.ids.reserveRows(n);
+    if (n > this.weights.length) this.growWeights(n);
   }
 
   clear(): void {
@@ -71,5 +70,11 @@ export class IdWeights {
     this.weights = new Float64Array(16);
     this.free = [];
     this.next = 0;
+  }
+
+  private growWeights(n: number): void {
+    const grown = new Float64Array(n);
+    grown.set(this.weights);
+    this.weights = grown;
   }
 }
