@@ -65,6 +65,14 @@ export interface ConfigOptions {
    * (its `notBefore`; protocol/retry-policy.ts). Default 1 s doubling to 5 min, full jitter.
    */
   retryBackoff?: RetryBackoff;
+  /**
+   * How a new job keeps its splits on the store (decision 0037): 'keys' (two
+   * records per split) or 'packed' (pages of up to 1,024 splits; a split has
+   * records of its own only while it is assigned, held or departed from its
+   * page), for jobs of millions of splits. Fixed when the job is created: a
+   * job's plan record says which it is, and that wins. Default 'keys'.
+   */
+  layout?: 'keys' | 'packed';
 }
 
 /** `retryBackoff`: the wait after the n-th failure is drawn below min(maxMs, initialMs · factor^(n−1)). */
@@ -100,6 +108,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   replanIntervalMs: 60_000,
   reconcileIntervalMs: 30_000,
   startTimeoutMs: 60_000,
+  layout: 'keys' as 'keys' | 'packed',
 });
 
 /** Longest duration a Node timer honours (2^31 − 1 ms, about 24.8 days). */
@@ -109,7 +118,7 @@ const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
-  'heartbeatTimeoutMs', 'retryBackoff',
+  'heartbeatTimeoutMs', 'retryBackoff', 'layout',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -184,6 +193,8 @@ export function resolveConfig(options: ConfigOptions): Config {
   const fingerprint = resolveFingerprint(given.fingerprint, problems);
   const t = resolveTimings(given, problems);
   const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
+  const layout = given.layout ?? CONFIG_DEFAULTS.layout;
+  if (layout !== 'keys' && layout !== 'packed') problems.push(`layout: must be 'keys' or 'packed' (got ${describeValue(layout)})`);
   checkCombinations(t, problems);
 
   if (problems.length > 0) {
@@ -207,6 +218,7 @@ export function resolveConfig(options: ConfigOptions): Config {
     reconcileIntervalMs: t.reconcileIntervalMs!,
     startTimeoutMs: t.startTimeoutMs!,
     retryBackoff: retryBackoff!,
+    layout: layout as 'keys' | 'packed',
     // Absent when off, so a printed or serialised config reads as what was given.
     ...(t.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: t.heartbeatTimeoutMs }),
   });

@@ -24,10 +24,11 @@
 import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
-export type KeyKind = 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
+export type KeyKind =
+  | 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign' | 'queue' | 'folded';
 
-/** Which kind of id, if any, follows the kind in a key. */
-export type KeyIdKind = 'none' | 'instance' | 'split';
+/** Which kind of id, if any, follows the kind in a key: a page is `{bucket}.{page}` (the packed queue, decision 0037). */
+export type KeyIdKind = 'none' | 'instance' | 'split' | 'page';
 
 export interface KeyLayoutRow {
   readonly kind: KeyKind;
@@ -64,6 +65,10 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'owner, nonce, epoch' },
   { kind: 'assign', pattern: 'assign.{instance}', idKind: 'instance', lifetime: 'durable', writtenBy: 'leader (guarded by leadership)',
     holds: 'the splits that instance should hold, the generation that wrote it' },
+  { kind: 'queue', pattern: 'queue.{bucket}.{page}', idKind: 'page', lifetime: 'durable', writtenBy: 'leader (create-if-absent, guarded; packed jobs only)',
+    holds: 'up to 1,024 splits of one bucket, immutable: ids, weights, descriptors, plan generation' },
+  { kind: 'folded', pattern: 'folded.{bucket}.{page}', idKind: 'page', lifetime: 'durable', writtenBy: 'leader (CAS, guarded; packed jobs only)',
+    holds: 'the splits of that queue page folded back as completed (a bitset)' },
 ];
 
 const ID_KIND: ReadonlyMap<string, KeyIdKind> = new Map(KEY_LAYOUT.map((r) => [r.kind, r.idKind]));
@@ -214,6 +219,33 @@ export function progressKey(prefix: string, id: string): string {
   return `${prefix}progress.${encodeId(checkId('split id', id))}`;
 }
 
+/** The most buckets a packed job has (decision 0037). */
+export const MAX_BUCKETS = 65536;
+/** The most pages one bucket of a packed job may have (a page's number is below it). */
+export const MAX_PAGES = 1 << 20;
+
+function checkPage(bucket: number, page: number): string {
+  if (!Number.isInteger(bucket) || bucket < 0 || bucket >= MAX_BUCKETS || !Number.isInteger(page) || page < 0 || page >= MAX_PAGES) {
+    throw new SplitfleetError('INVALID_INPUT', `queue page ${bucket}.${page}: bucket must be an integer 0 ≤ b < ${MAX_BUCKETS} and page 0 ≤ p < ${MAX_PAGES}`);
+  }
+  return `${bucket}.${page}`;
+}
+
+/** `<prefix>queue.{bucket}.{page}`: a page of a packed job's queue (immutable, written only by the leader). */
+export function queueKey(prefix: string, bucket: number, page: number): string {
+  return `${prefix}queue.${checkPage(bucket, page)}`;
+}
+
+/** `<prefix>folded.{bucket}.{page}`: which splits of that queue page are folded back as completed. */
+export function foldedKey(prefix: string, bucket: number, page: number): string {
+  return `${prefix}folded.${checkPage(bucket, page)}`;
+}
+
+/** The prefix under which every queue page of one bucket lives (`<prefix>queue.{bucket}.`). */
+export function bucketPrefix(prefix: string, bucket: number): string {
+  return `${prefix}queue.${checkPage(bucket, 0).split('.')[0]}.`;
+}
+
 /** The prefix under which every key of one kind lives, for ranged reads and watches. */
 export function kindPrefix(prefix: string, kind: Exclude<KeyKind, 'plan' | 'leader' | 'control' | 'publish' | 'summary'>): string {
   return `${prefix}${kind}.`;
@@ -227,7 +259,15 @@ export type ParsedKey =
   | { kind: 'summary' }
   | { kind: 'worker' | 'assign'; id: string }
   | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
+  | { kind: 'queue' | 'folded'; bucket: number; page: number }
   | { kind: 'unknown' };
+
+/** A canonical decimal below `limit` (no sign, no leading zero), or undefined. */
+function decimal(s: string, limit: number): number | undefined {
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(s)) return undefined;
+  const n = Number(s);
+  return n < limit ? n : undefined;
+}
 
 /**
  * What a key under `prefix` names, with the raw (decoded) id. Total: anything
@@ -246,6 +286,13 @@ export function parseKey(prefix: string, key: string): ParsedKey {
     return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' | 'summary' } : { kind: 'unknown' };
   }
   if (dot < 0) return { kind: 'unknown' };
+  if (idKind === 'page') {
+    const [b, p, more] = rest.slice(dot + 1).split('.');
+    const bucket = decimal(b ?? '', MAX_BUCKETS);
+    const page = decimal(p ?? '', MAX_PAGES);
+    if (bucket === undefined || page === undefined || more !== undefined) return { kind: 'unknown' };
+    return { kind: kind as 'queue' | 'folded', bucket, page };
+  }
   const id = decodeId(rest.slice(dot + 1));
   if (id === undefined) return { kind: 'unknown' };
   return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'progress' | 'lease', id };

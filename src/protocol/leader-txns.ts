@@ -25,7 +25,7 @@
  */
 import { initialSplitRecord } from './claims.js';
 import { leaderKey, planKey, specKey, splitKey } from './keys.js';
-import { encodeRecord, SCHEMA_VERSION, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
+import { encodeRecord, PACKED_PLAN_VERSION, SCHEMA_VERSION, type JobLayout, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
 import type { Revisioned } from './txns.js';
 import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
 
@@ -49,19 +49,25 @@ export function campaignTxn(prefix: string, fp: string, instance: string, genera
 }
 
 /** The plan record a new term writes: the one read with its generation, or a fresh one when the job has none yet. */
-export function bumpedPlanRecord(plan: PlanRecord | undefined, fp: string, generation: number): PlanRecord {
-  return plan ? { ...plan, generation } : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
+export function bumpedPlanRecord(plan: PlanRecord | undefined, fp: string, generation: number, layout: JobLayout = 'keys'): PlanRecord {
+  if (plan) return { ...plan, generation };
+  // The layout is chosen here, when the job is created, and never again (decision 0037).
+  return layout === 'packed'
+    ? { v: PACKED_PLAN_VERSION, fp, generation, final: false, planned: 0, layout: 'packed' }
+    : { v: SCHEMA_VERSION, fp, generation, final: false, planned: 0 };
 }
 
 /**
  * The generation bump of a term just won: leadership ∧ the plan record at
  * the revision read (absent when there was none) → the bumped record.
  */
-export function generationBumpTxn(prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord> | undefined, generation: number): Txn {
+export function generationBumpTxn(
+  prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord> | undefined, generation: number, layout: JobLayout = 'keys',
+): Txn {
   const key = planKey(prefix);
   return {
     compares: [leadership, plan ? cmp.modRevision(key, plan.modRevision) : cmp.absent(key)],
-    success: [op.put(key, encodeRecord('plan', bumpedPlanRecord(plan?.rec, fp, generation)))],
+    success: [op.put(key, encodeRecord('plan', bumpedPlanRecord(plan?.rec, fp, generation, layout)))],
   };
 }
 
@@ -96,7 +102,13 @@ export interface PlanOutcome {
  */
 export function seededPlanRecord(current: PlanRecord, fp: string, o: PlanOutcome): PlanRecord {
   const { cursor: _previousCursor, ...kept } = current;
-  return { ...kept, v: SCHEMA_VERSION, fp, generation: o.generation, final: o.final, planned: o.planned, ...(o.cursor !== undefined ? { cursor: o.cursor } : {}) };
+  return { ...kept, v: current.v, fp, generation: o.generation, final: o.final, planned: o.planned, ...(o.cursor !== undefined ? { cursor: o.cursor } : {}) };
+}
+
+/** A packed plan's bucket count, chosen when its first splits are seeded: leadership ∧ the plan at the revision read. */
+export function bucketsTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, buckets: number): Txn {
+  const key = planKey(prefix);
+  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', { ...plan.rec, buckets }))] };
 }
 
 /** The plan record after seeding: leadership ∧ the plan at the revision read → `seededPlanRecord`. */

@@ -83,9 +83,37 @@ const stamp = {
   fp: str().regex(FP_SHAPE, { error: 'must be 16 lowercase hex characters' }),
 };
 
+/** The most splits one queue page holds (decision 0037). */
+export const PAGE_SPLITS = 1024;
+/** Bytes of a page's folded bitset, at most. */
+const FOLDED_BYTES = PAGE_SPLITS / 8;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** A page's parallel arrays: the first rule they break, or undefined. One pass, no zod per element (a page holds 1,024). */
+function pageArraysProblem(r: { ids: unknown; weights: unknown; descriptors: unknown }): string | undefined {
+  const { ids, weights, descriptors } = r;
+  if (!Array.isArray(ids) || ids.length === 0 || ids.length > PAGE_SPLITS) return `ids: must be an array of 1 to ${PAGE_SPLITS} split ids`;
+  if (!Array.isArray(weights) || weights.length !== ids.length) return 'weights: must be an array as long as ids';
+  if (!Array.isArray(descriptors) || descriptors.length !== ids.length) return 'descriptors: must be an array as long as ids';
+  const seen = new Set<string>();
+  for (let i = 0; i < ids.length; i++) {
+    const problem = idProblem(ids[i]);
+    if (problem !== undefined) return `ids.${i}: ${problem}`;
+    if (seen.has(ids[i])) return `ids.${i}: ${describeStoredValue(ids[i])} appears twice in the page`;
+    seen.add(ids[i]);
+    if (!isValidWeight(weights[i])) return `weights.${i}: must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(weights[i])})`;
+  }
+  // A descriptor sits one level deeper than in a spec record (inside the array).
+  if (!isJson(descriptors, FIELD_DEPTH)) return `descriptors: must be JSON nested at most ${FIELD_DEPTH - 1} deep each`;
+  return undefined;
+}
+
+const planStamp = { ...stamp, v: z.union([z.literal(1), z.literal(2)], { error: (iss) => `must be 1 or 2 (got ${describeStoredValue(iss.input)})` }) };
+
 export const SCHEMAS = {
   plan: z.looseObject({
-    ...stamp, generation: int(0),
+    ...planStamp, generation: int(0),
+    layout: z.literal('packed', { error: (iss) => `must be 'packed' or absent (got ${describeStoredValue(iss.input)})` }).optional(),
+    buckets: int(1).optional(),
     final: z.boolean({ error: (iss) => `must be a boolean (got ${describeStoredValue(iss.input)})` }),
     planned: int(0), cursor: json().optional(),
     verdict: z.enum(['complete', 'stalled'], {
@@ -93,6 +121,10 @@ export const SCHEMAS = {
     }).optional(),
   }).check(z.refine((r) => r.verdict === undefined || r.final, {
     error: 'only a final plan has a verdict', path: ['verdict'],
+  }), z.refine((r) => (r.v === 2) === (r.layout === 'packed'), {
+    error: 'a packed plan (layout \'packed\') is schema version 2, and only a packed plan is', path: ['layout'],
+  }), z.refine((r) => r.buckets === undefined || (r.layout === 'packed' && r.buckets <= 65536 && (r.buckets & (r.buckets - 1)) === 0), {
+    error: 'must be a power of two ≤ 65536, on a packed plan only', path: ['buckets'],
   })),
   leader: z.looseObject({ ...stamp, instance: idStr(), generation: int(0) }),
   publish: z.looseObject({ ...stamp, generation: int(0) }),
@@ -144,4 +176,15 @@ export const SCHEMAS = {
     completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
     members: int(0), lanes: int(0),
   }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
+  queue: z.looseObject({
+    ...stamp, bucket: int(0), page: int(0), generation: int(0), ids: z.array(z.unknown()), weights: z.array(z.unknown()), descriptors: z.array(z.unknown()),
+  }, { error: 'must be a queue page' }).check(z.refine((r) => pageArraysProblem(r) === undefined, {
+    error: (iss) => pageArraysProblem(iss.input as { ids: unknown; weights: unknown; descriptors: unknown }) ?? 'a broken page',
+  })),
+  folded: z.looseObject({
+    ...stamp, bucket: int(0), page: int(0),
+    bits: str().check(z.refine((s: string) => BASE64.test(s) && s.length <= Math.ceil(FOLDED_BYTES / 3) * 4, {
+      error: `must be base64 of at most ${FOLDED_BYTES} bytes`,
+    })),
+  }),
 } satisfies { [K in RecordKind]: z.ZodType };

@@ -34,8 +34,21 @@ interface Stamp {
 }
 /** Of a final plan: every split terminal, all completed ('complete') or some quarantined ('stalled'). */
 export type JobVerdictRecord = 'complete' | 'stalled';
-export interface PlanRecord extends Stamp {
+/**
+ * The major version of a packed job's plan record (decision 0037): a build that predates the
+ * packed queue must refuse the plan ("newer major") rather than read an empty queue.
+ */
+export const PACKED_PLAN_VERSION = 2;
+/** How a job keeps its splits on the store, fixed when the job is created (decision 0037). */
+export type JobLayout = 'keys' | 'packed';
+export interface PlanRecord extends Omit<Stamp, 'v'> {
+  /** 1 for a `keys` job, PACKED_PLAN_VERSION for a packed one. */
+  v: 1 | 2;
   generation: number; final: boolean; planned: number; cursor?: Json;
+  /** 'packed' for a packed job (with v 2); absent for the `keys` layout. */
+  layout?: 'packed';
+  /** A packed job's bucket count (a power of two), chosen when its first splits are seeded; never changed. */
+  buckets?: number;
   /** Written by the leader once a final plan's splits are all terminal, so no worker holds the job to know it. */
   verdict?: JobVerdictRecord;
 }
@@ -77,6 +90,15 @@ export interface SummaryRecord extends Stamp {
   completed: number; completedWeight: number; quarantined: number; quarantinedWeight: number; parked: number;
   members: number; lanes: number;
 }
+/**
+ * `queue.{bucket}.{page}`: one immutable page of a packed job's queue (decision 0037): up to
+ * PAGE_SPLITS splits of one bucket, as parallel arrays (ids unique, each id's bucket the page's).
+ */
+export interface QueueRecord extends Stamp {
+  bucket: number; page: number; generation: number; ids: string[]; weights: number[]; descriptors: Json[];
+}
+/** `folded.{bucket}.{page}`: the splits of that page folded back as completed, a bitset (base64, bit i of byte i>>3 = slot i). */
+export interface FoldedRecord extends Stamp { bucket: number; page: number; bits: string }
 /** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
 export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
 
@@ -84,5 +106,6 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; summary: SummaryRecord;
+  queue: QueueRecord; folded: FoldedRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;

@@ -33,13 +33,13 @@ import {
 } from './record-bounds.js';
 import { describeStoredValue, FP_SHAPE, isJson, SCHEMAS } from './record-schemas.js';
 import {
-  SCHEMA_MINOR, SCHEMA_VERSION,
-  type Json, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type AssignRecord, type RecordTypes, type RecordKind,
+  PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION,
+  type Json, type JobLayout, type QueueRecord, type FoldedRecord, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type AssignRecord, type RecordTypes, type RecordKind,
 } from './record-types.js';
 
 // The types' home is record-types.ts; the codec re-exports them, so a caller of encode/decode needs one import.
-export { SCHEMA_MINOR, SCHEMA_VERSION };
-export type { Json, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, AssignRecord, RecordTypes, RecordKind };
+export { PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION };
+export type { Json, JobLayout, QueueRecord, FoldedRecord, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, AssignRecord, RecordTypes, RecordKind };
 
 /**
  * The short, stable hash of a fingerprint that every record carries:
@@ -54,8 +54,11 @@ export function fingerprintHash(fingerprint: string): string {
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
   plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
-  summary: undefined,
+  summary: undefined, queue: undefined, folded: undefined,
 };
+
+/** Kinds whose key names a page (`{bucket}.{page}`), checked against the record's `bucket` and `page`. */
+const PAGE_KINDS: ReadonlySet<string> = new Set(['queue', 'folded']);
 
 function describeIssues(error: z.ZodError): string {
   return error.issues.map((iss) => {
@@ -79,7 +82,7 @@ function keyTail(key: string): { kind: string; id: string | null | undefined } {
 
 /** Field order of each record: the canonical encoding writes exactly these, in this order. */
 const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
-  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict'],
+  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict', 'layout', 'buckets'],
   leader: ['v', 'fp', 'instance', 'generation'],
   control: ['v', 'fp', 'paused', 'evacuated'],
   publish: ['v', 'fp', 'generation'],
@@ -91,6 +94,8 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
   summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
     'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes'],
+  queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],
+  folded: ['v', 'fp', 'bucket', 'page', 'bits'],
 };
 
 function describeRecord(kind: RecordKind, record: object): string {
@@ -209,6 +214,8 @@ export function decodeRecord<K extends RecordKind>(
   kind: K, key: string, raw: string | Uint8Array, expectedFp: string,
 ): RecordTypes[K] {
   const tail = keyTail(key);
+  const paged = PAGE_KINDS.has(kind);
+  if (paged && tail.kind === kind) tail.id = undefined; // `{bucket}.{page}` is checked against the record below
   if (tail.kind !== kind || (KEY_ID_FIELD[kind] === undefined) !== (tail.id === undefined)) {
     throw invalid(key, kind, `the key is not a ${kind} key`);
   }
@@ -244,7 +251,7 @@ export function decodeRecord<K extends RecordKind>(
   const fields = Object.keys(obj);
   const twice = duplicateKeysProblem(text, obj, fields.length, scan);
   if (twice !== undefined) throw invalid(key, kind, twice);
-  if (obj.v !== SCHEMA_VERSION) {
+  if (obj.v !== SCHEMA_VERSION && !(kind === 'plan' && obj.v === PACKED_PLAN_VERSION)) {
     throw invalid(key, kind, obj.v === undefined
       ? `has no schema version field v; this build reads version ${SCHEMA_VERSION}`
       : typeof obj.v === 'number' && Number.isInteger(obj.v) && obj.v > SCHEMA_VERSION
@@ -268,6 +275,13 @@ export function decodeRecord<K extends RecordKind>(
     const bytes = utf8ByteLength(canonicalText(kind, record));
     if (bytes > MAX_RECORD_BYTES) {
       throw invalid(key, kind, `re-encodes to ${bytes} bytes, over the limit of ${MAX_RECORD_BYTES} (rule: a record must be writable back in one store request)`);
+    }
+  }
+  if (paged) {
+    const r = record as unknown as { bucket: number; page: number };
+    const named = key.slice(key.lastIndexOf('/') + 1).slice(kind.length + 1);
+    if (`${r.bucket}.${r.page}` !== named) {
+      throw invalid(key, kind, `bucket ${r.bucket} and page ${r.page} do not match the key's ${describeStoredValue(named)}`);
     }
   }
   const idField = KEY_ID_FIELD[kind];

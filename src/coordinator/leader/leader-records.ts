@@ -19,8 +19,10 @@
  */
 import { SplitfleetError, storeFailure } from '../../errors.js';
 import { parseKey, type KeyKind } from '../../protocol/keys.js';
+import { FoldedBits } from '../../protocol/packed.js';
+import { PackedPages } from './packed-pages.js';
 import {
-  decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
+  decodeRecord, SCHEMA_VERSION, type FoldedRecord, type QueueRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
 } from '../../protocol/records.js';
 import type { KeyValue } from '../../store/store.js';
 import { OwnWrites } from './own-writes.js';
@@ -170,6 +172,8 @@ export class LeaderRecords {
       case 'plan':
         // The job's own records: one this build cannot read stops the leader (its caller fails).
         this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
+        // The layout is fixed at creation (decision 0037): a packed job's splits come from its pages.
+        if (this.plan.rec.layout === 'packed') this.columns.usePacked();
         // Seen before any spec (`plan` sorts first): room for the planned splits before a listing brings them.
         if (this.columns.specCount === 0) this.columns.reserveListing(this.plan.rec.planned);
         return 'plan';
@@ -197,7 +201,14 @@ export class LeaderRecords {
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
         return 'lease';
       }
+      case 'queue':
+        // Listed once per term (never watched: pages are immutable, and seeding applies its own).
+        return this.putPage(key, value) ? 'queue' : undefined;
+      case 'folded':
+        return this.putFolded(key, value, modRevision) ? 'folded' : undefined;
       case 'spec': {
+        // A packed job's specs are copies for the workers: its weights are its pages'.
+        if (this.columns.packed) return undefined;
         const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
         if (own?.kind === 'spec') {
           // Our own seeding write (its transaction's revision): what decoding it would give.
@@ -220,6 +231,7 @@ export class LeaderRecords {
           return 'split';
         }
         const rec = this.readable('split', key, value, parsed.id);
+        this.columns.packed?.keyed.set(parsed.id, modRevision);
         this.setOwner(parsed.id, rec?.owner ?? '');
         if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(parsed.id, rec.notBefore);
         else this.notBefore.delete(parsed.id);
@@ -235,7 +247,10 @@ export class LeaderRecords {
     switch (parsed.kind) {
       case 'unknown':
       case 'progress':
+      case 'queue': // pages are never deleted while the job lives (`delete` removes the whole job)
         return undefined;
+      case 'folded':
+        return undefined; // likewise: a folded bit is never cleared
       case 'plan':
         this.plan = undefined;
         return 'plan';
@@ -263,15 +278,77 @@ export class LeaderRecords {
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
         return 'lease';
       case 'spec':
+        if (this.columns.packed) return undefined;
         this.columns.clearProblem(parsed.id, 'spec');
         this.columns.place(parsed.id, undefined, this.columns.statusOf(parsed.id));
         return 'spec';
-      case 'split':
+      case 'split': {
         this.columns.clearProblem(parsed.id, 'split');
         this.setOwner(parsed.id, '');
         this.notBefore.delete(parsed.id);
-        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), undefined);
+        const packed = this.columns.packed;
+        // A packed split without a record of its own is what its page says: folded back, or queued.
+        const location = packed ? this.columns.locationOf(parsed.id) : undefined;
+        packed?.keyed.delete(parsed.id);
+        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), location !== undefined ? this.columns.packedDefault(location) : undefined);
         return 'split';
+      }
+    }
+  }
+
+  /** A queue page listed: its splits become rows (true), or it is reported unreadable (its splits stay unknown: the job never reads as done). */
+  private putPage(key: string, value: string): boolean {
+    const packed = this.columns.packed;
+    if (!packed) {
+      this.unknownKeys++; // a page under a `keys` job: nothing of this job's
+      return false;
+    }
+    let rec: QueueRecord;
+    try {
+      rec = decodeRecord('queue', key, value, this.fp);
+    } catch (e) {
+      this.onUnreadable(key, storeFailure(e));
+      return false;
+    }
+    this.applyPage(rec.bucket, rec.page, rec.ids, rec.weights);
+    return true;
+  }
+
+  /** A queue page's splits as rows (a page listed, or one seeding just wrote). */
+  applyPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
+    const packed = this.columns.packed!;
+    const index = packed.addPage(bucket, page);
+    for (let i = 0; i < ids.length; i++) this.columns.placePacked(ids[i]!, weights[i]!, PackedPages.location(index, i));
+  }
+
+  private putFolded(key: string, value: string, modRevision: number): boolean {
+    if (!this.columns.packed) {
+      this.unknownKeys++;
+      return false;
+    }
+    let rec: FoldedRecord;
+    try {
+      rec = decodeRecord('folded', key, value, this.fp);
+    } catch (e) {
+      // Unreadable: the bits as last read stand; promotion compares the record's revision, so nothing folded is promoted.
+      this.onUnreadable(key, storeFailure(e));
+      return false;
+    }
+    return this.columns.packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision) !== undefined;
+  }
+
+  /**
+   * The leader's own fold-back landed at `revision`: the page's bits, and the
+   * folded splits whose record's deletion has already been applied (it may
+   * arrive before or after this) are completed.
+   */
+  applyFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
+    const packed = this.columns.packed!;
+    packed.setFolded(bucket, page, bits, revision);
+    for (const id of ids) {
+      const location = this.columns.locationOf(id);
+      if (packed.keyed.has(id) || location === undefined) continue;
+      this.columns.place(id, this.columns.weightOf(id), this.columns.packedDefault(location));
     }
   }
 

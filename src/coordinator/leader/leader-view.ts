@@ -33,6 +33,8 @@ import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-recor
 import type { OwnWrite } from './own-writes.js';
 import type { Seen } from '../views/seen.js';
 import type { StatusTally } from './split-columns.js';
+import type { PackedPages } from './packed-pages.js';
+import type { FoldedBits } from '../../protocol/packed.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
@@ -166,6 +168,45 @@ export class LeaderView {
     return [{ rangeStart: span.rangeStart, rangeEnd: progress }, { rangeStart: `${progress.slice(0, -1)}/`, rangeEnd: span.rangeEnd }];
   }
 
+  /**
+   * What the view follows: the listing's ranges, the second starting past
+   * `queue.*` (a packed job's pages: immutable, listed once, and seeding
+   * applies its own) and `publish` (the leader's own fence) between them.
+   */
+  private get watchRanges(): KeyRange[] {
+    const [first, second] = this.ranges;
+    return [first!, { rangeStart: `${kindPrefix(this.prefix, 'queue').slice(0, -1)}/`, rangeEnd: second!.rangeEnd }];
+  }
+
+  /** A packed job's pages, folded bits and locations (decision 0037); undefined for the `keys` layout. */
+  get packed(): PackedPages | undefined {
+    return this.records.columns.packed;
+  }
+
+  /** Where packed split `id` lives (see PackedPages), if its page is known. */
+  locationOf(id: string): number | undefined {
+    return this.records.columns.locationOf(id);
+  }
+
+  /** A queue page the leader's own seeding wrote (pages are not watched): its splits become rows. */
+  ownPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
+    this.records.applyPage(bucket, page, ids, weights);
+    this.notify({ kinds: new Set(['queue']), all: false });
+  }
+
+  /** The leader's own fold-back landed at `revision` (packed-queue.ts). */
+  ownFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
+    this.records.applyFolded(bucket, page, bits, revision, ids);
+    this.notify({ kinds: new Set(['folded']), all: false });
+  }
+
+  /** A packed split found folded when about to promote it (its folded record changed by another hand): completed. */
+  foundFolded(id: string): void {
+    const location = this.locationOf(id);
+    if (location === undefined || this.records.columns.packed?.keyed.has(id)) return;
+    this.records.columns.place(id, this.weightOf(id), this.records.columns.packedDefault(location));
+  }
+
   /** Split records known (with or without a spec). */
   get splitCount(): number {
     return this.records.columns.splitCount;
@@ -278,7 +319,7 @@ export class LeaderView {
   }
 
   private follow(fromRevision: number): void {
-    this.ranges.forEach((range, i) => {
+    this.watchRanges.forEach((range, i) => {
       const handle = this.store.watch(this.prefix, {
         ...range,
         fromRevision,

@@ -38,6 +38,7 @@ import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, PublishFence } from './publish.js';
 import { PublishLoop, type LeaderStats } from './publish-loop.js';
+import { PackedQueue } from './packed-queue.js';
 import { Seeder } from './seeding.js';
 import type { Session } from '../session.js';
 import type { Planner } from '../types.js';
@@ -98,6 +99,8 @@ export class Leader {
   private seeding = false;
   private readonly publisher: PublishLoop;
   private readonly seeder: Seeder;
+  /** A packed job's promotions and fold-backs (decision 0037). */
+  private readonly packedQueue: PackedQueue;
 
   constructor(private readonly ctx: LeaderContext) {
     this.store = ctx.store;
@@ -114,9 +117,13 @@ export class Leader {
       publishing: () => (this.term ? { generation: this.term.generation, fence: this.term.fence, guard: this.guard } : undefined),
       job: () => this.job,
       seeding: () => this.seeding,
+      promote: (job, ids) => this.packedQueue.promote(job, ids),
       unexpected: (where, e) => this.unexpected(where, e),
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
+    this.packedQueue = new PackedQueue({
+      store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading, log: ctx.log,
+    });
   }
 
   /** The leader's whole-job view while it leads (inspection and tests). */
@@ -200,7 +207,7 @@ export class Leader {
       const term = { generation, revision: won.revision, abort, fence: { revision: undefined } };
       this.term = term;
       // Bump the plan generation, guarded by the leadership just won.
-      const bumped = await this.store.txn(generationBumpTxn(this.view.prefix, fp, this.guard, plan, generation));
+      const bumped = await this.store.txn(generationBumpTxn(this.view.prefix, fp, this.guard, plan, generation, this.config.layout));
       if (!bumped.won) {
         // The plan moved between our read and the bump (an operator's retry clearing a verdict, a
         // record put back by hand). Our key's deletion arrives while this campaign still runs, so
@@ -253,6 +260,7 @@ export class Leader {
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
+      this.fold(job);
     }, this.unexpected));
     this.job = job;
     // Read at scrape time (it costs the held splits; the view changes hundreds of times a second).
@@ -335,6 +343,14 @@ export class Leader {
         // Lost or failed: the next change (or the backstop) tries again.
       }
     }, this.unexpected);
+  }
+
+  /** A packed job's completed splits are folded back into their pages (packed-queue.ts), in the background. */
+  private fold(job: LeaderView): void {
+    if (!this.term || this.job !== job || !job.packed) return;
+    this.packedQueue.fold(job, (e) => {
+      if (e !== undefined) this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry');
+    });
   }
 
   /** A split record deleted by hand is seeded again (seeding.ts). */

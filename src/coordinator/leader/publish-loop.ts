@@ -22,7 +22,7 @@ import { SummaryWriter } from './job-summary.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { publishAssignments, type Assigner, type ColumnarAssigner, type PublishFence } from './publish.js';
+import { publishAssignments, type Assigner, type ColumnarAssigner, type Promote, type PublishFence } from './publish.js';
 
 /** Quiet period that coalesces bursts of changes into one decision. */
 const PUBLISH_DEBOUNCE_MS = 25;
@@ -58,6 +58,8 @@ export interface PublishLoopContext {
   clock: Clock;
   assigner: Assigner | undefined;
   decide: ColumnarAssigner;
+  /** A packed job's promotion before publication (packed-queue.ts). */
+  promote?: Promote;
   metrics: Metrics;
   log: Logger;
   stats: LeaderStats;
@@ -141,7 +143,7 @@ export class PublishLoop {
       const res = await publishAssignments({
         store: ctx.store, fence: publishing.fence, view: job, fingerprint: ctx.config.fingerprint, generation: publishing.generation,
         guard: publishing.guard, rebalanceDelayMs: ctx.config.rebalanceDelayMs, now: ctx.clock.now(), wallNow: wallTime(ctx.clock), window: this.window,
-        assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log,
+        assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log, ...(ctx.promote ? { promote: ctx.promote } : {}),
       }, this.previousIds);
       if (ctx.term() !== term) return;
       this.window = res.window;

@@ -72,7 +72,12 @@ export interface PublishContext {
   decide: ColumnarAssigner;
   metrics: Metrics;
   log: Logger;
+  /** A packed job's promotion of the assigned splits that have no record yet (packed-queue.ts), awaited before any write. */
+  promote?: Promote;
 }
+
+/** Promotes the splits a decision assigns that have no record of their own (a packed job's; decision 0037). */
+export type Promote = (view: LeaderView, ids: Iterable<string>) => Promise<{ complete: boolean; revision: number }>;
 
 export interface PublishResult {
   written: number;
@@ -168,6 +173,15 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   ctx.metrics.improvingMoves.inc(stats.improvingMoves);
   ctx.metrics.imbalance.set(stats.imbalance);
   const plan = publicationPlan(assignment, view.workers.keys(), new Map([...view.assigns].map(([i, a]) => [i, a.rec.splits])), prepared.reserved);
+  if (ctx.promote && view.packed) {
+    // Every split the assignment names, changed record or not: one whose record was deleted by hand is promoted again.
+    const promoted = await ctx.promote(view, [...assignment.values()].flat());
+    if (!promoted.complete) {
+      // Nothing is published on it. Decide again once the view has moved past what made it lose (a folded
+      // page's revision, say), not at once: the same decision would lose the same way.
+      return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: true, revision: Math.max(promoted.revision, view.revision + 1), stats };
+    }
+  }
   const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);
   const sent = await sendWrites(ctx, writes);
   ctx.metrics.recordsPublished.inc(sent.written);

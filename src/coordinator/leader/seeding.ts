@@ -19,7 +19,9 @@ import { IdArena } from '../../assignment/id-arena.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError } from '../../errors.js';
 import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
-import { planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
+import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
+import { bucketing, bucketsFor, cutPages } from '../../protocol/packed.js';
+import { queuePagePut, type QueuePage } from '../../protocol/packed-txns.js';
 import { decodeRecord, fingerprintHash, type Json } from '../../protocol/records.js';
 import { batches } from '../../protocol/txns.js';
 import { isValidWeight, WEIGHT_RULE } from '../../split-model.js';
@@ -106,7 +108,9 @@ export class Seeder {
     }
     // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
     job.reserve(Math.max(job.specCount, splits.length));
-    const known = await this.seedRecords(job, generation, splits, signal);
+    const known = job.packed
+      ? await this.seedPages(job, generation, splits, signal)
+      : await this.seedRecords(job, generation, splits, signal);
     if (signal.aborted) return;
     await this.writePlan(generation, Math.max(known, job.specCount), final, cursor);
   }
@@ -155,6 +159,80 @@ export class Seeder {
       if (signal.aborted) break;
       await yieldToLoop();
     }
+  }
+
+  /**
+   * A packed job (decision 0037): the splits the view does not know, grouped
+   * by bucket and cut into queue pages, each created where absent, pipelined;
+   * each page landed is applied to the view at once (pages are not watched).
+   * Returns the splits known after.
+   */
+  private async seedPages(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
+    const { store, prefix } = this.ctx;
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(bucketsFor(splits.length)));
+    const bucketOf = bucketing(fp, buckets);
+    // Counting sort of the new splits by bucket (typed arrays: a plan may hold 10M).
+    const bucketAt = new Int32Array(splits.length).fill(-1);
+    const counts = new Uint32Array(buckets + 1);
+    let fresh = 0;
+    for (let i = 0; i < splits.length; i++) {
+      if (job.hasSpec(splits[i]!.id)) continue;
+      const b = bucketOf(splits[i]!.id);
+      bucketAt[i] = b;
+      counts[b + 1]!++;
+      fresh++;
+      if (i % SEED_SLICE === SEED_SLICE - 1) await yieldToLoop();
+    }
+    for (let b = 0; b < buckets; b++) counts[b + 1]! += counts[b]!;
+    const order = new Int32Array(fresh);
+    const fill = counts.slice(0, buckets);
+    for (let i = 0; i < splits.length; i++) if (bucketAt[i]! >= 0) order[fill[bucketAt[i]!]!++] = i;
+    const maxBytes = store.limits.maxRequestBytes - 4096;
+    const inFlight = new Set<Promise<void>>();
+    let known = job.specCount;
+    for (let b = 0; b < buckets && !signal.aborted; b++) {
+      const members: PlannedSplit[] = [];
+      for (let k = counts[b]!; k < counts[b + 1]!; k++) members.push(splits[order[k]!]!);
+      if (members.length === 0) continue;
+      const first = job.packed!.nextPage(b);
+      for (const [n, [start, end]] of cutPages(members, maxBytes).entries()) {
+        const page: QueuePage = { bucket: b, page: first + n, splits: members.slice(start, end) };
+        const put = queuePagePut(prefix, fp, generation, page, maxBytes);
+        const p = this.seedPage(job, page, put).then(() => { known += page.splits.length; }).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+      }
+      if (b % 64 === 63) await yieldToLoop();
+    }
+    await Promise.all(inFlight);
+    return known;
+  }
+
+  /** One queue page, created where absent; applied to the view once it landed. */
+  private async seedPage(job: LeaderView, page: QueuePage, put: Op): Promise<void> {
+    const res = await this.ctx.store.txn(seedTxn(this.ctx.guard(), [put]));
+    if (res.won) {
+      job.ownPage(page.bucket, page.page, page.splits.map((s) => s.id), page.splits.map((s) => s.weight));
+      return;
+    }
+    if (!this.ctx.leading()) return;
+    // Leading, and the page exists: written by a term this view's listing did not see. Plan again on a fresh view.
+    throw new SplitfleetError('STORE_UNAVAILABLE', `queue page ${page.bucket}.${page.page} exists already; will plan again`, { retryable: true });
+  }
+
+  /** A packed plan's bucket count, written before its first page (every reader computes a split's bucket from it). */
+  private async writeBuckets(buckets: number): Promise<number> {
+    const { store, prefix } = this.ctx;
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const key = planKey(prefix);
+    const plan = await store.get(key);
+    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
+    const current = { rec: decodeRecord('plan', plan.key, plan.value, fp), modRevision: plan.modRevision };
+    if (current.rec.buckets !== undefined) return current.rec.buckets;
+    const res = await store.txn(bucketsTxn(prefix, this.ctx.guard(), current, buckets));
+    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
+    return buckets;
   }
 
   /**

@@ -20,6 +20,7 @@ import { ColumnarPool } from '../../assignment/codec.js';
 import type { LeaseRecord, SplitStatus } from '../../protocol/records.js';
 import type { Seen } from '../views/seen.js';
 import { IdWeights } from './id-weights.js';
+import { PackedPages } from './packed-pages.js';
 
 /** The most splits a listing reserves room for ahead of them (beyond, the columns grow as they arrive). */
 const MAX_LISTING_RESERVE = 1 << 22;
@@ -38,6 +39,8 @@ export class SplitColumns {
   private readonly recordOnly = new Map<string, SplitStatus>();
   /** Splits set aside because a record of theirs cannot be read: kind → problem. Never in the pool. */
   private readonly problems = new Map<string, Map<string, string>>();
+  /** A packed job's pages and locations (decision 0037); undefined for the `keys` layout. */
+  packed: PackedPages | undefined;
 
   constructor(
     seed: string,
@@ -63,7 +66,42 @@ export class SplitColumns {
   }
 
   hasSpec(id: string): boolean {
-    return this.pool.rowOf(id) >= 0 || this.specOnly.has(id);
+    return this.pool.rowOf(id) >= 0 || this.specOnly.has(id) || this.packed?.parkedOf(id) !== undefined;
+  }
+
+  /** The job is packed: splits come from queue pages, not specs (called once the plan says so). */
+  usePacked(): PackedPages {
+    return (this.packed ??= new PackedPages());
+  }
+
+  /** Where packed split `id` lives, if its page is known. */
+  locationOf(id: string): number | undefined {
+    const r = this.pool.rowOf(id);
+    return r >= 0 ? this.packed?.locationAt(r) : this.packed?.parkedOf(id)?.location;
+  }
+
+  /**
+   * A packed split's status when it has no record of its own: completed when
+   * its page's folded bit is set, else queued (runnable).
+   */
+  packedDefault(location: number): SplitStatus {
+    return this.packed!.isFolded(location) ? 'completed' : 'runnable';
+  }
+
+  /**
+   * Split `id` as a queue page holds it (weight, location): a row with the
+   * status its record says, else its page's default. A second page naming
+   * an id already known is ignored (ids are unique per job; seeding never
+   * writes one twice).
+   */
+  placePacked(id: string, weight: number, location: number): void {
+    const packed = this.packed!;
+    if (this.pool.rowOf(id) >= 0 || packed.parkedOf(id) !== undefined) return;
+    const status = this.recordOnly.get(id) ?? this.packedDefault(location);
+    this.place(id, weight, status);
+    const r = this.pool.rowOf(id);
+    if (r >= 0) packed.setRow(r, location);
+    else packed.parkAt(id, location, weight);
   }
 
   statusOf(id: string): SplitStatus | undefined {
@@ -73,7 +111,7 @@ export class SplitColumns {
 
   weightOf(id: string): number | undefined {
     const r = this.pool.rowOf(id);
-    return r >= 0 ? this.pool.weightAt(r) : this.specOnly.get(id);
+    return r >= 0 ? this.pool.weightAt(r) : this.packed?.parkedOf(id)?.weight ?? this.specOnly.get(id);
   }
 
   /** Splits with a spec but no split record, none of whose records is a problem (deleted by hand). */
@@ -123,14 +161,20 @@ export class SplitColumns {
       }
       this.pool.upsertSplit(id, weight, status);
       this.statusWeights[status] += weight;
+      const back = this.packed?.unpark(id);
+      if (back) this.packed!.setRow(this.pool.rowOf(id), back.location);
       const owner = this.owners.get(id);
       if (owner !== undefined) this.pool.setRecordOwner(id, owner);
       const lease = this.leases.get(id);
       if (lease) this.pool.setLeaseOwner(id, lease.rec.owner);
       return;
     }
-    if (r >= 0) this.pool.removeSplit(id);
-    if (weight !== undefined) this.specOnly.set(id, weight);
+    if (r >= 0) {
+      this.packed?.park(id, r, rowWeight);
+      this.pool.removeSplit(id);
+      if (this.packed?.parkedOf(id)) weight = undefined; // a packed split's weight stays with its location
+    }
+    if (weight !== undefined && !this.packed?.parkedOf(id)) this.specOnly.set(id, weight);
     else this.specOnly.delete(id);
     if (status !== undefined) this.recordOnly.set(id, status);
     else this.recordOnly.delete(id);
@@ -145,6 +189,7 @@ export class SplitColumns {
     this.specOnly.clear();
     this.recordOnly.clear();
     this.problems.clear();
+    this.packed?.clear();
     this.statusCounts.runnable = this.statusCounts.completed = this.statusCounts.quarantined = 0;
     // The weights too, or a listing after a restart would count every split's weight twice.
     this.statusWeights.runnable = this.statusWeights.completed = this.statusWeights.quarantined = 0;
@@ -153,6 +198,7 @@ export class SplitColumns {
   /** Room for `rows` splits at once (seeding a plan of that many; see ColumnarPool.reserve). */
   reserve(rows: number): void {
     this.pool.reserve(rows);
+    this.packed?.reserve(rows);
   }
 
   /**
@@ -163,6 +209,8 @@ export class SplitColumns {
     // A record's count, not a promise: bounded, so a hostile `planned` cannot make the leader allocate gigabytes.
     const n = Math.min(splits, MAX_LISTING_RESERVE);
     this.pool.reserve(n);
-    this.specOnly.reserve(n);
+    // A packed job's splits arrive as whole rows (its pages): no halves wait.
+    if (this.packed) this.packed.reserve(n);
+    else this.specOnly.reserve(n);
   }
 }

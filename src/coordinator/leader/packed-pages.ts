@@ -1,0 +1,168 @@
+/**
+ * PackedPages: what the leader view knows of a packed job's queue (decision
+ * 0037) beyond the pool's columns: the pages listed (bucket, page), each
+ * page's folded bits and their record's revision, where each split lives
+ * (page and slot, by pool row), and which splits have a record of their own.
+ *
+ * Invariants:
+ * - A location is `pageIndex << 10 | slot`, the page index dense over the
+ *   pages this view knows; a split's location never changes (pages are
+ *   immutable). A split out of the pool (parked) keeps its location and
+ *   weight here until it is a row again.
+ * - `keyed` holds exactly the splits whose `split.{id}` the view has seen
+ *   and not seen deleted, with that record's revision: sparse (the promoted
+ *   splits not yet folded back).
+ * - A folded page's revision only grows.
+ *
+ * No I/O: LeaderRecords feeds it; the packed queue (packed-queue.ts) reads it.
+ */
+import { FoldedBits } from '../../protocol/packed.js';
+
+const SLOT_BITS = 10;
+const SLOT_MASK = (1 << SLOT_BITS) - 1;
+
+/** Where a split lives: its page (bucket, page number, the page's index in this view) and its slot. */
+export interface SplitLocation {
+  bucket: number;
+  page: number;
+  pageIndex: number;
+  slot: number;
+}
+
+export class PackedPages {
+  private readonly buckets: number[] = [];
+  private readonly pageNumbers: number[] = [];
+  private readonly indexOf = new Map<string, number>();
+  private readonly folded: (FoldedBits | undefined)[] = [];
+  private readonly foldedRevision: number[] = [];
+  /** Folded records seen before their page (the listing sorts `folded` before `queue`). */
+  private readonly early = new Map<string, { bits: FoldedBits; modRevision: number }>();
+  /** The next page number of each bucket (one past the highest page known). */
+  private readonly nextPages = new Map<number, number>();
+  /** Location by pool row; 0xffffffff where the row is not a packed split. */
+  private byRow = new Uint32Array(16).fill(0xffffffff);
+  /** Splits out of the pool (parked), with what their row held. */
+  private readonly parked = new Map<string, { location: number; weight: number }>();
+  /** Splits with a record of their own (promoted, not folded back): the record's revision. */
+  readonly keyed = new Map<string, number>();
+
+  get pageCount(): number {
+    return this.buckets.length;
+  }
+
+  /** The page's index in this view, registering it (a page listed, or one seeding wrote). */
+  addPage(bucket: number, page: number): number {
+    const name = `${bucket}.${page}`;
+    let i = this.indexOf.get(name);
+    if (i !== undefined) return i;
+    i = this.buckets.length;
+    this.buckets.push(bucket);
+    this.pageNumbers.push(page);
+    this.indexOf.set(name, i);
+    const early = this.early.get(name);
+    this.early.delete(name);
+    this.folded.push(early?.bits);
+    this.foldedRevision.push(early?.modRevision ?? 0);
+    if (page >= (this.nextPages.get(bucket) ?? 0)) this.nextPages.set(bucket, page + 1);
+    return i;
+  }
+
+  hasPage(bucket: number, page: number): boolean {
+    return this.indexOf.has(`${bucket}.${page}`);
+  }
+
+  /** The number seeding gives bucket `bucket`'s next page. */
+  nextPage(bucket: number): number {
+    return this.nextPages.get(bucket) ?? 0;
+  }
+
+  /**
+   * A folded record of page (bucket, page) at `modRevision`; ignored unless newer than the one
+   * held. Returns the page's index when it is known and changed.
+   */
+  setFolded(bucket: number, page: number, bits: FoldedBits, modRevision: number): number | undefined {
+    const i = this.indexOf.get(`${bucket}.${page}`);
+    if (i === undefined) {
+      const name = `${bucket}.${page}`;
+      if ((this.early.get(name)?.modRevision ?? 0) < modRevision) this.early.set(name, { bits, modRevision });
+      return undefined;
+    }
+    if (this.foldedRevision[i]! >= modRevision) return undefined;
+    this.folded[i] = bits;
+    this.foldedRevision[i] = modRevision;
+    return i;
+  }
+
+  /** Whether the split at `location` is folded back. */
+  isFolded(location: number): boolean {
+    return this.folded[location >>> SLOT_BITS]?.has(location & SLOT_MASK) ?? false;
+  }
+
+  /** Page `pageIndex`'s folded bits (empty when it has no folded record) and that record's revision (0: absent). */
+  foldedOf(pageIndex: number): { bits: FoldedBits; modRevision: number } {
+    return { bits: this.folded[pageIndex] ?? FoldedBits.empty(), modRevision: this.foldedRevision[pageIndex] ?? 0 };
+  }
+
+  static location(pageIndex: number, slot: number): number {
+    return ((pageIndex << SLOT_BITS) | slot) >>> 0;
+  }
+
+  describe(location: number): SplitLocation {
+    const pageIndex = location >>> SLOT_BITS;
+    return { bucket: this.buckets[pageIndex]!, page: this.pageNumbers[pageIndex]!, pageIndex, slot: location & SLOT_MASK };
+  }
+
+  /** The location of the split at pool row `row`, if it is a packed split. */
+  locationAt(row: number): number | undefined {
+    const l = row < this.byRow.length ? this.byRow[row]! : 0xffffffff;
+    return l === 0xffffffff ? undefined : l;
+  }
+
+  setRow(row: number, location: number): void {
+    if (row >= this.byRow.length) {
+      const next = new Uint32Array(Math.max(row + 1, this.byRow.length * 2)).fill(0xffffffff);
+      next.set(this.byRow);
+      this.byRow = next;
+    }
+    this.byRow[row] = location;
+  }
+
+  /** Room for `rows` pool rows at once. */
+  reserve(rows: number): void {
+    if (rows > this.byRow.length) this.setRow(rows - 1, this.locationAt(rows - 1) ?? 0xffffffff);
+  }
+
+  /** Split `id` leaves the pool (parked): keep what its row held. */
+  park(id: string, row: number, weight: number): void {
+    const location = this.locationAt(row);
+    if (location === undefined) return;
+    this.parked.set(id, { location, weight });
+    this.byRow[row] = 0xffffffff;
+  }
+
+  /** Split `id`, parked, is a row again: its location and weight, if it was parked here. */
+  unpark(id: string): { location: number; weight: number } | undefined {
+    const p = this.parked.get(id);
+    this.parked.delete(id);
+    return p;
+  }
+
+  /** Split `id`, known from its page but not a row (parked): its location and weight. */
+  parkAt(id: string, location: number, weight: number): void {
+    this.parked.set(id, { location, weight });
+  }
+
+  parkedOf(id: string): { location: number; weight: number } | undefined {
+    return this.parked.get(id);
+  }
+
+  clear(): void {
+    this.buckets.length = this.pageNumbers.length = this.folded.length = this.foldedRevision.length = 0;
+    this.indexOf.clear();
+    this.early.clear();
+    this.nextPages.clear();
+    this.byRow.fill(0xffffffff);
+    this.parked.clear();
+    this.keyed.clear();
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * PackedQueue: the leader's writes of a packed job (decision 0037) besides
+ * seeding: promoting the splits a publication is about to name out of their
+ * pages, and folding completed splits back into them. Every transaction is
+ * protocol/packed-txns.ts's; this file picks what to send, reads the pages
+ * it copies descriptors from, and applies what landed to the view.
+ *
+ * Invariants:
+ * - A publication names a packed split only once its record exists:
+ *   `promote` is awaited before the assignment writes, and a promotion that
+ *   loses (a stale folded revision, leadership gone) makes the step
+ *   incomplete, so nothing is published on it.
+ * - A split whose folded bit is set is never promoted (and the transaction
+ *   compares its page's folded revision, so a stale view cannot either).
+ * - Fold-back takes only completed splits that have a record, no live lease
+ *   and no assignment record naming them; one fold-back is in flight at a
+ *   time (two on one page would race on its folded record).
+ */
+import { queueKey } from '../../protocol/keys.js';
+import { FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
+import { decodeRecord, type QueueRecord } from '../../protocol/records.js';
+import type { Compare, Store } from '../../store/store.js';
+import type { Logger } from '../log.js';
+import type { LeaderView } from './leader-view.js';
+import { PackedPages } from './packed-pages.js';
+
+/** Decoded pages kept for promotion (a page is ~1,024 splits; promotions come in the fleet's free lanes). */
+const PAGE_CACHE = 256;
+/** Pages read at once while promoting. */
+const PAGE_READS = 16;
+
+export interface PackedQueueContext {
+  store: Store;
+  prefix: string;
+  fp: string;
+  /** The leadership guard of the current term. */
+  guard: () => Compare;
+  leading: () => boolean;
+  log: Logger;
+}
+
+export interface Promotion {
+  /** False when a split could not be promoted: publish nothing on this decision. */
+  complete: boolean;
+  /** The revision of the last promotion that landed (0: none). */
+  revision: number;
+  promoted: number;
+}
+
+export class PackedQueue {
+  private readonly pages = new Map<string, QueueRecord>();
+  private folding = false;
+
+  constructor(private readonly ctx: PackedQueueContext) {}
+
+  /** Promotes those of `ids` (a decision's assigned splits) that have no record of their own. */
+  async promote(view: LeaderView, ids: Iterable<string>): Promise<Promotion> {
+    const packed = view.packed;
+    const out: Promotion = { complete: true, revision: 0, promoted: 0 };
+    if (!packed) return out;
+    const wanted: { id: string; location: number }[] = [];
+    for (const id of ids) {
+      if (packed.keyed.has(id)) continue;
+      const location = view.locationOf(id);
+      if (location === undefined) { out.complete = false; continue; }
+      if (packed.isFolded(location)) {
+        view.foundFolded(id);
+        out.complete = false;
+        continue;
+      }
+      wanted.push({ id, location });
+    }
+    if (wanted.length === 0) return out;
+    const records = await this.readPages(packed, wanted.map((w) => w.location));
+    const { store } = this.ctx;
+    const perTxn = Math.max(1, Math.floor((store.limits.maxOpsPerTxn - 1) / (PROMOTE_OPS_PER_SPLIT + 1)));
+    const maxBytes = store.limits.maxRequestBytes - 8192;
+    for (let start = 0; start < wanted.length && out.complete;) {
+      const pages = new Map<number, { bucket: number; page: number; modRevision: number }>();
+      const splits: PromotedSplit[] = [];
+      let bytes = 0;
+      for (; start < wanted.length && splits.length < perTxn; start++) {
+        const { id, location } = wanted[start]!;
+        const where = packed.describe(location);
+        const rec = records.get(where.pageIndex)!;
+        const descriptor = rec.descriptors[where.slot] ?? null;
+        const size = JSON.stringify(descriptor).length * 3 + id.length * 9 + 512;
+        if (splits.length > 0 && bytes + size > maxBytes) break;
+        bytes += size;
+        if (!pages.has(where.pageIndex)) pages.set(where.pageIndex, { bucket: where.bucket, page: where.page, modRevision: packed.foldedOf(where.pageIndex).modRevision });
+        splits.push({ id, weight: rec.weights[where.slot]!, descriptor, generation: rec.generation });
+      }
+      const res = await store.txn(promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits));
+      if (!res.won) {
+        out.complete = false;
+        break;
+      }
+      out.revision = res.revision;
+      out.promoted += splits.length;
+      // Its record exists from this revision on: the next decision must not promote it again.
+      for (const s of splits) packed.keyed.set(s.id, res.revision);
+    }
+    return out;
+  }
+
+  /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
+  fold(view: LeaderView, onDone: (e?: unknown) => void): void {
+    if (this.folding || !view.packed || !this.ctx.leading()) return;
+    this.folding = true;
+    void this.foldAll(view).then(() => onDone(), onDone).finally(() => {
+      this.folding = false;
+    });
+  }
+
+  private async foldAll(view: LeaderView): Promise<void> {
+    for (;;) {
+      if (!this.ctx.leading()) return;
+      const batch = this.foldCandidates(view);
+      if (batch.length === 0) return;
+      const packed = view.packed!;
+      const byPage = new Map<number, { ids: string[]; slots: number[] }>();
+      const splits: FoldedSplit[] = [];
+      for (const { id, location, revision } of batch) {
+        const where = packed.describe(location);
+        let p = byPage.get(where.pageIndex);
+        if (!p) byPage.set(where.pageIndex, (p = { ids: [], slots: [] }));
+        p.ids.push(id);
+        p.slots.push(where.slot);
+        splits.push({ id, splitRevision: revision });
+      }
+      const writes: (FoldedWrite & { ids: string[] })[] = [...byPage].map(([pageIndex, p]) => {
+        const { bucket, page } = packed.describe(PackedPages.location(pageIndex, 0));
+        const folded = packed.foldedOf(pageIndex);
+        return { bucket, page, pageIndex, modRevision: folded.modRevision, bits: folded.bits.with(p.slots), ids: p.ids };
+      });
+      const res = await this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), writes, splits));
+      if (!res.won) return; // a record moved, or leadership went: the next change tries again
+      for (const w of writes) view.ownFolded(w.bucket, w.page, w.bits, res.revision, w.ids);
+    }
+  }
+
+  /** Completed splits with a record, no live lease and no assignment naming them: the next fold-back's batch. */
+  private foldCandidates(view: LeaderView): { id: string; location: number; revision: number }[] {
+    const packed = view.packed!;
+    const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - 1) / FOLD_OPS_PER_SPLIT));
+    let assigned: Set<string> | undefined;
+    const out: { id: string; location: number; revision: number }[] = [];
+    for (const [id, revision] of packed.keyed) {
+      if (out.length >= limit) break;
+      if (view.statusOf(id) !== 'completed' || view.leases.has(id)) continue;
+      assigned ??= new Set([...view.assigns.values()].flatMap((a) => a.rec.splits));
+      if (assigned.has(id)) continue;
+      const location = view.locationOf(id);
+      // A parked split (a record of it unreadable) is not folded: its record says nothing certain.
+      if (location === undefined || view.parked.has(id)) continue;
+      out.push({ id, location, revision });
+    }
+    return out;
+  }
+
+  /** The decoded pages holding `locations`, by page index: from the cache, else read (a few at a time). */
+  private async readPages(packed: PackedPages, locations: readonly number[]): Promise<Map<number, QueueRecord>> {
+    const out = new Map<number, QueueRecord>();
+    const missing: { pageIndex: number; bucket: number; page: number }[] = [];
+    for (const l of locations) {
+      const where = packed.describe(l);
+      if (out.has(where.pageIndex) || missing.some((m) => m.pageIndex === where.pageIndex)) continue;
+      const cached = this.pages.get(`${where.bucket}.${where.page}`);
+      if (cached) out.set(where.pageIndex, cached);
+      else missing.push(where);
+    }
+    for (let i = 0; i < missing.length; i += PAGE_READS) {
+      await Promise.all(missing.slice(i, i + PAGE_READS).map(async (m) => {
+        const key = queueKey(this.ctx.prefix, m.bucket, m.page);
+        const kv = await this.ctx.store.get(key);
+        if (!kv) throw new Error(`queue page ${key} is gone: the job was deleted, or the page by hand`);
+        const rec = decodeRecord('queue', key, kv.value, this.ctx.fp);
+        out.set(m.pageIndex, rec);
+        this.remember(`${m.bucket}.${m.page}`, rec);
+      }));
+    }
+    return out;
+  }
+
+  private remember(name: string, rec: QueueRecord): void {
+    this.pages.delete(name);
+    this.pages.set(name, rec);
+    if (this.pages.size > PAGE_CACHE) this.pages.delete(this.pages.keys().next().value!);
+  }
+}
+

@@ -1,0 +1,111 @@
+/**
+ * The packed queue's transactions (decision 0037), as data: seeding a page,
+ * promoting splits out of their pages before a publication names them, and
+ * folding completed splits back into their pages. The leader
+ * (coordinator/leader/packed-queue.ts, seeding.ts) sends what it is given.
+ *
+ * Invariants:
+ * - Every one carries the term's leadership guard.
+ * - A page is created only where absent and never rewritten.
+ * - A promotion creates a split's `spec` and `split` only where both are
+ *   absent and only while its page's folded record is at the revision the
+ *   leader read (0: absent): a folded split can never be promoted again, so
+ *   a claim can never resurrect a completed split.
+ * - A fold-back compares each split record at the revision the leader read
+ *   (a completed record: nothing moves a completed split but an operator),
+ *   its lease absent, and its page's folded record at the revision read; it
+ *   sets the bits and deletes the split's keys in the same revision.
+ *
+ * Pure: no I/O.
+ */
+import { initialSplitRecord } from './claims.js';
+import { foldedKey, leaseKey, progressKey, queueKey, specKey, splitKey } from './keys.js';
+import type { FoldedBits, PageSplit } from './packed.js';
+import { encodeRecord, SCHEMA_VERSION, type QueueRecord } from './records.js';
+import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
+
+/** A page of one bucket, as seeding writes it. */
+export interface QueuePage {
+  readonly bucket: number;
+  readonly page: number;
+  readonly splits: readonly PageSplit[];
+}
+
+/** The put of a queue page's record (the plan `generation` that seeded it). `maxBytes` bounds it (RECORD_TOO_LARGE). */
+export function queuePagePut(prefix: string, fp: string, generation: number, p: QueuePage, maxBytes: number): Op {
+  const rec: QueueRecord = {
+    v: SCHEMA_VERSION, fp, bucket: p.bucket, page: p.page, generation,
+    ids: p.splits.map((s) => s.id), weights: p.splits.map((s) => s.weight), descriptors: p.splits.map((s) => s.descriptor ?? null),
+  };
+  return op.put(queueKey(prefix, p.bucket, p.page), encodeRecord('queue', rec, { maxBytes }));
+}
+
+/** A folded page as the leader read it: its bits and its record's revision (0: absent). */
+export interface FoldedPage {
+  readonly bucket: number;
+  readonly page: number;
+  readonly modRevision: number;
+}
+
+/** One split to promote: what its spec holds (copied from its page). */
+export interface PromotedSplit extends PageSplit {
+  readonly generation: number;
+}
+
+/** The compares and ops one promoted split costs (its page's compare is shared by the page's splits). */
+export const PROMOTE_OPS_PER_SPLIT = 2;
+
+/**
+ * Promotion: leadership ∧ every page's folded record at the revision read ∧
+ * each split's spec and split absent → its spec (copied from the page) and an
+ * initial split record.
+ */
+export function promoteTxn(prefix: string, fp: string, leadership: Compare, pages: readonly FoldedPage[], splits: readonly PromotedSplit[]): Txn {
+  const compares: Compare[] = [leadership, ...pages.map((p) => cmp.modRevision(foldedKey(prefix, p.bucket, p.page), p.modRevision))];
+  const success: Op[] = [];
+  for (const s of splits) {
+    const spec = specKey(prefix, s.id);
+    const split = splitKey(prefix, s.id);
+    compares.push(cmp.absent(spec), cmp.absent(split));
+    success.push(
+      op.put(spec, encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation: s.generation })),
+      op.put(split, encodeRecord('split', initialSplitRecord(s.id, fp))),
+    );
+  }
+  return { compares, success };
+}
+
+/** A page's folded record after a fold-back: the bits as read with the new ones set. */
+export interface FoldedWrite extends FoldedPage {
+  readonly bits: FoldedBits;
+}
+
+/** One completed split to fold back: its record's revision as read. */
+export interface FoldedSplit {
+  readonly id: string;
+  readonly splitRevision: number;
+}
+
+/** The compares and ops one folded split costs, at most (its page's compare and put are shared). */
+export const FOLD_OPS_PER_SPLIT = 4;
+
+/**
+ * Fold-back: leadership ∧ every page's folded record at the revision read ∧
+ * each split record at the revision read ∧ its lease absent → the pages'
+ * folded records with their bits set, each split's `split`, `spec` and
+ * `progress` deleted.
+ */
+export function foldTxn(prefix: string, fp: string, leadership: Compare, pages: readonly FoldedWrite[], splits: readonly FoldedSplit[]): Txn {
+  const compares: Compare[] = [leadership];
+  const success: Op[] = [];
+  for (const p of pages) {
+    const key = foldedKey(prefix, p.bucket, p.page);
+    compares.push(cmp.modRevision(key, p.modRevision));
+    success.push(op.put(key, encodeRecord('folded', { v: SCHEMA_VERSION, fp, bucket: p.bucket, page: p.page, bits: p.bits.encode() })));
+  }
+  for (const s of splits) {
+    compares.push(cmp.modRevision(splitKey(prefix, s.id), s.splitRevision), cmp.absent(leaseKey(prefix, s.id)));
+    success.push(op.delete(splitKey(prefix, s.id)), op.delete(specKey(prefix, s.id)), op.delete(progressKey(prefix, s.id)));
+  }
+  return { compares, success };
+}

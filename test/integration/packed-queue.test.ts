@@ -1,0 +1,73 @@
+/**
+ * A packed job (decision 0037) on the in-process MemoryStore: the planner's
+ * splits are seeded as queue pages, the leader promotes what it assigns,
+ * workers run them as in any job, and completed splits are folded back.
+ */
+import { describe, expect, test } from 'vitest';
+import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { silentLogger } from '../../src/coordinator/log.js';
+import type { SplitHandle } from '../../src/coordinator/types.js';
+import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
+import { FoldedBits } from '../../src/protocol/packed.js';
+import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { defaultFingerprint } from '../../src/config.js';
+
+const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
+
+describe('a packed job on MemoryStore', () => {
+  test('completes a final plan with every unit processed, and folds completed splits back', async () => {
+    const store = new MemoryStore();
+    const n = 300;
+    const ids = Array.from({ length: n }, (_, i) => `s-${String(i).padStart(4, '0')}`);
+    const processed = new Map<string, number>();
+    const planner = () => ({ final: true, splits: ids.map((id, i) => ({ id, weight: 1 + (i % 7) * 100, descriptor: { units: 3, id } })) });
+    const handler = async (split: SplitHandle) => {
+      expect((split.descriptor as { id: string }).id).toBe(split.id); // copied from its page on promotion
+      let done = (split.progress as number | null) ?? 0;
+      while (done < 3) {
+        done++;
+        processed.set(`${split.id}#${done}`, (processed.get(`${split.id}#${done}`) ?? 0) + 1);
+        await split.commit(done);
+      }
+      await split.complete(done);
+    };
+    const fleet: Coordinator[] = [];
+    for (let i = 0; i < 3; i++) {
+      fleet.push(await startCoordinator({ store, job: 'packed', instance: `w-${i}`, maxInFlight: 4, planner, handler, logger: silentLogger, layout: 'packed', ...fast }));
+    }
+    expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete', 'complete']);
+    for (const id of ids) for (let u = 1; u <= 3; u++) expect(processed.get(`${id}#${u}`)).toBeGreaterThanOrEqual(1);
+
+    // Every split is in exactly one page; it is completed by its folded bit or by its own record.
+    const prefix = jobPrefix('splitfleet', 'packed');
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', 'packed'));
+    const listed = await store.list(prefix, { limit: 100_000 });
+    const plan = decodeRecord('plan', `${prefix}plan`, listed.kvs.find((kv) => kv.key === `${prefix}plan`)!.value, fp);
+    expect(plan).toMatchObject({ v: 2, layout: 'packed', planned: n, verdict: 'complete' });
+    const folded = new Map<string, FoldedBits>();
+    const records = new Map<string, string>();
+    const paged: string[] = [];
+    for (const kv of listed.kvs) {
+      const k = parseKey(prefix, kv.key);
+      if (k.kind === 'folded') folded.set(`${k.bucket}.${k.page}`, FoldedBits.decode(decodeRecord('folded', kv.key, kv.value, fp).bits));
+      if (k.kind === 'split') records.set(k.id, decodeRecord('split', kv.key, kv.value, fp).status);
+    }
+    let foldedCount = 0;
+    for (const kv of listed.kvs) {
+      const k = parseKey(prefix, kv.key);
+      if (k.kind !== 'queue') continue;
+      const page = decodeRecord('queue', kv.key, kv.value, fp);
+      page.ids.forEach((id, slot) => {
+        paged.push(id);
+        const isFolded = folded.get(`${k.bucket}.${k.page}`)?.has(slot) ?? false;
+        if (isFolded) foldedCount++;
+        // Folded xor a completed record of its own.
+        expect(isFolded ? records.has(id) : records.get(id)).toBe(isFolded ? false : 'completed');
+      });
+    }
+    expect(paged.sort()).toEqual(ids);
+    expect(foldedCount).toBeGreaterThan(0);
+    await store.close();
+  });
+});
