@@ -95,8 +95,10 @@ export type { ControlRecord, Evacuation } from './protocol/records.js';
 // Inspection: a job's state from its records.
 export { detectFingerprintHash, jobReport, readJobRecords, splitState } from './inspect/report.js';
 export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
+export { splitStatus } from './inspect/packed-records.js';
+export type { FoldedSlots, QueueRecords } from './inspect/packed-records.js';
 export type {
-  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, SpecRecord, SplitRecord, WorkerRecord,
+  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, WorkerRecord,
 } from './protocol/records.js';
 export { renderReport } from './inspect/render.js';
 export { printable, printableJson } from './inspect/printable.js';

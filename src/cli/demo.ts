@@ -31,6 +31,7 @@ interface DemoCliOptions {
   stall: string;
   killLeader?: boolean;
   poison: string;
+  layout: string;
   etcd?: string;
   job?: string;
   root: string;
@@ -62,6 +63,7 @@ export function registerDemo(program: Command): void {
     .option('--kill-leader', 'chaos: kill the leader at 40%')
     .option('--join <j>', 'chaos: add J workers at 50%', '0')
     .option('--poison <k>', 'make K splits fail every attempt: they end quarantined and the job stalls (exit 1)', '0')
+    .option('--layout <layout>', 'how the job keeps its splits: keys (two records a split) or packed (queue pages; decision 0037)', 'keys')
     .option('--etcd <urls>', 'run on etcd (comma-separated client URLs), every worker its own OS process')
     .option('--job <name>', 'job name (default: "demo"; on etcd "demo-<time>", so runs never collide)')
     .option('--root <prefix>', 'key prefix root', 'splitfleet')
@@ -117,6 +119,10 @@ export function demoOptions(o: DemoCliOptions, stdoutIsTTY: boolean, columns: nu
       + `and --workers ${workers} has ${workers - 1}`);
   }
   const drainDeadlineMs = int('drain-deadline', o.drainDeadline, DEMO_TIMINGS.opTimeoutMs, 600_000);
+  const layout = o.layout ?? 'keys';
+  if (layout !== 'keys' && layout !== 'packed') {
+    throw new SplitfleetError('INVALID_INPUT', `--layout: must be keys or packed (got ${JSON.stringify(o.layout)})`);
+  }
   const options: DemoOptions = {
     workers,
     splits,
@@ -131,6 +137,7 @@ export function demoOptions(o: DemoCliOptions, stdoutIsTTY: boolean, columns: nu
     stall,
     killLeader,
     poison: int('poison', o.poison, 0, splits),
+    layout,
     root: o.root,
     timeoutMs: int('timeout', o.timeout, 1, 86_400) * 1000,
     live: stdoutIsTTY && o.plain !== true,

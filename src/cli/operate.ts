@@ -163,7 +163,8 @@ function jobTable(jobs: JobSummary[]): string[] {
       j.members.length === 0 ? '0' : `${j.members.length} (${j.members.slice(0, 4).join(', ')}${j.members.length > 4 ? ', …' : ''})`,
       j.leader ?? '-',
       // Which read the counts are (decision 0040): the leader's summary and its age, or every split record.
-      j.source === null ? '-' : j.source.kind === 'summary' ? `summary (${(j.source.ageMs / 1000).toFixed(1)} s old)` : 'every split record',
+      j.source === null ? '-' : j.source.kind === 'summary' ? `summary (${(j.source.ageMs / 1000).toFixed(1)} s old)`
+        : j.plan?.layout === 'packed' ? 'every split record and queue page' : 'every split record',
     ]);
   }
   // Escaped here, before measuring (print() is told not to again: escaping is not idempotent), and

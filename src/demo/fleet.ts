@@ -42,6 +42,8 @@ export interface DemoJobSettings {
   };
   /** Split ids that fail every attempt. */
   poison: string[];
+  /** How the job keeps its splits on the store (decision 0037): 'keys', or 'packed' queue pages. */
+  layout: 'keys' | 'packed';
 }
 
 export type LaneEvent = { ev: string; id: string; [k: string]: unknown };
@@ -123,6 +125,7 @@ export class MemoryFleet implements Fleet {
       root: s.root,
       instance,
       maxInFlight: s.lanes,
+      layout: s.layout,
       ...s.config,
       ...syntheticMember({ splits: s.splits, seed: s.seed, unitMs: s.unitMs, commitEvery: s.commitEvery, poison: s.poison }, {
         clock,
@@ -236,6 +239,7 @@ export class ProcessFleet implements Fleet {
       commitEvery: s.commitEvery,
       config: s.config,
       poison: s.poison,
+      layout: s.layout,
       stats: true,
       stopWithParent: true,
     };

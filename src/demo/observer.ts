@@ -12,6 +12,7 @@
 import { loadFigures } from '../engine.js';
 import { defaultFingerprint, jobPrefix, type Store, type WatchEvent, type WatchHandle } from '../index.js';
 import { applyRecord, emptyJobRecords, jobReport, type JobRecords, type JobReport } from '../inspect/report.js';
+import { splitStatus, usesPages } from '../inspect/packed-records.js';
 import { parseKey } from '../protocol/keys.js';
 import { inJobScope, jobSpan } from '../protocol/scope.js';
 import { fingerprintHash } from '../protocol/records.js';
@@ -167,12 +168,17 @@ export class JobObserver {
     }
   }
 
-  /** A final plan whose every split is terminal. */
+  /** A final plan whose every split is terminal (a packed job's: by its record, else by its page's folded bit). */
   private finished(): boolean {
-    const plan = this.records.plan;
-    if (!plan?.final || this.records.splits.size < plan.planned) return false;
-    for (const rec of this.records.splits.values()) if (rec.status === 'runnable') return false;
-    return true;
+    const r = this.records;
+    if (!r.plan?.final) return false;
+    const ids = usesPages(r) ? new Set([...r.queue.slots.keys(), ...r.splits.keys()]) : r.splits.keys();
+    let n = 0;
+    for (const id of ids) {
+      if (splitStatus(r, id) === 'runnable') return false;
+      n++;
+    }
+    return n >= r.plan.planned;
   }
 
   private onAssign(instance: string, previous: readonly string[]): void {

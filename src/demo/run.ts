@@ -17,6 +17,7 @@ import { syntheticSplits } from '../testing/synthetic.js';
 import { MemoryFleet, ProcessFleet, type DemoJobSettings, type Fleet, type FleetSink, type LaneEvent } from './fleet.js';
 import { Ledger } from '../testing/ledger.js';
 import { JobObserver, type Narrative } from './observer.js';
+import { splitStatus } from '../inspect/packed-records.js';
 import { frame, MiB, narrativeLine, paint, progressLine, seconds, type FrameState } from './view.js';
 
 export interface DemoOptions {
@@ -34,6 +35,8 @@ export interface DemoOptions {
   stall: number;
   killLeader: boolean;
   poison: number;
+  /** The layout the job is created with (decision 0037): 'keys' (two records a split) or 'packed' (queue pages). */
+  layout: 'keys' | 'packed';
   /** etcd client URLs; absent: the embedded MemoryStore. */
   etcd?: string[];
   job?: string;
@@ -111,7 +114,7 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
   const fleet: Fleet = o.etcd ? new ProcessFleet(o.etcd, settings, sink) : new MemoryFleet(settings, sink);
   const observer = new JobObserver(fleet.store, o.root, job, started);
   const where = o.etcd ? `etcd ${o.etcd.join(',')}` : 'memory store';
-  const title = `job ${job} · ${where} · ${o.workers} workers × ${o.lanes} lanes · ${o.splits} splits · ${o.rate} units/s/lane`;
+  const title = `job ${job} · ${where} · ${o.workers} workers × ${o.lanes} lanes · ${o.splits} splits${o.layout === 'packed' ? ' (packed)' : ''} · ${o.rate} units/s/lane`;
 
   const state = (): FrameState => ({
     elapsedMs: Date.now() - started,
@@ -156,8 +159,8 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
       view.draw();
       out.write('\x1b[?25h');
     }
-    const statusOf = (id: string) => observer.records.splits.get(id)?.status;
-    const check = ledger.check(statusOf);
+    // A packed job's completed split may be folded back into its page, its record gone: its page says so.
+    const check = ledger.check((id) => splitStatus(observer.records, id));
     const summary = demoSummary(o, job, fleet, observer, report, check, run, durationMs);
     writeEnding(out, p, check, summary);
     return summary;
@@ -182,6 +185,7 @@ function demoSettings(o: DemoOptions, job: string, splits: ReturnType<typeof syn
     commitEvery: o.commitEvery,
     config: { ...DEMO_TIMINGS, rebalanceDelayMs: o.rebalanceDelayMs, drainDeadlineMs: o.drainDeadlineMs },
     poison,
+    layout: o.layout,
   };
 }
 

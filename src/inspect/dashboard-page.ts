@@ -119,7 +119,8 @@ function renderHeader(view) {
   const bits = [view.prefix, 'revision ' + num(r.revision)];
   if (r.leader) bits.push('leader ' + r.leader.instance + ' (generation ' + r.leader.generation + (r.leader.live ? '' : ', gone') + ')');
   else bits.push('no leader');
-  if (r.plan) bits.push((r.plan.final ? 'final plan' : 'open plan') + ', ' + r.plan.planned + ' planned, ' + r.plan.seeded + ' seeded');
+  if (r.plan) bits.push((r.plan.final ? 'final plan' : 'open plan') + ', ' + r.plan.planned + ' planned, ' + r.plan.seeded + ' seeded'
+    + (r.plan.layout === 'packed' ? ', packed layout' + (r.plan.buckets ? ' (' + r.plan.buckets + ' buckets)' : '') : ''));
   $('meta').textContent = bits.join(' · ');
   const status = $('status');
   status.replaceChildren();

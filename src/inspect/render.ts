@@ -93,10 +93,16 @@ function headerLines(report: JobReport, c: Paint, barWidth: number): string[] {
 
 /** What plan, progress and operator lines read: the same in the full report and the summary's. */
 export interface PlanFacts {
-  plan: { final: boolean; planned: number; seeded: number; generation: number } | null | undefined;
+  plan: { final: boolean; planned: number; seeded: number; generation: number; layout?: 'packed'; buckets?: number } | null | undefined;
   progress: { fraction: number; completed: number; planned: number; verdict?: string | null | undefined };
   paused: boolean;
   evacuated: readonly { instance: string; inForce: boolean }[];
+}
+
+/** A packed plan's layout (decision 0037); nothing for the `keys` layout, which every older job has. */
+function layoutText(plan: { layout?: 'packed'; buckets?: number }): string {
+  if (plan.layout !== 'packed') return '';
+  return plan.buckets === undefined ? ', packed layout (no queue pages yet)' : `, packed layout (${plan.buckets} bucket${plan.buckets === 1 ? '' : 's'})`;
 }
 
 /** The plan, progress and (when any) operator-action lines, shared by `inspect` from records and from the summary. */
@@ -104,7 +110,7 @@ export function planLines(report: PlanFacts, c: (code: 'yellow' | 'green' | 'red
   const out: string[] = [];
   const plan = report.plan;
   out.push(`plan       ${plan
-    ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}`
+    ? `${plan.final ? 'final' : 'open (re-planned periodically)'}, ${plan.planned} planned, ${plan.seeded} seeded, generation ${plan.generation}${layoutText(plan)}`
     : c('yellow', 'none yet (no leader has planned)')}`);
   const p = report.progress;
   const verdict = p.verdict === 'complete' ? c('green', ' complete') : p.verdict === 'stalled' ? c('red', ' STALLED (quarantined splits)') : '';

@@ -10,6 +10,8 @@
  * - Never throws on what it reads: a record this build cannot decode (another
  *   schema, another job's fingerprint, broken JSON) becomes a line in
  *   `problems` naming the key, and the rest of the job is still reported.
+ * - A packed job's split without a record of its own is what its queue page
+ *   says (packed-records.ts): completed when folded back, else queued.
  * - Reports only what the records say; it does not guess intentions. A split
  *   "draining" is held (a live lease key) by an instance whose assignment
  *   record exists and no longer names it: a revocation in flight.
@@ -21,6 +23,7 @@ import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
   type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../protocol/records.js';
+import { dropPage, emptyQueueRecords, pageName, pagedSplit, putPage, setFolded, splitStatus, usesPages, type QueueRecords } from './packed-records.js';
 import type { KeyValue } from '../store/store.js';
 import { jsStringOrder } from '../js-order.js';
 
@@ -37,12 +40,15 @@ export interface JobRecords {
   progress: Map<string, ProgressRecord>;
   leases: Map<string, LeaseRecord>;
   assigns: Map<string, AssignRecord>;
+  /** A packed job's queue pages and folded bits (decision 0037); empty for the `keys` layout. */
+  queue: QueueRecords;
 }
 
 /** An empty set of records. */
 export function emptyJobRecords(): JobRecords {
   return {
     plan: undefined, leader: undefined, control: undefined, workers: new Map(), specs: new Map(), splits: new Map(), progress: new Map(), leases: new Map(), assigns: new Map(),
+    queue: emptyQueueRecords(),
   };
 }
 
@@ -81,6 +87,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
   const parsed = parseKey(prefix, key);
   if (parsed.kind === 'unknown') return undefined;
   const id = 'id' in parsed ? parsed.id : '';
+  const page = 'bucket' in parsed ? pageName(parsed.bucket, parsed.page) : '';
   const drop = () => {
     switch (parsed.kind) {
       case 'plan': records.plan = undefined; break;
@@ -92,6 +99,8 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'progress': records.progress.delete(id); break;
       case 'lease': records.leases.delete(id); break;
       case 'assign': records.assigns.delete(id); break;
+      case 'queue': dropPage(records.queue, page); break;
+      case 'folded': setFolded(records.queue, page, undefined); break;
     }
   };
   if (value === undefined) {
@@ -110,6 +119,8 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'progress': records.progress.set(id, decode('progress')); break;
       case 'lease': records.leases.set(id, decode('lease')); break;
       case 'assign': records.assigns.set(id, decode('assign')); break;
+      case 'queue': putPage(records.queue, decode('queue')); break;
+      case 'folded': setFolded(records.queue, page, decode('folded').bits); break;
     }
     return undefined;
   } catch (e) {
@@ -185,7 +196,8 @@ export interface JobReport {
   /** Anything is stored under the prefix. */
   exists: boolean;
   leader: { instance: string; generation: number; live: boolean } | null;
-  plan: { generation: number; final: boolean; planned: number; seeded: number } | null;
+  /** `seeded`: the splits its records (specs, or a packed job's pages) hold. `layout`: present for a packed job only. */
+  plan: { generation: number; final: boolean; planned: number; seeded: number; layout?: 'packed'; buckets?: number } | null;
   /** Live members and departed instances that still have an assignment record or hold a lease. */
   members: MemberReport[];
   splits: Record<SplitState, number> & { total: number };
@@ -234,11 +246,12 @@ export interface ReportInfo {
   now?: number;
 }
 
-/** The state of one split in `records`. */
+/** The state of one split in `records` (a packed split without a record: completed if folded, else queued). */
 export function splitState(records: JobRecords, id: string): SplitState {
   const rec = records.splits.get(id);
   if (rec?.status === 'completed') return 'completed';
   if (rec?.status === 'quarantined') return 'quarantined';
+  if (rec === undefined && splitStatus(records, id) === 'completed') return 'completed';
   const lease = records.leases.get(id);
   if (!lease) return 'queued';
   const assigned = records.assigns.get(lease.owner)?.splits;
@@ -280,7 +293,9 @@ function memberReports(records: JobRecords, weightOf: (id: string) => number): M
 
 /** Builds the report. Pure and total. */
 export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
-  const weightOf = (id: string) => records.specs.get(id)?.weight ?? 0;
+  const paged = usesPages(records);
+  // A packed split's spec is a copy of its page's entry, made on promotion: the page holds every split's weight.
+  const weightOf = (id: string) => records.specs.get(id)?.weight ?? (paged ? pagedSplit(records.queue, id)?.weight : undefined) ?? 0;
   const assignedTo = new Map<string, string>();
   for (const [instance, rec] of records.assigns) for (const id of rec.splits) assignedTo.set(id, instance);
   const members = memberReports(records, weightOf);
@@ -293,7 +308,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const revocations: RevocationReport[] = [];
   const quarantined: JobReport['quarantined'] = [];
   const retrying: JobReport['retrying'] = [];
-  const ids = [...new Set([...records.splits.keys(), ...records.specs.keys()])].sort();
+  const ids = [...new Set([...records.splits.keys(), ...records.specs.keys(), ...(paged ? records.queue.slots.keys() : [])])].sort();
   for (const id of ids) {
     const state = splitState(records, id);
     counts[state]++;
@@ -323,8 +338,12 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const verdict = plan?.verdict
     ?? jobVerdict(plan, { counts: { runnable: counts.total - terminal, completed: counts.completed, quarantined: counts.quarantined }, parked: [] })
     ?? null;
+  const problems = [...(info.problems ?? [])];
+  if (!paged && records.queue.pages.size > 0) {
+    problems.push(`${records.queue.pages.size} queue page(s) under a job whose plan is not packed: not counted (a job's layout is fixed by its plan record, decision 0037)`);
+  }
   const exists = plan !== undefined || records.leader !== undefined || members.length > 0 || ids.length > 0
-    || (info.problems?.length ?? 0) > 0;
+    || problems.length > 0;
 
   return {
     root: info.root,
@@ -336,7 +355,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
     leader: records.leader
       ? { instance: records.leader.instance, generation: records.leader.generation, live: records.workers.has(records.leader.instance) }
       : null,
-    plan: plan ? { generation: plan.generation, final: plan.final, planned: plan.planned, seeded: records.specs.size } : null,
+    plan: plan ? planReport(plan, paged ? records.queue.slots.size : records.specs.size) : null,
     members,
     splits: counts,
     progress: {
@@ -352,6 +371,12 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
     retrying,
     paused: records.control?.paused ?? false,
     evacuated: (records.control?.evacuated ?? []).map((e) => ({ instance: e.instance, inForce: records.workers.get(e.instance)?.nonce === e.nonce })),
-    problems: [...(info.problems ?? [])],
+    problems,
   };
+}
+
+/** The report's plan line: a packed plan says so, with its bucket count (absent until its first splits are seeded). */
+export function planReport(plan: PlanRecord, seeded: number): NonNullable<JobReport['plan']> {
+  const layout = plan.layout === 'packed' ? { layout: 'packed' as const, ...(plan.buckets !== undefined ? { buckets: plan.buckets } : {}) } : {};
+  return { generation: plan.generation, final: plan.final, planned: plan.planned, seeded, ...layout };
 }

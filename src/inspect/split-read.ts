@@ -1,18 +1,23 @@
 /**
- * Reads the records the per-split view needs and nothing more: a page of the
- * job's `split.*` range (or one split key), then, at the same revision, the
- * spec, progress and lease records of just those ids (the range from the
- * page's first id to its last, per kind), the plan record (for the
- * fingerprint) and the assignment records of the instances holding their
- * leases (running or draining). Never the job's whole prefix, never a nested
- * job's keys (decision 0027).
+ * Reads the records the per-split view needs and nothing more. First the
+ * plan record (the revision every other read is at, and the job's layout).
+ * A `keys` job: a page of its `split.*` range (or one split's keys), then
+ * the spec, progress and lease records of just those ids (the range from the
+ * page's first id to its last, per kind). A packed job (decision 0037): its
+ * queue pages in page order, or the one bucket's pages that can hold a split,
+ * with their folded records and the ids' own keys (packed-split-read.ts).
+ * Either way the assignment records of the instances holding their leases
+ * (running or draining). Never the job's whole prefix, never a nested job's
+ * keys (decision 0027).
  *
  * I/O: ranged, paged store listings. The view itself is splits.ts.
  */
-import { assignKey, decodeId, encodeId, isValidId, jobPrefix, planKey, splitKey, type KeyKind } from '../protocol/keys.js';
-import { inJobScope, jobKeyRanges } from '../protocol/scope.js';
+import { assignKey, decodeId, encodeId, isValidId, jobPrefix, leaseKey, planKey, progressKey, specKey, splitKey } from '../protocol/keys.js';
+import { decodeRecord } from '../protocol/records.js';
 import { SplitfleetError } from '../errors.js';
 import type { KeyValue, Store } from '../store/store.js';
+import { findPagedSplit, readPackedPage, type PackedPlan } from './packed-split-read.js';
+import { getManyAt, kindRange, listRange } from './range-read.js';
 import { detectFingerprintHash } from './report.js';
 import { splitViews, type SplitPage, type SplitView } from './splits.js';
 
@@ -30,29 +35,6 @@ export interface SplitPageOptions {
   after?: string;
   /** Epoch ms, for "retry in …". Default Date.now(). */
   now?: number;
-}
-
-/** Keys of `[start, end)` at `revision`, page by page, in the job's scope. */
-async function listRange(store: Store, prefix: string, start: string, end: string, revision: number | undefined, limit?: number) {
-  const kvs: KeyValue[] = [];
-  let startAfter: string | undefined;
-  let rev = revision;
-  for (;;) {
-    const page = await store.list(prefix, {
-      rangeStart: start, rangeEnd: end, limit: limit ?? 500,
-      ...(startAfter !== undefined ? { startAfter } : {}), ...(rev !== undefined ? { revision: rev } : {}),
-    });
-    rev ??= page.revision;
-    kvs.push(...page.kvs.filter((kv) => inJobScope(prefix, kv.key)));
-    // With a caller's limit, one page is the answer (the caller pages); without, read the range out.
-    if (limit !== undefined || !page.more || page.kvs.length === 0) return { kvs, revision: rev, more: page.more };
-    startAfter = page.kvs[page.kvs.length - 1]!.key;
-  }
-}
-
-function kindRange(prefix: string, kind: KeyKind): { start: string; end: string } {
-  const r = jobKeyRanges(prefix, [kind])[0]!;
-  return { start: r.rangeStart, end: r.rangeEnd };
 }
 
 /** The other records of `ids` (consecutive in key order), the plan and the holders' assignments, at `revision`. */
@@ -74,20 +56,32 @@ function idOf(prefix: string, kind: string, key: string): string {
   return decodeId(encoded) ?? encoded; // an undecodable id stays as stored: its record is reported as a problem
 }
 
-/** The exact key `key` at `revision`. */
-async function getAt(store: Store, prefix: string, key: string, revision: number): Promise<KeyValue | undefined> {
-  return (await store.list(prefix, { rangeStart: key, rangeEnd: `${key}\0`, limit: 1, revision })).kvs[0];
+/** The plan record as the read starts: the revision every later read is at, and a packed plan's layout. */
+async function readPlan(store: Store, prefix: string): Promise<{ kv: KeyValue | undefined; revision: number; packed: PackedPlan | undefined }> {
+  const key = planKey(prefix);
+  const first = await store.list(prefix, { rangeStart: key, rangeEnd: `${key}\0`, limit: 1 });
+  const kv = first.kvs[0];
+  const fp = kv ? detectFingerprintHash(prefix, [kv]) : undefined;
+  let packed: PackedPlan | undefined;
+  try {
+    const plan = kv && fp !== undefined ? decodeRecord('plan', kv.key, kv.value, fp) : undefined;
+    if (plan?.layout === 'packed') packed = { fp: plan.fp, buckets: plan.buckets };
+  } catch {
+    // Unreadable: read as a `keys` job; the view names the plan as a problem.
+  }
+  return { kv, revision: first.revision, packed };
 }
 
-/** The plan, the split's other records and its holders' assignments, decoded into views. */
+interface Where { root: string; job: string; prefix: string; revision: number; next: string | null; now: number }
+
+/** The holders' assignments, then the views of `ids` from everything read for them (`kvs`), at `where.revision`. */
 async function finish(
-  store: Store, root: string, job: string, prefix: string, ids: string[], splitKvs: KeyValue[], revision: number, next: string | null, now: number,
+  store: Store, where: Where, ids: string[], kvs: KeyValue[], plan: KeyValue | undefined, readProblems: string[] = [],
 ): Promise<SplitPage> {
-  const plan = await getAt(store, prefix, planKey(prefix), revision);
-  const around = await readAround(store, prefix, ids, revision);
+  const { prefix, revision } = where;
   // The holders' assignment records tell running from draining; one read per distinct holder.
   const holders = new Set<string>();
-  for (const kv of around) {
+  for (const kv of kvs) {
     if (!kv.key.startsWith(`${prefix}lease.`)) continue;
     try {
       const owner = (JSON.parse(kv.value) as { owner?: unknown }).owner;
@@ -96,47 +90,65 @@ async function finish(
       // undecodable: splitViews reports it
     }
   }
-  const assigns: KeyValue[] = [];
-  for (const owner of [...holders].sort()) {
-    const kv = await getAt(store, prefix, assignKey(prefix, owner), revision);
-    if (kv) assigns.push(kv);
-  }
-  const all = [...(plan ? [plan] : []), ...splitKvs, ...around, ...assigns];
-  const exists = plan !== undefined || splitKvs.length > 0;
+  const assigns = await getManyAt(store, prefix, [...holders].sort().map((owner) => assignKey(prefix, owner)), revision);
+  const all = [...(plan ? [plan] : []), ...kvs, ...assigns];
+  const exists = plan !== undefined || kvs.length > 0;
   const fp = detectFingerprintHash(prefix, all);
-  const base = { root, job, prefix, revision, exists, next };
-  if (fp === undefined) return { ...base, splits: [], problems: [] };
-  const { views, problems } = splitViews(prefix, fp, ids, all, revision, now);
-  return { ...base, splits: views, problems };
+  const base = { root: where.root, job: where.job, prefix, revision, exists, next: where.next };
+  if (fp === undefined) return { ...base, splits: [], problems: readProblems };
+  const { views, problems } = splitViews(prefix, fp, ids, all, revision, where.now);
+  return { ...base, splits: views, problems: [...readProblems, ...problems] };
 }
 
-/** A page of the job's splits in id order, with what `splitfleet inspect --splits` shows of each. */
+/**
+ * A page of the job's splits, with what `splitfleet inspect --splits` shows of each: in id order
+ * for a `keys` job; in page order (queue key order, then slot order) for a packed one.
+ */
 export async function readSplitPage(options: SplitPageOptions): Promise<SplitPage> {
   const limit = options.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SPLIT_PAGE) {
     throw new SplitfleetError('INVALID_INPUT', `limit: must be an integer from 1 to ${MAX_SPLIT_PAGE} (got ${JSON.stringify(options.limit)})`);
   }
   if (options.after !== undefined && !isValidId(options.after)) throw new SplitfleetError('INVALID_INPUT', 'after: must be a split id');
-  const prefix = jobPrefix(options.root, options.job);
+  const { store, root, job } = options;
+  const prefix = jobPrefix(root, job);
+  const now = options.now ?? Date.now();
+  const plan = await readPlan(store, prefix);
+  const { revision } = plan;
+  if (plan.packed) {
+    const page = await readPackedPage(store, prefix, plan.packed, limit, options.after, revision);
+    return finish(store, { root, job, prefix, revision, next: page.next, now }, page.ids, page.kvs, plan.kv, page.problems);
+  }
   const range = kindRange(prefix, 'split');
   // One more than asked: whether a next page exists, without a second listing.
   const start = options.after !== undefined ? `${splitKey(prefix, options.after)}\0` : range.start;
-  const { kvs, revision, more } = await listRange(options.store, prefix, start, range.end, undefined, limit + 1);
+  const { kvs, more } = await listRange(store, prefix, start, range.end, revision, limit + 1);
   const page = kvs.slice(0, limit);
   const ids = page.map((kv) => idOf(prefix, 'split', kv.key));
   const next = (kvs.length > limit || more) && ids.length > 0 ? ids[ids.length - 1]! : null;
-  return finish(options.store, options.root, options.job, prefix, ids, page, revision, next, options.now ?? Date.now());
+  const around = await readAround(store, prefix, ids, revision);
+  return finish(store, { root, job, prefix, revision, next, now }, ids, [...page, ...around], plan.kv);
 }
 
-/** One split's view (`splitfleet inspect --split ID`); `split` is null when the job has no such split. */
+/**
+ * One split's view (`splitfleet inspect --split ID`); `split` is null when the job has no such
+ * split. A packed job's split is found from its id alone (its bucket's pages), never by listing the job.
+ */
 export async function readSplit(
   options: { store: Store; root: string; job: string; id: string; now?: number },
 ): Promise<{ page: SplitPage; split: SplitView | null }> {
   if (!isValidId(options.id)) throw new SplitfleetError('INVALID_INPUT', 'split: must be a split id');
-  const prefix = jobPrefix(options.root, options.job);
-  const key = splitKey(prefix, options.id);
-  const first = await options.store.list(prefix, { rangeStart: key, rangeEnd: `${key}\0`, limit: 1 });
-  const page = await finish(options.store, options.root, options.job, prefix, [options.id], first.kvs, first.revision, null, options.now ?? Date.now());
+  const { store, root, job, id } = options;
+  const prefix = jobPrefix(root, job);
+  const plan = await readPlan(store, prefix);
+  const { revision } = plan;
+  const kvs = await getManyAt(store, prefix, [splitKey(prefix, id), specKey(prefix, id), progressKey(prefix, id), leaseKey(prefix, id)], revision);
+  const problems: string[] = [];
+  if (plan.packed) {
+    const found = await findPagedSplit(store, prefix, plan.packed, id, revision, problems);
+    if (found) kvs.push(found.page, ...(found.folded ? [found.folded] : []));
+  }
+  const page = await finish(store, { root, job, prefix, revision, next: null, now: options.now ?? Date.now() }, [id], kvs, plan.kv, problems);
   // A job whose plan exists but has no record of this split: `exists` from the plan alone.
   return { page, split: page.splits[0] ?? null };
 }

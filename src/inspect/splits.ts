@@ -10,10 +10,15 @@
  * writes to the store ago" the split's split, progress or lease record last
  * changed (decision 0035).
  *
+ * A packed job's split (decision 0037) without records of its own is shown
+ * from its queue page: its weight and descriptor, `queued`, or `completed`
+ * when its folded bit is set (folded back: its records are deleted).
+ *
  * Pure: key-values in, views and text out. Every string from the store goes
  * through `printable` before it is measured or printed (decision 0030).
  */
 import { applyRecord, emptyJobRecords, splitState, type JobRecords, type SplitState } from './report.js';
+import { pageName, pagedSplit, usesPages } from './packed-records.js';
 import { printable, printableJson } from './printable.js';
 import { formatWait, formatWeight } from './render.js';
 import { alignColumns, truncateDisplay } from './width.js';
@@ -34,6 +39,13 @@ export interface SplitView {
   /** The live lease key: who holds it now, for which epoch; `current` is false for a lease of an older epoch. */
   lease: { owner: string; epoch: number; current: boolean } | null;
   weight: number | null;
+  /** The descriptor: its spec record's, else (a packed job's queued or folded split) its queue page's; null without either. */
+  descriptor: Json | null;
+  /**
+   * A packed job's split: its queue page and slot, and whether its folded bit is set (it was folded
+   * back as completed, so it has no records of its own). Null for the `keys` layout.
+   */
+  page: { bucket: number; page: number; slot: number; folded: boolean } | null;
   /** The committed progress and the epoch whose fenced write put it there; null before the first commit. */
   progress: { value: Json; epoch: number } | null;
   /** The last failure's reason (a quarantine's, or a retry's). */
@@ -64,8 +76,9 @@ export interface SplitPage {
 }
 
 /**
- * Views of `ids` from the key-values read for them (their split, spec, progress and lease keys and the
- * assignment records of their lease holders), decoded against `fp`. Ids with no record at all are left out.
+ * Views of `ids` from the key-values read for them (their split, spec, progress and lease keys, the
+ * assignment records of their lease holders, and for a packed job their queue pages and folded
+ * records), decoded against `fp`. Ids with no record at all, and in no page, are left out.
  */
 export function splitViews(
   prefix: string, fp: string, ids: readonly string[], kvs: readonly KeyValue[], revision: number, now: number,
@@ -73,6 +86,8 @@ export function splitViews(
   const records: JobRecords = emptyJobRecords();
   const problems: string[] = [];
   const changedAt = new Map<string, number>();
+  /** A page's last change: its folded record's, else its own (written once). */
+  const pageChangedAt = new Map<string, number>();
   for (const kv of kvs) {
     const problem = applyRecord(records, prefix, fp, kv.key, kv.value);
     if (problem !== undefined) problems.push(problem);
@@ -80,15 +95,21 @@ export function splitViews(
     if ((parsed.kind === 'split' || parsed.kind === 'progress' || parsed.kind === 'lease') && kv.modRevision > (changedAt.get(parsed.id) ?? 0)) {
       changedAt.set(parsed.id, kv.modRevision);
     }
+    if ((parsed.kind === 'queue' || parsed.kind === 'folded') && kv.modRevision > (pageChangedAt.get(pageName(parsed.bucket, parsed.page)) ?? 0)) {
+      pageChangedAt.set(pageName(parsed.bucket, parsed.page), kv.modRevision);
+    }
   }
+  const paged = usesPages(records);
   const views: SplitView[] = [];
   for (const id of ids) {
     const rec = records.splits.get(id);
     const spec = records.specs.get(id);
     const lease = records.leases.get(id);
     const progress = records.progress.get(id);
-    if (!rec && !spec && !lease && !progress) continue;
-    const at = changedAt.get(id) ?? 0;
+    const inPage = paged ? pagedSplit(records.queue, id) : undefined;
+    if (!rec && !spec && !lease && !progress && !inPage) continue;
+    // A split without records of its own last changed with its page (seeded, or its bit set).
+    const at = changedAt.get(id) ?? (inPage ? pageChangedAt.get(pageName(inPage.bucket, inPage.page)) : undefined) ?? 0;
     const notBefore = rec?.notBefore ?? null;
     views.push({
       id,
@@ -97,7 +118,9 @@ export function splitViews(
       attempts: rec?.attempts ?? null,
       owner: rec && rec.owner !== '' ? rec.owner : null,
       lease: lease ? { owner: lease.owner, epoch: lease.epoch, current: rec === undefined || lease.epoch === rec.epoch } : null,
-      weight: spec?.weight ?? null,
+      weight: spec?.weight ?? inPage?.weight ?? null,
+      descriptor: spec?.descriptor ?? inPage?.descriptor ?? null,
+      page: inPage ? { bucket: inPage.bucket, page: inPage.page, slot: inPage.slot, folded: inPage.folded } : null,
       progress: progress ? { value: progress.progress, epoch: progress.epoch } : null,
       reason: rec?.reason ?? null,
       notBefore,
@@ -111,8 +134,24 @@ export function splitViews(
 
 const dash = '—';
 
+/** Folded back: completed by its page's bit, with no record of its own left. */
+function isFolded(v: SplitView): boolean {
+  return v.page?.folded === true && v.epoch === null;
+}
+
 function statusText(v: SplitView): string {
+  if (isFolded(v)) return `${v.status} (folded)`;
   return v.retryInMs !== null ? `${v.status}, retry in ${formatWait(v.retryInMs)}` : v.status;
+}
+
+/** Why a split has no split record: a packed split not promoted (queued in its page) or folded back; else none is stored. */
+function noRecord(v: SplitView): string {
+  if (v.page === null) return 'no split record';
+  return v.page.folded ? 'folded back into its queue page: its records are deleted' : 'queued in its queue page: no record of its own until it is assigned';
+}
+
+function descriptorText(v: SplitView, width: number): string {
+  return v.descriptor === null ? dash : truncateDisplay(printableJson(v.descriptor), width);
 }
 
 function progressText(v: SplitView): string {
@@ -125,13 +164,14 @@ function ownerText(v: SplitView): string {
 }
 
 /** The table of a page: one row per split, columns aligned by display width. */
-export function renderSplitTable(page: SplitPage, options: { progressWidth?: number; reasonWidth?: number } = {}): string {
-  const rows: string[][] = [['split', 'status', 'owner', 'epoch', 'attempts', 'weight', 'progress', 'age (rev)', 'last reason']];
+export function renderSplitTable(page: SplitPage, options: { progressWidth?: number; reasonWidth?: number; descriptorWidth?: number } = {}): string {
+  const rows: string[][] = [['split', 'status', 'owner', 'epoch', 'attempts', 'weight', 'progress', 'age (rev)', 'last reason', 'descriptor']];
   for (const v of page.splits) {
     rows.push([
       printable(v.id), statusText(v), ownerText(v), v.epoch === null ? dash : String(v.epoch), v.attempts === null ? dash : String(v.attempts),
       v.weight === null ? dash : formatWeight(v.weight), truncateDisplay(progressText(v), options.progressWidth ?? 32),
       String(v.ageRevisions), v.reason === null ? dash : truncateDisplay(printable(v.reason), options.reasonWidth ?? 48),
+      descriptorText(v, options.descriptorWidth ?? 32),
     ]);
   }
   const out = [`splits of job ${printable(page.job)} under ${printable(page.root)}/ (revision ${page.revision})`, ''];
@@ -150,10 +190,12 @@ export function renderSplit(page: SplitPage, v: SplitView): string {
   const fields: [string, string][] = [
     ['status', statusText(v)],
     ['owner', v.owner === null ? 'none' : printable(v.owner)],
-    ['epoch', v.epoch === null ? `${dash} (no split record)` : String(v.epoch)],
+    ['epoch', v.epoch === null ? `${dash} (${noRecord(v)})` : String(v.epoch)],
     ['attempts', v.attempts === null ? dash : String(v.attempts)],
     ['lease', lease],
     ['weight', v.weight === null ? `${dash} (no spec record)` : formatWeight(v.weight)],
+    ['descriptor', descriptorText(v, 200)],
+    ...(v.page === null ? [] : [['queue page', `queue.${v.page.bucket}.${v.page.page}, slot ${v.page.slot}${v.page.folded ? ', folded back as completed' : ''}`] as [string, string]]),
     ['progress', v.progress === null ? 'none committed' : `${printableJson(v.progress.value)} (committed by epoch ${v.progress.epoch})`],
     ['last reason', v.reason === null ? dash : printable(v.reason)],
     ['age', `${v.ageRevisions} revision${v.ageRevisions === 1 ? '' : 's'} since its last change (revision ${v.changedAt})`],

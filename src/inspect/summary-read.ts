@@ -19,11 +19,13 @@ import { decodeRecord, SCHEMA_VERSION, type ControlRecord, type LeaderRecord, ty
 import { inJobScope, jobKeyRanges } from '../protocol/scope.js';
 import { decodeSummary, summaryTrust } from '../protocol/summary.js';
 import type { KeyValue, Store } from '../store/store.js';
-import { detectFingerprintHash, jobReport, readJobRecords, type JobReport } from './report.js';
+import { detectFingerprintHash, jobReport, planReport, readJobRecords, type JobReport } from './report.js';
 import { jsStringOrder } from '../js-order.js';
 
 /** Keys per page of a listing. */
 const PAGE = 1000;
+/** Keys per page of a packed job's `queue.*` range: a page record may be near a store request's size (decision 0037). */
+const QUEUE_PAGE = 8;
 
 /**
  * Below this many splits (as the summary counts them) every record is read anyway: it takes
@@ -49,7 +51,7 @@ export interface SummaryReport {
   summary: { generation: number; writtenAt: number; ageMs: number };
   /** Null for a finished job whose fleet has stopped (its summary is still trusted: `summaryTrust`). */
   leader: { instance: string; generation: number; live: boolean } | null;
-  plan: { generation: number; final: boolean; planned: number; seeded: number } | null;
+  plan: JobReport['plan'];
   /** Live members (presence keys), by instance, with their lane budgets. */
   members: { instance: string; leader: boolean; maxInFlight: number }[];
   /** Splits by state. `backoff`: queued, waiting out a failure's backoff; `revoking`: held, no longer assigned (in flight). */
@@ -90,7 +92,7 @@ export async function listScope(store: Store, prefix: string, kinds?: Iterable<K
     let startAfter: string | undefined;
     for (;;) {
       const page = await store.list(prefix, {
-        limit: PAGE, rangeStart: range.rangeStart, rangeEnd: range.rangeEnd,
+        limit: range.kind === 'queue' ? QUEUE_PAGE : PAGE, rangeStart: range.rangeStart, rangeEnd: range.rangeEnd,
         ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
       });
       revision ??= page.revision;
@@ -179,7 +181,7 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
       root: where.root, job: where.job, prefix: where.prefix, revision: where.revision, fingerprintHash: fp, exists: true,
       summary: { generation: sum.generation, writtenAt: sum.writtenAt, ageMs: trust.ageMs },
       leader: leader ? { instance: leader.instance, generation: leader.generation, live: s.workers.has(leader.instance) } : null,
-      plan: plan ? { generation: plan.generation, final: plan.final, planned: plan.planned, seeded: sum.seeded } : null,
+      plan: plan ? planReport(plan, sum.seeded) : null,
       members: [...s.workers.values()].sort((a, b) => jsStringOrder(a.instance, b.instance))
         .map((w) => ({ instance: w.instance, leader: w.instance === leader?.instance, maxInFlight: w.maxInFlight })),
       splits: {

@@ -5,7 +5,8 @@
  * counts come from its leader's summary when that speaks for the job now
  * (written by the generation in office: protocol/summary.ts, decision 0040);
  * otherwise (an older build's job, no leader) its split records are counted
- * page by page, and the summary says which it was.
+ * page by page (a packed job's queue pages and folded bits too:
+ * packed-read.ts), and the summary says which it was.
  */
 import { SplitfleetError } from '../errors.js';
 import { leaderKey, planKey, summaryKey } from '../protocol/keys.js';
@@ -14,13 +15,14 @@ import { decodeSummary, summaryTrust } from '../protocol/summary.js';
 import type { Store } from '../store/store.js';
 import { checkJobNames, recordField } from './job.js';
 import { liveMembers } from './control.js';
+import { countPackedSplits } from './packed-read.js';
 import { jobKeyPages } from './scope.js';
 
 /** One job under a root, as `splitfleet jobs` lists it. */
 export interface JobSummary {
   job: string;
-  /** The plan record; null when the prefix has keys but no (readable) plan. */
-  plan: { final: boolean; planned: number; generation: number } | null;
+  /** The plan record; null when the prefix has keys but no (readable) plan. `layout`: present for a packed job only. */
+  plan: { final: boolean; planned: number; generation: number; layout?: 'packed' } | null;
   verdict: 'complete' | 'stalled' | null;
   paused: boolean;
   leader: string | null;
@@ -30,7 +32,8 @@ export interface JobSummary {
   problem: string | null;
   /**
    * Where the counts came from: the leader's summary (`ageMs` old when read), or every split
-   * record (`reason`: why the summary could not answer). Null with a problem.
+   * record (`reason`: why the summary could not answer), a packed job's queue pages and folded bits
+   * included. Null when the plan record cannot be read.
    */
   source: { kind: 'summary'; generation: number; ageMs: number } | { kind: 'records'; reason: string } | null;
 }
@@ -85,7 +88,7 @@ async function summarise(store: Store, base: string, job: string, now: number): 
     summary.problem = (e as Error).message;
     return summary;
   }
-  summary.plan = { final: plan.final, planned: plan.planned, generation: plan.generation };
+  summary.plan = { final: plan.final, planned: plan.planned, generation: plan.generation, ...(plan.layout === 'packed' ? { layout: 'packed' as const } : {}) };
   summary.verdict = plan.verdict ?? null;
   const found = { job, root: base.slice(0, -1), prefix, fp: plan.fp, plan, planKv };
   summary.members = [...(await liveMembers(store, found)).keys()].sort();
@@ -105,6 +108,13 @@ async function summarise(store: Store, base: string, job: string, now: number): 
     return summary;
   }
   summary.source = { kind: 'records', reason: fromSummary.reason };
+  if (plan.layout === 'packed') {
+    const { problems, ...counts } = await countPackedSplits(store, prefix, plan.fp);
+    summary.splits = counts;
+    // A page that cannot be read leaves its splits uncounted: the counts are short, and say so.
+    if (problems.length > 0) summary.problem = `${problems.length} record(s) cannot be read, so the counts are incomplete: ${problems[0]}`;
+    return summary;
+  }
   for await (const page of jobKeyPages(store, prefix, ['split'])) {
     for (const kv of page) {
       const status = recordField(kv.value, 'status'); // unreadable: counted in the total only (`inspect` names it)

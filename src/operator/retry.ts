@@ -7,6 +7,11 @@
  * runs, its leader assigns the splits at once; a fleet that had stopped on
  * the verdict is started again. The transactions are built by
  * protocol/operator-txns.ts (`retryTxn`, `clearVerdictTxn`).
+ *
+ * A packed job (decision 0037) needs nothing else: a quarantined split always
+ * keeps its own record (it is never folded back). A named split with no
+ * record is refused as what its queue page says it is (queued, or completed
+ * and folded back), found from its id alone (packed-read.ts).
  */
 import { SplitfleetError } from '../errors.js';
 import { idProblem, isValidId, planKey, splitKey } from '../protocol/keys.js';
@@ -14,6 +19,7 @@ import { clearVerdictTxn, retryTxn } from '../protocol/operator-txns.js';
 import { decodeRecord, type SplitRecord } from '../protocol/records.js';
 import type { KeyValue, Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
+import { pagedState } from './packed-read.js';
 import { jobKeyPages } from './scope.js';
 
 /** Which splits `retrySplits` returns to runnable: named ones, or every quarantined one. */
@@ -104,13 +110,24 @@ async function named(store: Store, job: FoundJob, ids: string[]): Promise<Target
   const out: Target[] = [];
   for (const id of ids) {
     const t = await readSplit(store, job, id);
-    if (!t) throw new SplitfleetError('INVALID_INPUT', `split "${id}": job "${job.job}" has no such split`);
+    if (!t) throw await noRecord(store, job, id);
     if (t.rec.status !== 'quarantined') {
       throw new SplitfleetError('INVALID_INPUT', `split "${id}": is ${t.rec.status}, not quarantined; only a quarantined split can be retried`);
     }
     out.push(t);
   }
   return out;
+}
+
+/**
+ * The refusal for a split with no record: a packed job's split may be in its queue page, queued
+ * (never held, so never quarantined) or folded back as completed; else the job has no such split.
+ */
+async function noRecord(store: Store, job: FoundJob, id: string): Promise<SplitfleetError> {
+  const paged = await pagedState(store, job.prefix, job.plan, id);
+  if (!paged) return new SplitfleetError('INVALID_INPUT', `split "${id}": job "${job.job}" has no such split`);
+  const state = paged === 'folded' ? 'completed (folded back into its queue page)' : 'queued (in its queue page, with no record of its own)';
+  return new SplitfleetError('INVALID_INPUT', `split "${id}": is ${state}, not quarantined; only a quarantined split can be retried`);
 }
 
 /** Every quarantined split, listed page by page (an unreadable record is not retried: it is no known state). */

@@ -13,15 +13,19 @@ import type { KeyValue, Store } from '../store/store.js';
 /** Keys per page of a scope listing. */
 const PAGE = 1000;
 
-/** The job's keys of `kinds` (default: all), page by page in key order, each page filtered to the job's scope. */
+/**
+ * The job's keys of `kinds` (default: all), page by page in key order, each page filtered to the job's
+ * scope, `limit` keys a page (default 1,000; a packed job's queue pages, each up to about a store
+ * request, are best read a few at a time).
+ */
 export async function* jobKeyPages(
-  store: Store, prefix: string, kinds?: Iterable<KeyKind>, at?: { revision?: number },
+  store: Store, prefix: string, kinds?: Iterable<KeyKind>, at?: { revision?: number }, limit = PAGE,
 ): AsyncGenerator<KeyValue[]> {
   for (const range of jobKeyRanges(prefix, kinds)) {
     let startAfter: string | undefined;
     for (;;) {
       const page = await store.list(prefix, {
-        limit: PAGE, rangeStart: range.rangeStart, rangeEnd: range.rangeEnd,
+        limit, rangeStart: range.rangeStart, rangeEnd: range.rangeEnd,
         ...(startAfter !== undefined ? { startAfter } : {}), ...(at?.revision !== undefined ? { revision: at.revision } : {}),
       });
       if (at !== undefined) at.revision ??= page.revision;

@@ -68,6 +68,14 @@ function describeIssues(error: z.ZodError): string {
   }).join('; ');
 }
 
+/** A page record's `bucket` and `page` are the ones its key names (`queue.{bucket}.{page}`). */
+function checkPageKey(key: string, kind: RecordKind, r: { bucket: number; page: number }): void {
+  const named = key.slice(key.lastIndexOf('/') + 1).slice(kind.length + 1);
+  if (`${r.bucket}.${r.page}` !== named) {
+    throw invalid(key, kind, `bucket ${r.bucket} and page ${r.page} do not match the key's ${describeStoredValue(named)}`);
+  }
+}
+
 /**
  * The kind and raw id a key names, by its last segment (an encoded id contains
  * no '/'); id null when the key's id part is not the one encoding of an id.
@@ -277,13 +285,7 @@ export function decodeRecord<K extends RecordKind>(
       throw invalid(key, kind, `re-encodes to ${bytes} bytes, over the limit of ${MAX_RECORD_BYTES} (rule: a record must be writable back in one store request)`);
     }
   }
-  if (paged) {
-    const r = record as unknown as { bucket: number; page: number };
-    const named = key.slice(key.lastIndexOf('/') + 1).slice(kind.length + 1);
-    if (`${r.bucket}.${r.page}` !== named) {
-      throw invalid(key, kind, `bucket ${r.bucket} and page ${r.page} do not match the key's ${describeStoredValue(named)}`);
-    }
-  }
+  if (paged) checkPageKey(key, kind, record as unknown as { bucket: number; page: number });
   const idField = KEY_ID_FIELD[kind];
   if (idField !== undefined) {
     const inRecord = (record as unknown as Record<string, string>)[idField];

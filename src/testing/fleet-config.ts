@@ -26,6 +26,8 @@ export interface FleetProcessConfig extends SyntheticMember {
   config?: Record<string, number>;
   /** Key prefix root (default the library's, 'splitfleet'). */
   root?: string;
+  /** The layout a new job is created with (decision 0037; default the library's, 'keys'). */
+  layout?: 'keys' | 'packed';
   /**
    * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`
    * (this member's revocation and leadership counters) whenever they change

@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     instance: cfg.instance,
     maxInFlight: cfg.maxInFlight,
     ...(cfg.root !== undefined ? { root: cfg.root } : {}),
+    ...(cfg.layout !== undefined ? { layout: cfg.layout } : {}),
     ...(cfg.config ?? {}),
     ...syntheticMember(cfg, { onUnit: (id, unit, epoch) => emit({ ev: 'unit', id, unit, epoch }), onEvent: (e) => emit(e) }),
     // Silent unless SPLITFLEET_LOG_LEVEL asks for the coordinator's log (on stderr).

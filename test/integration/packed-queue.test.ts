@@ -7,11 +7,12 @@ import { describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
-import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
+import { foldedKey, jobPrefix, parseKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defaultFingerprint } from '../../src/config.js';
+import { waitUntil } from '../support/wait.js';
 
 const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
 
@@ -70,4 +71,37 @@ describe('a packed job on MemoryStore', () => {
     expect(foldedCount).toBeGreaterThan(0);
     await store.close();
   });
+
+  test('a new leader reads the folded bits of pages folded under the previous one', async () => {
+    // The listing sorts `folded.*` before `plan`: a leader that learns the layout from the plan record
+    // must not drop the folded records it listed first, or it takes folded splits for queued ones, and
+    // every promotion naming one loses (its folded record is not at revision 0): nothing is published again.
+    const store = new MemoryStore();
+    const ids = Array.from({ length: 10 }, (_, i) => `s-${i}`);
+    const planner = () => ({ final: true, splits: ids.map((id) => ({ id, weight: 100, descriptor: { id } })) });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The first five complete at once (and are folded back); the rest wait for the gate.
+    const handler = async (split: SplitHandle) => {
+      if (Number(split.id.slice(2)) >= 5) await Promise.race([gate, new Promise((resolve) => split.signal.addEventListener('abort', resolve))]);
+      if (split.signal.aborted) return;
+      await split.complete(1);
+    };
+    const start = (instance: string) =>
+      startCoordinator({ store, job: 'refold', instance, maxInFlight: 10, planner, handler, logger: silentLogger, layout: 'packed', ...fast });
+    const first = await start('w-0');
+    const prefix = jobPrefix('splitfleet', 'refold');
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', 'refold'));
+    await waitUntil('splits folded back under the first leader', async () => {
+      const kv = await store.get(foldedKey(prefix, 0, 0));
+      return kv !== undefined && FoldedBits.decode(decodeRecord('folded', kv.key, kv.value, fp).bits).count > 0;
+    });
+    await first.stop();
+    open();
+    const second = await start('w-1');
+    const verdict = await Promise.race([second.done, new Promise((resolve) => setTimeout(() => resolve('no verdict after 20 s'), 20_000))]);
+    await second.close();
+    expect(verdict).toBe('complete');
+    await store.close();
+  }, 30_000);
 });

@@ -24,9 +24,14 @@ describe('resolveConfig', () => {
       fingerprint: defaultFingerprint('splitfleet', 'orders-backfill'),
       leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, maxAttempts: 4,
       rebalanceDelayMs: 20_000, drainDeadlineMs: 10_000, replanIntervalMs: 60_000, reconcileIntervalMs: 30_000,
-      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 },
+      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 }, layout: 'keys',
     });
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('takes a layout of keys or packed, and names the rule otherwise', () => {
+    expect(resolveConfig({ ...base, layout: 'packed' }).layout).toBe('packed');
+    expect(() => resolveConfig({ ...base, layout: 'chunks' as 'packed' })).toThrow("layout: must be 'keys' or 'packed' (got \"chunks\")");
   });
 
   it('keeps given values and treats undefined as absent', () => {

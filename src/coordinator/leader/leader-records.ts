@@ -68,6 +68,8 @@ export class LeaderRecords {
   /** The leader's own seeding writes whose echo has not arrived: applied from what was written (own-writes.ts). */
   readonly own = new OwnWrites();
   unknownKeys = 0;
+  /** Folded records listed before the plan record (which sorts after them). */
+  private readonly earlyFolded: [key: string, value: string, modRevision: number][] = [];
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
   floor = 0;
 
@@ -157,6 +159,7 @@ export class LeaderRecords {
     this.notBefore.clear();
     this.columns.clear();
     this.own.clear();
+    this.earlyFolded.length = 0;
   }
 
   /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
@@ -173,7 +176,8 @@ export class LeaderRecords {
         // The job's own records: one this build cannot read stops the leader (its caller fails).
         this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
         // The layout is fixed at creation (decision 0037): a packed job's splits come from its pages.
-        if (this.plan.rec.layout === 'packed') this.columns.usePacked();
+        if (this.plan.rec.layout === 'packed' && !this.columns.packed) this.columns.usePacked();
+        this.replayEarlyFolded();
         // Seen before any spec (`plan` sorts first): room for the planned splits before a listing brings them.
         if (this.columns.specCount === 0) this.columns.reserveListing(this.plan.rec.planned);
         return 'plan';
@@ -323,7 +327,9 @@ export class LeaderRecords {
 
   private putFolded(key: string, value: string, modRevision: number): boolean {
     if (!this.columns.packed) {
-      this.unknownKeys++;
+      // `folded` sorts before `plan`: a listing brings them before it says the job is packed.
+      if (!this.plan) this.earlyFolded.push([key, value, modRevision]);
+      else this.unknownKeys++;
       return false;
     }
     let rec: FoldedRecord;
@@ -335,6 +341,13 @@ export class LeaderRecords {
       return false;
     }
     return this.columns.packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision) !== undefined;
+  }
+
+  /** The folded records a listing brought before the plan: applied once it says the job is packed, else unknown. */
+  private replayEarlyFolded(): void {
+    const early = this.earlyFolded.splice(0);
+    if (!this.columns.packed) this.unknownKeys += early.length;
+    else for (const [key, value, modRevision] of early) this.putFolded(key, value, modRevision);
   }
 
   /**

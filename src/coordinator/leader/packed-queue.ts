@@ -16,7 +16,8 @@
  *   and no assignment record naming them; one fold-back is in flight at a
  *   time (two on one page would race on its folded record).
  */
-import { queueKey } from '../../protocol/keys.js';
+import { foldedKey, queueKey } from '../../protocol/keys.js';
+import { FoldedBits } from '../../protocol/packed.js';
 import { FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
 import { decodeRecord, type QueueRecord } from '../../protocol/records.js';
 import type { Compare, Store } from '../../store/store.js';
@@ -45,6 +46,11 @@ export interface Promotion {
   /** The revision of the last promotion that landed (0: none). */
   revision: number;
   promoted: number;
+  /**
+   * A promotion lost and a folded record the view had wrong was read again
+   * (the view now says so): deciding again at once will not lose the same way.
+   */
+  healed?: boolean;
 }
 
 export class PackedQueue {
@@ -93,6 +99,7 @@ export class PackedQueue {
       const res = await store.txn(promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits));
       if (!res.won) {
         out.complete = false;
+        out.healed = await this.refreshFolded(view, [...pages.values()], records);
         break;
       }
       out.revision = res.revision;
@@ -101,6 +108,25 @@ export class PackedQueue {
       for (const s of splits) packed.keyed.set(s.id, res.revision);
     }
     return out;
+  }
+
+  /**
+   * Reads the folded records of `pages` again after a promotion lost on one; a newer one than the
+   * view's is applied with the page's ids, so its folded splits read as completed. True if any was.
+   */
+  private async refreshFolded(view: LeaderView, pages: readonly { bucket: number; page: number; modRevision: number }[], records: ReadonlyMap<number, QueueRecord>): Promise<boolean> {
+    let healed = false;
+    for (const p of pages) {
+      const key = foldedKey(this.ctx.prefix, p.bucket, p.page);
+      const kv = await this.ctx.store.get(key);
+      if (!kv || kv.modRevision <= p.modRevision) continue;
+      const bits = FoldedBits.decode(decodeRecord('folded', key, kv.value, this.ctx.fp).bits);
+      const rec = [...records.values()].find((r) => r.bucket === p.bucket && r.page === p.page);
+      this.ctx.log.warn({ page: `${p.bucket}.${p.page}` }, 'a folded record was newer than the leader view\'s; read it again');
+      view.ownFolded(p.bucket, p.page, bits, kv.modRevision, rec ? rec.ids.filter((_, slot) => bits.has(slot)) : []);
+      healed = true;
+    }
+    return healed;
   }
 
   /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */

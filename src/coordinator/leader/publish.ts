@@ -77,7 +77,7 @@ export interface PublishContext {
 }
 
 /** Promotes the splits a decision assigns that have no record of their own (a packed job's; decision 0037). */
-export type Promote = (view: LeaderView, ids: Iterable<string>) => Promise<{ complete: boolean; revision: number }>;
+export type Promote = (view: LeaderView, ids: Iterable<string>) => Promise<{ complete: boolean; revision: number; healed?: boolean }>;
 
 export interface PublishResult {
   written: number;
@@ -179,7 +179,9 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
     if (!promoted.complete) {
       // Nothing is published on it. Decide again once the view has moved past what made it lose (a folded
       // page's revision, say), not at once: the same decision would lose the same way.
-      return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: true, revision: Math.max(promoted.revision, view.revision + 1), stats };
+      // A loss that taught the view something (a folded record read again) decides again at once.
+      const revision = promoted.healed ? promoted.revision : Math.max(promoted.revision, view.revision + 1);
+      return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: promoted.healed !== true, revision, stats };
     }
   }
   const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);

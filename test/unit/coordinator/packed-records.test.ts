@@ -1,0 +1,130 @@
+/**
+ * A packed job as the leader view holds it (leader-records.ts, split-columns.ts,
+ * packed-pages.ts; decision 0037): a split's status is its record's while it
+ * has one, else its page's (folded: completed; else queued), whatever order
+ * the listing, the watch and the leader's own fold-backs arrive in.
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaderRecords } from '../../../src/coordinator/leader/leader-records.js';
+import { initialSplitRecord } from '../../../src/protocol/claims.js';
+import { foldedKey, jobPrefix, queueKey, specKey, splitKey } from '../../../src/protocol/keys.js';
+import { FoldedBits } from '../../../src/protocol/packed.js';
+import { bumpedPlanRecord } from '../../../src/protocol/leader-txns.js';
+import { encodeRecord, fingerprintHash, type SplitRecord } from '../../../src/protocol/records.js';
+
+const prefix = jobPrefix('splitfleet', 'packed');
+const fp = fingerprintHash('fingerprint');
+const ids = ['a', 'b', 'c', 'd'];
+const weights = [10, 20, 30, 40];
+
+function records(unreadable: string[] = []): LeaderRecords {
+  const r = new LeaderRecords(prefix, fp, 'seed', (key) => unreadable.push(key));
+  r.put(`${prefix}plan`, encodeRecord('plan', { ...bumpedPlanRecord(undefined, fp, 1, 'packed'), planned: 4, buckets: 1 }), 2, undefined);
+  return r;
+}
+const page = () => encodeRecord('queue', { v: 1, fp, bucket: 0, page: 0, generation: 1, ids, weights, descriptors: ids.map(() => null) });
+const folded = (slots: number[]) => encodeRecord('folded', { v: 1, fp, bucket: 0, page: 0, bits: FoldedBits.empty().with(slots).encode() });
+const split = (id: string, patch: Partial<SplitRecord> = {}) => encodeRecord('split', { ...initialSplitRecord(id, fp), ...patch });
+const statuses = (r: LeaderRecords) => ids.map((id) => r.columns.statusOf(id));
+
+describe('a packed job in the leader view', () => {
+  it('lists a page as rows: folded splits completed, the rest queued, weights from the page', () => {
+    const r = records();
+    r.put(foldedKey(prefix, 0, 0), folded([1]), 3, undefined); // `folded` sorts before `queue`: it comes first
+    expect(r.put(queueKey(prefix, 0, 0), page(), 4, undefined)).toBe('queue');
+    expect(statuses(r)).toEqual(['runnable', 'completed', 'runnable', 'runnable']);
+    expect(r.columns.statusCounts).toEqual({ runnable: 3, completed: 1, quarantined: 0 });
+    expect(r.columns.statusWeights).toEqual({ runnable: 80, completed: 20, quarantined: 0 });
+    expect(r.columns.unrecorded(10)).toEqual([]); // nothing to reseed: a packed split without a record is its page's
+    expect(r.columns.packed!.keyed.size).toBe(0);
+  });
+
+  it('a record of its own wins while it exists; deleted by hand, the split is queued again', () => {
+    const r = records();
+    r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+    r.put(specKey(prefix, 'c'), encodeRecord('spec', { v: 1, fp, id: 'c', weight: 999, descriptor: null, generation: 1 }), 5, undefined);
+    r.put(splitKey(prefix, 'c'), split('c', { status: 'quarantined', attempts: 4, reason: 'x' }), 6, undefined);
+    expect(r.columns.statusOf('c')).toBe('quarantined');
+    expect(r.columns.weightOf('c')).toBe(30); // the page's weight; a spec is the workers' copy
+    expect(r.columns.packed!.keyed.get('c')).toBe(6);
+    r.remove(splitKey(prefix, 'c'), 7);
+    expect(r.columns.statusOf('c')).toBe('runnable');
+    expect(r.columns.packed!.keyed.has('c')).toBe(false);
+    expect(r.columns.statusCounts).toEqual({ runnable: 4, completed: 0, quarantined: 0 });
+  });
+
+  it('a fold-back is completed whether its keys\' deletion or its landing is applied first', () => {
+    for (const order of ['deletion first', 'landing first'] as const) {
+      const r = records();
+      r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+      r.put(splitKey(prefix, 'b'), split('b', { status: 'completed', epoch: 1 }), 5, undefined);
+      const bits = FoldedBits.empty().with([1]);
+      if (order === 'deletion first') {
+        r.remove(splitKey(prefix, 'b'), 8);
+        expect(r.columns.statusOf('b'), order).toBe('runnable'); // for a moment: the page's bits are older
+        r.applyFolded(0, 0, bits, 8, ['b']);
+      } else {
+        r.applyFolded(0, 0, bits, 8, ['b']);
+        expect(r.columns.statusOf('b'), order).toBe('completed'); // its record still says so
+        r.remove(splitKey(prefix, 'b'), 8);
+      }
+      expect(r.columns.statusOf('b'), order).toBe('completed');
+      // The watch's echo of the same folded record changes nothing.
+      expect(r.put(foldedKey(prefix, 0, 0), folded([1]), 8, undefined)).toBeUndefined();
+      expect(r.columns.statusCounts, order).toEqual({ runnable: 3, completed: 1, quarantined: 0 });
+    }
+  });
+
+  it('an unreadable record parks the split, which keeps its page\'s weight and place', () => {
+    const unreadable: string[] = [];
+    const r = records(unreadable);
+    r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+    const location = r.columns.locationOf('d');
+    r.put(splitKey(prefix, 'd'), '{broken', 5, undefined);
+    expect(unreadable).toEqual([splitKey(prefix, 'd')]);
+    expect(r.columns.parked.has('d')).toBe(true);
+    expect(r.columns.pool.rowOf('d')).toBe(-1);
+    expect(r.columns.weightOf('d')).toBe(40);
+    expect(r.columns.locationOf('d')).toBe(location);
+    expect(r.columns.hasSpec('d')).toBe(true);
+    r.put(splitKey(prefix, 'd'), split('d'), 6, undefined);
+    expect(r.columns.parked.has('d')).toBe(false);
+    expect(r.columns.statusOf('d')).toBe('runnable');
+    expect(r.columns.locationOf('d')).toBe(location);
+    expect(r.columns.statusWeights.runnable).toBe(100);
+  });
+
+  it('an unreadable page is reported and its splits stay unknown (the job can never read as done)', () => {
+    const unreadable: string[] = [];
+    const r = records(unreadable);
+    expect(r.put(queueKey(prefix, 0, 0), '{"v":1}', 4, undefined)).toBeUndefined();
+    expect(unreadable).toEqual([queueKey(prefix, 0, 0)]);
+    expect(r.columns.splitCount).toBe(0);
+  });
+
+  it('a page under a keys job is none of its own', () => {
+    const r = new LeaderRecords(prefix, fp, 'seed', () => undefined);
+    r.put(`${prefix}plan`, encodeRecord('plan', bumpedPlanRecord(undefined, fp, 1)), 2, undefined);
+    r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+    expect(r.columns.splitCount).toBe(0);
+    expect(r.unknownKeys).toBe(1);
+  });
+});
+
+describe('a packed job listed by a new leader', () => {
+  it('applies the folded records a listing brings before the plan (`folded` sorts before `plan`)', () => {
+    const r = new LeaderRecords(prefix, fp, 'seed', () => undefined);
+    r.put(foldedKey(prefix, 0, 0), folded([0, 3]), 3, undefined);
+    r.put(`${prefix}plan`, encodeRecord('plan', { ...bumpedPlanRecord(undefined, fp, 1, 'packed'), planned: 4, buckets: 1 }), 5, undefined);
+    r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+    expect(statuses(r)).toEqual(['completed', 'runnable', 'runnable', 'completed']);
+    expect(r.unknownKeys).toBe(0);
+  });
+
+  it('under a keys job, folded records listed before the plan are unknown keys', () => {
+    const r = new LeaderRecords(prefix, fp, 'seed', () => undefined);
+    r.put(foldedKey(prefix, 0, 0), folded([0]), 3, undefined);
+    r.put(`${prefix}plan`, encodeRecord('plan', bumpedPlanRecord(undefined, fp, 1)), 5, undefined);
+    expect(r.unknownKeys).toBe(1);
+  });
+});
