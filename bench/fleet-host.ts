@@ -49,8 +49,8 @@ export interface FleetHostConfig {
   lanes: number;
   handlerMs: number;
   commitEveryMs: number;
-  /** Coordinator knobs (leaseDurationMs, …); absent ones take the library's defaults. */
-  knobs: Record<string, number>;
+  /** Coordinator knobs (leaseDurationMs, …); absent ones take the library's defaults. `layout`: a new job's (decision 0037). */
+  knobs: Record<string, number>; layout?: 'keys' | 'packed';
   /** How many coordinators of this process may be starting at once. */
   startConcurrency: number;
   tickMs: number;
@@ -280,7 +280,7 @@ async function main(): Promise<void> {
       let started = false;
       try {
         const coordinator = await startCoordinator({
-          store, job: cfg.job, instance: m.instance, maxInFlight: cfg.lanes, ...cfg.knobs,
+          store, job: cfg.job, instance: m.instance, maxInFlight: cfg.lanes, ...cfg.knobs, ...(cfg.layout ? { layout: cfg.layout } : {}),
           // Built only if this member leads (the leader process; a host only after a failover).
           planner: () => plan(cfg.splits, cfg.seed),
           handler: handlerFor(m),

@@ -86,6 +86,8 @@ interface Options {
   leaderHeapMiB: number | undefined;
   /** A directory for the leader's CPU profile (--cpu-prof), if wanted. */
   leaderProf: string | undefined;
+  /** The job's layout (decision 0037): 'packed' for queue pages, 'keys' for two records per split. */
+  layout: 'keys' | 'packed';
 }
 
 function options(): Options {
@@ -113,6 +115,7 @@ function options(): Options {
       json: { type: 'string' },
       'leader-heap': { type: 'string', default: 'default' },
       'leader-prof': { type: 'string' },
+      layout: { type: 'string', default: 'keys' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -154,7 +157,9 @@ function options(): Options {
     json: values.json,
     leaderHeapMiB: values['leader-heap'] === 'default' ? undefined : Math.round(num('leader-heap', values['leader-heap'], 64)),
     leaderProf: values['leader-prof'],
+    layout: values.layout === 'packed' ? 'packed' : 'keys',
   };
+  if (values.layout !== 'keys' && values.layout !== 'packed') throw new Error(`--layout: keys or packed (got ${values.layout})`);
   if (o.hosts > o.members) throw new Error(`--hosts (${o.hosts}) must not exceed --members (${o.members})`);
   return o;
 }
@@ -163,7 +168,7 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
   [--baseline-duration-s 30] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
-  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR]`;
+  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed]`;
 
 // ---- child processes -----------------------------------------------------------
 
@@ -353,7 +358,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     }
     const base = {
       endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs,
-      commitEveryMs: o.commitEveryMs, knobs: o.knobs, tickMs: 1000, deadlineAt: deadline + 30_000,
+      commitEveryMs: o.commitEveryMs, knobs: o.knobs, layout: o.layout, tickMs: 1000, deadlineAt: deadline + 30_000,
     };
     const child = (role: FleetRole, name: string, instances: string[], execArgv: string[]) => {
       const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency }, execArgv);
@@ -746,7 +751,7 @@ async function main(): Promise<void> {
   ].join('\n');
   process.stdout.write(`${out}\n`);
   const summary = {
-    options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs, maxInFlight: o.lanes } },
+    options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs, maxInFlight: o.lanes, layout: o.layout } },
     machine: { cpus: cpus().length, memGiB: round(totalmem() / 2 ** 30), freeGiB: round(freemem() / 2 ** 30), node: process.version },
     wallS: round((Date.now() - started) / 1000),
     runs: results, ratios: rat ?? null,

@@ -172,6 +172,7 @@ export async function demo(o: DemoCliOptions): Promise<number> {
       process.stdout.write(`${JSON.stringify({
         planned, completed, quarantined, unreadable, lost, duplicates, cooperativeRevocations, forcedRevocations, leaderChanges, durationMs, maxImbalance,
         verdict: summary.verdict, units: summary.units, processed: summary.processed, moves: summary.moves, job: summary.job, store: summary.store,
+        layout: summary.layout,
       })}\n`);
     }
     return summary.lost > 0 || summary.verdict !== 'complete' ? 1 : 0;

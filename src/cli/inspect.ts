@@ -7,7 +7,8 @@
  * watch event (at most twice a second) until interrupted; `--serve PORT`
  * serves the same live as a web dashboard (src/inspect/serve.ts). `--split ID`
  * shows one split; `--splits` a page of them as a table (`--limit`, `--after`),
- * reading only those splits' records (src/inspect/split-read.ts).
+ * reading only those splits' records (src/inspect/split-read.ts); a packed
+ * job's queued and folded splits are read from their queue pages.
  *
  * Read-only: it never writes to the store. It never prints credentials: the
  * store options are built in connect.ts and go nowhere but the store.
@@ -53,7 +54,7 @@ export function registerInspect(program: Command): void {
     .option('--serve <port>', 'serve a live, read-only web dashboard of the job on this port (0: any free port) until Ctrl-C')
     .option('--host <address>', 'address the dashboard binds (with --serve)', '127.0.0.1')
     .option('--split <id>', 'show one split: status, owner, epoch, attempts, lease, weight, progress, last reason, age')
-    .option('--splits', 'show a page of the job\'s splits as a table, in id order (with --limit, --after)')
+    .option('--splits', 'show a page of the job\'s splits as a table, in id order (a packed job\'s: queue page order), with --limit, --after')
     .option('--limit <n>', `splits per page with --splits (1 to ${MAX_SPLIT_PAGE})`, '50')
     .option('--after <id>', 'with --splits: start after this split id (the previous page\'s last, printed as "more: --after ID")')
     .option('--color', 'colour the report even when stdout is not a terminal')

@@ -79,6 +79,8 @@ export interface DemoSummary {
   moves: number;
   job: string;
   store: 'memory' | 'etcd';
+  /** The layout the job's plan record says it has (decision 0037), as the observer read it. */
+  layout: 'keys' | 'packed';
 }
 
 export interface DemoOutput {
@@ -347,6 +349,7 @@ function demoSummary(
     moves: observer.moves,
     job,
     store: fleet.kind,
+    layout: report.plan?.layout ?? 'keys',
   };
 }
 

@@ -72,7 +72,7 @@ async function readPlan(store: Store, prefix: string): Promise<{ kv: KeyValue | 
   return { kv, revision: first.revision, packed };
 }
 
-interface Where { root: string; job: string; prefix: string; revision: number; next: string | null; now: number }
+interface Where { root: string; job: string; prefix: string; revision: number; next: string | null; now: number; layout: 'keys' | 'packed' }
 
 /** The holders' assignments, then the views of `ids` from everything read for them (`kvs`), at `where.revision`. */
 async function finish(
@@ -94,7 +94,7 @@ async function finish(
   const all = [...(plan ? [plan] : []), ...kvs, ...assigns];
   const exists = plan !== undefined || kvs.length > 0;
   const fp = detectFingerprintHash(prefix, all);
-  const base = { root: where.root, job: where.job, prefix, revision, exists, next: where.next };
+  const base = { root: where.root, job: where.job, prefix, revision, exists, layout: where.layout, next: where.next };
   if (fp === undefined) return { ...base, splits: [], problems: readProblems };
   const { views, problems } = splitViews(prefix, fp, ids, all, revision, where.now);
   return { ...base, splits: views, problems: [...readProblems, ...problems] };
@@ -117,7 +117,7 @@ export async function readSplitPage(options: SplitPageOptions): Promise<SplitPag
   const { revision } = plan;
   if (plan.packed) {
     const page = await readPackedPage(store, prefix, plan.packed, limit, options.after, revision);
-    return finish(store, { root, job, prefix, revision, next: page.next, now }, page.ids, page.kvs, plan.kv, page.problems);
+    return finish(store, { root, job, prefix, revision, next: page.next, now, layout: 'packed' }, page.ids, page.kvs, plan.kv, page.problems);
   }
   const range = kindRange(prefix, 'split');
   // One more than asked: whether a next page exists, without a second listing.
@@ -127,7 +127,7 @@ export async function readSplitPage(options: SplitPageOptions): Promise<SplitPag
   const ids = page.map((kv) => idOf(prefix, 'split', kv.key));
   const next = (kvs.length > limit || more) && ids.length > 0 ? ids[ids.length - 1]! : null;
   const around = await readAround(store, prefix, ids, revision);
-  return finish(store, { root, job, prefix, revision, next, now }, ids, [...page, ...around], plan.kv);
+  return finish(store, { root, job, prefix, revision, next, now, layout: 'keys' }, ids, [...page, ...around], plan.kv);
 }
 
 /**
@@ -148,7 +148,8 @@ export async function readSplit(
     const found = await findPagedSplit(store, prefix, plan.packed, id, revision, problems);
     if (found) kvs.push(found.page, ...(found.folded ? [found.folded] : []));
   }
-  const page = await finish(store, { root, job, prefix, revision, next: null, now: options.now ?? Date.now() }, [id], kvs, plan.kv, problems);
+  const where = { root, job, prefix, revision, next: null, now: options.now ?? Date.now(), layout: plan.packed ? 'packed' as const : 'keys' as const };
+  const page = await finish(store, where, [id], kvs, plan.kv, problems);
   // A job whose plan exists but has no record of this split: `exists` from the plan alone.
   return { page, split: page.splits[0] ?? null };
 }

@@ -68,6 +68,8 @@ export interface SplitPage {
   revision: number;
   /** Anything of the job is stored (a plan or a split record). */
   exists: boolean;
+  /** The job's layout (decision 0037): a `keys` job's pages are in id order, a packed job's in queue page order. */
+  layout: 'keys' | 'packed';
   splits: SplitView[];
   /** Pass as `--after` for the next page; null on the last page. */
   next: string | null;
@@ -174,7 +176,8 @@ export function renderSplitTable(page: SplitPage, options: { progressWidth?: num
       descriptorText(v, options.descriptorWidth ?? 32),
     ]);
   }
-  const out = [`splits of job ${printable(page.job)} under ${printable(page.root)}/ (revision ${page.revision})`, ''];
+  const order = page.layout === 'packed' ? '; a packed job: in queue page order' : '';
+  const out = [`splits of job ${printable(page.job)} under ${printable(page.root)}/ (revision ${page.revision}${order})`, ''];
   if (page.splits.length === 0) out.push('  no splits on this page');
   else out.push(...alignColumns(rows, new Set([3, 4, 5, 7])).map((l) => `  ${l}`));
   if (page.next !== null) out.push('', `more: --after ${printable(page.next)}`);
