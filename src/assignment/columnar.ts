@@ -14,6 +14,7 @@ import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './val
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
+import type { SliceSource } from './decision-slice.js';
 import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
@@ -49,6 +50,9 @@ export class ColumnarPool {
   private flags: Uint8Array = new Uint8Array(16);
   private status = new Uint8Array(16);
   private reserved = new Set<string>();
+  /** Rows with an owner hint (lease, previous or record owner) and the claimable rows' count: what a slice reads (decision-slice.ts). */
+  private readonly hinted = new Set<number>();
+  private claimableRows = 0;
   private readonly handles = new OwnerHandles();
   private members: { id: string; cap?: number }[] = [];
   private table: MemberTable | null = null;
@@ -107,6 +111,7 @@ export class ColumnarPool {
       this.ids.add(r, id);
       hashInto(this.state, id, this.key, 2 * r);
       this.lease[r] = this.prev[r] = this.rec[r] = -1;
+      this.hinted.delete(r);
       this.weight[r] = weight;
       this.cache.drop();
     } else if ((this.weight[r] === 0 ? 1 : this.weight[r]) !== (weight === 0 ? 1 : weight)) {
@@ -123,6 +128,8 @@ export class ColumnarPool {
     const r = this.rowOf(id);
     if (r < 0) return false;
     this.ids.remove(r);
+    if ((this.flags[r]! & L.FLAG_POOL) !== 0) this.claimableRows--;
+    this.hinted.delete(r);
     this.flags[r] = 0;
     this.cache.set('flags', r, 0);
     this.freeRows.push(r);
@@ -310,6 +317,14 @@ export class ColumnarPool {
     return p;
   }
 
+  /** @internal (decision-slice.ts) What a decision's slice reads: the cached order, the columns, the sparse hints, the claimable count. */
+  sliceSource(): SliceSource {
+    return {
+      seed: this.seed, defaultCap: this.options.defaultCap, members: this.members, cache: this.cache, flags: this.flags, weight: this.weight,
+      lease: this.lease, prev: this.prev, rec: this.rec, handleIds: this.handles.ids, hinted: this.hinted, claimable: this.claimableRows,
+    };
+  }
+
   /** @internal (pool.ts, thread.ts) The cached sorted order of the live rows, if any. */
   cachedOrder(): Uint32Array | null {
     return this.cache.order;
@@ -376,6 +391,8 @@ export class ColumnarPool {
     const h = this.handle(member);
     this[which][r] = h;
     this.cache.set(which, r, h);
+    if (h >= 0 || this.lease[r]! >= 0 || this.prev[r]! >= 0 || this.rec[r]! >= 0) this.hinted.add(r);
+    else this.hinted.delete(r);
     return true;
   }
 
@@ -392,6 +409,7 @@ export class ColumnarPool {
 
   private refreshFlag(r: number, id: string): void {
     const claimable = this.status[r] === 0 && !this.reserved.has(id);
+    if (((this.flags[r]! & L.FLAG_POOL) !== 0) !== claimable) this.claimableRows += claimable ? 1 : -1;
     this.flags[r] = L.FLAG_LIVE | (claimable ? L.FLAG_POOL : 0);
     this.cache.set('flags', r, this.flags[r]!);
   }

@@ -104,4 +104,34 @@ describe('a packed job on MemoryStore', () => {
     expect(verdict).toBe('complete');
     await store.close();
   }, 30_000);
+
+  test('an open plan appends pages to its buckets; every split runs once it is planned', async () => {
+    const store = new MemoryStore();
+    const all = Array.from({ length: 200 }, (_, i) => `o-${String(i).padStart(3, '0')}`);
+    let runs = 0;
+    // First the first half, open; then the whole plan (the first half again, as a full re-plan returns it), final.
+    const planner = () => {
+      runs++;
+      return runs === 1
+        ? { final: false, splits: all.slice(0, 100).map((id) => ({ id, weight: 5 })) }
+        : { final: true, splits: all.map((id) => ({ id, weight: 5 })) };
+    };
+    const completed = new Set<string>();
+    const handler = async (split: SplitHandle) => {
+      completed.add(split.id);
+      await split.complete(null);
+    };
+    const fleet: Coordinator[] = [];
+    for (let i = 0; i < 2; i++) {
+      fleet.push(await startCoordinator({ store, job: 'open', instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs: 200 }));
+    }
+    expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
+    expect([...completed].sort()).toEqual(all);
+    const prefix = jobPrefix('splitfleet', 'open');
+    const listed = await store.list(prefix, { limit: 10_000 });
+    const pages = listed.kvs.map((kv) => parseKey(prefix, kv.key)).filter((k) => k.kind === 'queue');
+    // One bucket (100 splits), so the second plan's new splits are that bucket's second page.
+    expect(pages).toEqual([{ kind: 'queue', bucket: 0, page: 0 }, { kind: 'queue', bucket: 0, page: 1 }]);
+    await store.close();
+  });
 });

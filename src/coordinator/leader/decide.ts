@@ -2,12 +2,15 @@
  * The leader's default engine: the WASM engine on the leader view's columns,
  * on this thread below OFF_THREAD_SPLITS splits and on an `AssignmentPool`
  * thread above (docs/decisions/0006-when-decisions-leave-the-thread.md). The
- * pool thread is started on first need and ended with the coordinator.
+ * pool thread is started on first need and ended with the coordinator. A
+ * large pool with a cached order is decided on its slice (decision-slice.ts),
+ * the rows the decision can touch, which gives the same decision.
  * It decides only what the engine decides; nothing here touches the store.
  */
 import type { ColumnarPool } from '../../assignment/codec.js';
 import { AssignmentPool } from '../../assignment/pool.js';
 import { columnarAssignment } from '../../assignment/wasm.js';
+import { decisionSlice, sliceRows } from '../../assignment/decision-slice.js';
 import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
 
 /**
@@ -27,6 +30,15 @@ export class DefaultEngine {
    * As the rows it assigns: what publishing needs, and a reply the size of the lanes, not of the queue.
    */
   async decide(pool: ColumnarPool): Promise<AssignedRows> {
+    if (pool.size >= OFF_THREAD_SPLITS) {
+      // The rows a decision can touch (decision-slice.ts): the fleet's lanes and the owned splits, not
+      // the queue; decided here, in a millisecond or two, with no thread round trip.
+      const slice = decisionSlice(pool);
+      if (slice !== null) {
+        const d = columnarAssignment(slice.pool);
+        return { members: d.members, ...sliceRows(slice, d) };
+      }
+    }
     if (pool.size < OFF_THREAD_SPLITS) {
       const d = columnarAssignment(pool);
       return { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats };

@@ -38,6 +38,8 @@ import type { FoldedBits } from '../../protocol/packed.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
+/** A packed job's queue pages per read of a listing (each holds up to 1,024 splits). */
+const QUEUE_PAGES_PER_READ = 4;
 
 /** What one batch of events changed, as far as a decision is concerned. */
 export interface LeaderViewChange {
@@ -173,6 +175,14 @@ export class LeaderView {
    * `queue.*` (a packed job's pages: immutable, listed once, and seeding
    * applies its own) and `publish` (the leader's own fence) between them.
    */
+  private get listRanges(): (KeyRange & { limit?: number })[] {
+    const [first, second] = this.ranges;
+    const queue = kindPrefix(this.prefix, 'queue');
+    const pastQueue = `${queue.slice(0, -1)}/`;
+    // Pages are large (up to a request's size each): a few per read, so one read never holds the loop.
+    return [first!, { rangeStart: second!.rangeStart, rangeEnd: queue }, { rangeStart: queue, rangeEnd: pastQueue, limit: QUEUE_PAGES_PER_READ }, { rangeStart: pastQueue, rangeEnd: second!.rangeEnd }];
+  }
+
   private get watchRanges(): KeyRange[] {
     const [first, second] = this.ranges;
     return [first!, { rangeStart: `${kindPrefix(this.prefix, 'queue').slice(0, -1)}/`, rangeEnd: second!.rangeEnd }];
@@ -218,7 +228,7 @@ export class LeaderView {
 
   /** Lists the job page by page at one revision, yielding between pages, then follows it. */
   async start(): Promise<void> {
-    const revision = await this.list(this.ranges, undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
+    const revision = await this.list(this.listRanges, undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
     if (this.failed || this.closed) return;
     this.records.floor = revision;
     this.otherRevision = Math.max(this.otherRevision, revision);
@@ -294,13 +304,13 @@ export class LeaderView {
   // ---- listing and following --------------------------------------------------
 
   /** Lists `ranges` page by page, all at one revision; returns it. */
-  private async list(ranges: KeyRange[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
+  private async list(ranges: (KeyRange & { limit?: number })[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
     let revision = at;
-    for (const range of ranges) {
+    for (const { limit, ...range } of ranges) {
       let startAfter: string | undefined;
       for (;;) {
         const page = await this.store.list(this.prefix, {
-          limit: PAGE_SIZE, ...range, ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
+          limit: limit ?? PAGE_SIZE, ...range, ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
         });
         if (this.failed || this.closed) return revision ?? page.revision;
         revision ??= page.revision;

@@ -1,0 +1,105 @@
+/**
+ * A decision's slice (issue 30, item 3): the rows of a large pool that a
+ * decision can touch, as a pool of their own, so that a decision costs the
+ * fleet's lanes and the owned splits, not the queue.
+ *
+ * Why the slice decides exactly as the whole pool does (passes.ts,
+ * reference.ts): pass 1 (sticky) reads only rows with an owner hint; pass 2
+ * (fill) takes the claimable rows left unowned, in order, while some member
+ * has a free lane, so it takes at most the members' total capacity K of
+ * them; pass 3 (improve) moves only assigned rows. A slice holding every
+ * claimable hinted row and the first K claimable unhinted rows in the
+ * cached order therefore meets every row the whole pool's passes would read,
+ * in the same relative order (the slice's pool sorts by the same key). What
+ * the passes read of the rest is two figures: the claimable count n, which
+ * sets the weight units' shift (units.ts) and the queued count; so a slice
+ * whose shift would differ is not taken, and `queued` is restated from n.
+ *
+ * Pure: no I/O. Differential tests hold a slice's decision to the whole
+ * pool's, row for row.
+ */
+import { ColumnarPool } from './columnar.js';
+import type { SortedOrder } from './sorted-order.js';
+import { LAYOUT as L } from './layout.js';
+import { DEFAULT_CAP } from './types.js';
+import { effectiveWeight, weightShift } from './units.js';
+import type { ColumnarDecision } from './wire.js';
+
+/** What a decision slice reads of a pool (`ColumnarPool.sliceSource`). */
+export interface SliceSource {
+  seed: string; defaultCap: number | undefined; members: readonly { id: string; cap?: number }[];
+  /** The cached order, the columns laid out in it, and its `head` (no claimable row before it). */
+  cache: SortedOrder;
+  flags: Uint8Array; weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array;
+  handleIds: readonly string[];
+  /** Rows with an owner hint (lease, previous or record owner): sparse. */
+  hinted: ReadonlySet<number>;
+  /** Claimable rows of the pool, kept as flags change. */
+  claimable: number;
+}
+
+/** A pool's slice: its own pool, and the whole pool's row of each of its rows. */
+export interface DecisionSlice {
+  readonly pool: ColumnarPool;
+  /** `rows[r]`: the whole pool's row of the slice's row r. */
+  readonly rows: Int32Array;
+  /** Claimable rows of the whole pool. */
+  readonly claimable: number;
+}
+
+/**
+ * The slice of `pool` a decision needs, or null when there is none to take:
+ * no cached order (the pool changed shape since its last sort), or a slice
+ * whose weight units would differ from the whole pool's.
+ */
+export function decisionSlice(pool: ColumnarPool): DecisionSlice | null {
+  const s = pool.sliceSource();
+  const { order, sorted } = s.cache;
+  if (order === null || sorted === null) return null;
+  let lanes = 0;
+  for (const m of s.members) lanes += m.cap ?? s.defaultCap ?? DEFAULT_CAP;
+  const picked: number[] = [];
+  for (const r of s.hinted) if ((s.flags[r]! & L.FLAG_POOL) !== 0) picked.push(r);
+  let heaviest = 0;
+  // From the order's head on, in its own flags column (sequential reads); a completed prefix is skipped once.
+  for (let k = s.cache.head, head = 0; k < order.length && head < lanes; k++) {
+    if ((sorted.flags[k]! & L.FLAG_POOL) === 0) continue;
+    const r = order[k]!;
+    if (heaviest === 0) {
+      heaviest = effectiveWeight(s.weight[r]!);
+      s.cache.head = k;
+    }
+    if (s.hinted.has(r)) continue;
+    picked.push(r);
+    head++;
+  }
+  if (weightShift(picked.length, heaviest) !== weightShift(s.claimable, heaviest)) return null;
+  const slice = new ColumnarPool(s.seed, s.defaultCap === undefined ? {} : { defaultCap: s.defaultCap });
+  const rows = new Int32Array(picked.length);
+  const owner = (h: number): string | null => (h < 0 ? null : s.handleIds[h]!);
+  for (const r of picked) {
+    const id = pool.idAt(r)!;
+    slice.upsertSplit(id, s.weight[r]!, 'runnable');
+    rows[slice.rowOf(id)] = r;
+    if (s.lease[r]! >= 0) slice.setLeaseOwner(id, owner(s.lease[r]!));
+    if (s.prev[r]! >= 0) slice.setPrevious(id, owner(s.prev[r]!));
+    if (s.rec[r]! >= 0) slice.setRecordOwner(id, owner(s.rec[r]!));
+  }
+  slice.setMembers(s.members);
+  return { pool: slice, rows, claimable: s.claimable };
+}
+
+/** The slice's decision as the whole pool's assigned rows (ascending, as AssignedRows are), their member indices, and stats. */
+export function sliceRows(slice: DecisionSlice, d: ColumnarDecision): { rows: Int32Array; assignees: Int32Array; stats: ColumnarDecision['stats'] } {
+  const mine: number[] = [];
+  for (let r = 0; r < d.assignee.length; r++) if (d.assignee[r]! >= 0) mine.push(r);
+  mine.sort((a, b) => slice.rows[a]! - slice.rows[b]!);
+  const rows = new Int32Array(mine.length);
+  const assignees = new Int32Array(mine.length);
+  mine.forEach((r, k) => {
+    rows[k] = slice.rows[r]!;
+    assignees[k] = d.assignee[r]!;
+  });
+  // The rows the slice left out are claimable and unassigned: queued.
+  return { rows, assignees, stats: { ...d.stats, queued: slice.claimable - d.stats.assigned } };
+}

@@ -1,0 +1,109 @@
+/**
+ * A decision's slice (decision-slice.ts) decides exactly as the whole pool:
+ * over any sequence of pool changes (splits added, reweighted, completed,
+ * removed; lease, record and previous owners, members of the fleet or not;
+ * reserved sets; members and caps), whenever the pool has a cached order,
+ * the slice's assigned rows, members and stats equal the whole pool's
+ * decision, row for row. Also: the claimable count and the hinted rows are
+ * kept right, and a slice whose weight units would differ is not taken.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { ColumnarPool } from '../../../src/assignment/codec.js';
+import { decisionSlice, sliceRows } from '../../../src/assignment/decision-slice.js';
+import { columnarAssignment } from '../../../src/assignment/wasm.js';
+import { assignedRowsOf } from '../../../src/assignment/wire.js';
+
+type Op =
+  | { kind: 'upsert'; split: number; weight: number; status: 'runnable' | 'completed' | 'quarantined' }
+  | { kind: 'remove'; split: number }
+  | { kind: 'lease' | 'record' | 'previous'; split: number; member: number | null }
+  | { kind: 'reserve'; splits: number[] }
+  | { kind: 'members'; count: number; cap: number | undefined }
+  | { kind: 'decide' };
+
+const SPLITS = 60;
+const split = fc.nat(SPLITS - 1);
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  // Mostly a status change at the split's own weight (the cached order stays); now and then a new weight.
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('upsert' as const), split, weight: fc.oneof({ weight: 12, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.nat(6) }, { weight: 1, arbitrary: fc.constant(2 ** 51) }), status: fc.constantFrom('runnable' as const, 'runnable' as const, 'completed' as const, 'quarantined' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('remove' as const), split }) },
+  // Member 6 is never a live member: a hint that names a departed instance.
+  { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('lease' as const, 'record' as const, 'previous' as const), split, member: fc.option(fc.nat(6), { nil: null }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('reserve' as const), splits: fc.array(split, { maxLength: 6 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('members' as const), count: fc.integer({ min: 1, max: 5 }), cap: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }) }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'decide' as const }) },
+);
+
+function apply(pool: ColumnarPool, op: Op): void {
+  const id = (i: number) => `split-${i}`;
+  const member = (j: number | null) => (j === null ? null : `m${j}`);
+  switch (op.kind) {
+    case 'upsert': return pool.upsertSplit(id(op.split), op.weight < 0 ? pool.weightAt(pool.rowOf(id(op.split))) ?? op.split % 7 : op.weight, op.status);
+    case 'remove': return void pool.removeSplit(id(op.split));
+    case 'lease': return void pool.setLeaseOwner(id(op.split), member(op.member));
+    case 'record': return void pool.setRecordOwner(id(op.split), member(op.member));
+    case 'previous': return void pool.setPrevious(id(op.split), member(op.member));
+    case 'reserve': return pool.setReserved(op.splits.map(id));
+    case 'members': return pool.setMembers(Array.from({ length: op.count }, (_, j) => (op.cap === undefined || j % 2 ? { id: `m${j}` } : { id: `m${j}`, cap: op.cap })));
+    case 'decide': return void columnarAssignment(pool);
+  }
+}
+
+/** The whole pool's claimable rows, counted from scratch. */
+function claimableCount(pool: ColumnarPool): number {
+  const input = pool.toInput();
+  const reserved = new Set(input.reserved);
+  return input.splits.filter((s) => s.status === 'runnable' && !reserved.has(s.id)).length;
+}
+
+/** Decisions compared over every run: the property must not pass by never finding a slice. */
+let comparedTotal = 0;
+
+describe('a decision slice', () => {
+  test.prop([fc.array(opArb, { minLength: 30, maxLength: 150 }), fc.integer({ min: 1, max: 3 })])('a_slice_decides_as_the_whole_pool', (ops, defaultCap) => {
+    const pool = new ColumnarPool('slice-seed', { defaultCap });
+    pool.setMembers([{ id: 'm0' }, { id: 'm1', cap: 2 }]);
+    for (let i = 0; i < SPLITS; i++) pool.upsertSplit(`split-${i}`, i % 7);
+    let compared = 0;
+    for (const op of ops) {
+      apply(pool, op);
+      expect(pool.sliceSource().claimable).toBe(claimableCount(pool));
+      const slice = decisionSlice(pool);
+      if (slice === null) continue;
+      // Sliced first: a whole decision caches the order again, and the slice must not lean on that.
+      const got = sliceRows(slice, columnarAssignment(slice.pool));
+      const whole = columnarAssignment(pool);
+      const want = assignedRowsOf(whole.assignee);
+      const byRow = (rows: Int32Array, assignees: Int32Array) => [...rows].map((r, k) => [r, assignees[k]!] as const).sort((a, b) => a[0] - b[0]);
+      expect(byRow(got.rows, got.assignees)).toEqual(byRow(want.rows, want.assignees));
+      expect([...got.rows]).toEqual([...want.rows]); // ascending, as AssignedRows are
+      expect(got.stats).toEqual({ ...whole.stats, computeMs: got.stats.computeMs });
+      expect(columnarAssignment(slice.pool).members).toEqual(whole.members);
+      compared++;
+    }
+    comparedTotal += compared;
+  });
+
+  it('compared many decisions above (a slice was there to take)', () => {
+    expect(comparedTotal).toBeGreaterThan(1000);
+  });
+
+  it('is not taken without a cached order, nor when its weight units would differ from the whole pool\'s', () => {
+    const pool = new ColumnarPool('slice-seed', { defaultCap: 1 });
+    pool.setMembers([{ id: 'm0' }]);
+    for (let i = 0; i < 10; i++) pool.upsertSplit(`s${i}`, 2 ** 50);
+    expect(decisionSlice(pool)).toBeNull(); // never sorted
+    columnarAssignment(pool);
+    // 10 × 2^50 > 2^53: the whole pool balances in units of 2; the slice's 1 row would not.
+    expect(decisionSlice(pool)).toBeNull();
+    const small = new ColumnarPool('slice-seed', { defaultCap: 1 });
+    small.setMembers([{ id: 'm0' }]);
+    for (let i = 0; i < 10; i++) small.upsertSplit(`s${i}`, i + 1);
+    columnarAssignment(small);
+    const slice = decisionSlice(small)!;
+    expect(slice.pool.size).toBe(1); // one lane: the heaviest claimable split alone
+    expect(slice.claimable).toBe(10);
+    expect(sliceRows(slice, columnarAssignment(slice.pool)).stats.queued).toBe(9);
+  });
+});
