@@ -58,6 +58,12 @@ export const H_BY_RANK: i32 = 29;
  * caller writes them so, or `permuteByOrder` rewrites them so.
  */
 export const H_PERMUTED: i32 = 30;
+/**
+ * The claimable count the weight units' shift is computed for, when above
+ * the pool's own (0 otherwise): a decision slice's pool carries its whole
+ * pool's, so both balance in the same units (decision 0045). Cleared by reserve.
+ */
+export const H_UNITS_N: i32 = 31;
 export const H_WORDS: i32 = 32;
 
 // f64 words, after the u32 words.

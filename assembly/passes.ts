@@ -14,7 +14,7 @@ import { bindHeapKeys, DONORS, fillBegin, fillEnd, fillRemoveTop, fillTop, fillU
 import {
   F_ASSIGNED_TOTAL, F_HEAVIEST, FLAG_POOL, H_ASSIGNED, H_ASSIGNEE, H_BACKSTOP_HIT, H_CAP, H_FLAGS,
   H_HANDLE_MAP, H_LEASE, H_LOAD, H_MEMBERS, H_MOVES, H_ORDER, H_ORDER_LEN, H_POOL, H_PREVIOUS,
-  H_PERMUTED, H_QUEUED, H_RECORD, H_ROWS, H_SHIFT, H_WEIGHT, STATUS_NO_MEMORY, STATUS_OK,
+  H_PERMUTED, H_QUEUED, H_RECORD, H_ROWS, H_SHIFT, H_UNITS_N, H_WEIGHT, STATUS_NO_MEMORY, STATUS_OK,
 } from './layout';
 import { commit, ensure, scratchReset, scratchTop, setFloat, setWord, take, word } from './memory';
 import { effective, packRows } from './sort';
@@ -223,11 +223,12 @@ export function decide(): i32 {
     n++;
   }
 
-  // Balancing units (units.ts weightShift / scaleWeight).
+  // Balancing units (units.ts weightShift / scaleWeight), for the whole pool's count when this is its slice.
   const maxWeight = n > 0 ? f64At(wEff, 0) : 1;
+  const unitsN: i32 = <i32>word(H_UNITS_N) > n ? <i32>word(H_UNITS_N) : n;
   let shift = 0;
   let scale: f64 = 1;
-  while (<f64>n * Math.ceil(maxWeight / scale) > TWO_53) {
+  while (<f64>unitsN * Math.ceil(maxWeight / scale) > TWO_53) {
     shift++;
     scale *= 2;
   }

@@ -53,6 +53,8 @@ export class ColumnarPool {
   /** Rows with an owner hint (lease, previous or record owner) and the claimable rows' count: what a slice reads (decision-slice.ts). */
   private readonly hinted = new Set<number>();
   private claimableRows = 0;
+  /** @internal (decision-slice.ts) A slice's whole-pool claimable count, for the engine's weight units (0: this pool's own). */
+  unitsCount = 0;
   private readonly handles = new OwnerHandles();
   private members: { id: string; cap?: number }[] = [];
   private table: MemberTable | null = null;
@@ -209,6 +211,7 @@ export class ColumnarPool {
     const v = mem.reserve(R, m, H, withIds ? this.ids.unitCount : 0);
     const cap = v.i32(L.H_CAP, m);
     for (let j = 0; j < m; j++) cap[j] = Math.min(table.caps[j]!, I32_MAX);
+    if (this.unitsCount > 0) v.setWord(L.H_UNITS_N, this.unitsCount);
     const map = v.i32(L.H_HANDLE_MAP, H);
     for (let h = 0; h < H; h++) map[h] = table.index.get(this.handles.ids[h]!) ?? -1;
     const { order, sorted } = this.cache;

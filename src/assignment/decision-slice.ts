@@ -11,9 +11,10 @@
  * claimable hinted row and the first K claimable unhinted rows in the
  * cached order therefore meets every row the whole pool's passes would read,
  * in the same relative order (the slice's pool sorts by the same key). What
- * the passes read of the rest is two figures: the claimable count n, which
- * sets the weight units' shift (units.ts) and the queued count; so a slice
- * whose shift would differ is not taken, and `queued` is restated from n.
+ * the passes read of the rest is one figure: the claimable count n, which
+ * sets the weight units' shift (units.ts) and the queued count; the slice's
+ * pool carries n for the engine's units (H_UNITS_N), and `queued` is
+ * restated from it.
  *
  * Pure: no I/O. Differential tests hold a slice's decision to the whole
  * pool's, row for row.
@@ -22,7 +23,6 @@ import { ColumnarPool } from './columnar.js';
 import type { SortedOrder } from './sorted-order.js';
 import { LAYOUT as L } from './layout.js';
 import { DEFAULT_CAP } from './types.js';
-import { effectiveWeight, weightShift } from './units.js';
 import type { ColumnarDecision } from './wire.js';
 
 /** What a decision slice reads of a pool (`ColumnarPool.sliceSource`). */
@@ -49,8 +49,7 @@ export interface DecisionSlice {
 
 /**
  * The slice of `pool` a decision needs, or null when there is none to take:
- * no cached order (the pool changed shape since its last sort), or a slice
- * whose weight units would differ from the whole pool's.
+ * no cached order (the pool changed shape since its last sort).
  */
 export function decisionSlice(pool: ColumnarPool): DecisionSlice | null {
   const s = pool.sliceSource();
@@ -60,21 +59,22 @@ export function decisionSlice(pool: ColumnarPool): DecisionSlice | null {
   for (const m of s.members) lanes += m.cap ?? s.defaultCap ?? DEFAULT_CAP;
   const picked: number[] = [];
   for (const r of s.hinted) if ((s.flags[r]! & L.FLAG_POOL) !== 0) picked.push(r);
-  let heaviest = 0;
+  let first = true;
   // From the order's head on, in its own flags column (sequential reads); a completed prefix is skipped once.
   for (let k = s.cache.head, head = 0; k < order.length && head < lanes; k++) {
     if ((sorted.flags[k]! & L.FLAG_POOL) === 0) continue;
     const r = order[k]!;
-    if (heaviest === 0) {
-      heaviest = effectiveWeight(s.weight[r]!);
+    if (first) {
+      first = false;
       s.cache.head = k;
     }
     if (s.hinted.has(r)) continue;
     picked.push(r);
     head++;
   }
-  if (weightShift(picked.length, heaviest) !== weightShift(s.claimable, heaviest)) return null;
   const slice = new ColumnarPool(s.seed, s.defaultCap === undefined ? {} : { defaultCap: s.defaultCap });
+  // The weight units follow the claimable count (units.ts): the whole pool's, not the slice's.
+  slice.unitsCount = s.claimable;
   const rows = new Int32Array(picked.length);
   const owner = (h: number): string | null => (h < 0 ? null : s.handleIds[h]!);
   for (const r of picked) {

@@ -89,21 +89,19 @@ describe('a decision slice', () => {
     expect(comparedTotal).toBeGreaterThan(1000);
   });
 
-  it('is not taken without a cached order, nor when its weight units would differ from the whole pool\'s', () => {
-    const pool = new ColumnarPool('slice-seed', { defaultCap: 1 });
-    pool.setMembers([{ id: 'm0' }]);
-    for (let i = 0; i < 10; i++) pool.upsertSplit(`s${i}`, 2 ** 50);
+  it('is not taken without a cached order; taken, it balances in the whole pool\'s weight units', () => {
+    const pool = new ColumnarPool('slice-seed', { defaultCap: 2 });
+    pool.setMembers([{ id: 'm0' }, { id: 'm1' }]);
+    // 10 × ~2^50 > 2^53: the whole pool balances in units of 2^k, k > 0; a slice of 4 rows alone would not.
+    for (let i = 0; i < 10; i++) pool.upsertSplit(`s${i}`, 2 ** 50 + 3 * i + 1);
     expect(decisionSlice(pool)).toBeNull(); // never sorted
-    columnarAssignment(pool);
-    // 10 × 2^50 > 2^53: the whole pool balances in units of 2; the slice's 1 row would not.
-    expect(decisionSlice(pool)).toBeNull();
-    const small = new ColumnarPool('slice-seed', { defaultCap: 1 });
-    small.setMembers([{ id: 'm0' }]);
-    for (let i = 0; i < 10; i++) small.upsertSplit(`s${i}`, i + 1);
-    columnarAssignment(small);
-    const slice = decisionSlice(small)!;
-    expect(slice.pool.size).toBe(1); // one lane: the heaviest claimable split alone
+    const whole = columnarAssignment(pool);
+    const slice = decisionSlice(pool)!;
+    expect(slice.pool.size).toBe(4); // four lanes: the four heaviest
     expect(slice.claimable).toBe(10);
-    expect(sliceRows(slice, columnarAssignment(slice.pool)).stats.queued).toBe(9);
+    const got = sliceRows(slice, columnarAssignment(slice.pool));
+    expect([...got.rows]).toEqual([...assignedRowsOf(whole.assignee).rows]);
+    expect(got.stats).toEqual({ ...whole.stats, computeMs: got.stats.computeMs });
+    expect(got.stats.queued).toBe(6);
   });
 });
