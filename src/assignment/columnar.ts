@@ -14,10 +14,17 @@ import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './val
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
-import type { SliceSource } from './decision-slice.js';
+import type { SliceSource } from './slice-source.js';
 import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
+
+/** A copy of `a` in an array of `n` elements. */
+function grow<T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(a: T, n: number): T {
+  const b = new (a.constructor as new (n: number) => T)(n);
+  b.set(a);
+  return b;
+}
 export type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 /** What `ColumnarPool.write` leaves behind for the engine call. */
@@ -273,19 +280,8 @@ export class ColumnarPool {
     }
     // The row columns go into the set's buffers: they no longer hold a copy of the cached order.
     if (into !== null) into.mirror = null;
-    let idUnits: Uint16Array<ArrayBuffer> | null = null;
-    let idOff: Uint32Array<ArrayBuffer> | null = null;
-    if (withIds) {
-      // The arena's units, row by row: one buffer to move, no string per id (decision 0043).
-      idOff = new Uint32Array(R + 1);
-      idUnits = new Uint16Array(this.ids.unitCount);
-      let at = 0;
-      for (let r = 0; r < R; r++) {
-        idOff[r] = at;
-        at += this.ids.copyUnits(r, idUnits, at);
-      }
-      idOff[R] = at;
-    }
+    // The arena's units, row by row: one buffer to move, no string per id (decision 0043).
+    const { idUnits, idOff } = withIds ? this.ids.rowUnits(R) : { idUnits: null, idOff: null };
     return {
       ...base, order: null, weight: copy('weight', this.weight.subarray(0, R)), lease: copy('lease', this.lease.subarray(0, R)),
       prev: copy('prev', this.prev.subarray(0, R)), rec: copy('rec', this.rec.subarray(0, R)), flags: copy('flags', this.flags.subarray(0, R)),
@@ -374,11 +370,6 @@ export class ColumnarPool {
   }
 
   private growTo(size: number): void {
-    const grow = <T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(a: T, n: number): T => {
-      const b = new (a.constructor as new (n: number) => T)(n);
-      b.set(a);
-      return b;
-    };
     this.weight = grow(this.weight, size);
     this.key = grow(this.key, 2 * size);
     this.lease = grow(this.lease, size);

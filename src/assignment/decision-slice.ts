@@ -20,23 +20,10 @@
  * pool's, row for row.
  */
 import { ColumnarPool } from './columnar.js';
-import type { SortedOrder } from './sorted-order.js';
+import type { SliceSource } from './slice-source.js';
 import { LAYOUT as L } from './layout.js';
 import { DEFAULT_CAP } from './types.js';
 import type { ColumnarDecision } from './wire.js';
-
-/** What a decision slice reads of a pool (`ColumnarPool.sliceSource`). */
-export interface SliceSource {
-  seed: string; defaultCap: number | undefined; members: readonly { id: string; cap?: number }[];
-  /** The cached order, the columns laid out in it, and its `head` (no claimable row before it). */
-  cache: SortedOrder;
-  flags: Uint8Array; weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array;
-  handleIds: readonly string[];
-  /** Rows with an owner hint (lease, previous or record owner): sparse. */
-  hinted: ReadonlySet<number>;
-  /** Claimable rows of the pool, kept as flags change. */
-  claimable: number;
-}
 
 /** A pool's slice: its own pool, and the whole pool's row of each of its rows. */
 export interface DecisionSlice {

@@ -259,6 +259,19 @@ export class IdArena {
     this.indexed = true;
     for (let r = 0; r < this.rows; r++) if (this.len[r]! > 0) this.insert(r, this.hash[r]!);
   }
+
+  /** The units of rows [0, rows), row by row, and each row's offset into them (rows + 1 offsets): one buffer to move, no string per id. */
+  rowUnits(rows: number): { idUnits: Uint16Array<ArrayBuffer>; idOff: Uint32Array<ArrayBuffer> } {
+    const idOff = new Uint32Array(rows + 1);
+    const idUnits = new Uint16Array(this.unitCount);
+    let at = 0;
+    for (let r = 0; r < rows; r++) {
+      idOff[r] = at;
+      at += this.copyUnits(r, idUnits, at);
+    }
+    idOff[rows] = at;
+    return { idUnits, idOff };
+  }
 }
 
 function grow<T extends Uint32Array>(a: T, n: number): T {

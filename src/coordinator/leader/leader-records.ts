@@ -19,10 +19,9 @@
  */
 import { SplitfleetError, storeFailure } from '../../errors.js';
 import { parseKey, type KeyKind } from '../../protocol/keys.js';
-import { FoldedBits } from '../../protocol/packed.js';
-import { PackedPages } from './packed-pages.js';
+import { PackedView } from './packed-view.js';
 import {
-  decodeRecord, SCHEMA_VERSION, type FoldedRecord, type QueueRecord, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
+  decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
 } from '../../protocol/records.js';
 import type { KeyValue } from '../../store/store.js';
 import { OwnWrites } from './own-writes.js';
@@ -68,8 +67,8 @@ export class LeaderRecords {
   /** The leader's own seeding writes whose echo has not arrived: applied from what was written (own-writes.ts). */
   readonly own = new OwnWrites();
   unknownKeys = 0;
-  /** Folded records listed before the plan record (which sorts after them). */
-  private readonly earlyFolded: [key: string, value: string, modRevision: number][] = [];
+  /** A packed job's pages and folded records (packed-view.ts). */
+  readonly pages: PackedView;
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
   floor = 0;
 
@@ -80,6 +79,7 @@ export class LeaderRecords {
     private readonly onUnreadable: (key: string, error: SplitfleetError) => void,
   ) {
     this.columns = new SplitColumns(seed, this.owners, this.leases);
+    this.pages = new PackedView(fp, this.columns, () => this.plan !== undefined, onUnreadable, () => this.unknownKeys++);
   }
 
   /**
@@ -159,7 +159,7 @@ export class LeaderRecords {
     this.notBefore.clear();
     this.columns.clear();
     this.own.clear();
-    this.earlyFolded.length = 0;
+    this.pages.clear();
   }
 
   /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
@@ -177,7 +177,7 @@ export class LeaderRecords {
         this.plan = meta(decodeRecord('plan', key, value, this.fp), kv);
         // The layout is fixed at creation (decision 0037): a packed job's splits come from its pages.
         if (this.plan.rec.layout === 'packed' && !this.columns.packed) this.columns.usePacked();
-        this.replayEarlyFolded();
+        this.unknownKeys += this.pages.planSeen();
         // Seen before any spec (`plan` sorts first): room for the planned splits before a listing brings them.
         if (this.columns.specCount === 0) this.columns.reserveListing(this.plan.rec.planned);
         return 'plan';
@@ -207,9 +207,9 @@ export class LeaderRecords {
       }
       case 'queue':
         // Listed once per term (never watched: pages are immutable, and seeding applies its own).
-        return this.putPage(key, value) ? 'queue' : undefined;
+        return this.pages.putPage(key, value) ? 'queue' : undefined;
       case 'folded':
-        return this.putFolded(key, value, modRevision) ? 'folded' : undefined;
+        return this.pages.putFolded(key, value, modRevision) ? 'folded' : undefined;
       case 'spec': {
         // A packed job's specs are copies for the workers: its weights are its pages'.
         if (this.columns.packed) return undefined;
@@ -224,25 +224,29 @@ export class LeaderRecords {
         this.columns.place(parsed.id, spec?.weight, this.columns.statusOf(parsed.id));
         return 'spec';
       }
-      case 'split': {
-        const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
-        if (own?.kind === 'split') {
-          // Our own seeding write: an initial record (runnable, no owner, no backoff).
-          this.columns.clearProblem(parsed.id, 'split');
-          this.setOwner(parsed.id, '');
-          this.notBefore.delete(parsed.id);
-          this.columns.place(parsed.id, this.columns.weightOf(parsed.id), 'runnable');
-          return 'split';
-        }
-        const rec = this.readable('split', key, value, parsed.id);
-        this.columns.packed?.keyed.set(parsed.id, modRevision);
-        this.setOwner(parsed.id, rec?.owner ?? '');
-        if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(parsed.id, rec.notBefore);
-        else this.notBefore.delete(parsed.id);
-        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), rec?.status);
-        return 'split';
-      }
+      case 'split':
+        return this.putSplit(parsed.id, key, value, modRevision);
     }
+  }
+
+  /** A put of `split.{id}`: its owner, backoff and status; a packed split is keyed from here on. */
+  private putSplit(id: string, key: string, value: string, modRevision: number): 'split' {
+    const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
+    if (own?.kind === 'split') {
+      // Our own seeding write: an initial record (runnable, no owner, no backoff).
+      this.columns.clearProblem(id, 'split');
+      this.setOwner(id, '');
+      this.notBefore.delete(id);
+      this.columns.place(id, this.columns.weightOf(id), 'runnable');
+      return 'split';
+    }
+    const rec = this.readable('split', key, value, id);
+    this.columns.packed?.keyed.set(id, modRevision);
+    this.setOwner(id, rec?.owner ?? '');
+    if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(id, rec.notBefore);
+    else this.notBefore.delete(id);
+    this.columns.place(id, this.columns.weightOf(id), rec?.status);
+    return 'split';
   }
 
   /** Applies a deletion of `key` at `revision`. */
@@ -297,71 +301,6 @@ export class LeaderRecords {
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), location !== undefined ? this.columns.packedDefault(location) : undefined);
         return 'split';
       }
-    }
-  }
-
-  /** A queue page listed: its splits become rows (true), or it is reported unreadable (its splits stay unknown: the job never reads as done). */
-  private putPage(key: string, value: string): boolean {
-    const packed = this.columns.packed;
-    if (!packed) {
-      this.unknownKeys++; // a page under a `keys` job: nothing of this job's
-      return false;
-    }
-    let rec: QueueRecord;
-    try {
-      rec = decodeRecord('queue', key, value, this.fp);
-    } catch (e) {
-      this.onUnreadable(key, storeFailure(e));
-      return false;
-    }
-    this.applyPage(rec.bucket, rec.page, rec.ids, rec.weights);
-    return true;
-  }
-
-  /** A queue page's splits as rows (a page listed, or one seeding just wrote). */
-  applyPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
-    const packed = this.columns.packed!;
-    const index = packed.addPage(bucket, page);
-    for (let i = 0; i < ids.length; i++) this.columns.placePacked(ids[i]!, weights[i]!, PackedPages.location(index, i));
-  }
-
-  private putFolded(key: string, value: string, modRevision: number): boolean {
-    if (!this.columns.packed) {
-      // `folded` sorts before `plan`: a listing brings them before it says the job is packed.
-      if (!this.plan) this.earlyFolded.push([key, value, modRevision]);
-      else this.unknownKeys++;
-      return false;
-    }
-    let rec: FoldedRecord;
-    try {
-      rec = decodeRecord('folded', key, value, this.fp);
-    } catch (e) {
-      // Unreadable: the bits as last read stand; promotion compares the record's revision, so nothing folded is promoted.
-      this.onUnreadable(key, storeFailure(e));
-      return false;
-    }
-    return this.columns.packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision) !== undefined;
-  }
-
-  /** The folded records a listing brought before the plan: applied once it says the job is packed, else unknown. */
-  private replayEarlyFolded(): void {
-    const early = this.earlyFolded.splice(0);
-    if (!this.columns.packed) this.unknownKeys += early.length;
-    else for (const [key, value, modRevision] of early) this.putFolded(key, value, modRevision);
-  }
-
-  /**
-   * The leader's own fold-back landed at `revision`: the page's bits, and the
-   * folded splits whose record's deletion has already been applied (it may
-   * arrive before or after this) are completed.
-   */
-  applyFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
-    const packed = this.columns.packed!;
-    packed.setFolded(bucket, page, bits, revision);
-    for (const id of ids) {
-      const location = this.columns.locationOf(id);
-      if (packed.keyed.has(id) || location === undefined) continue;
-      this.columns.place(id, this.columns.weightOf(id), this.columns.packedDefault(location));
     }
   }
 

@@ -22,13 +22,14 @@ import type { ColumnarPool } from '../../assignment/codec.js';
 import type { Clock } from '../../clock.js';
 import { storeFailure, type SplitfleetError } from '../../errors.js';
 import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
-import { kindPrefix, type KeyKind } from '../../protocol/keys.js';
-import { inJobScope, jobKeyRanges, jobSpan } from '../../protocol/scope.js';
+import type { KeyKind } from '../../protocol/keys.js';
+import { inJobScope, jobKeyRanges } from '../../protocol/scope.js';
 import type {
   AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
 } from '../../protocol/records.js';
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../../store/store.js';
 import { ChangeBatcher } from '../views/batch.js';
+import { listRanges, watchRanges, type ListedRange } from './leader-ranges.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
 import type { OwnWrite } from './own-writes.js';
 import type { Seen } from '../views/seen.js';
@@ -38,8 +39,6 @@ import type { FoldedBits } from '../../protocol/packed.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
-/** A packed job's queue pages per read of a listing (each holds up to 1,024 splits). */
-const QUEUE_PAGES_PER_READ = 4;
 
 /** What one batch of events changed, as far as a decision is concerned. */
 export interface LeaderViewChange {
@@ -158,36 +157,6 @@ export class LeaderView {
     return this.records.columns.unrecorded(limit);
   }
 
-  /**
-   * The two ranges the leader follows: the job's span (protocol/scope.ts) but
-   * `progress.{id}`. Two and not one per kind, because `revision` must come
-   * from one watch stream that holds assign, control, leader, lease and plan.
-   * A nested job sorting inside them is delivered and dropped (`inJobScope`), never applied.
-   */
-  private get ranges(): KeyRange[] {
-    const progress = kindPrefix(this.prefix, 'progress');
-    const span = jobSpan(this.prefix);
-    return [{ rangeStart: span.rangeStart, rangeEnd: progress }, { rangeStart: `${progress.slice(0, -1)}/`, rangeEnd: span.rangeEnd }];
-  }
-
-  /**
-   * What the view follows: the listing's ranges, the second starting past
-   * `queue.*` (a packed job's pages: immutable, listed once, and seeding
-   * applies its own) and `publish` (the leader's own fence) between them.
-   */
-  private get listRanges(): (KeyRange & { limit?: number })[] {
-    const [first, second] = this.ranges;
-    const queue = kindPrefix(this.prefix, 'queue');
-    const pastQueue = `${queue.slice(0, -1)}/`;
-    // Pages are large (up to a request's size each): a few per read, so one read never holds the loop.
-    return [first!, { rangeStart: second!.rangeStart, rangeEnd: queue }, { rangeStart: queue, rangeEnd: pastQueue, limit: QUEUE_PAGES_PER_READ }, { rangeStart: pastQueue, rangeEnd: second!.rangeEnd }];
-  }
-
-  private get watchRanges(): KeyRange[] {
-    const [first, second] = this.ranges;
-    return [first!, { rangeStart: `${kindPrefix(this.prefix, 'queue').slice(0, -1)}/`, rangeEnd: second!.rangeEnd }];
-  }
-
   /** A packed job's pages, folded bits and locations (decision 0037); undefined for the `keys` layout. */
   get packed(): PackedPages | undefined {
     return this.records.columns.packed;
@@ -200,13 +169,13 @@ export class LeaderView {
 
   /** A queue page the leader's own seeding wrote (pages are not watched): its splits become rows. */
   ownPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
-    this.records.applyPage(bucket, page, ids, weights);
+    this.records.pages.applyPage(bucket, page, ids, weights);
     this.notify({ kinds: new Set(['queue']), all: false });
   }
 
   /** The leader's own fold-back landed at `revision` (packed-queue.ts). */
   ownFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
-    this.records.applyFolded(bucket, page, bits, revision, ids);
+    this.records.pages.applyFolded(bucket, page, bits, revision, ids);
     this.notify({ kinds: new Set(['folded']), all: false });
   }
 
@@ -228,7 +197,7 @@ export class LeaderView {
 
   /** Lists the job page by page at one revision, yielding between pages, then follows it. */
   async start(): Promise<void> {
-    const revision = await this.list(this.listRanges, undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
+    const revision = await this.list(listRanges(this.prefix), undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
     if (this.failed || this.closed) return;
     this.records.floor = revision;
     this.otherRevision = Math.max(this.otherRevision, revision);
@@ -304,9 +273,9 @@ export class LeaderView {
   // ---- listing and following --------------------------------------------------
 
   /** Lists `ranges` page by page, all at one revision; returns it. */
-  private async list(ranges: (KeyRange & { limit?: number })[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
+  private async list(ranges: (KeyRange | ListedRange)[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
     let revision = at;
-    for (const { limit, ...range } of ranges) {
+    for (const { limit, ...range } of ranges as ListedRange[]) {
       let startAfter: string | undefined;
       for (;;) {
         const page = await this.store.list(this.prefix, {
@@ -329,7 +298,7 @@ export class LeaderView {
   }
 
   private follow(fromRevision: number): void {
-    this.watchRanges.forEach((range, i) => {
+    watchRanges(this.prefix).forEach((range, i) => {
       const handle = this.store.watch(this.prefix, {
         ...range,
         fromRevision,

@@ -62,9 +62,9 @@ describe('a packed job in the leader view', () => {
       if (order === 'deletion first') {
         r.remove(splitKey(prefix, 'b'), 8);
         expect(r.columns.statusOf('b'), order).toBe('runnable'); // for a moment: the page's bits are older
-        r.applyFolded(0, 0, bits, 8, ['b']);
+        r.pages.applyFolded(0, 0, bits, 8, ["b"]);
       } else {
-        r.applyFolded(0, 0, bits, 8, ['b']);
+        r.pages.applyFolded(0, 0, bits, 8, ["b"]);
         expect(r.columns.statusOf('b'), order).toBe('completed'); // its record still says so
         r.remove(splitKey(prefix, 'b'), 8);
       }

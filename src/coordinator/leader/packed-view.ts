@@ -1,0 +1,103 @@
+/**
+ * PackedView: how the leader view applies a packed job's own kinds (decision
+ * 0037): queue pages (listed once per term, or applied as seeding lands
+ * them) become pool rows with their locations; folded records set their
+ * page's bits; the leader's own fold-backs complete their splits.
+ *
+ * Invariants:
+ * - An unreadable page is reported and its splits stay unknown (the job
+ *   never reads as done while one is); an unreadable folded record leaves
+ *   the bits as last read (promotion compares the record's revision, so
+ *   nothing folded is promoted on them).
+ * - `folded` sorts before `plan`: folded records a listing brings before
+ *   the plan are held, then applied if the plan says packed, or counted as
+ *   unknown keys if not.
+ *
+ * No I/O: LeaderRecords (leader-records.ts) feeds it.
+ */
+import { storeFailure, type SplitfleetError } from '../../errors.js';
+import { FoldedBits } from '../../protocol/packed.js';
+import { decodeRecord, type FoldedRecord, type QueueRecord } from '../../protocol/records.js';
+import { PackedPages } from './packed-pages.js';
+import type { SplitColumns } from './split-columns.js';
+
+export class PackedView {
+  /** Folded records listed before the plan record (which sorts after them). */
+  private readonly early: [key: string, value: string, modRevision: number][] = [];
+
+  constructor(
+    private readonly fp: string,
+    private readonly columns: SplitColumns,
+    private readonly planKnown: () => boolean,
+    private readonly onUnreadable: (key: string, error: SplitfleetError) => void,
+    private readonly unknownKey: () => void,
+  ) {}
+
+  /** A queue page listed: its splits become rows (true), or it is reported unreadable. */
+  putPage(key: string, value: string): boolean {
+    if (!this.columns.packed) {
+      this.unknownKey(); // a page under a `keys` job: nothing of this job's
+      return false;
+    }
+    let rec: QueueRecord;
+    try {
+      rec = decodeRecord('queue', key, value, this.fp);
+    } catch (e) {
+      this.onUnreadable(key, storeFailure(e));
+      return false;
+    }
+    this.applyPage(rec.bucket, rec.page, rec.ids, rec.weights);
+    return true;
+  }
+
+  /** A queue page's splits as rows (a page listed, or one seeding just wrote). */
+  applyPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
+    const index = this.columns.packed!.addPage(bucket, page);
+    for (let i = 0; i < ids.length; i++) this.columns.placePacked(ids[i]!, weights[i]!, PackedPages.location(index, i));
+  }
+
+  /** A folded record at `modRevision`: true when it changed a known page's bits. */
+  putFolded(key: string, value: string, modRevision: number): boolean {
+    const packed = this.columns.packed;
+    if (!packed) {
+      if (!this.planKnown()) this.early.push([key, value, modRevision]);
+      else this.unknownKey();
+      return false;
+    }
+    let rec: FoldedRecord;
+    try {
+      rec = decodeRecord('folded', key, value, this.fp);
+    } catch (e) {
+      this.onUnreadable(key, storeFailure(e));
+      return false;
+    }
+    return packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision) !== undefined;
+  }
+
+  /** The plan record was just read: the folded records held for it, applied (packed) or returned as a count of unknown keys. */
+  planSeen(): number {
+    const early = this.early.splice(0);
+    if (!this.columns.packed) return early.length;
+    for (const [key, value, modRevision] of early) this.putFolded(key, value, modRevision);
+    return 0;
+  }
+
+  /**
+   * The leader's own fold-back landed at `revision`: the page's bits, and the
+   * folded splits whose record's deletion has already been applied (it may
+   * arrive before or after this) are completed.
+   */
+  applyFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
+    const packed = this.columns.packed!;
+    packed.setFolded(bucket, page, bits, revision);
+    for (const id of ids) {
+      const location = this.columns.locationOf(id);
+      if (packed.keyed.has(id) || location === undefined) continue;
+      this.columns.place(id, this.columns.weightOf(id), this.columns.packedDefault(location));
+    }
+  }
+
+  clear(): void {
+    this.early.length = 0;
+  }
+}
