@@ -10,16 +10,20 @@
  * child reads it over the network, as an operator's tool would. The `*-full`
  * modes are the paths as they were before the summary (every record read);
  * `--etcd` leaves them out past 200k splits, where they take minutes.
+ * `--packed` seeds a packed job instead (decision 0037: queue pages, a third
+ * of them folded back as completed), as a 10M job would be kept.
  * Usage (after `npm run build`):
- *   node dist/bench/inspect-summary.js [splits=200000] [--etcd]
+ *   node dist/bench/inspect-summary.js [splits=200000] [--etcd] [--packed]
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { serveDashboard } from '../src/inspect/serve.js';
 import { readFullReport, readJobReport } from '../src/inspect/summary-read.js';
 import { listJobs } from '../src/operator/jobs.js';
-import { jobPrefix, leaderKey, planKey, specKey, splitKey, summaryKey, workerKey } from '../src/protocol/keys.js';
-import { encodeRecord, fingerprintHash } from '../src/protocol/records.js';
+import { foldedKey, jobPrefix, leaderKey, planKey, specKey, splitKey, summaryKey, workerKey } from '../src/protocol/keys.js';
+import { bucketing, bucketsFor, cutPages, FoldedBits } from '../src/protocol/packed.js';
+import { queuePagePut } from '../src/protocol/packed-txns.js';
+import { encodeRecord, fingerprintHash, type Json } from '../src/protocol/records.js';
 import { summaryRecord } from '../src/protocol/summary.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { MemoryStore } from '../src/store/memory.js';
@@ -31,19 +35,51 @@ const P = jobPrefix('splitfleet', 'big');
 const SPLITS_PER_TXN = 64;
 const IN_FLIGHT = 8;
 
+const splitId = (i: number) => `logs/2026/01/part-${String(i).padStart(7, '0')}.gz`;
+
+/** A packed job's queue: its splits' pages, each with the folded record of its completed third. Returns the completed count. */
+async function seedPages(store: Store, n: number, fp: string): Promise<number> {
+  const buckets = bucketsFor(n);
+  const byBucket: number[][] = Array.from({ length: buckets }, () => []);
+  const bucketOf = bucketing(fp, buckets);
+  for (let i = 0; i < n; i++) byBucket[bucketOf(splitId(i))]!.push(i);
+  const pages: { bucket: number; page: number; splits: { id: string; weight: number; descriptor: Json }[]; done: number[] }[] = [];
+  let completed = 0;
+  byBucket.forEach((members, bucket) => {
+    const splits = members.map((i) => ({ id: splitId(i), weight: 1000 + (i % 97), descriptor: { bucket: 'b', key: splitId(i) } }));
+    cutPages(splits, 1_500_000).forEach(([start, end], page) => {
+      const done = members.slice(start, end).flatMap((i, slot) => (i % 3 === 0 ? [slot] : []));
+      completed += done.length;
+      pages.push({ bucket, page, splits: splits.slice(start, end), done });
+    });
+  });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (; next < pages.length;) {
+      const p = pages[next++]!;
+      const bits = FoldedBits.empty().with(p.done).encode();
+      await store.txn({ compares: [], success: [queuePagePut(P, fp, 1, p, 1_500_000), { op: 'put', key: foldedKey(P, p.bucket, p.page), value: encodeRecord('folded', { v: 1, fp, bucket: p.bucket, page: p.page, bits }) }] });
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  await store.put(planKey(P), encodeRecord('plan', { v: 2, fp, generation: 1, final: true, planned: n, layout: 'packed', buckets }));
+  return completed;
+}
+
 async function seed(store: Store, n: number): Promise<void> {
   const fp = fingerprintHash('bench-fingerprint');
   const v = 1 as const;
-  await store.put(planKey(P), encodeRecord('plan', { v, fp, generation: 1, final: true, planned: n }));
+  const packed = process.argv.includes('--packed');
+  if (!packed) await store.put(planKey(P), encodeRecord('plan', { v, fp, generation: 1, final: true, planned: n }));
   await store.put(leaderKey(P), encodeRecord('leader', { v, fp, instance: 'w-0', generation: 1 }));
   for (let i = 0; i < 8; i++) await store.put(workerKey(P, `w-${i}`), encodeRecord('worker', { v, fp, instance: `w-${i}`, maxInFlight: 8, nonce: 'n' }));
-  let completed = 0;
-  let next = 0;
+  let completed = packed ? await seedPages(store, n, fp) : 0;
+  let next = packed ? n : 0;
   const batch = (): Op[] => {
     const ops: Op[] = [];
     for (const end = Math.min(n, next + SPLITS_PER_TXN); next < end; next++) {
       const i = next;
-      const id = `logs/2026/01/part-${String(i).padStart(7, '0')}.gz`;
+      const id = splitId(i);
       const done = i % 3 === 0;
       if (done) completed++;
       ops.push({ op: 'put', key: specKey(P, id), value: encodeRecord('spec', { v, fp, id, weight: 1000 + (i % 97), descriptor: { bucket: 'b', key: id }, generation: 1 }) });
@@ -141,12 +177,12 @@ async function main(): Promise<void> {
     const modes = ['inspect-full', 'inspect-summary', 'jobs', 'dashboard', 'jobs-full'].filter((m) => !(onEtcd && n > 200_000 && m.endsWith('-full')));
     for (const m of modes) {
       const r = await new Promise<Record<string, unknown>>((resolve, reject) => {
-        const c = fork(self, [String(n), `--mode=${m}`, ...(etcd ? [`--endpoint=${etcd.endpoint}`] : [])], { execArgv: ['--expose-gc'] });
+        const c = fork(self, [String(n), `--mode=${m}`, ...(etcd ? [`--endpoint=${etcd.endpoint}`] : []), ...(args.includes('--packed') ? ['--packed'] : [])], { execArgv: ['--expose-gc'] });
         c.once('message', (msg) => resolve(msg as Record<string, unknown>));
         c.once('error', reject);
         c.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`${m}: child exited ${code}`))));
       });
-      console.log(JSON.stringify({ splits: n, store: onEtcd ? 'etcd' : 'memory', ...r }));
+      console.log(JSON.stringify({ splits: n, store: onEtcd ? 'etcd' : 'memory', layout: args.includes('--packed') ? 'packed' : 'keys', ...r }));
     }
   } finally {
     await etcd?.stop();
