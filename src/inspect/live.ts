@@ -37,6 +37,18 @@ import { fromSummary, listScope, SUMMARY_ABOVE_SPLITS, SUMMARY_KINDS, type Summa
  */
 export const FOLLOW_RECORDS_UP_TO = 200_000;
 
+/** Keys per page of a packed job's snapshot: a queue page record may be near a store request's size. */
+const PACKED_SNAPSHOT_PAGE = 16;
+
+/** The plan record's `layout` field, read before the record can be decoded (the fingerprint is not known yet). */
+function planLayout(value: string): unknown {
+  try {
+    return (JSON.parse(value) as { layout?: unknown }).layout;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface LiveJobOptions {
   store: Store;
   job: string;
@@ -72,6 +84,11 @@ export class LiveJob {
   private readonly summaryPollMs: number;
   /** Set when the job is followed by its summary only (above followRecordsUpTo). */
   private summaryOnly = false;
+  /**
+   * Keys per page of the snapshot of every record: fewer for a packed job, whose queue pages may
+   * each be near a store request's size (decision 0037); its other keys are few (promoted splits only).
+   */
+  private snapshotPageSize: number | undefined;
   private poll: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private records: JobRecords = emptyJobRecords();
@@ -113,6 +130,7 @@ export class LiveJob {
   /** Starts the watch; rejects when the first snapshot cannot be read (etcd unreachable, refused). */
   async start(): Promise<void> {
     const { kvs, revision } = await listScope(this.store, this.prefix, SUMMARY_KINDS);
+    if (kvs.some((kv) => parseKey(this.prefix, kv.key).kind === 'plan' && planLayout(kv.value) === 'packed')) this.snapshotPageSize = PACKED_SNAPSHOT_PAGE;
     const summary = fromSummary(kvs, { root: this.root, job: this.job, prefix: this.prefix, revision, now: this.now() }).report;
     // A small job's snapshot is quick: its first view may as well be the whole one.
     this.summary = summary !== undefined && summary.splits.total > this.summaryAbove ? summary : undefined;
@@ -202,7 +220,7 @@ export class LiveJob {
         void handle.close().catch(() => undefined);
         this.scheduleRetry();
       },
-    }, jobSpan(this.prefix));
+    }, { ...jobSpan(this.prefix), ...(this.snapshotPageSize !== undefined ? { pageSize: this.snapshotPageSize } : {}) });
     this.handle = handle;
     await handle.ready;
     if (this.closed) await handle.close();

@@ -17,11 +17,11 @@
  * Pure: no I/O, no clock.
  */
 import { FoldedBits } from '../protocol/packed.js';
-import type { Json, QueueRecord } from '../protocol/records.js';
-import type { JobRecords } from './report.js';
+import type { Json, PlanRecord, QueueRecord, SplitRecord } from '../protocol/records.js';
 
 /** A page's folded bits: which of its slots are folded back as completed. */
 export interface FoldedSlots {
+  /** Whether the page's split at `slot` is folded back. */
   has(slot: number): boolean;
 }
 
@@ -93,7 +93,7 @@ export function pagedSplit(q: QueueRecords, id: string): PagedSplit | undefined 
  * Whether the records' queue pages are the job's splits: its plan is packed, or there is no plan
  * to say otherwise (a job half deleted). A `keys` job's pages are nothing of its own (decision 0037).
  */
-export function usesPages(records: Pick<JobRecords, 'plan' | 'queue'>): boolean {
+export function usesPages(records: { plan: PlanRecord | undefined; queue: QueueRecords }): boolean {
   return records.plan ? records.plan.layout === 'packed' : records.queue.pages.size > 0;
 }
 
@@ -101,7 +101,9 @@ export function usesPages(records: Pick<JobRecords, 'plan' | 'queue'>): boolean 
  * The split model's status of `id` as the records say: its record's, else (a packed job) its
  * page's: completed when its folded bit is set, runnable when queued. Undefined: no such split.
  */
-export function splitStatus(records: Pick<JobRecords, 'plan' | 'splits' | 'queue'>, id: string): 'runnable' | 'completed' | 'quarantined' | undefined {
+export function splitStatus(
+  records: { plan: PlanRecord | undefined; splits: ReadonlyMap<string, SplitRecord>; queue: QueueRecords }, id: string,
+): 'runnable' | 'completed' | 'quarantined' | undefined {
   const rec = records.splits.get(id);
   if (rec) return rec.status;
   const paged = usesPages(records) ? pagedSplit(records.queue, id) : undefined;

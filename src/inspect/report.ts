@@ -291,11 +291,24 @@ function memberReports(records: JobRecords, weightOf: (id: string) => number): M
   });
 }
 
+/** A split's weight: its spec's, else (a packed job) its page's, which holds every split's (a spec is a copy made on promotion). */
+function weights(records: JobRecords, paged: boolean): (id: string) => number {
+  return (id) => records.specs.get(id)?.weight ?? (paged ? pagedSplit(records.queue, id)?.weight : undefined) ?? 0;
+}
+
+/** The listing's problems, and a `keys` job's stray queue pages (not counted: not its layout). */
+function reportProblems(records: JobRecords, paged: boolean, info: ReportInfo): string[] {
+  const problems = [...(info.problems ?? [])];
+  if (!paged && records.queue.pages.size > 0) {
+    problems.push(`${records.queue.pages.size} queue page(s) under a job whose plan is not packed: not counted (a job's layout is fixed by its plan record, decision 0037)`);
+  }
+  return problems;
+}
+
 /** Builds the report. Pure and total. */
 export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const paged = usesPages(records);
-  // A packed split's spec is a copy of its page's entry, made on promotion: the page holds every split's weight.
-  const weightOf = (id: string) => records.specs.get(id)?.weight ?? (paged ? pagedSplit(records.queue, id)?.weight : undefined) ?? 0;
+  const weightOf = weights(records, paged);
   const assignedTo = new Map<string, string>();
   for (const [instance, rec] of records.assigns) for (const id of rec.splits) assignedTo.set(id, instance);
   const members = memberReports(records, weightOf);
@@ -338,10 +351,7 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
   const verdict = plan?.verdict
     ?? jobVerdict(plan, { counts: { runnable: counts.total - terminal, completed: counts.completed, quarantined: counts.quarantined }, parked: [] })
     ?? null;
-  const problems = [...(info.problems ?? [])];
-  if (!paged && records.queue.pages.size > 0) {
-    problems.push(`${records.queue.pages.size} queue page(s) under a job whose plan is not packed: not counted (a job's layout is fixed by its plan record, decision 0037)`);
-  }
+  const problems = reportProblems(records, paged, info);
   const exists = plan !== undefined || records.leader !== undefined || members.length > 0 || ids.length > 0
     || problems.length > 0;
 

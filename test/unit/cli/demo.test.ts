@@ -4,7 +4,8 @@
  * Build first: `npm run build`.
  *
  * A small job finishes with nothing lost and a parseable `--json` last line;
- * so does one with a crashed worker and a joining one; a poisoned split
+ * so does one with a crashed worker and a joining one, and a packed one
+ * (`--layout packed`, decision 0037); a poisoned split
  * stalls the job (exit 1); bad options are refused (exit 2, one line). The
  * demo's pure parts (ledger check, live frame) are tested directly.
  */
@@ -23,7 +24,7 @@ const CLI = join(root, 'dist/src/cli/main.js');
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: these tests run the compiled CLI; build it first with \`npm run build\``);
-  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'testing/faults', 'testing/fleet-member', 'testing/synthetic']) {
+  for (const name of ['cli/demo', 'demo/run', 'demo/fleet', 'demo/observer', 'inspect/packed-records', 'testing/faults', 'testing/fleet-member', 'testing/synthetic']) {
     const out = join(root, `dist/src/${name}.js`);
     if (!existsSync(out) || statSync(join(root, `src/${name}.ts`)).mtimeMs > statSync(out).mtimeMs) {
       throw new Error(`dist/src/${name}.js is missing or older than src/${name}.ts: rebuild with \`npm run build:ts\``);
@@ -69,6 +70,17 @@ describe('splitfleet demo on the memory store', () => {
     expect(r.stdout).toMatch(/progress \d+\/\d+ units/);
   });
 
+  test('--layout packed: the job is created packed, and still nothing is lost', async () => {
+    const r = await run(['demo', '--splits', '30', '--rate', '200', '--layout', 'packed', '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const s = summary(r.stdout);
+    // `layout` is what the job's plan record says, as the demo's observer read it.
+    expect(s).toMatchObject({ planned: 30, completed: 30, quarantined: 0, lost: 0, verdict: 'complete', layout: 'packed' });
+    expect(s.processed).toBe(s.units);
+    expect(r.stdout).toContain('30 splits (packed)');
+  });
+
   test('a crashed worker and a joining one: still nothing lost', async () => {
     const r = await run(['demo', '--splits', '30', '--rate', '20', '--kill', '1', '--join', '1', '--json']);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -96,6 +108,7 @@ describe('splitfleet demo on the memory store', () => {
     [['--etcd', 'localhost'], /^splitfleet demo: --etcd: "localhost" is not a URL; give a client URL such as http:\/\/127.0.0.1:2379$/],
     [['--etcd', 'localhost:2379'], /^splitfleet demo: --etcd: "localhost:2379" must be an http:\/\/ or https:\/\/ client URL$/],
     [['--job', 'a/b'], /^splitfleet demo: --job: must be 1 to 128 characters/],
+    [['--layout', 'chunked'], /^splitfleet demo: --layout: must be keys or packed \(got "chunked"\)$/],
     [['--bogus'], /^splitfleet demo: unknown option '--bogus'/],
   ])('refuses %j with exit 2 and one line', async (args, message) => {
     const r = await run(['demo', ...args]);
