@@ -30,6 +30,8 @@ const PAGE_CACHE = 256;
 /** Pages read at once while promoting. */
 const PAGE_READS = 16;
 
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export interface PackedQueueContext {
   store: Store;
   prefix: string;
@@ -200,6 +202,8 @@ export class PackedQueue {
         const key = queueKey(this.ctx.prefix, m.bucket, m.page);
         const kv = await this.ctx.store.get(key);
         if (!kv) throw new Error(`queue page ${key} is gone: the job was deleted, or the page by hand`);
+        // Each page decoded in a turn of its own (a page is up to a request's size; replies arrive together).
+        await yieldToLoop();
         const rec = decodeRecord('queue', key, kv.value, this.ctx.fp);
         out.set(m.pageIndex, rec);
         this.remember(`${m.bucket}.${m.page}`, rec);
