@@ -40,8 +40,16 @@ export interface PlanResult<Descriptor extends Json = Json> {
   splits: PlannedSplit<Descriptor>[];
   /** True for a bounded job: no split will ever be added. */
   final: boolean;
-  /** Opaque planner state, handed back on the next plan (open plans). */
+  /** Opaque planner state, handed back on the next plan (open plans, and pages). */
   cursor?: Json;
+  /**
+   * A page of a larger listing (`final: false`): the leader seeds it, keeps
+   * `cursor` on the plan record, and calls the planner again at once with it
+   * (not after `replanIntervalMs`), until a result without `more`. So a 10M
+   * job is planned a page at a time, and never held whole in the leader.
+   * Ignored on a final result.
+   */
+  more?: boolean;
 }
 
 /** What the leader hands the planner on each run. */

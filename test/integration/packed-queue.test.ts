@@ -134,4 +134,30 @@ describe('a packed job on MemoryStore', () => {
     expect(pages).toEqual([{ kind: 'queue', bucket: 0, page: 0 }, { kind: 'queue', bucket: 0, page: 1 }]);
     await store.close();
   });
+
+  test('a paged planner (more: true) is called again at once with its cursor, and each page is seeded as it comes', async () => {
+    const store = new MemoryStore();
+    const all = Array.from({ length: 150 }, (_, i) => `p-${String(i).padStart(3, '0')}`);
+    const cursors: unknown[] = [];
+    // Pages of 50; the replan interval is a minute, so only `more` can bring the next page in time.
+    const planner = ({ cursor }: { cursor: unknown }) => {
+      cursors.push(cursor);
+      const at = typeof cursor === 'number' ? cursor : 0;
+      const page = all.slice(at, at + 50).map((id) => ({ id, weight: 3 }));
+      return at + 50 >= all.length ? { final: true, splits: page } : { final: false, more: true, cursor: at + 50, splits: page };
+    };
+    const completed = new Set<string>();
+    const handler = async (split: SplitHandle) => {
+      completed.add(split.id);
+      await split.complete(null);
+    };
+    const fleet: Coordinator[] = [];
+    for (let i = 0; i < 2; i++) {
+      fleet.push(await startCoordinator({ store, job: 'paged', instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs: 60_000 }));
+    }
+    expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
+    expect([...completed].sort()).toEqual(all);
+    expect(cursors).toEqual([undefined, 50, 100]);
+    await store.close();
+  });
 });

@@ -42,6 +42,7 @@ import { PackedQueue } from './packed-queue.js';
 import { Seeder } from './seeding.js';
 import type { Session } from '../session.js';
 import type { Planner } from '../types.js';
+import type { Json } from '../../protocol/records.js';
 import type { WorkerView } from '../views/worker-view.js';
 
 export type { LeaderStats };
@@ -339,18 +340,14 @@ export class Leader {
       } catch (e) {
         this.log.warn({ err: (e as Error).message }, 'writing the verdict failed; will retry');
       } finally {
-        this.writingVerdict = false;
-        // Lost or failed: the next change (or the backstop) tries again.
+        this.writingVerdict = false; // lost or failed: the next change (or the backstop) tries again
       }
     }, this.unexpected);
   }
 
   /** A packed job's completed splits are folded back into their pages (packed-queue.ts), in the background. */
   private fold(job: LeaderView): void {
-    if (!this.term || this.job !== job || !job.packed) return;
-    this.packedQueue.fold(job, (e) => {
-      if (e !== undefined) this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry');
-    });
+    if (this.term && this.job === job && job.packed) this.packedQueue.fold(job, (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
   }
 
   /** A split record deleted by hand is seeded again (seeding.ts). */
@@ -360,17 +357,26 @@ export class Leader {
 
   // ---- planning ---------------------------------------------------------------
 
-  private async planLoop(signal: AbortSignal): Promise<void> {
+  /** One run of the planner and its seeding; `next`: the cursor of the page just seeded (a paged planner's `more`). */
+  private async planLoop(signal: AbortSignal, next?: { cursor: Json | undefined }): Promise<void> {
     const plan = this.view.plan?.rec;
     if (plan?.final) return; // a previous leader finished planning a final job
     try {
-      const result = await this.ctx.planner({ cursor: plan?.cursor, generation: this.term!.generation, signal });
+      // A page's cursor as the planner returned it: this instance's view may not have the plan record it just wrote.
+      const cursor = next ? next.cursor : plan?.cursor;
+      const result = await this.ctx.planner({ cursor, generation: this.term!.generation, signal });
       if (signal.aborted) return;
+      if (result?.more !== undefined && typeof result.more !== 'boolean') throw new SplitfleetError('PLANNER_FAILURE', `planner result.more: must be a boolean or absent (got ${typeof result.more})`);
+      const more = result.more === true && !result.final;
       this.seeding = true;
       try {
         await this.seeder.seed(this.job!, this.term!.generation, result.splits, result.final, result.cursor, signal);
       } finally {
         this.seeding = false;
+      }
+      if (more && !signal.aborted) {
+        background('plan', () => this.planLoop(signal, { cursor: result.cursor }), this.unexpected);
+        return;
       }
       // Decide now on the whole plan, rather than when a seeding-paced timer would fire.
       this.publisher.now();
