@@ -7,10 +7,12 @@
  * Invariants:
  * - Every one carries the term's leadership guard.
  * - A page is created only where absent and never rewritten.
- * - A promotion creates a split's `spec` and `split` only where both are
- *   absent and only while its page's folded record is at the revision the
- *   leader read (0: absent): a folded split can never be promoted again, so
- *   a claim can never resurrect a completed split.
+ * - A promotion creates a split's `split` only where absent and only while
+ *   its page's folded record is at the revision the leader read (0: absent):
+ *   a folded split can never be promoted again, so a claim can never
+ *   resurrect a completed split. Its `spec` is put whether or not one is
+ *   left (a record deleted by hand leaves its spec): it is the page's copy,
+ *   the same bytes each time.
  * - A fold-back compares each split record at the revision the leader read
  *   (a completed record: nothing moves a completed split but an operator),
  *   its lease absent, and its page's folded record at the revision read; it
@@ -52,12 +54,12 @@ export interface PromotedSplit extends PageSplit {
   readonly generation: number;
 }
 
-/** The compares and ops one promoted split costs (its page's compare is shared by the page's splits). */
+/** The puts one promoted split costs (its record's compare, and its page's shared by the page's splits, are fewer). */
 export const PROMOTE_OPS_PER_SPLIT = 2;
 
 /**
  * Promotion: leadership ∧ every page's folded record at the revision read ∧
- * each split's spec and split absent → its spec (copied from the page) and an
+ * each split's record absent → its spec (copied from the page) and an
  * initial split record.
  */
 export function promoteTxn(prefix: string, fp: string, leadership: Compare, pages: readonly FoldedPage[], splits: readonly PromotedSplit[]): Txn {
@@ -66,7 +68,7 @@ export function promoteTxn(prefix: string, fp: string, leadership: Compare, page
   for (const s of splits) {
     const spec = specKey(prefix, s.id);
     const split = splitKey(prefix, s.id);
-    compares.push(cmp.absent(spec), cmp.absent(split));
+    compares.push(cmp.absent(split));
     success.push(
       op.put(spec, encodeRecord('spec', { v: SCHEMA_VERSION, fp, id: s.id, weight: s.weight, descriptor: s.descriptor ?? null, generation: s.generation })),
       op.put(split, encodeRecord('split', initialSplitRecord(s.id, fp))),

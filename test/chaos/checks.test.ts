@@ -2,7 +2,9 @@
  * The chaos auditor's checks on hand-made histories: a clean run passes with
  * the right figures, and each broken property is reported under its own
  * check with the split and revisions. A check that could not fail would make
- * every chaos run's "no violations" meaningless.
+ * every chaos run's "no violations" meaningless. A packed job (decision
+ * 0037) is held to the packed queue's checks besides: a folded bit cleared, a
+ * folded split promoted again and a leased split folded are each reported.
  */
 import { describe, expect, test } from 'vitest';
 import type { HistoryEvent } from './auditor.js';
@@ -11,17 +13,21 @@ import { audit, type Ledger } from './checks.js';
 const P = 'splitfleet/job/';
 const FP = '0123456789abcdef';
 
+type Kind = 'plan' | 'queue' | 'folded' | 'assign' | 'spec' | 'split' | 'progress' | 'lease';
+
 /** A tiny history builder: one call per etcd revision (several writes may share it). */
 class History {
   readonly events: HistoryEvent[] = [];
   private rev = 0;
 
-  write(...ws: ([kind: 'spec' | 'split' | 'progress' | 'lease', id: string, rec: Record<string, unknown>] | [kind: 'lease', id: string, rec: 'delete'])[]): number {
+  write(...ws: [kind: Kind, id: string, rec: Record<string, unknown> | 'delete'][]): number {
     const rev = ++this.rev;
-    for (const [kind, id, rec] of ws) {
+    for (const [kind, name, rec] of ws) {
+      const key = kind === 'plan' ? `${P}plan` : `${P}${kind}.${name}`;
+      const id = kind === 'plan' || kind === 'queue' || kind === 'folded' ? undefined : name;
       this.events.push(rec === 'delete'
-        ? { rev, type: 'delete', key: `${P}${kind}.${id}`, kind, id, rec: undefined, lease: undefined, at: rev }
-        : { rev, type: 'put', key: `${P}${kind}.${id}`, kind, id, rec, lease: kind === 'lease' ? 'L' : undefined, at: rev });
+        ? { rev, type: 'delete', key, kind, id, rec: undefined, lease: undefined, at: rev }
+        : { rev, type: 'put', key, kind, id, rec, lease: kind === 'lease' ? 'L' : undefined, at: rev });
     }
     return rev;
   }
@@ -229,5 +235,76 @@ describe('chaos auditor checks', () => {
     const i = h.events.findIndex((e) => e.rev === 8 && e.kind === 'progress');
     h.events.splice(i, 1); // completed with no final progress: progress.s stays at 15
     expect(checks(h, ledger)).toContain('not-completed');
+  });
+
+  describe('a packed job', () => {
+    const plan = { v: 2, fp: FP, generation: 1, final: true, planned: 2, layout: 'packed', buckets: 1 };
+    const page = { v: 1, fp: FP, bucket: 0, page: 0, generation: 1, ids: ['s', 't'], weights: [20, 10], descriptors: [{ units: 20 }, { units: 10 }] };
+    const bits = (byte: number) => ({ v: 1, fp: FP, bucket: 0, page: 0, bits: Buffer.from([byte]).toString('base64') });
+    const spec = (units: number) => ({ v: 1, fp: FP, id: 's', weight: 20, descriptor: { units }, generation: 1 });
+    const assign = (splits: string[]) => ({ v: 1, fp: FP, instance: 'a', generation: 1, splits });
+
+    /** Page [s, t]; s is promoted, claimed, completed, unassigned and folded back; t is promoted and completed by b. */
+    function packedRun(): { h: History; ledger: Ledger } {
+      const h = new History();
+      h.write(['plan', '', plan]);
+      h.write(['queue', '0.0', page]);
+      h.write(['spec', 's', spec(20)], ['split', 's', split(0, '')]);
+      h.write(['assign', 'a', assign(['s'])]);
+      h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+      h.write(['split', 's', split(1, '', 'completed')], ['progress', 's', prog(1, 20)], ['lease', 's', 'delete']);
+      h.write(['assign', 'a', assign([])]);
+      h.write(['folded', '0.0', bits(1)], ['split', 's', 'delete'], ['spec', 's', 'delete'], ['progress', 's', 'delete']);
+      const t = (epoch: number, owner: string, status = 'runnable') => ({ ...split(epoch, owner, status), id: 't' });
+      h.write(['spec', 't', { ...spec(10), id: 't', weight: 10 }], ['split', 't', t(0, '')]);
+      h.write(['split', 't', t(1, 'b')], ['lease', 't', { ...lease('b', 1), id: 't' }]);
+      h.write(['split', 't', t(1, '', 'completed')], ['progress', 't', { ...prog(1, 10), id: 't' }], ['lease', 't', 'delete']);
+      const ledger: Ledger = {
+        units: [...units('a', 1, 1, 20), ...units('b', 1, 1, 10).map((u) => ({ ...u, id: 't' }))],
+        events: [{ instance: 'a', ev: 'claimed', id: 's', epoch: 1, progress: 0 }, { instance: 'b', ev: 'claimed', id: 't', epoch: 1, progress: 0 }],
+      };
+      return { h, ledger };
+    }
+
+    test('a clean packed run passes: the folded split counts as completed, its units from its page', () => {
+      const { h, ledger } = packedRun();
+      const r = audit(h.events, ledger, { commitEvery: 5 });
+      expect(r.violations).toEqual([]);
+      expect(r.figures).toMatchObject({ splits: 2, unitsPlanned: 30, unitsProcessed: 30, duplicates: 0 });
+    });
+
+    test('a folded bit cleared', () => {
+      const { h, ledger } = packedRun();
+      h.write(['folded', '0.0', bits(0)]);
+      expect(checks(h, ledger)).toEqual(['folded-bit-cleared', 'split-lost']); // its split is queued again, and never completes
+    });
+
+    test('a folded split promoted again (and so completed twice)', () => {
+      const { h, ledger } = packedRun();
+      h.write(['spec', 's', spec(20)], ['split', 's', split(0, '')]);
+      h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
+      h.write(['split', 's', split(1, '', 'completed')], ['progress', 's', prog(1, 20)], ['lease', 's', 'delete']);
+      expect(checks(h, ledger)).toEqual(expect.arrayContaining(['promote-folded', 'completed-twice']));
+    });
+
+    test('a fold-back of a leased split, and a split record deleted by anything else', () => {
+      const { h, ledger } = packedRun();
+      h.events.splice(h.events.findIndex((e) => e.rev === 6), 3); // s never completes: still held by a when folded
+      expect(checks(h, ledger)).toEqual(expect.arrayContaining(['fold-not-completed', 'fold-leased']));
+      const deleted = packedRun();
+      deleted.h.write(['split', 't', 'delete']);
+      expect(checks(deleted.h, deleted.ledger)).toEqual(expect.arrayContaining(['deleted-without-fold', 'not-completed', 'split-lost']));
+    });
+
+    test('a planned split never promoted is lost; in a keys job a deleted split record is still its own check', () => {
+      const { h, ledger } = packedRun();
+      h.events.splice(h.events.findIndex((e) => e.key.endsWith('spec.t')));
+      ledger.units = ledger.units.filter((u) => u.id !== 't');
+      ledger.events = ledger.events.filter((e) => e.id !== 't');
+      expect(checks(h, ledger)).toEqual(expect.arrayContaining(['unit-never-processed', 'not-completed', 'split-lost']));
+      const keys = cleanRun();
+      keys.h.write(['split', 's', 'delete']);
+      expect(checks(keys.h, keys.ledger)).toContain('split-record-deleted');
+    });
   });
 });

@@ -31,10 +31,16 @@
  * The epoch and owner fence, the lease rule and progress monotonicity are the
  * shared checkers of test/support/invariants.ts, plugged into the same replay
  * (test/support/history-replay.ts) as this auditor's own transition checker
- * and reported under this auditor's check names. No I/O, no clock.
+ * and reported under this auditor's check names. A packed job (decision 0037)
+ * is held to the packed queue's checker (test/support/packed-invariants.ts,
+ * first in the replay, its rules as check names: packed-checks.ts): its
+ * splits are its pages', a fold-back is the one deletion of their keys, and a
+ * folded split's last state is what its fold-back deleted. No I/O, no clock.
  */
 import { replayHistory, type Revision } from '../support/history-replay.js';
 import { invariantCheckers } from '../support/invariants.js';
+import { packedChecker } from '../support/packed-invariants.js';
+import { lastState, packedViolations, plannedUnits } from './packed-checks.js';
 import type { LaneEvent, UnitEntry } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
@@ -93,6 +99,8 @@ export interface AuditFigures {
   replayBound: number;
   maxAttempts: number;
   leaderTerms: number;
+  /** A packed job's splits folded back into their pages (0 for the keys layout). */
+  folded: number;
   revisions: number;
   /** From the first to the last recorded write of the job. */
   durationMs: number;
@@ -131,6 +139,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   const claims = new Map<string, Map<number, Transition>>();
   const ends = new Map<string, { how: 'released' | 'failed'; owner: string; progress: number; rev: number }>();
   let leaderTerms = 0;
+  // The packed queue's rules (decision 0037), first in the replay: its layout is the revision's.
+  const packed = packedChecker();
   // Failure reports the handlers made (instance|split|attempts after it): the only releases that may consume an attempt.
   const failureReports = new Set(ledger.events.filter((e) => e.ev === 'failed').map((e) => `${e.instance}|${e.id}|${Number(e.attempts)}`));
   const attemptsOf = (r: Rec | undefined): number => Number(r?.attempts ?? 0);
@@ -146,6 +156,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       if (e.kind === 'spec' && e.type === 'put' && e.id) units.set(e.id, Number(e.rec?.descriptor?.units ?? 0));
       if (e.kind === 'split' && e.id) {
         if (e.type === 'put' && e.rec) splits.set(e.id, { rec: e.rec, rev });
+        else if (packed.layout === 'packed') splits.delete(e.id); // a fold-back, or packedChecker reports what it was
         else v('split-record-deleted', e.id, [rev], `${e.key} was deleted`);
       }
       if (e.kind === 'lease' && e.id) {
@@ -154,6 +165,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       }
       if (e.kind === 'progress' && e.id) {
         if (e.type === 'put' && e.rec) progress.set(e.id, { rec: e.rec, rev });
+        else if (packed.layout === 'packed') progress.delete(e.id);
         else v('progress-record-deleted', e.id, [rev], `${e.key} was deleted`);
       }
     }
@@ -253,7 +265,10 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
 
   // The invariants every suite checks alike (test/support/invariants.ts), plugged into the same replay, under this auditor's names.
   const shared = invariantCheckers();
-  replayHistory(history, [{ revision: ownership }, ...shared]);
+  replayHistory(history, [packed, { revision: ownership }, ...shared]);
+  // A packed job's splits are its pages' (promoted or not); a folded one's last state is what its fold-back deleted.
+  if (packed.layout === 'packed') for (const [id, n] of plannedUnits(packed)) units.set(id, n);
+  for (const p of packedViolations(packed, options.expectComplete ?? true)) v(p.check, p.split, p.revisions ?? [], p.detail);
   const names: Record<string, string> = {
     'progress-regressed': 'progress-regressed', 'progress-epoch-regressed': 'epoch-jump', 'epoch-moved': 'epoch-jump',
     'owner-changed-without-claim': 'owner-changed-without-epoch-bump', 'claim-without-owner': 'claim-without-owner', 'lease-overwritten': 'lease-overwritten',
@@ -334,8 +349,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
     for (let u = 1; u <= n; u++) if (!counts.has(u)) missing.push(u);
     if (missing.length > 0) v('unit-never-processed', id, [], `units ${ranges(missing)} of ${id} (of ${n}) appear in no ledger`);
     for (const c of counts.values()) duplicates += c - 1;
-    const rec = splits.get(id);
-    const p = progress.get(id)?.rec;
+    const { split: rec, progress: p } = lastState(packed, id, splits.get(id), progress.get(id));
     if ((options.expectComplete ?? true) && !(rec?.rec.status === 'completed' && progressOf(p) === n && p?.epoch === rec.rec.epoch)) {
       v('not-completed', id, rec ? [rec.rev] : [], `split.${id} ended ${rec ? `${rec.rec.status} at epoch ${rec.rec.epoch}, progress.${id} ${p ? `${progressOf(p)} (epoch ${p.epoch})` : 'absent'}` : 'absent'}, expected completed at ${n}`);
     }
@@ -359,8 +373,9 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       transitions: counts,
       maxReplay: Math.max(0, ...transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').map((t) => t.replay)),
       replayBound,
-      maxAttempts: Math.max(0, ...[...splits.values()].map((s) => Number(s.rec.attempts ?? 0))),
+      maxAttempts: Math.max(0, ...[...splits.values(), ...[...packed.folds.values()].map((f) => ({ rec: f.split ?? {} }))].map((s) => Number(s.rec.attempts ?? 0))),
       leaderTerms,
+      folded: packed.folds.size,
       revisions: first && last ? last.rev - first.rev + 1 : 0,
       durationMs: first && last ? last.at - first.at : 0,
     },

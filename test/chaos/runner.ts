@@ -25,6 +25,8 @@ export interface ChaosSettings {
   maxUnits: number;
   /** Coordinator knobs: leaseDurationMs, opTimeoutMs, rebalanceDelayMs, drainDeadlineMs, reconcileIntervalMs, maxAttempts. */
   knobs: Record<string, number>;
+  /** The job's layout (decision 0037); absent: the library's default, 'keys'. */
+  layout?: 'keys' | 'packed';
 }
 
 export interface MemberOptions {
@@ -109,7 +111,7 @@ export class ChaosRun {
     const config: FleetProcessConfig & { endpoints: string[] } = {
       endpoint: endpoints[0]!, endpoints, job: this.job, instance, splits: s.splits, seed: s.seed,
       maxInFlight: s.maxInFlight, unitMs: s.unitMs, commitEvery: s.commitEvery, minUnits: s.minUnits, maxUnits: s.maxUnits,
-      config: s.knobs, ...(o.drain ? { drain: o.drain } : {}), ...(o.slowDrainMs !== undefined ? { slowDrainMs: o.slowDrainMs } : {}),
+      config: s.knobs, ...(s.layout ? { layout: s.layout } : {}), ...(o.drain ? { drain: o.drain } : {}), ...(o.slowDrainMs !== undefined ? { slowDrainMs: o.slowDrainMs } : {}),
     };
     const script = process.env.CHAOS_FLEET_SCRIPT;
     // Members log warnings to stderr (its tail shows in failure messages); CHAOS_LOG_LEVEL=info or debug for more.

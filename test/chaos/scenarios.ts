@@ -361,4 +361,26 @@ export const SCENARIOS: Scenario[] = [
       },
     }),
   },
+  {
+    // Last, so that adding it moved no other scenario's seed (BASE_SEED + index).
+    // A packed job (decision 0037): its splits in queue pages, promoted before they are assigned and
+    // folded back once completed. Workers and the leader killed in turn: takeovers of promoted splits,
+    // and new leaders that must read the pages and folded bits their predecessors wrote.
+    name: 'packed-kills',
+    topology: 'shared',
+    settings: (seed) => ({ ...baseSettings(seed), layout: 'packed' as const }),
+    chaos: ({ run }) => run.schedule({
+      minGap: 800, maxGap: 2000, maxFaults: scale(4), budgetMs: scale(20_000),
+      step: async () => {
+        const leader = run.auditor.leaderInstance;
+        const victim = run.faults % 2 === 1 && leader && run.member(leader)?.running ? leader : run.pick(run.live);
+        if (!victim) return;
+        await run.kill(victim);
+        // Back within its lease it reclaims its own lease keys; later, another member has taken them over.
+        restartLater(run, victim, run.between(200, run.settings.knobs.leaseDurationMs! + 1500));
+      },
+    }),
+    expect: (f) => (f.transitions.takeover + f.transitions.reclaim > 0 && f.leaderTerms >= 2 && f.folded > 0 ? undefined
+      : `expected takeovers or reclaims, a new leader and fold-backs, got ${f.leaderTerms} terms, ${f.folded} folded, ${JSON.stringify(f.transitions)}`),
+  },
 ];

@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
-import { foldedKey, jobPrefix, parseKey } from '../../src/protocol/keys.js';
+import { foldedKey, jobPrefix, parseKey, splitKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -160,4 +160,37 @@ describe('a packed job on MemoryStore', () => {
     expect(cursors).toEqual([undefined, 50, 100]);
     await store.close();
   });
+
+  // Decision 0037: "reseeding a hand-deleted split.{id} returns the split to its chunk (queued), unless it is
+  // folded". An operator deletes an unreadable record to be rid of it (docs/errors.md, INVALID_RECORD: "a deleted
+  // split record is seeded again"); here a quarantined split's. The keys layout seeds it again and runs it;
+  // a packed job must run it again from its page.
+  for (const layout of ['keys', 'packed'] as const) {
+    test(`a split record deleted by hand runs again, and the job completes (${layout})`, async () => {
+      const store = new MemoryStore();
+      const ids = ['s-0', 's-1', 's-2'];
+      const planner = () => ({ final: true, splits: ids.map((id) => ({ id, weight: 100, descriptor: { id } })) });
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let failed = false;
+      // s-1 is quarantined at its first attempt; s-0 waits for the gate, so the job cannot end 'stalled' meanwhile.
+      const handler = async (split: SplitHandle) => {
+        if (split.id === 's-1' && !failed) {
+          failed = true;
+          return split.fail('poison', { permanent: true });
+        }
+        if (split.id === 's-0') await gate;
+        await split.complete(1);
+      };
+      const c = await startCoordinator({ store, job: 'by-hand', instance: 'w-0', maxInFlight: 3, planner, handler, logger: silentLogger, layout, ...fast });
+      const prefix = jobPrefix('splitfleet', 'by-hand');
+      await waitUntil('s-1 quarantined', async () => (await store.get(splitKey(prefix, 's-1')))?.value.includes('"quarantined"'));
+      await store.delete(splitKey(prefix, 's-1'));
+      open();
+      const verdict = await Promise.race([c.done, new Promise((resolve) => setTimeout(() => resolve('no verdict after 15 s'), 15_000))]);
+      await c.close();
+      expect(verdict).toBe('complete');
+      await store.close();
+    }, 30_000);
+  }
 });

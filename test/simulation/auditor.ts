@@ -17,9 +17,9 @@
  *   was processed at least once.
  * - monotone: committed progress never goes backwards, nor does the epoch a
  *   progress record names; a terminal record is never rewritten (nor its
- *   progress); neither a split nor a progress record is ever deleted; a claim
- *   never writes progress; `split.{id}` never carries progress; epochs move
- *   by +1 only on a claim.
+ *   progress); neither a split nor a progress record is ever deleted (but by
+ *   a packed job's fold-back); a claim never writes progress; `split.{id}`
+ *   never carries progress; epochs move by +1 only on a claim.
  * - one owner per epoch: each epoch is installed by exactly one claim, made by
  *   the process it names; every later write at that epoch (a progress commit,
  *   release, complete) comes from that same incarnation, names that epoch, and
@@ -29,7 +29,12 @@
  *   (owner, epoch, runnable) and hangs off a lease of the process it names.
  * - fenced leader: spec, plan, assign and seeding writes come only from the
  *   process holding the `leader` key at that revision; no split is named in
- *   two assignment records at any revision.
+ *   two assignment records at any revision (assigned-once.ts).
+ * - a packed job (decision 0037): promotion, fold-back, folded bits, its keys
+ *   deleted only by a fold-back, one completion per split
+ *   (test/support/packed-invariants.ts, first in the replay, so that the
+ *   deletions a keys job may never make are judged by its layout; reported as
+ *   packed-audit.ts says).
  * - bounded replay, and completion (checked by the caller when the run
  *   finished): replay.ts.
  *
@@ -39,17 +44,18 @@
  *
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes. Revisions written from outside
- * the fleet (the hostile writer's) are left out of the replay; only to know
- * what such a foreign assignment record names does it use the codec (an
- * unreadable record names nothing to any reader).
+ * the fleet (the hostile writer's) are left out of the replay (assigned-once.ts
+ * still follows what their assignment records name).
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
 import { Ledger } from '../../src/testing/ledger.js';
-import { decodeRecord } from '../../src/protocol/records.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { onlyRevisions, replayHistory, type Revision } from '../support/history-replay.js';
 import { invariantCheckers } from '../support/invariants.js';
+import { packedChecker } from '../support/packed-invariants.js';
+import { AssignedOnce } from './assigned-once.js';
+import { packedEndViolations, packedViolations } from './packed-audit.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
 export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
@@ -65,6 +71,9 @@ export interface AuditStats {
   forcedReleases: number;
   duplicates: number;
   leaderTerms: number;
+  /** A packed job's promotions and fold-backs (0 for the keys layout). */
+  promotions: number;
+  folds: number;
 }
 
 export interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
@@ -131,7 +140,7 @@ export class Auditor {
   /** Replays the recorded history and returns every property violation (empty when all hold). */
   audit(sizes: ReadonlyMap<string, number>, commitEvery: number): { violations: Violation[]; stats: AuditStats } {
     const v: Violation[] = [];
-    const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0 };
+    const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0 };
     const P = this.prefix;
     const state = new Map<string, { value: string; lease?: string }>();
     const tenancies = new Map<string, Tenancy[]>();
@@ -157,49 +166,14 @@ export class Auditor {
       return kv !== undefined && (JSON.parse(kv.value) as ProgressRec).epoch === epoch;
     };
 
-    // Keys whose value is now the hostile writer's (a forgery or a restored old value): not the fleet's word.
-    const foreign = new Set<string>();
-    // Assignment records as the store holds them, the hostile writer's values included.
-    const actualAssign = new Map<string, string[]>();
-    const namedIn = (value: string | undefined): string[] => {
-      try {
-        const splits = value === undefined ? undefined : (JSON.parse(value) as { splits?: unknown }).splits;
-        return Array.isArray(splits) ? splits.filter((s): s is string => typeof s === 'string') : [];
-      } catch {
-        return [];
-      }
-    };
-    // A record the hostile writer left names what a reader can decode of it: an unreadable one names nothing
-    // (substrate.md: it costs that member's assignment until it is rewritten).
-    const readableNamed = (c: HistoryEvent): string[] => {
-      try {
-        const fp = (JSON.parse(c.value ?? '') as { fp?: unknown }).fp;
-        return decodeRecord('assign', c.key, c.value ?? '', typeof fp === 'string' ? fp : '').splits;
-      } catch {
-        return [];
-      }
-    };
-    const trackAssign = (c: HistoryEvent, external = false) => {
-      if (!c.key.startsWith(`${P}assign.`)) return;
-      if (c.type === 'put') actualAssign.set(c.key, external ? readableNamed(c) : namedIn(c.value));
-      else actualAssign.delete(c.key);
-    };
+    // Assignment records, as the store holds them: the 'assigned-once' property (assigned-once.ts).
+    const assigned = new AssignedOnce(P);
+    // The packed queue's checker (test/support/packed-invariants.ts), first in the replay: its layout is this revision's.
+    const packed = packedChecker();
     // This auditor's checker of the one replay (test/support/history-replay.ts), revision by revision.
     const properties = ({ rev, events: group }: Revision): void => {
-      if (this.externals.has(rev)) {
-        for (const c of group) {
-          foreign.add(c.key);
-          trackAssign(c, true);
-        }
-        return;
-      }
-      // What each assignment record of this revision names that the store's copy did not (for assigned-once).
-      const addedBy = new Map<string, string[]>();
-      for (const c of group) {
-        if (c.type !== 'put' || !c.key.startsWith(`${P}assign.`)) continue;
-        const before = new Set(actualAssign.get(c.key) ?? []);
-        addedBy.set(c.key, namedIn(c.value).filter((s) => !before.has(s)));
-      }
+      if (this.externals.has(rev)) return assigned.external(group);
+      assigned.before(group);
       stats.revisions++;
       const w = this.writers.get(rev);
       const writer = w?.proc;
@@ -211,7 +185,6 @@ export class Auditor {
         if (!writer || writer !== leaderProc) fail('fenced-leader', `${what} written by ${writer ?? 'nobody'} while the leader key is held by ${leaderProc ?? 'nobody'}`);
       };
       const touched = new Set<string>();
-      let assignTouched = false;
 
       for (const c of group) {
         const rest = c.key.slice(P.length);
@@ -258,11 +231,17 @@ export class Auditor {
             break;
           case 'spec':
             guarded(`spec.${id}`);
-            if (before) fail('monotone', `spec.${id} rewritten`);
+            // A packed job's fold-back deletes it (packed-invariants.ts judges it); a keys job's never goes.
+            if (c.type === 'delete' && packed.layout === 'keys') fail('monotone', `spec.${id} deleted`);
+            else if (c.type === 'put' && before) fail('monotone', `spec.${id} rewritten`);
+            break;
+          case 'queue':
+          case 'folded':
+            // A packed job's pages and folded bits (decision 0037): the leader's alone; the rest is packed-invariants.ts's.
+            guarded(`${kind}.${id}`);
             break;
           case 'assign':
             guarded(`assign.${id}`);
-            assignTouched = true;
             break;
           case 'worker':
             if (c.type === 'put') {
@@ -284,7 +263,8 @@ export class Auditor {
             break;
           case 'progress': {
             if (c.type === 'delete') {
-              fail('monotone', `progress.${id} deleted`);
+              if (packed.layout === 'packed') guarded(`fold-back of progress.${id}`);
+              else fail('monotone', `progress.${id} deleted`);
               break;
             }
             const next = JSON.parse(c.value!) as ProgressRec;
@@ -325,7 +305,9 @@ export class Auditor {
           case 'split': {
             touched.add(id);
             if (c.type === 'delete') {
-              fail('monotone', `split.${id} deleted`);
+              // Only a packed job's fold-back deletes a split record (packed-invariants.ts checks it is one).
+              if (packed.layout === 'packed') guarded(`fold-back of split.${id}`);
+              else fail('monotone', `split.${id} deleted`);
               break;
             }
             const next = JSON.parse(c.value!) as SplitRec;
@@ -428,8 +410,6 @@ export class Auditor {
       for (const c of group) {
         if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         else state.delete(c.key);
-        foreign.delete(c.key);
-        trackAssign(c);
       }
 
       // Coherence at this revision: a live lease key agrees with its split record.
@@ -443,37 +423,18 @@ export class Auditor {
           fail('one-owner-per-epoch', `lease.${id} names ${lr.owner}@${lr.epoch} but split.${id} is ${sr ? `${sr.status} ${sr.owner || '(no owner)'}@${sr.epoch}` : 'missing'}`);
         }
       }
-      if (assignTouched && this.externals.size === 0) {
-        const named = new Map<string, string>();
-        for (const [key, kv] of state) {
-          if (!key.startsWith(`${P}assign.`)) continue;
-          const rec = JSON.parse(kv.value) as { instance: string; splits: string[] };
-          for (const s of rec.splits) {
-            const other = named.get(s);
-            if (other !== undefined) fail('assigned-once', `split ${s} named in assign.${other} and assign.${rec.instance}`);
-            named.set(s, rec.instance);
-          }
-        }
-      } else if (assignTouched) {
-        // With a hostile writer, a record it wrote (a forgery for an instance that is not there, or an old
-        // value put back) may name a split the leader has given to someone else: that record is the
-        // writer's, not an assignment (it costs that member's assignment until rewritten). The leader
-        // must never add a split to one record while another record of its own still names it.
-        for (const [key, added] of addedBy) {
-          for (const s of added) {
-            for (const [other, splits] of actualAssign) {
-              if (other !== key && !foreign.has(other) && splits.includes(s)) fail('assigned-once', `split ${s} added to ${key.slice(P.length)} while ${other.slice(P.length)} names it`);
-            }
-          }
-        }
-      }
+      assigned.after(group, state, this.externals.size > 0, (message) => fail('assigned-once', message));
     };
 
     // The invariants every suite checks alike (test/support/invariants.ts), plugged into the same replay; they
     // see the fleet's own writes only (`changes`: the hostile writer's revisions skipped). Regressions and
     // epoch moves are 'monotone'.
     const shared = invariantCheckers();
-    replayHistory(this.recorder.events, [{ revision: properties }, ...shared.map((c) => onlyRevisions((rev) => !this.externals.has(rev), c))]);
+    const own = (rev: number) => !this.externals.has(rev);
+    replayHistory(this.recorder.events, [onlyRevisions(own, packed), { revision: properties }, ...shared.map((c) => onlyRevisions(own, c))]);
+    v.push(...packedViolations(packed.problems, this.writers));
+    stats.promotions = packed.promotions;
+    stats.folds = packed.folds.size;
     const monotone = new Set(['progress-regressed', 'progress-epoch-regressed', 'epoch-moved']);
     for (const p of shared.flatMap((c) => c.problems)) {
       const revision = p.revisions[p.revisions.length - 1]!;
@@ -504,6 +465,9 @@ export class Auditor {
 
   /** Final-state checks once every live coordinator reported 'complete' and leases had time to lapse. */
   finalState(sizes: ReadonlyMap<string, number>): Violation[] {
-    return finalStateViolations(this.changes, this.prefix, sizes);
+    // A packed job's folded splits have no records left: their last ones are what the fold-back deleted.
+    const packed = packedChecker();
+    replayHistory(this.changes, [packed]);
+    return [...finalStateViolations(this.changes, this.prefix, sizes, packed.folds), ...packedEndViolations(packed, sizes)];
   }
 }

@@ -91,7 +91,18 @@ export interface FleetOptions {
     drainDeadlineMs: number;
     reconcileIntervalMs: number;
     maxAttempts: number;
+    /** Open plans (`waves`) are planned again this often; the library's default otherwise. */
+    replanIntervalMs?: number;
   };
+  /** The job's layout (decision 0037): 'packed' keeps its splits in queue pages; default 'keys'. */
+  layout?: 'keys' | 'packed';
+  /**
+   * An open plan released in waves: split i of n is planned from virtual time
+   * `floor(i · count / n) · everyMs` on, and the plan is final once every wave
+   * is out. Each wave a packed job seeds appends pages to its buckets. Default:
+   * one final plan of every split.
+   */
+  waves?: { count: number; everyMs: number };
   /** Lane budget of an instance. */
   maxInFlight: (instance: string) => number;
   handler: (instance: string) => HandlerOptions;
@@ -152,7 +163,7 @@ export class Fleet {
     this.procs.push(p);
     this.note(`start ${p.id}`);
     const engine = this.options.engine;
-    const splits = this.options.splits;
+    const layout = this.options.layout;
     startCoordinator({
       store: p.store,
       clock: p.clock,
@@ -160,7 +171,8 @@ export class Fleet {
       instance,
       maxInFlight: this.options.maxInFlight(instance),
       ...this.options.knobs,
-      planner: () => ({ final: true, splits: splits.map((s) => ({ id: s.id, weight: s.units * 1000, descriptor: { units: s.units } })) }),
+      planner: () => this.plan(p.clock.now()),
+      ...(layout ? { layout } : {}),
       handler: simHandler(p, this.auditor, this.options.handler(instance)),
       logger: this.logger(p),
       ...(engine ? { assigner: async (input) => desiredAssignment(input, { engine }) } : {}),
@@ -181,6 +193,14 @@ export class Fleet {
       (e) => this.startFailed(p, e),
     );
     return p;
+  }
+
+  /** What the planner returns at virtual time `now`: every split of the waves released by then. */
+  private plan(now: number): { final: boolean; splits: { id: string; weight: number; descriptor: { units: number } }[] } {
+    const { splits, waves } = this.options;
+    const n = splits.length;
+    const out = waves ? splits.filter((_, i) => Math.floor((i * waves.count) / n) * waves.everyMs <= now) : splits;
+    return { final: out.length === n, splits: out.map((s) => ({ id: s.id, weight: s.units * 1000, descriptor: { units: s.units } })) };
   }
 
   /**

@@ -7,11 +7,14 @@
  * - Each mutant is a deliberately broken coordinator (a guard stripped from
  *   its transactions by the store facade); the simulation must catch it
  *   within a bounded number of schedules, or the auditor has lost its teeth.
+ *   A packed job's mutants must be caught by the packed queue's own property.
+ * - `packedFound` holds the shrunk schedules of defects the packed simulation
+ *   found, with the fix named: replayed, each must keep every property.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Coordinator } from '../../src/coordinator/coordinator.js';
-import { MUTANTS, runSchedule, scheduleArb, type Schedule } from './schedule.js';
+import { MUTANTS, PACKED_MUTANTS, packedScheduleArb, runSchedule, scheduleArb, type Schedule } from './schedule.js';
 
 const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconcileIntervalMs' | 'lanes' | 'drains' | 'restartAtEnd'> = {
   seed: 0, commitEvery: 1, drainDeadlineMs: 200, reconcileIntervalMs: 300, lanes: [1], drains: ['cooperate'], restartAtEnd: false,
@@ -30,6 +33,11 @@ const found: Record<string, Schedule> = {
   // watches) was adopted again only once the view moved; in a quiet fleet it never did, and the split
   // stayed held by a live member with no lane, forever (found by the hostile-writer simulation).
   'an adopted lane fenced by a foreign progress write is adopted again': {seed: 1274521838, fleet: 6, splits: 27, maxUnits: 5, commitEvery: 2, unitMs: 241, leaseSeconds: 2, rebalanceDelayMs: 948, drainDeadlineMs: 3999, reconcileIntervalMs: 2843, lanes: [1], drains: ['cooperate', 'cooperate', 'cooperate'], steps: [{gapMs: 646, fault: {kind:  'leaderKill'}}, {gapMs: 1187, fault: {kind:  'hostile', record: 'plan', mutation: 'dead-instance', target: 14, repairAfterMs: 18749}}, {gapMs: 733, fault: {kind:  'leave', target: 57}}, {gapMs: 250, fault: {kind:  'hostile', record: 'progress', mutation: 'newer-minor', target: 51, repairAfterMs: 270}}, {gapMs: 628, fault: {kind:  'hostile', record: 'assign', mutation: 'control-chars', target: 15, repairAfterMs: 1344}}, {gapMs: 673, fault: {kind:  'hostile', record: 'progress', mutation: 'duplicate-key', target: 23}}, {gapMs: 330, fault: {kind:  'slow', target: 59, latencyMs: 346, durationMs: 5492}}], restartAtEnd: true} as Schedule,
+  // leader-records.ts (packed, ac0771c): a leader's listing sorts folded.* before plan, and the folded
+  // records it read before the plan said 'packed' were dropped: the leader elected after this leader
+  // kill took every folded split for a queued one, each promotion naming one lost (its page's folded
+  // record was not at revision 0), nothing was published again and the job never finished.
+  'a new leader keeps the folded bits it listed before the plan record': {seed: 741205982, fleet: 2, splits: 59, maxUnits: 1, commitEvery: 1, unitMs: 55, leaseSeconds: 2, rebalanceDelayMs: 62, drainDeadlineMs: 203, reconcileIntervalMs: 1638, lanes: [3, 3, 4], drains: ['decline', 'ignore', 'slow', 'decline'], steps: [{gapMs: 122, fault: {kind: 'leaderKill'}}], restartAtEnd: true, layout: 'packed', waves: 1, waveMs: 205, replanIntervalMs: 1966},
   // worker.ts: a lost claim re-ran reconciliation at once on the same stale view and
   // claimed again, forever (a hot loop of doomed transactions while the watch lagged).
   'a lost claim is not retried on the same stale observation': {
@@ -252,6 +260,17 @@ const LOST_REPLY: Schedule = {
   ],
 };
 
+const packedFound: Record<string, Schedule> = {
+  // packed-queue.ts (fixed: a fold-back waits until no publication of the leader's is in flight or unseen by its
+  // view, PublishLoop.settled): a fold-back judged "no assignment record names it" from the leader's view,
+  // which holds the leader's own publications only once its watch delivers them. Here the leader w0's
+  // events run 1.7 s late: s-2 completes (rev 27); once the operator resumes the job, w0 publishes
+  // assign.w0 = [s-2] (rev 35, decided on a view that has not seen the completion), the completion
+  // reaches its view a millisecond later, and it folds s-2 back (rev 36) before its own rev 35 has:
+  // an assignment record naming a split with no records (shrunk by fast-check, seed 150240230).
+  'a split an assignment record names is not folded back': {seed: 0, fleet: 2, splits: 5, maxUnits: 1, commitEvery: 1, unitMs: 215, leaseSeconds: 1, rebalanceDelayMs: 0, drainDeadlineMs: 200, reconcileIntervalMs: 313, lanes: [1], drains: ['cooperate'], steps: [{gapMs: 1021, fault: {kind: 'operator', action: 'pause', target: 0}}, {gapMs: 132, fault: {kind: 'delay', target: 0, latencyMs: 1689, durationMs: 156}}, {gapMs: 559, fault: {kind: 'leave', target: 33}}, {gapMs: 792, fault: {kind: 'pause', target: 0, tenths: 1}}], restartAtEnd: false, layout: 'packed', waves: 3, waveMs: 386, replanIntervalMs: 385},
+};
+
 describe('the slow link produces the lost-reply case', () => {
   // Issue 11: a claim or a commit whose reply the slow link lost, but which landed, is read back
   // and adopted (the claim: one tenancy, no second claim; the commit: its revision becomes the
@@ -282,6 +301,30 @@ describe('schedules that found defects', () => {
       const r = await runSchedule(schedule);
       expect(r.violations).toEqual([]);
     });
+  }
+});
+
+describe('packed schedules that found defects', () => {
+  for (const [name, schedule] of Object.entries(packedFound)) {
+    test(name, async () => {
+      const r = await runSchedule(schedule);
+      expect(r.violations).toEqual([]);
+    });
+  }
+});
+
+describe('the auditor catches a broken packed leader', () => {
+  // Caught by the packed queue's own property, not merely by a job that fails to finish.
+  const property: Record<string, string> = { 'promote-unguarded': 'promotion', 'fold-keeps-spec': 'fold-back' };
+  for (const mutant of Object.keys(PACKED_MUTANTS)) {
+    test(mutant, async () => {
+      const out = await fc.check(
+        fc.asyncProperty(packedScheduleArb, async (s) => !(await runSchedule(s, { mutant })).violations.some((v) => v.property === property[mutant])),
+        { numRuns: 600, seed: 7, endOnFailure: true },
+      );
+      expect(out.failed).toBe(true);
+      console.log(`packed mutant ${mutant}: caught at schedule ${out.numRuns}`);
+    }, 120_000);
   }
 });
 

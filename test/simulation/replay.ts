@@ -6,12 +6,14 @@
  *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
  *   releases); no unit outside the split's size;
  * - completion: every split completed with `progress.{id}` at its full size,
- *   written by the tenancy that completed it, no ephemeral key left behind.
+ *   written by the tenancy that completed it (a packed job's folded split: as
+ *   its fold-back found them), no ephemeral key left behind.
  *
  * Pure: no I/O, no clock. It never writes.
  */
 import type { LaneEvent } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from '../support/history.js';
+import type { FoldedSplit } from '../support/packed-invariants.js';
 import type { AuditStats, ProgressRec, SplitRec, Tenancy, Violation } from './auditor.js';
 
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
@@ -72,8 +74,13 @@ export function replayViolations(
   return v;
 }
 
-/** The final state, from every change recorded: each split completed at its size, no ephemeral key left. */
-export function finalStateViolations(changes: readonly HistoryEvent[], prefix: string, sizes: ReadonlyMap<string, number>): Violation[] {
+/**
+ * The final state, from every change recorded: each split completed at its size, no ephemeral key left.
+ * `folds`: a packed job's folded splits, with the records their fold-back deleted (completed at its size too).
+ */
+export function finalStateViolations(
+  changes: readonly HistoryEvent[], prefix: string, sizes: ReadonlyMap<string, number>, folds: ReadonlyMap<string, FoldedSplit> = new Map(),
+): Violation[] {
   const v: Violation[] = [];
   const state = new Map<string, string>();
   for (const c of changes) {
@@ -82,9 +89,10 @@ export function finalStateViolations(changes: readonly HistoryEvent[], prefix: s
   }
   for (const [id, size] of sizes) {
     const raw = state.get(`${prefix}split.${id}`);
-    const rec = raw && (JSON.parse(raw) as SplitRec);
+    const folded = raw === undefined ? folds.get(id) : undefined;
+    const rec = raw ? (JSON.parse(raw) as SplitRec) : (folded?.split as SplitRec | undefined);
     const rawProgress = state.get(`${prefix}progress.${id}`);
-    const p = rawProgress && (JSON.parse(rawProgress) as ProgressRec);
+    const p = rawProgress ? (JSON.parse(rawProgress) as ProgressRec) : (folded?.progress as ProgressRec | undefined);
     if (!rec || rec.status !== 'completed' || !p || prog(p.progress) !== size || p.epoch !== rec.epoch) {
       const at = p ? `${JSON.stringify(p.progress)} (epoch ${p.epoch})` : 'no progress record';
       v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status}@${rec.epoch} at ${at}` : 'missing'} (size ${size})` });

@@ -10,17 +10,20 @@
  * and give the fleet up to `QUIET_MS` of virtual time to finish. Every live
  * coordinator's `done` must resolve 'complete'; then leases get time to lapse
  * and the final state is checked.
+ *
+ * `packedScheduleArb` plays the same on a packed job (decision 0037), its plan
+ * in waves. The broken coordinators a run may name are mutants.ts's; the
+ * operator's actions, during the faults and after, operator.ts's.
  */
 import fc from 'fast-check';
 import { prng } from '../../src/prng.js';
-import { isSplitfleetError } from '../../src/errors.js';
-import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
-import { retrySplits } from '../../src/operator/retry.js';
-import { controlKey, planKey } from '../../src/protocol/keys.js';
 import type { Violation, AuditStats } from './auditor.js';
-import type { Txn } from '../../src/store/store.js';
 import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
 import { HOSTILE_KINDS, HostileWriter, MUTATIONS, type HostileKind, type Mutation } from './hostile.js';
+import { MUTANTS, PACKED_MUTANTS } from './mutants.js';
+import { operate, recoverFromStall, release } from './operator.js';
+
+export { MUTANTS, PACKED_MUTANTS };
 
 export type Fault =
   | { kind: 'crash'; target: number }
@@ -61,6 +64,13 @@ export interface Schedule {
   steps: { gapMs: number; fault: Fault }[];
   /** Restart every crashed (or departed) instance id when the faults end. */
   restartAtEnd: boolean;
+  /** The job's layout (decision 0037); absent: 'keys'. */
+  layout?: 'packed';
+  /** An open plan released in `waves` waves `waveMs` apart (absent or 1: one final plan); each appends queue pages. */
+  waves?: number;
+  waveMs?: number;
+  /** How often an open plan is planned again (absent: the library's default). */
+  replanIntervalMs?: number;
 }
 
 /** Most members alive at once ("fleet sizes 2–6"). */
@@ -122,6 +132,16 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   restartAtEnd: fc.boolean(),
 });
 
+/**
+ * Packed jobs (decision 0037): the same fleets and faults, the splits in
+ * queue pages, promoted before they are assigned and folded back once
+ * completed. The plan comes in 1 to 4 waves (an open plan until the last),
+ * so a bucket holds several pages and a fold-back may span them.
+ */
+export const packedScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =>
+  fc.record({ waves: fc.integer({ min: 1, max: 4 }), waveMs: fc.integer({ min: 200, max: 4000 }), replanIntervalMs: fc.integer({ min: 300, max: 3000 }) })
+    .map((w) => ({ ...s, layout: 'packed' as const, ...w })));
+
 const hostileFault: fc.Arbitrary<Fault> = fc.record(
   {
     kind: fc.constant('hostile' as const),
@@ -143,31 +163,6 @@ export const hostileScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) 
   fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFault) }), { minLength: 4, maxLength: 24 })
     .map((steps) => ({ ...s, steps })));
 
-/**
- * Deliberately broken coordinators, to show the auditor has teeth:
- * - 'unfenced-commit': a lane's commit/release/complete drops its guards
- *   (split revision, progress revision, own lease key), so a zombie's write lands;
- * - 'claim-unguarded': a claim drops its guards (record revision, lease key
- *   absent or its own), so two can take one split, or take it from a live owner;
- * - 'leader-unguarded': leader writes drop the leadership guard (and the
- *   publication fence, which orders assignment writes), so a deposed leader's
- *   writes land.
- */
-export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
-  'unfenced-commit': (txn) => {
-    const writesSplit = txn.success.some((o) => o.op === 'put' && (o.key.includes('/split.') || o.key.includes('/progress.')));
-    const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
-    const fence = (key: string) => key.includes('/split.') || key.includes('/progress.') || key.includes('/lease.');
-    return writesSplit && !writesLease ? { ...txn, compares: txn.compares.filter((c) => !fence(c.key)) } : txn;
-  },
-  'claim-unguarded': (txn) => {
-    const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
-    return writesLease ? { ...txn, compares: [] } : txn;
-  },
-  'leader-unguarded': (txn) => ({
-    ...txn, compares: txn.compares.filter((c) => !((c.key.endsWith('/leader') || c.key.endsWith('/publish')) && c.target === 'modRevision')),
-  }),
-};
 
 export interface RunResult {
   violations: Violation[];
@@ -202,7 +197,7 @@ export function report(s: Schedule, r: RunResult): string {
 /** Plays one schedule on a fresh fleet. */
 export async function runSchedule(
   s: Schedule,
-  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: keyof typeof MUTANTS } = {},
+  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string } = {},
 ): Promise<RunResult> {
   // Strict unhandled rejections (issue 28): the processes share this one, so a background promise
   // nobody handled is this schedule's violation (vitest would report it too, but not which schedule).
@@ -222,7 +217,7 @@ export async function runSchedule(
 
 async function playSchedule(
   s: Schedule,
-  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: keyof typeof MUTANTS },
+  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string },
 ): Promise<RunResult> {
   const splits = splitsOf(s);
   const leaseMs = s.leaseSeconds * 1000;
@@ -239,7 +234,10 @@ async function playSchedule(
       // committed nothing, and the auditor checks every attempt; a split that still reaches the cap
       // (killed four times before its first commit) is retried by the operator once the faults end.
       maxAttempts: 4,
+      ...(s.replanIntervalMs !== undefined ? { replanIntervalMs: s.replanIntervalMs } : {}),
     },
+    ...(s.layout ? { layout: s.layout } : {}),
+    ...(s.waves !== undefined && s.waves > 1 ? { waves: { count: s.waves, everyMs: s.waveMs ?? 1000 } } : {}),
     maxInFlight: (instance) => s.lanes[num(instance) % s.lanes.length]!,
     handler: (instance) => ({
       unitMs: s.unitMs,
@@ -249,7 +247,7 @@ async function playSchedule(
     }),
     ...(options.engine ? { engine: options.engine } : {}),
     ...(options.trace ? { trace: true } : {}),
-    ...(options.mutant ? { mutate: MUTANTS[options.mutant]! } : {}),
+    ...(options.mutant ? { mutate: (MUTANTS[options.mutant] ?? PACKED_MUTANTS[options.mutant])! } : {}),
   });
   const hostileRandom = prng(s.seed ^ 0x5eed);
   const hostile = new HostileWriter(fleet.store, fleet.prefix, (rev) => fleet.auditor.external(rev));
@@ -379,63 +377,6 @@ async function playSchedule(
   await fleet.auditor.close();
   await fleet.store.close();
   return { violations, faultsDuringWork, stats: audit.stats, virtualMs, events: fleet.events, procs: fleet.describe() };
-}
-
-const job = (fleet: Fleet) => ({ store: fleet.store, job: 'sim' });
-
-/**
- * One operator action, as the CLI makes it. A refusal (the job is finished,
- * the instance not yet a member or not evacuated) is an operator's typo, not
- * the fleet's failure: the run goes on.
- */
-async function operate(fleet: Fleet, action: OperatorAction, instance: string | undefined): Promise<void> {
-  try {
-    switch (action) {
-      case 'pause': await pauseJob(job(fleet)); break;
-      case 'resume': await resumeJob(job(fleet)); break;
-      case 'evacuate': if (instance !== undefined) await evacuateInstance({ ...job(fleet), instance }); break;
-      case 'resumeInstance': if (instance !== undefined) await resumeInstance({ ...job(fleet), instance }); break;
-      case 'retry': await retrySplits({ ...job(fleet), allQuarantined: true }); break;
-    }
-    fleet.events.push(`operator ${action}${instance !== undefined && action !== 'pause' && action !== 'resume' && action !== 'retry' ? ` ${instance}` : ''}`);
-  } catch (e) {
-    if (!isSplitfleetError(e, 'INVALID_INPUT')) throw e;
-  }
-}
-
-/**
- * A job whose only splits left are quarantined (a split killed its owner
- * before its first commit `maxAttempts` times: the auditor checks each attempt)
- * or parked (an unreadable record: substrate.md, "Hostile records") ends
- * `stalled`. Once the faults end and the records are put back, the operator
- * does what docs/operations.md says: `splitfleet retry --all-quarantined`
- * clears the verdict, and the members that stopped on it are started again.
- * They must then complete.
- */
-async function recoverFromStall(fleet: Fleet): Promise<boolean> {
-  const kv = await fleet.store.get(planKey(fleet.prefix));
-  const verdict = kv ? (JSON.parse(kv.value) as { verdict?: string }).verdict : undefined;
-  const stalled = fleet.procs.filter((p) => p.state === 'done' && p.verdict === 'stalled');
-  // Stalled; or already retried (by a scheduled operator action, or by this recovery while a member's
-  // view still showed the old verdict): the members that stopped on it still need starting again.
-  if (verdict !== 'stalled' && stalled.length === 0) return false;
-  if (verdict === 'stalled') await operate(fleet, 'retry', undefined);
-  for (const p of stalled) {
-    await p.coordinator?.close();
-    p.state = 'stopped';
-  }
-  for (const instance of new Set(stalled.map((p) => p.instance))) fleet.start(instance);
-  fleet.note(`operator retry after the stall: ${stalled.length} stalled member(s) started again`);
-  await fleet.advance(0);
-  return true;
-}
-
-/** Ends every operator hold: resume the job and every evacuated instance. */
-async function release(fleet: Fleet): Promise<void> {
-  await operate(fleet, 'resume', undefined);
-  const kv = await fleet.store.get(controlKey(fleet.prefix));
-  const evacuated = kv ? (JSON.parse(kv.value) as { evacuated: { instance: string }[] }).evacuated : [];
-  for (const e of evacuated) await operate(fleet, 'resumeInstance', e.instance);
 }
 
 async function flushAll(fleet: Fleet): Promise<void> {

@@ -345,9 +345,10 @@ export class Leader {
     }, this.unexpected);
   }
 
-  /** A packed job's completed splits are folded back into their pages (packed-queue.ts), in the background. */
+  /** A packed job's completed splits folded back (packed-queue.ts) while the view holds every assignment record we wrote. */
   private fold(job: LeaderView): void {
-    if (this.term && this.job === job && job.packed) this.packedQueue.fold(job, (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
+    if (!this.term || this.job !== job || !job.packed) return;
+    this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
   }
 
   /** A split record deleted by hand is seeded again (seeding.ts). */

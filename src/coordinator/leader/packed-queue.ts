@@ -13,8 +13,10 @@
  * - A split whose folded bit is set is never promoted (and the transaction
  *   compares its page's folded revision, so a stale view cannot either).
  * - Fold-back takes only completed splits that have a record, no live lease
- *   and no assignment record naming them; one fold-back is in flight at a
- *   time (two on one page would race on its folded record).
+ *   and no assignment record naming them, and only while no publication of
+ *   this leader's is in flight or unseen by its view (one decided before a
+ *   completion may name the split); one fold-back is in flight at a time
+ *   (two on one page would race on its folded record).
  */
 import { foldedKey, queueKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
@@ -132,17 +134,18 @@ export class PackedQueue {
   }
 
   /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
-  fold(view: LeaderView, onDone: (e?: unknown) => void): void {
-    if (this.folding || !view.packed || !this.ctx.leading()) return;
+  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): void {
+    if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return;
     this.folding = true;
-    void this.foldAll(view).then(() => onDone(), onDone).finally(() => {
+    void this.foldAll(view, settled).then(() => onDone(), onDone).finally(() => {
       this.folding = false;
     });
   }
 
-  private async foldAll(view: LeaderView): Promise<void> {
+  private async foldAll(view: LeaderView, settled: () => boolean): Promise<void> {
     for (;;) {
-      if (!this.ctx.leading()) return;
+      // Leading, and no publication of ours unseen or in flight (one may name a split completed since its decision).
+      if (!this.ctx.leading() || !settled()) return;
       const batch = this.foldCandidates(view);
       if (batch.length === 0) return;
       const packed = view.packed!;

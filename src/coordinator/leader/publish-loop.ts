@@ -81,6 +81,14 @@ export class PublishLoop {
   private window: ReservedWindowState | undefined;
   /** Revision of our last assignment write: the next decision waits until the view has seen it. */
   private publishedRevision = 0;
+
+  /**
+   * No publishing step is running and the view has seen the last one's writes: what the
+   * view's assignment records say is what the store's say (a fold-back waits for it).
+   */
+  settled(viewRevision: number): boolean {
+    return !this.running && viewRevision >= this.publishedRevision;
+  }
   /** Splits given a previous assignee by the last decision (publishAssignments clears them). */
   readonly previousIds = new Set<string>();
   /** The job summary for the tools (decision 0040): every change pokes it; it writes at most every few seconds. */

@@ -1,0 +1,276 @@
+/**
+ * The packed queue's invariants (decision 0037, "What the auditor checks"),
+ * as one checker of the one replay (history-replay.ts) that the simulation
+ * and chaos auditors both plug in beside their own. It keeps what it needs
+ * of the job (its layout, the queue pages, the folded bits, the split, spec,
+ * progress and lease keys, the assignment records) from the history alone.
+ *
+ * Per revision, on a packed job:
+ * - a queue page is created once, where its bucket says (`bucketOf`), never
+ *   rewritten or deleted, and no split is in two pages ('page-*');
+ * - promotion: `split.{id}` and `spec.{id}` are created together, of a split
+ *   some page holds, neither folded nor already keyed, the spec a copy of the
+ *   page's weight, descriptor and generation ('promote-*');
+ * - fold-back: a bit newly set names a split of its page that was completed,
+ *   unleased and named by no assignment record, and the same revision deletes
+ *   its `split`, `spec` and `progress` ('fold-*');
+ * - a folded bit is never cleared, a folded record never deleted
+ *   ('folded-bit-cleared');
+ * - `split`, `spec` and `progress` keys are deleted only by a fold-back of
+ *   their split ('deleted-without-fold');
+ * - a split is completed at most once over promotion, fold-back and
+ *   promotion again ('completed-twice').
+ * And at the end (`endProblems`, when the job should be finished): every
+ * planned split is folded or has a terminal record ('split-lost'), and the
+ * final plan's `planned` counts the pages' splits ('planned-count').
+ *
+ * On a `keys` job it only reports a queue or folded record ('packed-record-in-keys-job');
+ * the suites' own rules (no split record ever deleted) stand there.
+ *
+ * Records are read as recorded (HistoryEvent.rec, lenient JSON), never through
+ * the production codecs; only the bucket hash is the protocol's own. No I/O.
+ */
+import { bucketOf } from '../../src/protocol/packed.js';
+import type { HistoryEvent } from './history.js';
+import type { Revision } from './history-replay.js';
+import type { InvariantChecker, Problem } from './invariants.js';
+
+type Rec = Record<string, any>;
+
+/** One split as its queue page holds it. */
+export interface PagedSplit {
+  page: string;
+  slot: number;
+  weight: unknown;
+  descriptor: unknown;
+  generation: unknown;
+}
+
+/** What a fold-back deleted: the split's last record and committed progress, at that revision. */
+export interface FoldedSplit {
+  rev: number;
+  split: Rec | undefined;
+  progress: Rec | undefined;
+}
+
+/** A page's bitset, as the folded record's base64 `bits` holds it. */
+function bitsOf(rec: Rec | undefined): Uint8Array {
+  return typeof rec?.bits === 'string' ? new Uint8Array(Buffer.from(rec.bits, 'base64')) : new Uint8Array(0);
+}
+const bit = (bits: Uint8Array | undefined, slot: number): boolean => ((bits?.[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
+
+/** Slots whose bit is set in `a` and not in `b`. */
+function setIn(a: Uint8Array, b: Uint8Array): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < a.length; i++) {
+    const only = a[i]! & ~(b[i] ?? 0);
+    for (let s = 0; s < 8; s++) if (only & (1 << s)) out.push(i * 8 + s);
+  }
+  return out;
+}
+
+/** Structural equality of two JSON values (object key order aside). */
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => same((a as Rec)[k], (b as Rec)[k]));
+}
+
+/** `bucket.page` of a queue or folded key (its last segment: a page name has no '/'). */
+const pageName = (e: HistoryEvent): string => e.key.slice(e.key.lastIndexOf('/') + 1).slice(e.kind.length + 1);
+
+const isPut = (kind: string, id: string) => (x: HistoryEvent) => x.kind === kind && x.id === id && x.type === 'put';
+const isDelete = (kind: string, id: string) => (x: HistoryEvent) => x.kind === kind && x.id === id && x.type === 'delete';
+
+/** The packed queue's checker of one job's history: plug it into `replayHistory` before the checkers that ask its `layout`. */
+export class PackedChecker implements InvariantChecker {
+  readonly problems: Problem[] = [];
+  /** 'packed' once the job's first plan record says so. */
+  layout: 'keys' | 'packed' = 'keys';
+  /** Every split the queue pages hold, by id. */
+  readonly planned = new Map<string, PagedSplit>();
+  /** Every split folded back, by id, with what its fold-back deleted. */
+  readonly folds = new Map<string, FoldedSplit>();
+  /** Promotions seen (a split promoted again after a hand-deletion counts again). */
+  promotions = 0;
+  private plan: Rec | undefined;
+  private readonly pages = new Map<string, { ids: string[]; rev: number }>();
+  private readonly folded = new Map<string, { bits: Uint8Array; rev: number }>();
+  private readonly splits = new Map<string, Rec>();
+  private readonly specs = new Map<string, Rec>();
+  private readonly progress = new Map<string, Rec>();
+  private readonly leases = new Set<string>();
+  private readonly assigns = new Map<string, string[]>();
+  private readonly completions = new Map<string, number>();
+
+  revision({ rev, events: group }: Revision): void {
+    for (const e of group) if (e.kind === 'plan' && e.type === 'put' && e.rec) this.notePlan(e.rec, rev);
+    if (this.layout === 'keys') {
+      for (const e of group) if (e.kind === 'queue' || e.kind === 'folded') this.problem('packed-record-in-keys-job', '', [rev], `${e.key} written in a job of the keys layout`);
+      this.apply(group);
+      return;
+    }
+    for (const e of group) {
+      if (e.kind === 'queue' && e.type === 'put') this.addPage(e, rev);
+      else if (e.kind === 'queue') this.problem('page-rewritten', '', [rev], `${e.key} deleted`);
+    }
+    const newlyFolded = new Set<string>();
+    for (const e of group) {
+      if (e.kind !== 'folded') continue;
+      if (e.type === 'put') for (const id of this.foldPut(e, rev, group)) newlyFolded.add(id);
+      else this.problem('folded-bit-cleared', '', [rev], `${e.key} deleted`);
+    }
+    const ids = new Set<string>();
+    for (const e of group) {
+      if ((e.kind !== 'split' && e.kind !== 'spec' && e.kind !== 'progress') || e.id === undefined) continue;
+      ids.add(e.id);
+      if (e.type === 'delete' && !newlyFolded.has(e.id)) this.problem('deleted-without-fold', e.id, [rev], `${e.key} deleted, not by a fold-back of ${e.id}`);
+    }
+    for (const id of ids) this.checkKeyed(id, rev, group);
+    this.apply(group);
+  }
+
+  /** Whole-run problems, for a job that should have finished: lost splits, a miscounted plan. */
+  endProblems(): Problem[] {
+    if (this.layout === 'keys') return [];
+    const out: Problem[] = [];
+    for (const id of this.planned.keys()) {
+      const s = this.splits.get(id);
+      if (this.isFolded(id) || s?.status === 'completed' || s?.status === 'quarantined') continue;
+      out.push({ rule: 'split-lost', split: id, revisions: [], detail: `split ${id} ended ${s ? `${s.status} (owner ${s.owner || 'none'})` : 'queued in its page, never completed'}` });
+    }
+    if (this.plan?.final === true && this.plan.planned !== this.planned.size) {
+      out.push({ rule: 'planned-count', split: '', revisions: [], detail: `the final plan counts ${this.plan.planned} splits; its queue pages hold ${this.planned.size}` });
+    }
+    return out;
+  }
+
+  private problem(rule: string, split: string, revisions: number[], detail: string): void {
+    this.problems.push({ rule, split, revisions, detail });
+  }
+
+  private isFolded(id: string): boolean {
+    const at = this.planned.get(id);
+    return at !== undefined && bit(this.folded.get(at.page)?.bits, at.slot);
+  }
+
+  /** The layout is the first plan record's, and stays; so does the bucket count once set. */
+  private notePlan(rec: Rec, rev: number): void {
+    const next = rec.layout === 'packed' ? 'packed' : 'keys';
+    if (this.plan && next !== this.layout) this.problem('layout-changed', '', [rev], `the plan record's layout went from ${this.layout} to ${next}`);
+    if (this.plan?.buckets !== undefined && rec.buckets !== this.plan.buckets) this.problem('page-misplaced', '', [rev], `the plan's bucket count went from ${this.plan.buckets} to ${rec.buckets}`);
+    if (!this.plan) this.layout = next;
+    this.plan = rec;
+  }
+
+  /** A queue page created: once, well formed, each split where its bucket says and in no other page. */
+  private addPage(e: HistoryEvent, rev: number): void {
+    const name = pageName(e);
+    const had = this.pages.get(name);
+    if (had) return this.problem('page-rewritten', '', [had.rev, rev], `queue.${name} written again`);
+    const r = e.rec;
+    const ids: unknown[] = Array.isArray(r?.ids) ? r.ids : [];
+    if (!r || ids.length === 0 || !Array.isArray(r.weights) || !Array.isArray(r.descriptors) || r.weights.length !== ids.length || r.descriptors.length !== ids.length || `${r.bucket}.${r.page}` !== name) {
+      this.problem('page-invalid', '', [rev], `queue.${name} is not a well-formed page of ${name}`);
+    }
+    const buckets = this.plan?.buckets;
+    if (typeof buckets !== 'number') this.problem('page-misplaced', '', [rev], `queue.${name} written before the plan record named its bucket count`);
+    this.pages.set(name, { ids: ids.map(String), rev });
+    ids.forEach((raw, slot) => {
+      const id = String(raw);
+      const other = this.planned.get(id);
+      if (other) this.problem('page-misplaced', id, [rev], `split ${id} is in queue.${other.page} and queue.${name}`);
+      else this.planned.set(id, { page: name, slot, weight: r?.weights?.[slot], descriptor: r?.descriptors?.[slot], generation: r?.generation });
+      if (typeof buckets === 'number' && typeof r?.fp === 'string' && bucketOf(r.fp, id, buckets) !== r.bucket) {
+        this.problem('page-misplaced', id, [rev], `split ${id} is in bucket ${r.bucket}; its id hashes to bucket ${bucketOf(r.fp, id, buckets)} of ${buckets}`);
+      }
+    });
+  }
+
+  /** A folded record written: no bit cleared; each bit set is a fold-back of its slot's split. Returns the splits newly folded. */
+  private foldPut(e: HistoryEvent, rev: number, group: readonly HistoryEvent[]): string[] {
+    const name = pageName(e);
+    const before = this.folded.get(name);
+    const next = bitsOf(e.rec);
+    const was = before?.bits ?? new Uint8Array(0);
+    const page = this.pages.get(name);
+    for (const slot of setIn(was, next)) this.problem('folded-bit-cleared', page?.ids[slot] ?? '', [before!.rev, rev], `folded.${name} cleared the bit of slot ${slot}`);
+    this.folded.set(name, { bits: next, rev });
+    const out: string[] = [];
+    for (const slot of setIn(next, was)) {
+      const id = page?.ids[slot];
+      if (id === undefined) {
+        this.problem('fold-of-unplanned', '', [rev], `folded.${name} set slot ${slot}, which ${page ? `is past the page's ${page.ids.length} splits` : 'no page holds'}`);
+        continue;
+      }
+      out.push(id);
+      this.checkFold(id, rev, group);
+    }
+    return out;
+  }
+
+  /** Split `id`'s fold-back at `rev` (state as before it): completed, unleased, unassigned, its keys deleted with it. */
+  private checkFold(id: string, rev: number, group: readonly HistoryEvent[]): void {
+    const s = this.splits.get(id);
+    if (s?.status !== 'completed') this.problem('fold-not-completed', id, [rev], `split ${id} folded back while its record was ${s ? s.status : 'absent'}`);
+    if (this.leases.has(id) || group.some(isPut('lease', id))) this.problem('fold-leased', id, [rev], `split ${id} folded back with lease.${id} live`);
+    for (const [instance, named] of this.assigns) if (named.includes(id)) this.problem('fold-assigned', id, [rev], `split ${id} folded back while assign.${instance} names it`);
+    const kept = (['split', 'spec', 'progress'] as const).filter((k) => this.keyed(k).has(id) && !group.some(isDelete(k, id)));
+    if (kept.length > 0) this.problem('fold-kept-keys', id, [rev], `split ${id} folded back but ${kept.map((k) => `${k}.${id}`).join(', ')} not deleted in the same revision`);
+    this.folds.set(id, { rev, split: s, progress: this.progress.get(id) });
+  }
+
+  /** Split `id`'s split and spec writes at `rev`: a creation is a promotion; a completion is counted. */
+  private checkKeyed(id: string, rev: number, group: readonly HistoryEvent[]): void {
+    const split = group.find(isPut('split', id));
+    const spec = group.find(isPut('spec', id));
+    if ((split && !this.splits.has(id)) || (spec && !this.specs.has(id))) this.checkPromotion(id, rev, split, spec);
+    else if (spec) this.problem('promote-keyed', id, [rev], `spec.${id} written again`);
+    if (split?.rec?.status === 'completed' && this.splits.get(id)?.status !== 'completed') {
+      const n = (this.completions.get(id) ?? 0) + 1;
+      this.completions.set(id, n);
+      if (n > 1) this.problem('completed-twice', id, [rev], `split ${id} completed ${n} times (promoted again after it was folded back?)`);
+    }
+  }
+
+  /** A split or spec created at `rev`: a promotion of a planned split, neither folded nor keyed, both keys at once, the spec its page's. */
+  private checkPromotion(id: string, rev: number, split: HistoryEvent | undefined, spec: HistoryEvent | undefined): void {
+    this.promotions++;
+    const at = this.planned.get(id);
+    if (!at) return this.problem('promote-unplanned', id, [rev], `split ${id} promoted, but no queue page holds it`);
+    if (this.isFolded(id)) this.problem('promote-folded', id, [this.folded.get(at.page)!.rev, rev], `split ${id} promoted while its bit in folded.${at.page} is set`);
+    if (this.splits.has(id) || this.specs.has(id)) this.problem('promote-keyed', id, [rev], `split ${id} promoted while ${this.splits.has(id) ? 'split' : 'spec'}.${id} exists`);
+    if (!split || !spec) return this.problem('promote-half', id, [rev], `split ${id}: ${spec ? 'spec' : 'split'}.${id} created without its ${spec ? 'split' : 'spec'}.${id}`);
+    const r = spec.rec;
+    if (!same(r?.weight, at.weight) || !same(r?.descriptor ?? null, at.descriptor ?? null) || r?.generation !== at.generation) {
+      const got = { weight: r?.weight, descriptor: r?.descriptor, generation: r?.generation };
+      this.problem('promote-spec-mismatch', id, [rev], `spec.${id} ${JSON.stringify(got)} is not its page's ${JSON.stringify({ weight: at.weight, descriptor: at.descriptor, generation: at.generation })}`);
+    }
+  }
+
+  private keyed(kind: 'split' | 'spec' | 'progress'): Map<string, Rec> {
+    return kind === 'split' ? this.splits : kind === 'spec' ? this.specs : this.progress;
+  }
+
+  /** The revision's writes, applied to the state the next revision is checked against. */
+  private apply(group: readonly HistoryEvent[]): void {
+    for (const e of group) {
+      if (e.id === undefined) continue;
+      if (e.kind === 'split' || e.kind === 'spec' || e.kind === 'progress') {
+        if (e.type === 'put') this.keyed(e.kind).set(e.id, e.rec ?? {});
+        else this.keyed(e.kind).delete(e.id);
+      } else if (e.kind === 'lease') {
+        if (e.type === 'put') this.leases.add(e.id);
+        else this.leases.delete(e.id);
+      } else if (e.kind === 'assign') {
+        if (e.type === 'put') this.assigns.set(e.id, Array.isArray(e.rec?.splits) ? e.rec.splits.map(String) : []);
+        else this.assigns.delete(e.id);
+      }
+    }
+  }
+}
+
+/** A fresh packed queue checker, for one replay. */
+export const packedChecker = (): PackedChecker => new PackedChecker();
