@@ -7,31 +7,8 @@
  * folded split promoted again and a leased split folded are each reported.
  */
 import { describe, expect, test } from 'vitest';
-import type { HistoryEvent } from './auditor.js';
 import { audit, type Ledger } from './checks.js';
-
-const P = 'splitfleet/job/';
-const FP = '0123456789abcdef';
-
-type Kind = 'plan' | 'queue' | 'folded' | 'assign' | 'spec' | 'split' | 'progress' | 'lease';
-
-/** A tiny history builder: one call per etcd revision (several writes may share it). */
-class History {
-  readonly events: HistoryEvent[] = [];
-  private rev = 0;
-
-  write(...ws: [kind: Kind, id: string, rec: Record<string, unknown> | 'delete'][]): number {
-    const rev = ++this.rev;
-    for (const [kind, name, rec] of ws) {
-      const key = kind === 'plan' ? `${P}plan` : `${P}${kind}.${name}`;
-      const id = kind === 'plan' || kind === 'queue' || kind === 'folded' ? undefined : name;
-      this.events.push(rec === 'delete'
-        ? { rev, type: 'delete', key, kind, id, rec: undefined, lease: undefined, at: rev }
-        : { rev, type: 'put', key, kind, id, rec, lease: kind === 'lease' ? 'L' : undefined, at: rev });
-    }
-    return rev;
-  }
-}
+import { FP, History, P } from '../support/hand-history.js';
 
 const split = (epoch: number, owner: string, status = 'runnable', attempts = 0) =>
   ({ v: 1, fp: FP, id: 's', epoch, status, owner, attempts });

@@ -22,7 +22,7 @@ import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
 import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
 import { bucketing, bucketsFor, cutPages } from '../../protocol/packed.js';
 import { queuePagePut, type QueuePage } from '../../protocol/packed-txns.js';
-import { decodeRecord, fingerprintHash, type Json } from '../../protocol/records.js';
+import { decodeRecord, fingerprintHash, type Json, type PlanRecord } from '../../protocol/records.js';
 import { batches } from '../../protocol/txns.js';
 import { isValidWeight, WEIGHT_RULE } from '../../split-model.js';
 import { itemBytes, type Compare, type Op, type Store } from '../../store/store.js';
@@ -221,16 +221,19 @@ export class Seeder {
     throw new SplitfleetError('STORE_UNAVAILABLE', `queue page ${page.bucket}.${page.page} exists already; will plan again`, { retryable: true });
   }
 
+  /** The plan record as the store has it, with its revision; JOB_DELETED when it is gone (never re-created). */
+  private async readPlan(): Promise<{ rec: PlanRecord; modRevision: number }> {
+    const key = planKey(this.ctx.prefix);
+    const plan = await this.ctx.store.get(key);
+    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
+    return { rec: decodeRecord('plan', plan.key, plan.value, fingerprintHash(this.ctx.config.fingerprint)), modRevision: plan.modRevision };
+  }
+
   /** A packed plan's bucket count, written before its first page (every reader computes a split's bucket from it). */
   private async writeBuckets(buckets: number): Promise<number> {
-    const { store, prefix } = this.ctx;
-    const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const key = planKey(prefix);
-    const plan = await store.get(key);
-    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
-    const current = { rec: decodeRecord('plan', plan.key, plan.value, fp), modRevision: plan.modRevision };
+    const current = await this.readPlan();
     if (current.rec.buckets !== undefined) return current.rec.buckets;
-    const res = await store.txn(bucketsTxn(prefix, this.ctx.guard(), current, buckets));
+    const res = await this.ctx.store.txn(bucketsTxn(this.ctx.prefix, this.ctx.guard(), current, buckets));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     return buckets;
   }
@@ -241,14 +244,10 @@ export class Seeder {
    * a stale revision would lose and postpone the plan by a whole replanIntervalMs.
    */
   private async writePlan(generation: number, planned: number, final: boolean, cursor: Json | undefined): Promise<void> {
-    const { store, prefix } = this.ctx;
-    const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const key = planKey(prefix);
-    const plan = await store.get(key);
-    if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
     // Restated over the record as read (seededPlanRecord): fields of a newer minor version are kept.
-    const current = { rec: decodeRecord('plan', plan.key, plan.value, fp), modRevision: plan.modRevision };
-    const res = await store.txn(planUpdateTxn(prefix, fp, this.ctx.guard(), current, { generation, final, planned, cursor }));
+    const current = await this.readPlan();
+    const fp = fingerprintHash(this.ctx.config.fingerprint);
+    const res = await this.ctx.store.txn(planUpdateTxn(this.ctx.prefix, fp, this.ctx.guard(), current, { generation, final, planned, cursor }));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     this.ctx.log.info({ planned, final }, 'plan seeded');
   }

@@ -9,31 +9,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../../src/protocol/packed.js';
-import type { HistoryEvent } from '../../support/history.js';
 import { replayHistory } from '../../support/history-replay.js';
 import { packedChecker, type PackedChecker } from '../../support/packed-invariants.js';
-
-const P = 'splitfleet/job/';
-const FP = '0123456789abcdef';
-type Kind = 'plan' | 'queue' | 'folded' | 'spec' | 'split' | 'progress' | 'lease' | 'assign';
-
-/** One hand-made history: `write` is one revision (its writes land together). */
-class History {
-  readonly events: HistoryEvent[] = [];
-  private rev = 0;
-
-  write(...ws: [kind: Kind, name: string, rec: Record<string, unknown> | 'delete'][]): number {
-    const rev = ++this.rev;
-    for (const [kind, name, rec] of ws) {
-      const key = kind === 'plan' ? `${P}plan` : `${P}${kind}.${name}`;
-      const id = kind === 'plan' || kind === 'queue' || kind === 'folded' ? undefined : name;
-      this.events.push(rec === 'delete'
-        ? { rev, type: 'delete', key, kind, id, rec: undefined, lease: undefined, at: rev }
-        : { rev, type: 'put', key, kind, id, rec, lease: kind === 'lease' ? 'L' : undefined, at: rev });
-    }
-    return rev;
-  }
-}
+import { FP, History, P } from '../../support/hand-history.js';
 
 const plan = (over: Record<string, unknown> = {}) => ({ v: 2, fp: FP, generation: 1, final: true, planned: 2, layout: 'packed', buckets: 1, ...over });
 const page = (ids: string[], bucket = 0, n = 0) => ({
