@@ -22,8 +22,24 @@ import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
  */
 export const OFF_THREAD_SPLITS = 50_000;
 
+/**
+ * Slice decisions in a row after which an idle pool thread is ended: its engine
+ * memory and the kept snapshot buffers are the size of the whole pool (≈ 1.2 GiB
+ * of the leader's RSS at 10M splits) and only a pool without a cached order needs
+ * them again (the thread is started anew then). Counted, not timed: no clock here.
+ */
+export const IDLE_THREAD_SLICES = 50;
+
 export class DefaultEngine {
   private pool: AssignmentPool | undefined;
+  /** Thread decisions in flight, and slice decisions since the last thread decision. */
+  private onThread = 0;
+  private slicesSinceThread = 0;
+
+  /** Whether a pool thread is running (tests). */
+  get threadOpen(): boolean {
+    return this.pool !== undefined;
+  }
 
   /**
    * In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above.
@@ -36,6 +52,11 @@ export class DefaultEngine {
       const slice = decisionSlice(pool);
       if (slice !== null) {
         const d = columnarAssignment(slice.pool);
+        if (++this.slicesSinceThread >= IDLE_THREAD_SLICES && this.onThread === 0 && this.pool) {
+          const idle = this.pool;
+          this.pool = undefined;
+          void idle.close().catch(() => undefined);
+        }
         return { members: d.members, ...sliceRows(slice, d) };
       }
     }
@@ -44,7 +65,13 @@ export class DefaultEngine {
       return { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats };
     }
     this.pool ??= new AssignmentPool({ threads: 1 });
-    return this.pool.assignColumnarRows(pool);
+    this.slicesSinceThread = 0;
+    this.onThread++;
+    try {
+      return await this.pool.assignColumnarRows(pool);
+    } finally {
+      this.onThread--;
+    }
   }
 
   async close(): Promise<void> {
