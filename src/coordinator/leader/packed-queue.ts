@@ -192,16 +192,17 @@ export class PackedQueue {
   /** The decoded pages holding `locations`, by page index: from the cache, else read (a few at a time). */
   private async readPages(packed: PackedPages, locations: readonly number[]): Promise<Map<number, QueueRecord>> {
     const out = new Map<number, QueueRecord>();
-    const missing: { pageIndex: number; bucket: number; page: number }[] = [];
+    const missing = new Map<number, { pageIndex: number; bucket: number; page: number }>();
     for (const l of locations) {
       const where = packed.describe(l);
-      if (out.has(where.pageIndex) || missing.some((m) => m.pageIndex === where.pageIndex)) continue;
+      if (out.has(where.pageIndex) || missing.has(where.pageIndex)) continue;
       const cached = this.pages.get(`${where.bucket}.${where.page}`);
       if (cached) out.set(where.pageIndex, cached);
-      else missing.push(where);
+      else missing.set(where.pageIndex, where);
     }
-    for (let i = 0; i < missing.length; i += PAGE_READS) {
-      await Promise.all(missing.slice(i, i + PAGE_READS).map(async (m) => {
+    const toRead = [...missing.values()];
+    for (let i = 0; i < toRead.length; i += PAGE_READS) {
+      await Promise.all(toRead.slice(i, i + PAGE_READS).map(async (m) => {
         const key = queueKey(this.ctx.prefix, m.bucket, m.page);
         const kv = await this.ctx.store.get(key);
         if (!kv) throw new Error(`queue page ${key} is gone: the job was deleted, or the page by hand`);
