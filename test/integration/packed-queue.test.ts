@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger } from '../../src/coordinator/log.js';
-import type { SplitHandle } from '../../src/coordinator/types.js';
+import type { Planner, SplitHandle } from '../../src/coordinator/types.js';
 import { foldedKey, jobPrefix, parseKey, splitKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
@@ -15,6 +15,22 @@ import { defaultFingerprint } from '../../src/config.js';
 import { waitUntil } from '../support/wait.js';
 
 const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
+
+
+/** Two packed members run `planner`'s job to a complete verdict, each split completed at once; the completed ids, sorted. */
+async function completeAll(store: MemoryStore, job: string, planner: Planner, replanIntervalMs: number): Promise<string[]> {
+  const completed = new Set<string>();
+  const handler = async (split: SplitHandle) => {
+    completed.add(split.id);
+    await split.complete(null);
+  };
+  const fleet: Coordinator[] = [];
+  for (let i = 0; i < 2; i++) {
+    fleet.push(await startCoordinator({ store, job, instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs }));
+  }
+  expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
+  return [...completed].sort();
+}
 
 describe('a packed job on MemoryStore', () => {
   test('completes a final plan with every unit processed, and folds completed splits back', async () => {
@@ -116,17 +132,7 @@ describe('a packed job on MemoryStore', () => {
         ? { final: false, splits: all.slice(0, 100).map((id) => ({ id, weight: 5 })) }
         : { final: true, splits: all.map((id) => ({ id, weight: 5 })) };
     };
-    const completed = new Set<string>();
-    const handler = async (split: SplitHandle) => {
-      completed.add(split.id);
-      await split.complete(null);
-    };
-    const fleet: Coordinator[] = [];
-    for (let i = 0; i < 2; i++) {
-      fleet.push(await startCoordinator({ store, job: 'open', instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs: 200 }));
-    }
-    expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
-    expect([...completed].sort()).toEqual(all);
+    expect(await completeAll(store, 'open', planner, 200)).toEqual(all);
     const prefix = jobPrefix('splitfleet', 'open');
     const listed = await store.list(prefix, { limit: 10_000 });
     const pages = listed.kvs.map((kv) => parseKey(prefix, kv.key)).filter((k) => k.kind === 'queue');
@@ -146,17 +152,7 @@ describe('a packed job on MemoryStore', () => {
       const page = all.slice(at, at + 50).map((id) => ({ id, weight: 3 }));
       return at + 50 >= all.length ? { final: true, splits: page } : { final: false, more: true, cursor: at + 50, splits: page };
     };
-    const completed = new Set<string>();
-    const handler = async (split: SplitHandle) => {
-      completed.add(split.id);
-      await split.complete(null);
-    };
-    const fleet: Coordinator[] = [];
-    for (let i = 0; i < 2; i++) {
-      fleet.push(await startCoordinator({ store, job: 'paged', instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs: 60_000 }));
-    }
-    expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
-    expect([...completed].sort()).toEqual(all);
+    expect(await completeAll(store, 'paged', planner, 60_000)).toEqual(all);
     expect(cursors).toEqual([undefined, 50, 100]);
     await store.close();
   });
