@@ -17,6 +17,7 @@
  */
 
 import { SplitfleetError } from './errors.js';
+import { MAX_BUCKETS } from './protocol/keys.js';
 
 /** What a user passes. Durations are milliseconds. */
 export interface ConfigOptions {
@@ -73,6 +74,14 @@ export interface ConfigOptions {
    * job's plan record says which it is, and that wins. Default 'keys'.
    */
   layout?: 'keys' | 'packed';
+  /**
+   * How many buckets a new packed job gets (a power of two, 1 to 65,536):
+   * a split's bucket is a hash of its id, and each bucket keeps its own queue
+   * pages. Fixed when the first page is written, like the layout. Default:
+   * chosen from the first plan's size (about 768 splits a bucket). Give it
+   * when a job starts small and grows (an open plan) to millions.
+   */
+  buckets?: number;
 }
 
 /** `retryBackoff`: the wait after the n-th failure is drawn below min(maxMs, initialMs · factor^(n−1)). */
@@ -93,8 +102,8 @@ export const RETRY_BACKOFF_DEFAULTS: Readonly<Required<RetryBackoff>> = Object.f
 /** The largest retryBackoff.factor: past it the ceiling reaches maxMs within a step or two anyway. */
 export const MAX_RETRY_FACTOR = 100;
 
-/** A validated configuration: every option present, but heartbeatTimeoutMs, which is absent when off. */
-export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
+/** A validated configuration: every option present, but heartbeatTimeoutMs (absent when off) and buckets (absent when not given). */
+export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
 
 /** The defaults of substrate.md's knob table, in milliseconds. */
 export const CONFIG_DEFAULTS = Object.freeze({
@@ -118,7 +127,7 @@ const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
-  'heartbeatTimeoutMs', 'retryBackoff', 'layout',
+  'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -195,6 +204,7 @@ export function resolveConfig(options: ConfigOptions): Config {
   const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
   const layout = given.layout ?? CONFIG_DEFAULTS.layout;
   if (layout !== 'keys' && layout !== 'packed') problems.push(`layout: must be 'keys' or 'packed' (got ${describeValue(layout)})`);
+  const buckets = resolveBuckets(given.buckets, layout, problems);
   checkCombinations(t, problems);
 
   if (problems.length > 0) {
@@ -221,7 +231,19 @@ export function resolveConfig(options: ConfigOptions): Config {
     layout: layout as 'keys' | 'packed',
     // Absent when off, so a printed or serialised config reads as what was given.
     ...(t.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: t.heartbeatTimeoutMs }),
+    ...(buckets === undefined ? {} : { buckets }),
   });
+}
+
+/** `buckets`: absent, or a power of two 1 to MAX_BUCKETS for a packed job. */
+function resolveBuckets(v: unknown, layout: unknown, problems: string[]): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_BUCKETS || (v & (v - 1)) !== 0) {
+    problems.push(`buckets: must be a power of two from 1 to ${MAX_BUCKETS} (got ${describeValue(v)})`);
+    return undefined;
+  }
+  if (layout !== 'packed') { problems.push(`buckets: applies to layout 'packed' only (layout is ${describeValue(layout)})`); return undefined; }
+  return v;
 }
 
 /** An option name that is not one, with the nearest known name. */

@@ -34,6 +34,17 @@ describe('resolveConfig', () => {
     expect(() => resolveConfig({ ...base, layout: 'chunks' as 'packed' })).toThrow("layout: must be 'keys' or 'packed' (got \"chunks\")");
   });
 
+  it('takes a packed job\'s bucket count as a power of two up to 65,536, and names the rule otherwise', () => {
+    expect(resolveConfig({ ...base, layout: 'packed', buckets: 64 }).buckets).toBe(64);
+    expect(resolveConfig({ ...base, layout: 'packed', buckets: 65536 }).buckets).toBe(65536);
+    expect('buckets' in resolveConfig({ ...base, layout: 'packed' })).toBe(false);
+    for (const bad of [0, 3, 1.5, 131072, -2]) {
+      expect(() => resolveConfig({ ...base, layout: 'packed', buckets: bad })).toThrow(`buckets: must be a power of two from 1 to 65536 (got ${bad})`);
+    }
+    expect(() => resolveConfig({ ...base, layout: 'packed', buckets: '8' as unknown as number })).toThrow('buckets: must be a power of two from 1 to 65536 (got "8")');
+    expect(() => resolveConfig({ ...base, buckets: 8 })).toThrow('buckets: applies to layout \'packed\' only (layout is "keys")');
+  });
+
   it('keeps given values and treats undefined as absent', () => {
     const c = resolveConfig({ ...base, root: 'etl/prod', fingerprint: 's3://bucket/x', maxInFlight: 2,
       rebalanceDelayMs: undefined });

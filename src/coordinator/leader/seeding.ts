@@ -170,7 +170,7 @@ export class Seeder {
   private async seedPages(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
     const { store, prefix } = this.ctx;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(bucketsFor(splits.length)));
+    const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(this.ctx.config.buckets ?? bucketsFor(splits.length)));
     const bucketOf = bucketing(fp, buckets);
     // Counting sort of the new splits by bucket (typed arrays: a plan may hold 10M).
     const bucketAt = new Int32Array(splits.length).fill(-1);
