@@ -17,7 +17,6 @@
  */
 
 import { SplitfleetError } from './errors.js';
-import { MAX_BUCKETS } from './protocol/keys.js';
 
 /** What a user passes. Durations are milliseconds. */
 export interface ConfigOptions {
@@ -234,6 +233,9 @@ export function resolveConfig(options: ConfigOptions): Config {
     ...(buckets === undefined ? {} : { buckets }),
   });
 }
+
+/** protocol/keys.ts MAX_BUCKETS (config sits below protocol/, so the number is repeated; config.test.ts holds them equal). */
+const MAX_BUCKETS = 65536;
 
 /** `buckets`: absent, or a power of two 1 to MAX_BUCKETS for a packed job. */
 function resolveBuckets(v: unknown, layout: unknown, problems: string[]): number | undefined {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import { CONFIG_DEFAULTS, defaultFingerprint, resolveConfig, type ConfigOptions } from '../../src/config.js';
 import { isSplitfleetError } from '../../src/errors.js';
+import { MAX_BUCKETS } from '../../src/protocol/keys.js';
 
 const base = { job: 'orders-backfill', instance: 'pod-0' };
 
@@ -42,6 +43,9 @@ describe('resolveConfig', () => {
       expect(() => resolveConfig({ ...base, layout: 'packed', buckets: bad })).toThrow(`buckets: must be a power of two from 1 to 65536 (got ${bad})`);
     }
     expect(() => resolveConfig({ ...base, layout: 'packed', buckets: '8' as unknown as number })).toThrow('buckets: must be a power of two from 1 to 65536 (got "8")');
+    // The config's bound is the key layout's, both ways.
+    expect(resolveConfig({ ...base, layout: 'packed', buckets: MAX_BUCKETS }).buckets).toBe(MAX_BUCKETS);
+    expect(() => resolveConfig({ ...base, layout: 'packed', buckets: MAX_BUCKETS * 2 })).toThrow('buckets: must be');
     expect(() => resolveConfig({ ...base, buckets: 8 })).toThrow('buckets: applies to layout \'packed\' only (layout is "keys")');
   });
 
