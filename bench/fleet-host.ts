@@ -128,7 +128,7 @@ async function plan(n: number, seed: number, cursor: unknown): Promise<PlanResul
     splits[i - from] = { id, weight: Math.round(1048576 * Math.pow(2, unit(id, seed) * 6)) };
     if ((i + 1) % PLAN_PAGE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return to < n ? { final: false, more: true, cursor: to, splits } : { final: true, splits };
+  return to < n ? { final: false, more: true, cursor: to, expected: n, splits } : { final: true, splits };
 }
 
 function sleep(ms: number, signals: AbortSignal[]): Promise<void> {

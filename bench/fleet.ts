@@ -32,11 +32,12 @@
  *   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
  *   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
  *   [--baseline-duration-s 30] [--warmup-s 15] [--probes 3] [--start-concurrency 8] [--knobs JSON]
- *   [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR]
+ *   [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed]
+ *   [--host-nice 10] (the member hosts' nice value: the leader, probes and etcd stay at 0; 0 to share the CPU evenly)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EtcdStore } from '../src/etcd.js';
@@ -88,6 +89,8 @@ interface Options {
   leaderProf: string | undefined;
   /** The job's layout (decision 0037): 'packed' for queue pages, 'keys' for two records per split. */
   layout: 'keys' | 'packed';
+  /** The hosts' nice value (members only; the leader, the probes and etcd stay at 0). */
+  hostNice: number;
 }
 
 function options(): Options {
@@ -116,6 +119,7 @@ function options(): Options {
       'leader-heap': { type: 'string', default: 'default' },
       'leader-prof': { type: 'string' },
       layout: { type: 'string', default: 'keys' },
+      'host-nice': { type: 'string', default: '10' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -157,6 +161,7 @@ function options(): Options {
     json: values.json,
     leaderHeapMiB: values['leader-heap'] === 'default' ? undefined : Math.round(num('leader-heap', values['leader-heap'], 64)),
     leaderProf: values['leader-prof'],
+    hostNice: Math.min(19, Math.round(num('host-nice', values['host-nice'], 0))),
     layout: values.layout === 'packed' ? 'packed' : 'keys',
   };
   if (values.layout !== 'keys' && values.layout !== 'packed') throw new Error(`--layout: keys or packed (got ${values.layout})`);
@@ -168,7 +173,7 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
   [--baseline-duration-s 30] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
-  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed]`;
+  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed] [--host-nice 10]`;
 
 // ---- child processes -----------------------------------------------------------
 
@@ -199,7 +204,12 @@ class Child {
       for (const p of parts) {
         if (!p.trim()) continue;
         try {
-          this.lines.push(JSON.parse(p) as Line);
+          const line = JSON.parse(p) as Line;
+          this.lines.push(line);
+          // A change of leader is rare and worth its reason: say who, when, and what the deposed one last logged.
+          if (line.ev === 'leading' || line.ev === 'deposed') {
+            log(`${this.name}: ${String(line.instance)} ${line.ev}${line.ev === 'deposed' ? `; its last log lines:\n${this.stderr.slice(-1500)}` : ''}`);
+          }
         } catch {
           this.stderr = (this.stderr + p).slice(-4000);
         }
@@ -315,7 +325,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
   const runStarted = Date.now();
   const deadline = runStarted + o.timeoutS * 1000;
   const loadStart = loadavg();
-  log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts (+ leader + ${o.probes} probes), ${o.lanes} lanes each; ` +
+  log(`${p.label}: ${p.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} hosts at nice ${o.hostNice} (+ leader + ${o.probes} probes), ${o.lanes} lanes each; ` +
     `handlers ${o.handlerMs} ms committing every ${o.commitEveryMs} ms; steady window ${p.durationS} s; etcd auto-compaction ${p.compaction ? `periodic ${o.compactionRetention}` : 'off'}`);
   // Completions expected by the window's end (start-up guessed at 30 s): a job that runs out of
   // runnable splits leaves lanes idle, which would read as lost utilisation.
@@ -391,7 +401,11 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     for (let h = 0; h < o.hosts; h++) {
       const n = Math.floor(o.members / o.hosts) + (h < o.members % o.hosts ? 1 : 0);
       const instances = Array.from({ length: n }, (_, i) => `h${h}-m${String(i).padStart(3, '0')}`);
-      hosts.push(child('host', `host${h}`, instances, ['--max-old-space-size=8192']));
+      const host = child('host', `host${h}`, instances, ['--max-old-space-size=8192']);
+      // 200 members share this machine's 2 cores with the leader; in a deployment they run on machines of their own.
+      // At a lower priority they cannot hold the leader off the CPU, so its loop figures are its own work's.
+      if (o.hostNice !== 0) setPriority(host.proc.pid!, o.hostNice);
+      hosts.push(host);
     }
     const membersUp = () => {
       const seen = new Set<string>();

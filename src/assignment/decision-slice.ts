@@ -62,6 +62,8 @@ export function decisionSlice(pool: ColumnarPool): DecisionSlice | null {
   const slice = new ColumnarPool(s.seed, s.defaultCap === undefined ? {} : { defaultCap: s.defaultCap });
   // The weight units follow the claimable count (units.ts): the whole pool's, not the slice's.
   slice.unitsCount = s.claimable;
+  // Room for every row at once: growing by doubling re-indexes the ids each time (6-10 ms a decision at 1M).
+  slice.reserve(picked.length);
   const rows = new Int32Array(picked.length);
   const owner = (h: number): string | null => (h < 0 ? null : s.handleIds[h]!);
   for (const r of picked) {

@@ -50,6 +50,15 @@ export interface PlanResult<Descriptor extends Json = Json> {
    * Ignored on a final result.
    */
   more?: boolean;
+  /**
+   * How many splits the whole listing is expected to hold, for a paged
+   * planner that knows (an integer ≥ 0; a hint, not a promise). The leader
+   * makes room for that many at once instead of growing its tables page by
+   * page: each growth copies them, and at millions of splits a copy holds
+   * its event loop for hundreds of milliseconds. At most 64 times the splits
+   * known after the page is honoured.
+   */
+  expected?: number;
 }
 
 /** What the leader hands the planner on each run. */

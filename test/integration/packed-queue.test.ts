@@ -18,7 +18,7 @@ const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, dra
 
 
 /** Two packed members run `planner`'s job to a complete verdict, each split completed at once; the completed ids, sorted. */
-async function completeAll(store: MemoryStore, job: string, planner: Planner, replanIntervalMs: number): Promise<string[]> {
+async function completeAll(store: MemoryStore, job: string, planner: Planner, replanIntervalMs: number, options: { buckets?: number } = {}): Promise<string[]> {
   const completed = new Set<string>();
   const handler = async (split: SplitHandle) => {
     completed.add(split.id);
@@ -26,7 +26,7 @@ async function completeAll(store: MemoryStore, job: string, planner: Planner, re
   };
   const fleet: Coordinator[] = [];
   for (let i = 0; i < 2; i++) {
-    fleet.push(await startCoordinator({ store, job, instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs }));
+    fleet.push(await startCoordinator({ store, job, instance: `w-${i}`, maxInFlight: 3, planner, handler, logger: silentLogger, layout: 'packed', ...fast, replanIntervalMs, ...options }));
   }
   expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete']);
   return [...completed].sort();
@@ -156,6 +156,37 @@ describe('a packed job on MemoryStore', () => {
     expect(cursors).toEqual([undefined, 50, 100]);
     await store.close();
   });
+
+  test('a configured bucket count spreads the pages over that many buckets; a paged planner\'s expected total is a hint', async () => {
+    const store = new MemoryStore();
+    const all = Array.from({ length: 120 }, (_, i) => `b-${String(i).padStart(3, '0')}`);
+    const planner = ({ cursor }: { cursor: unknown }) => {
+      const at = typeof cursor === 'number' ? cursor : 0;
+      const page = all.slice(at, at + 40).map((id) => ({ id, weight: 2 }));
+      // An expected total above the truth: room reserved, nothing else changes.
+      return at + 40 >= all.length ? { final: true, splits: page } : { final: false, more: true, cursor: at + 40, expected: 1000, splits: page };
+    };
+    expect(await completeAll(store, 'buckets', planner, 60_000, { buckets: 4 })).toEqual(all);
+    const prefix = jobPrefix('splitfleet', 'buckets');
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', 'buckets'));
+    const listed = await store.list(prefix, { limit: 10_000 });
+    expect(decodeRecord('plan', `${prefix}plan`, listed.kvs.find((kv) => kv.key === `${prefix}plan`)!.value, fp).buckets).toBe(4);
+    const buckets = new Set(listed.kvs.map((kv) => parseKey(prefix, kv.key)).flatMap((k) => (k.kind === 'queue' ? [k.bucket] : [])));
+    expect([...buckets].sort()).toEqual([0, 1, 2, 3]);
+    await store.close();
+  });
+
+  for (const expected of [-1, 1.5, 'many']) {
+    test(`a planner's expected total of ${JSON.stringify(expected)} fails the job with PLANNER_FAILURE naming the field`, async () => {
+      const store = new MemoryStore();
+      const planner = (() => ({ final: false, more: true, cursor: 1, expected, splits: [{ id: 'x', weight: 1 }] })) as unknown as Planner;
+      const c = await startCoordinator({ store, job: 'expected', instance: 'w-0', planner, handler: async () => {}, logger: silentLogger, layout: 'packed', ...fast });
+      await expect(c.done).rejects.toMatchObject({ code: 'PLANNER_FAILURE', message: expect.stringContaining('planner result.expected: must be an integer ≥ 0 or absent') });
+      await c.close();
+      expect((await store.list(`${jobPrefix('splitfleet', 'expected')}queue.`)).kvs).toEqual([]);
+      await store.close();
+    });
+  }
 
   // Decision 0037: "reseeding a hand-deleted split.{id} returns the split to its chunk (queued), unless it is
   // folded". An operator deletes an unreadable record to be rid of it (docs/errors.md, INVALID_RECORD: "a deleted

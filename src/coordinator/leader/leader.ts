@@ -369,9 +369,13 @@ export class Leader {
       if (signal.aborted) return;
       if (result?.more !== undefined && typeof result.more !== 'boolean') throw new SplitfleetError('PLANNER_FAILURE', `planner result.more: must be a boolean or absent (got ${typeof result.more})`);
       const more = result.more === true && !result.final;
+      const { expected } = result;
+      if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {
+        throw new SplitfleetError('PLANNER_FAILURE', `planner result.expected: must be an integer ≥ 0 or absent (got ${typeof expected === 'number' ? String(expected) : typeof expected})`);
+      }
       this.seeding = true;
       try {
-        await this.seeder.seed(this.job!, this.term!.generation, result.splits, result.final, result.cursor, signal);
+        await this.seeder.seed(this.job!, this.term!.generation, result.splits, result.final, result.cursor, signal, expected);
       } finally {
         this.seeding = false;
       }

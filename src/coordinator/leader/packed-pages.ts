@@ -45,6 +45,13 @@ export class PackedPages {
   private readonly parked = new Map<string, { location: number; weight: number }>();
   /** Splits with a record of their own (promoted, not folded back): the record's revision. */
   readonly keyed = new Map<string, number>();
+  /**
+   * Keyed splits last placed as completed: what a fold-back looks at, so it
+   * costs the completions since the last one, not every promoted split (800 a
+   * fleet of 200 × 4, scanned 100 times a second). A superset: the fold-back
+   * checks each again and drops those that are not.
+   */
+  readonly foldable = new Set<string>();
 
   get pageCount(): number {
     return this.buckets.length;
@@ -156,7 +163,14 @@ export class PackedPages {
     return this.parked.get(id);
   }
 
+  /** Split `id` is placed with `status` (split-columns.ts): a keyed split completed is a fold-back candidate. */
+  noteStatus(id: string, status: string | undefined): void {
+    if (status === 'completed' && this.keyed.has(id)) this.foldable.add(id);
+    else this.foldable.delete(id);
+  }
+
   clear(): void {
+    this.foldable.clear();
     this.buckets.length = this.pageNumbers.length = this.folded.length = this.foldedRevision.length = 0;
     this.indexOf.clear();
     this.early.clear();

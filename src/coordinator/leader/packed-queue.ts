@@ -167,6 +167,8 @@ export class PackedQueue {
       const res = await this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), writes, splits));
       if (!res.won) return; // a record moved, or leadership went: the next change tries again
       for (const w of writes) view.ownFolded(w.bucket, w.page, w.bits, res.revision, w.ids);
+      // Their records are gone at res.revision: not candidates again while the watch brings the deletions.
+      for (const s of splits) packed.foldable.delete(s.id);
     }
   }
 
@@ -176,9 +178,14 @@ export class PackedQueue {
     const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - 1) / FOLD_OPS_PER_SPLIT));
     let assigned: Set<string> | undefined;
     const out: { id: string; location: number; revision: number }[] = [];
-    for (const [id, revision] of packed.keyed) {
+    for (const id of packed.foldable) {
       if (out.length >= limit) break;
-      if (view.statusOf(id) !== 'completed' || view.leases.has(id)) continue;
+      const revision = packed.keyed.get(id);
+      if (revision === undefined || view.statusOf(id) !== 'completed') {
+        packed.foldable.delete(id);
+        continue;
+      }
+      if (view.leases.has(id)) continue;
       assigned ??= new Set([...view.assigns.values()].flatMap((a) => a.rec.splits));
       if (assigned.has(id)) continue;
       const location = view.locationOf(id);
@@ -202,16 +209,21 @@ export class PackedQueue {
     }
     const toRead = [...missing.values()];
     for (let i = 0; i < toRead.length; i += PAGE_READS) {
-      await Promise.all(toRead.slice(i, i + PAGE_READS).map(async (m) => {
+      const batch = toRead.slice(i, i + PAGE_READS);
+      const read = await Promise.all(batch.map(async (m) => {
         const key = queueKey(this.ctx.prefix, m.bucket, m.page);
         const kv = await this.ctx.store.get(key);
         if (!kv) throw new Error(`queue page ${key} is gone: the job was deleted, or the page by hand`);
-        // Each page decoded in a turn of its own (a page is up to a request's size; replies arrive together).
+        return { key, value: kv.value };
+      }));
+      // One page decoded a turn, in turn: replies arrive together, and a yield per reply would queue every
+      // decode for the same check phase (a fleet's promotions held the loop 30-50 ms that way).
+      for (const [k, m] of batch.entries()) {
         await yieldToLoop();
-        const rec = decodeRecord('queue', key, kv.value, this.ctx.fp);
+        const rec = decodeRecord('queue', read[k]!.key, read[k]!.value, this.ctx.fp);
         out.set(m.pageIndex, rec);
         this.remember(`${m.bucket}.${m.page}`, rec);
-      }));
+      }
     }
     return out;
   }

@@ -33,6 +33,8 @@ import type { PlannedSplit } from '../types.js';
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 500;
+/** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts). */
+const EXPECTED_BOUND = 64;
 /** How many seeding transactions are in flight at once. */
 const SEED_PIPELINE = 8;
 /**
@@ -97,7 +99,7 @@ export class Seeder {
    * creates the missing spec + split records, a slice per turn of the event
    * loop, so a plan of millions never holds the loop; then the plan record.
    */
-  async seed(job: LeaderView, generation: number, splits: PlannedSplit[], final: boolean, cursor: Json | undefined, signal: AbortSignal): Promise<void> {
+  async seed(job: LeaderView, generation: number, splits: PlannedSplit[], final: boolean, cursor: Json | undefined, signal: AbortSignal, expected?: number): Promise<void> {
     const seen = new IdArena();
     seen.reserveRows(splits.length);
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
@@ -107,7 +109,9 @@ export class Seeder {
       if (signal.aborted) return;
     }
     // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
-    job.reserve(Math.max(job.specCount, splits.length));
+    // A paged planner's expected total, bounded: a hint must not make the leader reserve without limit.
+    const hinted = expected === undefined ? 0 : Math.min(expected, EXPECTED_BOUND * (job.specCount + splits.length));
+    job.reserve(Math.max(job.specCount, splits.length, hinted));
     const known = job.packed
       ? await this.seedPages(job, generation, splits, signal)
       : await this.seedRecords(job, generation, splits, signal);

@@ -142,6 +142,7 @@ export class SplitColumns {
    * record, row or not.
    */
   place(id: string, weight: number | undefined, status: SplitStatus | undefined): void {
+    this.packed?.noteStatus(id, status);
     const p = this.problems.get(id);
     if (p && p.size === 0) this.problems.delete(id);
     const r = this.pool.rowOf(id);
