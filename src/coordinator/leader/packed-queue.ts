@@ -22,6 +22,7 @@ import { foldedKey, queueKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
 import { FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
 import { decodeRecord, type QueueRecord } from '../../protocol/records.js';
+import type { Json } from '../../protocol/record-types.js';
 import type { Compare, Store } from '../../store/store.js';
 import type { Logger } from '../log.js';
 import type { LeaderView } from './leader-view.js';
@@ -33,6 +34,24 @@ const PAGE_CACHE = 256;
 const PAGE_READS = 16;
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * What promotion copies from a page, kept without its ids: a cached page's
+ * 1,024 id strings would live in the old generation and be churned as the
+ * cache turns over (~80 pages a second at 1M), lengthening the leader's GC
+ * pauses. The rare path that needs the ids (a lost promotion) reads the page again.
+ */
+interface CachedPage {
+  readonly generation: number;
+  readonly weights: Float64Array;
+  /** Null when every descriptor is null (the common case: no array kept). */
+  readonly descriptors: readonly Json[] | null;
+}
+
+function cachedPage(rec: QueueRecord): CachedPage {
+  const descriptors = rec.descriptors.some((d) => d !== null) ? rec.descriptors : null;
+  return { generation: rec.generation, weights: Float64Array.from(rec.weights), descriptors };
+}
 
 export interface PackedQueueContext {
   store: Store;
@@ -58,7 +77,7 @@ export interface Promotion {
 }
 
 export class PackedQueue {
-  private readonly pages = new Map<string, QueueRecord>();
+  private readonly pages = new Map<string, CachedPage>();
   private folding = false;
 
   constructor(private readonly ctx: PackedQueueContext) {}
@@ -93,7 +112,7 @@ export class PackedQueue {
         const { id, location } = wanted[start]!;
         const where = packed.describe(location);
         const rec = records.get(where.pageIndex)!;
-        const descriptor = rec.descriptors[where.slot] ?? null;
+        const descriptor = rec.descriptors?.[where.slot] ?? null;
         const size = JSON.stringify(descriptor).length * 3 + id.length * 9 + 512;
         if (splits.length > 0 && bytes + size > maxBytes) break;
         bytes += size;
@@ -103,7 +122,7 @@ export class PackedQueue {
       const res = await store.txn(promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits));
       if (!res.won) {
         out.complete = false;
-        out.healed = await this.refreshFolded(view, [...pages.values()], records);
+        out.healed = await this.refreshFolded(view, [...pages.values()]);
         break;
       }
       out.revision = res.revision;
@@ -118,16 +137,18 @@ export class PackedQueue {
    * Reads the folded records of `pages` again after a promotion lost on one; a newer one than the
    * view's is applied with the page's ids, so its folded splits read as completed. True if any was.
    */
-  private async refreshFolded(view: LeaderView, pages: readonly { bucket: number; page: number; modRevision: number }[], records: ReadonlyMap<number, QueueRecord>): Promise<boolean> {
+  private async refreshFolded(view: LeaderView, pages: readonly { bucket: number; page: number; modRevision: number }[]): Promise<boolean> {
     let healed = false;
     for (const p of pages) {
       const key = foldedKey(this.ctx.prefix, p.bucket, p.page);
       const kv = await this.ctx.store.get(key);
       if (!kv || kv.modRevision <= p.modRevision) continue;
       const bits = FoldedBits.decode(decodeRecord('folded', key, kv.value, this.ctx.fp).bits);
-      const rec = [...records.values()].find((r) => r.bucket === p.bucket && r.page === p.page);
+      const pageKey = queueKey(this.ctx.prefix, p.bucket, p.page);
+      const page = await this.ctx.store.get(pageKey);
+      const ids = page ? decodeRecord('queue', pageKey, page.value, this.ctx.fp).ids : [];
       this.ctx.log.warn({ page: `${p.bucket}.${p.page}` }, 'a folded record was newer than the leader view\'s; read it again');
-      view.ownFolded(p.bucket, p.page, bits, kv.modRevision, rec ? rec.ids.filter((_, slot) => bits.has(slot)) : []);
+      view.ownFolded(p.bucket, p.page, bits, kv.modRevision, ids.filter((_, slot) => bits.has(slot)));
       healed = true;
     }
     return healed;
@@ -197,8 +218,8 @@ export class PackedQueue {
   }
 
   /** The decoded pages holding `locations`, by page index: from the cache, else read (a few at a time). */
-  private async readPages(packed: PackedPages, locations: readonly number[]): Promise<Map<number, QueueRecord>> {
-    const out = new Map<number, QueueRecord>();
+  private async readPages(packed: PackedPages, locations: readonly number[]): Promise<Map<number, CachedPage>> {
+    const out = new Map<number, CachedPage>();
     const missing = new Map<number, { pageIndex: number; bucket: number; page: number }>();
     for (const l of locations) {
       const where = packed.describe(l);
@@ -220,7 +241,7 @@ export class PackedQueue {
       // decode for the same check phase (a fleet's promotions held the loop 30-50 ms that way).
       for (const [k, m] of batch.entries()) {
         await yieldToLoop();
-        const rec = decodeRecord('queue', read[k]!.key, read[k]!.value, this.ctx.fp);
+        const rec = cachedPage(decodeRecord('queue', read[k]!.key, read[k]!.value, this.ctx.fp));
         out.set(m.pageIndex, rec);
         this.remember(`${m.bucket}.${m.page}`, rec);
       }
@@ -228,7 +249,7 @@ export class PackedQueue {
     return out;
   }
 
-  private remember(name: string, rec: QueueRecord): void {
+  private remember(name: string, rec: CachedPage): void {
     this.pages.delete(name);
     this.pages.set(name, rec);
     if (this.pages.size > PAGE_CACHE) this.pages.delete(this.pages.keys().next().value!);

@@ -75,6 +75,26 @@ describe('a packed job in the leader view', () => {
     }
   });
 
+  it('the fold-back candidates are the keyed splits last placed as completed, and only those', () => {
+    const r = records();
+    r.put(queueKey(prefix, 0, 0), page(), 4, undefined);
+    const foldable = () => [...r.columns.packed!.foldable].sort();
+    r.put(splitKey(prefix, 'a'), split('a'), 5, undefined);
+    r.put(splitKey(prefix, 'b'), split('b', { status: 'completed', epoch: 1 }), 6, undefined);
+    r.put(splitKey(prefix, 'c'), split('c', { status: 'quarantined', attempts: 4, reason: 'x' }), 7, undefined);
+    expect(foldable()).toEqual(['b']);
+    r.put(splitKey(prefix, 'a'), split('a', { status: 'completed', epoch: 1 }), 8, undefined);
+    expect(foldable()).toEqual(['a', 'b']);
+    // Retried by hand: runnable again, no longer a candidate.
+    r.put(splitKey(prefix, 'b'), split('b'), 9, undefined);
+    expect(foldable()).toEqual(['a']);
+    // Folded back (its record deleted): completed by its page's bit, and not a candidate (no record to fold).
+    r.pages.applyFolded(0, 0, FoldedBits.empty().with([0]), 10, ['a']);
+    r.remove(splitKey(prefix, 'a'), 10);
+    expect(r.columns.statusOf('a')).toBe('completed');
+    expect(foldable()).toEqual([]);
+  });
+
   it('an unreadable record parks the split, which keeps its page\'s weight and place', () => {
     const unreadable: string[] = [];
     const r = records(unreadable);
