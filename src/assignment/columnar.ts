@@ -358,9 +358,10 @@ export class ColumnarPool {
    * many): growing by doubling copies every column each time, and at 1M rows
    * one such copy held the leader's loop for tens of milliseconds.
    */
-  reserve(rows: number): void {
+  reserve(rows: number, unitsPerRow = 0): void {
     if (rows > this.weight.length) this.growTo(rows);
     this.ids.reserveRows(rows);
+    if (unitsPerRow > 0) this.ids.reserveUnits(Math.ceil(rows * unitsPerRow));
   }
 
   private newRow(): number {

@@ -236,9 +236,9 @@ export class LeaderView {
     return this.records.own.atMost(limit);
   }
 
-  /** Room for `splits` splits in the columns at once (before seeding a plan of that many). */
-  reserve(splits: number): void {
-    this.records.columns.reserve(splits);
+  /** Room for `splits` splits in the columns at once, ids of about `unitsPerId` code units (before seeding a plan of that many). */
+  reserve(splits: number, unitsPerId = 0): void {
+    this.records.columns.reserve(splits, unitsPerId);
   }
 
   /** Specs known (in the pool, or waiting for their record). */

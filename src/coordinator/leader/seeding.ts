@@ -35,6 +35,15 @@ import type { PlannedSplit } from '../types.js';
 const SEED_SLICE = 500;
 /** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts). */
 const EXPECTED_BOUND = 64;
+/** The mean length of `splits`' ids (code units), from up to 4,096 of them spread over the plan; 0 for none. */
+function meanIdLength(splits: readonly PlannedSplit[]): number {
+  const step = Math.max(1, Math.floor(splits.length / 4096));
+  let units = 0;
+  let n = 0;
+  for (let i = 0; i < splits.length; i += step, n++) units += splits[i]!.id.length;
+  return n === 0 ? 0 : units / n;
+}
+
 /** How many seeding transactions are in flight at once. */
 const SEED_PIPELINE = 8;
 /**
@@ -111,7 +120,7 @@ export class Seeder {
     // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
     // A paged planner's expected total, bounded: a hint must not make the leader reserve without limit.
     const hinted = expected === undefined ? 0 : Math.min(expected, EXPECTED_BOUND * (job.specCount + splits.length));
-    job.reserve(Math.max(job.specCount, splits.length, hinted));
+    job.reserve(Math.max(job.specCount, splits.length, hinted), meanIdLength(splits));
     const known = job.packed
       ? await this.seedPages(job, generation, splits, signal)
       : await this.seedRecords(job, generation, splits, signal);

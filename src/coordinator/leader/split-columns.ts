@@ -196,9 +196,9 @@ export class SplitColumns {
     this.statusWeights.runnable = this.statusWeights.completed = this.statusWeights.quarantined = 0;
   }
 
-  /** Room for `rows` splits at once (seeding a plan of that many; see ColumnarPool.reserve). */
-  reserve(rows: number): void {
-    this.pool.reserve(rows);
+  /** Room for `rows` splits at once, ids of about `unitsPerId` code units (seeding a plan of that many; see ColumnarPool.reserve). */
+  reserve(rows: number, unitsPerId = 0): void {
+    this.pool.reserve(rows, unitsPerId);
     this.packed?.reserve(rows);
   }
 

@@ -9,7 +9,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { IdArena } from '../../../src/assignment/id-arena.js';
 
-type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number } | { kind: 'reserve'; rows: number };
+type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number } | { kind: 'reserve'; rows: number } | { kind: 'reserveUnits'; units: number };
 
 // Few distinct ids, so that removes and re-adds of the same id are common; some wide, some long.
 const idArb = fc.oneof(
@@ -22,6 +22,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: idArb.map((id) => ({ kind: 'add' as const, id })) },
   { weight: 2, arbitrary: fc.nat().map((pick) => ({ kind: 'remove' as const, pick })) },
   { weight: 1, arbitrary: fc.nat(500).map((rows) => ({ kind: 'reserve' as const, rows })) },
+  { weight: 1, arbitrary: fc.nat(5000).map((units) => ({ kind: 'reserveUnits' as const, units })) },
 );
 
 /** Applies `ops` to an arena and to the model, rows reused lowest-freed-last as ColumnarPool does. */
@@ -39,6 +40,8 @@ function run(ops: Op[]): { arena: IdArena; model: Map<string, number>; rows: (st
       rows[r] = op.id;
     } else if (op.kind === 'reserve') {
       arena.reserveRows(op.rows);
+    } else if (op.kind === 'reserveUnits') {
+      arena.reserveUnits(op.units);
     } else if (model.size > 0) {
       const id = [...model.keys()][op.pick % model.size]!;
       const r = model.get(id)!;
@@ -101,6 +104,17 @@ describe('IdArena', () => {
     expect(arena.idAt(7)).toBe('last');
     // The buffer never held much more than one round's ids (≈ 19 units × 1000), however many rounds passed.
     expect((arena as unknown as { units: Uint8Array }).units.length).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it('adds as many units as it reserved without growing its buffer again', () => {
+    const arena = new IdArena();
+    arena.add(0, 'seed');
+    arena.reserveUnits(100_000);
+    const buffer = (arena as unknown as { units: Uint8Array }).units;
+    expect(buffer.length).toBeGreaterThanOrEqual(100_000);
+    for (let r = 1; r <= 9_000; r++) arena.add(r, `s-${String(r).padStart(8, '0')}`); // 10 units each
+    expect((arena as unknown as { units: Uint8Array }).units).toBe(buffer);
+    expect(arena.rowOf('s-00004567')).toBe(4567);
   });
 
   it('refuses an empty id and a row that holds one already', () => {
