@@ -39,7 +39,7 @@ import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, PublishFence } from './publish.js';
 import { PublishLoop, type LeaderStats } from './publish-loop.js';
 import { PackedQueue } from './packed-queue.js';
-import { Seeder } from './seeding.js';
+import { pagingOf, Seeder } from './seeding.js';
 import type { Session } from '../session.js';
 import type { Planner } from '../types.js';
 import type { Json } from '../../protocol/records.js';
@@ -367,12 +367,7 @@ export class Leader {
       const cursor = next ? next.cursor : plan?.cursor;
       const result = await this.ctx.planner({ cursor, generation: this.term!.generation, signal });
       if (signal.aborted) return;
-      if (result?.more !== undefined && typeof result.more !== 'boolean') throw new SplitfleetError('PLANNER_FAILURE', `planner result.more: must be a boolean or absent (got ${typeof result.more})`);
-      const more = result.more === true && !result.final;
-      const { expected } = result;
-      if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {
-        throw new SplitfleetError('PLANNER_FAILURE', `planner result.expected: must be an integer ≥ 0 or absent (got ${typeof expected === 'number' ? String(expected) : typeof expected})`);
-      }
+      const { more, expected } = pagingOf(result);
       this.seeding = true;
       try {
         await this.seeder.seed(this.job!, this.term!.generation, result.splits, result.final, result.cursor, signal, expected);

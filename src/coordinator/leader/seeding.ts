@@ -29,12 +29,22 @@ import { itemBytes, type Compare, type Op, type Store } from '../../store/store.
 import type { LeaderView } from './leader-view.js';
 import type { OwnWrite } from './own-writes.js';
 import type { Logger } from '../log.js';
-import type { PlannedSplit } from '../types.js';
+import type { PlannedSplit, PlanResult } from '../types.js';
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 500;
 /** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts). */
 const EXPECTED_BOUND = 64;
+/** A planner result's paging fields, checked: `more` (a page of a larger listing) and `expected` (its total, a hint). */
+export function pagingOf(result: PlanResult): { more: boolean; expected: number | undefined } {
+  if (result?.more !== undefined && typeof result.more !== 'boolean') throw new SplitfleetError('PLANNER_FAILURE', `planner result.more: must be a boolean or absent (got ${typeof result.more})`);
+  const { expected } = result;
+  if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {
+    throw new SplitfleetError('PLANNER_FAILURE', `planner result.expected: must be an integer ≥ 0 or absent (got ${typeof expected === 'number' ? String(expected) : typeof expected})`);
+  }
+  return { more: result.more === true && !result.final, expected };
+}
+
 /** The mean length of `splits`' ids (code units), from up to 4,096 of them spread over the plan; 0 for none. */
 function meanIdLength(splits: readonly PlannedSplit[]): number {
   const step = Math.max(1, Math.floor(splits.length / 4096));
