@@ -255,6 +255,9 @@ export class FaultStore extends BaseStore {
     const w: FaultWatch = { options, queue: [], lastAt: 0, closed: false, cancel: undefined, inner: undefined };
     const innerOptions: WatchOptions = { onEvent: (event) => this.arrive(w, event) };
     if (options.fromRevision !== undefined) innerOptions.fromRevision = options.fromRevision;
+    // The member's narrowing, as etcd applies it (a leader's view leaves queue pages and progress out).
+    if (options.rangeStart !== undefined) innerOptions.rangeStart = options.rangeStart;
+    if (options.rangeEnd !== undefined) innerOptions.rangeEnd = options.rangeEnd;
     innerOptions.onError = (e) => this.answer(() => {
       if (!w.closed) options.onError?.(e);
     });

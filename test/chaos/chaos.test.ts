@@ -39,7 +39,7 @@ afterAll(async () => {
     const t = f.transitions;
     return `${r.scenario.padEnd(20)} seed ${String(r.seed).padEnd(9)} faults ${String(r.faults).padStart(2)}  units ${f.unitsPlanned}/${f.unitsProcessed}` +
       `  dup ${f.duplicates}/${f.replayBound}  maxReplay ${f.maxReplay}  coop ${t.cooperative} declined ${t.declined} forced ${t.forced} failed ${t.failed} takeover ${t.takeover} reclaim ${t.reclaim}` +
-      `  terms ${f.leaderTerms}${f.folded > 0 ? `  folded ${f.folded}` : ''}  attempts ${f.maxAttempts}  start-failures ${r.crashes.length}  ${(r.completeMs / 1000).toFixed(1)}s`;
+      `  terms ${f.leaderTerms}${f.folded > 0 ? `  folded ${f.folded} (${f.buckets} buckets)` : ''}  attempts ${f.maxAttempts}  start-failures ${r.crashes.length}  ${(r.completeMs / 1000).toFixed(1)}s`;
   });
   console.log(`chaos results (commitEvery 5):\n${rows.join('\n')}`);
   const dir = `${repoRoot()}/bench-results`;

@@ -101,6 +101,8 @@ export interface AuditFigures {
   leaderTerms: number;
   /** A packed job's splits folded back into their pages (0 for the keys layout). */
   folded: number;
+  /** The buckets a packed job's queue pages are in (0 for the keys layout). */
+  buckets: number;
   revisions: number;
   /** From the first to the last recorded write of the job. */
   durationMs: number;
@@ -376,6 +378,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       maxAttempts: Math.max(0, ...[...splits.values(), ...[...packed.folds.values()].map((f) => ({ rec: f.split ?? {} }))].map((s) => Number(s.rec.attempts ?? 0))),
       leaderTerms,
       folded: packed.folds.size,
+      buckets: packed.bucketsWithPages,
       revisions: first && last ? last.rev - first.rev + 1 : 0,
       durationMs: first && last ? last.at - first.at : 0,
     },

@@ -365,10 +365,11 @@ export const SCENARIOS: Scenario[] = [
     // Last, so that adding it moved no other scenario's seed (BASE_SEED + index).
     // A packed job (decision 0037): its splits in queue pages, promoted before they are assigned and
     // folded back once completed. Workers and the leader killed in turn: takeovers of promoted splits,
-    // and new leaders that must read the pages and folded bits their predecessors wrote.
+    // and new leaders that must read the pages and folded bits their predecessors wrote. Four buckets
+    // (the `buckets` option; 40 splits would get one): pages, promotions and fold-backs in each.
     name: 'packed-kills',
     topology: 'shared',
-    settings: (seed) => ({ ...baseSettings(seed), layout: 'packed' as const }),
+    settings: (seed) => ({ ...baseSettings(seed, {}, { buckets: 4 }), layout: 'packed' as const }),
     chaos: ({ run }) => run.schedule({
       minGap: 800, maxGap: 2000, maxFaults: scale(4), budgetMs: scale(20_000),
       step: async () => {
@@ -380,7 +381,7 @@ export const SCENARIOS: Scenario[] = [
         restartLater(run, victim, run.between(200, run.settings.knobs.leaseDurationMs! + 1500));
       },
     }),
-    expect: (f) => (f.transitions.takeover + f.transitions.reclaim > 0 && f.leaderTerms >= 2 && f.folded > 0 ? undefined
-      : `expected takeovers or reclaims, a new leader and fold-backs, got ${f.leaderTerms} terms, ${f.folded} folded, ${JSON.stringify(f.transitions)}`),
+    expect: (f) => (f.transitions.takeover + f.transitions.reclaim > 0 && f.leaderTerms >= 2 && f.folded > 0 && f.buckets >= 2 ? undefined
+      : `expected takeovers or reclaims, a new leader, fold-backs and pages in several buckets, got ${f.leaderTerms} terms, ${f.folded} folded, ${f.buckets} buckets with pages, ${JSON.stringify(f.transitions)}`),
   },
 ];

@@ -97,6 +97,12 @@ export interface FleetOptions {
   /** The job's layout (decision 0037): 'packed' keeps its splits in queue pages; default 'keys'. */
   layout?: 'keys' | 'packed';
   /**
+   * A packed job's bucket count (the `buckets` option, given to every
+   * coordinator of the job); absent: chosen from the first plan (one bucket
+   * for a simulated job's few splits).
+   */
+  buckets?: number;
+  /**
    * An open plan released in waves: split i of n is planned from virtual time
    * `floor(i · count / n) · everyMs` on, and the plan is final once every wave
    * is out. Each wave a packed job seeds appends pages to its buckets. Default:
@@ -163,7 +169,7 @@ export class Fleet {
     this.procs.push(p);
     this.note(`start ${p.id}`);
     const engine = this.options.engine;
-    const layout = this.options.layout;
+    const { layout, buckets } = this.options;
     startCoordinator({
       store: p.store,
       clock: p.clock,
@@ -173,6 +179,7 @@ export class Fleet {
       ...this.options.knobs,
       planner: () => this.plan(p.clock.now()),
       ...(layout ? { layout } : {}),
+      ...(buckets !== undefined ? { buckets } : {}),
       handler: simHandler(p, this.auditor, this.options.handler(instance)),
       logger: this.logger(p),
       ...(engine ? { assigner: async (input) => desiredAssignment(input, { engine }) } : {}),

@@ -16,6 +16,11 @@
  * keys that do not exist (a `worker`, `lease` or `assign` record for an
  * instance that is not there). `plan` gets only a newer minor's valid record:
  * an unreadable plan is a documented fatal (its own test, not a schedule's).
+ * A packed job's queue pages and folded records (`queue.{bucket}.{page}`,
+ * `folded.{bucket}.{page}`, PACKED_HOSTILE_KINDS) get every mutation that
+ * applies; none makes a readable record that says something else (a page's
+ * descriptors are free-form JSON, like a spec's), so the fleet must refuse
+ * each or read what was there.
  *
  * Pure of the fleet: it needs the store, the prefix, a revision callback and
  * a seeded random source.
@@ -24,7 +29,7 @@ import type { MemoryStore } from '../../src/store/memory.js';
 import type { KeyValue } from '../../src/store/store.js';
 import { parseKey } from '../../src/protocol/keys.js';
 
-export type HostileKind = 'split' | 'spec' | 'progress' | 'assign' | 'worker' | 'lease' | 'control' | 'publish' | 'plan' | 'summary';
+export type HostileKind = 'split' | 'spec' | 'progress' | 'assign' | 'worker' | 'lease' | 'control' | 'publish' | 'plan' | 'summary' | 'queue' | 'folded';
 
 export type Mutation =
   /** Not JSON at all, or JSON of the wrong shape. */
@@ -44,7 +49,10 @@ export type Mutation =
   /** A well-formed record for an instance that is not in the fleet. */
   | 'dead-instance';
 
+/** The kinds every job has (a keys job's schedules draw from these). */
 export const HOSTILE_KINDS: readonly HostileKind[] = ['split', 'spec', 'progress', 'assign', 'worker', 'lease', 'control', 'publish', 'plan', 'summary'];
+/** A packed job's own kinds (decision 0037): its queue pages and their folded bitsets. */
+export const PACKED_HOSTILE_KINDS: readonly HostileKind[] = ['queue', 'folded'];
 export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'control-chars', 'wrong-type', 'duplicate-key', 'newer-minor', 'dead-instance'];
 
 /** The instance no process of the fleet is ever called. */
@@ -58,8 +66,8 @@ interface Written {
   what: string;
 }
 
-/** Fields whose value is any JSON by the schema. */
-const FREE_FORM = new Set(['progress', 'descriptor', 'cursor']);
+/** Fields whose value is any JSON by the schema (a queue page's descriptors: an array of any JSON, one per split). */
+const FREE_FORM = new Set(['progress', 'descriptor', 'cursor', 'descriptors']);
 
 const DEEP = 20_000;
 const HUGE = 300 * 1024;

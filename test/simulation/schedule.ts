@@ -12,18 +12,22 @@
  * and the final state is checked.
  *
  * `packedScheduleArb` plays the same on a packed job (decision 0037), its plan
- * in waves. The broken coordinators a run may name are mutants.ts's; the
- * operator's actions, during the faults and after, operator.ts's.
+ * in waves, in 1 to 8 buckets; `hostileScheduleArb` and
+ * `packedHostileScheduleArb` add a hostile writer's records (hostile.ts). What
+ * each fault does to the fleet is inject.ts's; the broken coordinators a run
+ * may name are mutants.ts's; the operator's actions, during the faults and
+ * after, operator.ts's.
  */
 import fc from 'fast-check';
 import { prng } from '../../src/prng.js';
 import type { Violation, AuditStats } from './auditor.js';
-import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
-import { HOSTILE_KINDS, HostileWriter, MUTATIONS, type HostileKind, type Mutation } from './hostile.js';
+import { Fleet, type DrainBehaviour, type FleetSplit } from './harness.js';
+import { HOSTILE_KINDS, HostileWriter, MUTATIONS, PACKED_HOSTILE_KINDS, type HostileKind, type Mutation } from './hostile.js';
+import { inject, MAX_FLEET, restartable, type Injector } from './inject.js';
 import { MUTANTS, PACKED_MUTANTS } from './mutants.js';
-import { operate, recoverFromStall, release } from './operator.js';
+import { recoverFromStall, release } from './operator.js';
 
-export { MUTANTS, PACKED_MUTANTS };
+export { MAX_FLEET, MUTANTS, PACKED_MUTANTS };
 
 export type Fault =
   | { kind: 'crash'; target: number }
@@ -71,10 +75,12 @@ export interface Schedule {
   waveMs?: number;
   /** How often an open plan is planned again (absent: the library's default). */
   replanIntervalMs?: number;
+  /**
+   * A packed job's bucket count (the `buckets` option of every coordinator;
+   * absent: chosen from the first plan, which gives these few splits one).
+   */
+  buckets?: number;
 }
-
-/** Most members alive at once ("fleet sizes 2–6"). */
-export const MAX_FLEET = 6;
 /** Virtual time the fleet gets after the faults to finish the job. */
 export const QUIET_MS = 30 * 60_000;
 const OP_TIMEOUT_MS = 200;
@@ -136,22 +142,27 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
  * Packed jobs (decision 0037): the same fleets and faults, the splits in
  * queue pages, promoted before they are assigned and folded back once
  * completed. The plan comes in 1 to 4 waves (an open plan until the last),
- * so a bucket holds several pages and a fold-back may span them.
+ * so a bucket holds several pages and a fold-back may span them; the job has
+ * 1, 2, 4 or 8 buckets (`buckets`, given to every coordinator), so promotions
+ * and fold-backs span buckets too, and most buckets hold few splits.
  */
 export const packedScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =>
-  fc.record({ waves: fc.integer({ min: 1, max: 4 }), waveMs: fc.integer({ min: 200, max: 4000 }), replanIntervalMs: fc.integer({ min: 300, max: 3000 }) })
-    .map((w) => ({ ...s, layout: 'packed' as const, ...w })));
+  fc.record({
+    waves: fc.integer({ min: 1, max: 4 }), waveMs: fc.integer({ min: 200, max: 4000 }), replanIntervalMs: fc.integer({ min: 300, max: 3000 }),
+    buckets: fc.constantFrom(1, 2, 4, 8),
+  }).map((w) => ({ ...s, layout: 'packed' as const, ...w })));
 
-const hostileFault: fc.Arbitrary<Fault> = fc.record(
+const hostileFaultOf = (kinds: readonly HostileKind[]): fc.Arbitrary<Fault> => fc.record(
   {
     kind: fc.constant('hostile' as const),
-    record: fc.constantFrom(...HOSTILE_KINDS),
+    record: fc.constantFrom(...kinds),
     mutation: fc.constantFrom(...MUTATIONS),
     target,
     repairAfterMs: fc.integer({ min: 0, max: 20_000 }),
   },
   { requiredKeys: ['kind', 'record', 'mutation', 'target'] },
 );
+const hostileFault = hostileFaultOf(HOSTILE_KINDS);
 
 /**
  * Schedules with a hostile writer among the faults: about half the steps
@@ -161,6 +172,15 @@ const hostileFault: fc.Arbitrary<Fault> = fc.record(
  */
 export const hostileScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =>
   fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFault) }), { minLength: 4, maxLength: 24 })
+    .map((steps) => ({ ...s, steps })));
+
+/**
+ * The same on packed jobs (packedScheduleArb's jobs): about half the steps
+ * overwrite a record, of every kind the fleet reads, and half of those a queue
+ * page or a folded record (hostile.ts, PACKED_HOSTILE_KINDS).
+ */
+export const packedHostileScheduleArb: fc.Arbitrary<Schedule> = packedScheduleArb.chain((s) =>
+  fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFaultOf(PACKED_HOSTILE_KINDS)) }), { minLength: 4, maxLength: 24 })
     .map((steps) => ({ ...s, steps })));
 
 
@@ -185,20 +205,21 @@ const num = (instance: string) => Number(instance.slice(1));
 /** A failed run, for the test's error: its violations, processes, last events (long ones cut) and the schedule to replay. */
 export function report(s: Schedule, r: RunResult): string {
   return [
-    `${r.violations.length} violation(s) after ${r.virtualMs} virtual ms:`,
+    `${r.violations.length} violation(s) after ${r.virtualMs} virtual ms${s.layout === 'packed' ? ` (a packed job: ${s.buckets ?? 'default'} bucket(s), ${s.waves ?? 1} wave(s))` : ''}:`,
     ...r.violations.slice(0, 20).map((v) =>
       `  [${v.property}]${v.revision !== undefined ? ` rev ${v.revision}` : ''} ${v.message}${v.context ? ` ${JSON.stringify(v.context)}` : ''}`),
     'processes:', ...r.procs.map((p) => `  ${p}`),
     'events:', ...r.events.slice(-60).map((e) => `  ${e.length > 400 ? `${e.slice(0, 400)}…` : e}`),
     `schedule: ${JSON.stringify(s)}`,
+    `replay: SIM_SCHEDULE='${JSON.stringify(s)}' SIM_TRACE=1 npx vitest run test/simulation/simulation.test.ts`,
   ].join('\n');
 }
 
+/** What a run may add: a trace, an engine, a look at the fleet before it closes, a broken coordinator (mutants.ts). */
+export type RunOptions = { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string };
+
 /** Plays one schedule on a fresh fleet. */
-export async function runSchedule(
-  s: Schedule,
-  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string } = {},
-): Promise<RunResult> {
+export async function runSchedule(s: Schedule, options: RunOptions = {}): Promise<RunResult> {
   // Strict unhandled rejections (issue 28): the processes share this one, so a background promise
   // nobody handled is this schedule's violation (vitest would report it too, but not which schedule).
   const rejections: string[] = [];
@@ -215,17 +236,13 @@ export async function runSchedule(
   }
 }
 
-async function playSchedule(
-  s: Schedule,
-  options: { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string },
-): Promise<RunResult> {
-  const splits = splitsOf(s);
-  const leaseMs = s.leaseSeconds * 1000;
-  const fleet = new Fleet({
+/** The fleet a schedule runs: its job (layout, buckets, waves), knobs, lane budgets and handlers. */
+function fleetFor(s: Schedule, splits: FleetSplit[], options: RunOptions): Fleet {
+  return new Fleet({
     job: 'sim',
     splits,
     knobs: {
-      leaseDurationMs: leaseMs,
+      leaseDurationMs: s.leaseSeconds * 1000,
       opTimeoutMs: OP_TIMEOUT_MS,
       rebalanceDelayMs: s.rebalanceDelayMs,
       drainDeadlineMs: s.drainDeadlineMs,
@@ -237,6 +254,7 @@ async function playSchedule(
       ...(s.replanIntervalMs !== undefined ? { replanIntervalMs: s.replanIntervalMs } : {}),
     },
     ...(s.layout ? { layout: s.layout } : {}),
+    ...(s.buckets !== undefined ? { buckets: s.buckets } : {}),
     ...(s.waves !== undefined && s.waves > 1 ? { waves: { count: s.waves, everyMs: s.waveMs ?? 1000 } } : {}),
     maxInFlight: (instance) => s.lanes[num(instance) % s.lanes.length]!,
     handler: (instance) => ({
@@ -249,91 +267,24 @@ async function playSchedule(
     ...(options.trace ? { trace: true } : {}),
     ...(options.mutant ? { mutate: (MUTANTS[options.mutant] ?? PACKED_MUTANTS[options.mutant])! } : {}),
   });
-  const hostileRandom = prng(s.seed ^ 0x5eed);
+}
+
+async function playSchedule(s: Schedule, options: RunOptions): Promise<RunResult> {
+  const splits = splitsOf(s);
+  const leaseMs = s.leaseSeconds * 1000;
+  const fleet = fleetFor(s, splits, options);
   const hostile = new HostileWriter(fleet.store, fleet.prefix, (rev) => fleet.auditor.external(rev));
   let nextId = 0;
   const newInstance = () => `w${nextId++}`;
+  const injector: Injector = { fleet, hostile, hostileRandom: prng(s.seed ^ 0x5eed), leaseMs, newInstance };
   for (let i = 0; i < s.fleet; i++) fleet.start(newInstance());
   await fleet.advance(0);
-
-  const pick = (ps: SimProcess[], t: number): SimProcess | undefined => (ps.length === 0 ? undefined : ps[t % ps.length]);
-  // Ids that may run again: every incarnation crashed or stopped (a leaving one still holds its presence key).
-  const restartable = () => {
-    const busy = new Set(fleet.procs.filter((p) => p.state !== 'crashed' && p.state !== 'stopped' && p.state !== 'exited').map((p) => p.instance));
-    return [...new Set(fleet.procs.filter((p) => !busy.has(p.instance)).map((p) => p.instance))];
-  };
-  const running = () => fleet.live.filter((p) => p.state === 'running' && !p.paused);
 
   let faultsDuringWork = 0;
   for (const { gapMs, fault: f } of s.steps) {
     await fleet.advance(gapMs);
     const before = fleet.events.length;
-    switch (f.kind) {
-      case 'crash': {
-        const p = pick(fleet.live, f.target);
-        if (p) fleet.crash(p);
-        break;
-      }
-      case 'restart': {
-        const id = restartable()[f.target % Math.max(1, restartable().length)];
-        if (id !== undefined && fleet.live.length < MAX_FLEET) fleet.start(id);
-        break;
-      }
-      case 'pause': {
-        const p = pick(running(), f.target);
-        if (p) fleet.pause(p, Math.round((leaseMs * f.tenths) / 10));
-        break;
-      }
-      case 'leaderKill': {
-        const p = fleet.leader;
-        if (p) fleet.crash(p);
-        break;
-      }
-      case 'leaderPause': {
-        const p = fleet.leader;
-        if (p && !p.paused) fleet.pause(p, Math.round((leaseMs * f.tenths) / 10));
-        break;
-      }
-      case 'join':
-        if (fleet.live.length < MAX_FLEET) fleet.start(newInstance());
-        break;
-      case 'leave': {
-        const p = pick(running(), f.target);
-        if (p) fleet.leave(p);
-        break;
-      }
-      case 'expire': {
-        const p = pick(running(), f.target);
-        if (p) fleet.expireLeases(p);
-        break;
-      }
-      case 'delay': {
-        const p = pick(fleet.live, f.target);
-        if (p) fleet.delay(p, f.latencyMs, f.durationMs);
-        break;
-      }
-      case 'slow': {
-        const p = pick(fleet.live, f.target);
-        if (p) fleet.slowLink(p, f.latencyMs, f.durationMs);
-        break;
-      }
-      case 'operator':
-        await operate(fleet, f.action, pick(running(), f.target)?.instance);
-        break;
-      case 'hostile': {
-        const what = await hostile.write(f.record, f.mutation, f.target, hostileRandom);
-        if (what !== undefined) {
-          fleet.note(`hostile write: ${what}`);
-          if (f.repairAfterMs !== undefined) {
-            fleet.at(fleet.clock.now() + f.repairAfterMs, async () => {
-              const done = await hostile.repairOne();
-              if (done !== undefined) fleet.note(`hostile writer: ${done}`);
-            });
-          }
-        }
-        break;
-      }
-    }
+    await inject(injector, f);
     if (fleet.events.length > before && fleet.live.some((p) => p.verdict === undefined)) faultsDuringWork++;
     await fleet.advance(0);
   }
@@ -345,8 +296,8 @@ async function playSchedule(
   if (hostile.log.length > 0) fleet.note(`hostile writer: ${hostile.log.join('; ')}`);
   await recoverFromStall(fleet);
   await release(fleet);
-  if (s.restartAtEnd) for (const id of restartable()) if (fleet.live.length < MAX_FLEET) fleet.start(id);
-  if (fleet.live.length === 0) fleet.start(restartable()[0] ?? newInstance());
+  if (s.restartAtEnd) for (const id of restartable(fleet)) if (fleet.live.length < MAX_FLEET) fleet.start(id);
+  if (fleet.live.length === 0) fleet.start(restartable(fleet)[0] ?? newInstance());
   await fleet.advance(0);
 
   const violations: Violation[] = [];

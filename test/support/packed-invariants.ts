@@ -24,6 +24,11 @@
  * planned split is folded or has a terminal record ('split-lost'), and the
  * final plan's `planned` counts the pages' splits ('planned-count').
  *
+ * Revisions written from outside the fleet (the simulation's hostile writer) are
+ * not checked (`external`), but the assignment records they leave stand in the
+ * store, naming what a reader can decode of them, until the fleet rewrites
+ * them: a fold-back is judged against those.
+ *
  * On a `keys` job it only reports a queue or folded record ('packed-record-in-keys-job');
  * the suites' own rules (no split record ever deleted) stand there.
  *
@@ -130,6 +135,24 @@ export class PackedChecker implements InvariantChecker {
     }
     for (const id of ids) this.checkKeyed(id, rev, group);
     this.apply(group);
+  }
+
+  /** The buckets that hold at least one queue page (a job of several buckets spreads its pages over them). */
+  get bucketsWithPages(): number {
+    return new Set([...this.pages.keys()].map((name) => name.slice(0, name.indexOf('.')))).size;
+  }
+
+  /**
+   * A revision written from outside the fleet, left out of the checks: only its assignment records are
+   * kept, as the store holds them, each naming `named(e)` (what a reader can decode of it; nothing when
+   * it is unreadable). Every other key keeps the fleet's last value.
+   */
+  external({ events }: Revision, named: (e: HistoryEvent) => string[]): void {
+    for (const e of events) {
+      if (e.kind !== 'assign' || e.id === undefined) continue;
+      if (e.type === 'put') this.assigns.set(e.id, named(e));
+      else this.assigns.delete(e.id);
+    }
   }
 
   /** Whole-run problems, for a job that should have finished: lost splits, a miscounted plan. */

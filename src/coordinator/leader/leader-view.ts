@@ -12,9 +12,10 @@
  * - A record of the job's own (plan, leader) this build cannot read is
  *   reported once through `onFatal`, and the view stops applying events.
  * - `resyncMembership()` (the leader's backstop) re-lists the sparse kinds
- *   (members, leases, assignments, plan, leader, control) and replaces them.
- *   The dense kinds (specs, split records) are listed again only when a
- *   watch cannot resume (docs/decisions/0009-the-leader-view.md).
+ *   (members, leases, assignments, plan, leader, control) and replaces them,
+ *   and reads again a queue page that could not be read. The dense kinds
+ *   (specs, split records) are listed again only when a watch cannot resume
+ *   (docs/decisions/0009-the-leader-view.md).
  *
  * I/O: listings and two watches. No decisions are made here.
  */
@@ -212,6 +213,7 @@ export class LeaderView {
    */
   async resyncMembership(): Promise<void> {
     if (this.failed || this.closed) return;
+    await this.rereadPages();
     const listed = emptyListing();
     const sparse = jobKeyRanges(this.prefix, ['worker', 'assign', 'lease', 'leader', 'plan', 'control']);
     const revision = await this.list(sparse, undefined, (kv) => this.records.listSparse(kv, listed));
@@ -220,6 +222,20 @@ export class LeaderView {
     // The listing covered every kind of the first range (assign, leader, lease, plan) up to it.
     this.saw(revision);
     this.notify({ kinds: new Set(['worker', 'assign', 'lease', 'plan', 'leader', 'control']), all: false });
+  }
+
+  /** Queue pages that could not be read (a page is listed once a term, never watched): read again, applied once readable. */
+  private async rereadPages(): Promise<void> {
+    for (const key of [...this.records.pages.unreadable]) {
+      const kv = await this.store.get(key);
+      if (this.failed || this.closed) return;
+      if (kv && this.records.pages.putPage(kv.key, kv.value)) this.notify({ kinds: new Set(['queue']), all: false });
+    }
+  }
+
+  /** Queue pages that could not be read yet (seeding waits for them: their splits are unknown). */
+  get unreadablePages(): ReadonlySet<string> {
+    return this.records.pages.unreadable;
   }
 
   /**

@@ -159,6 +159,11 @@ export class PackedPages {
     this.parked.set(id, { location, weight });
   }
 
+  /** Splits known from their pages but out of the pool (parked). */
+  get parkedCount(): number {
+    return this.parked.size;
+  }
+
   parkedOf(id: string): { location: number; weight: number } | undefined {
     return this.parked.get(id);
   }

@@ -6,7 +6,8 @@
  *
  * Invariants:
  * - An unreadable page is reported and its splits stay unknown (the job
- *   never reads as done while one is); an unreadable folded record leaves
+ *   never reads as done, nor is seeded, while one is) until the leader's
+ *   backstop reads it again; an unreadable folded record leaves
  *   the bits as last read (promotion compares the record's revision, so
  *   nothing folded is promoted on them).
  * - `folded` sorts before `plan`: folded records a listing brings before
@@ -22,6 +23,8 @@ import { PackedPages } from './packed-pages.js';
 import type { SplitColumns } from './split-columns.js';
 
 export class PackedView {
+  /** Queue pages that could not be read, by key: pages are not watched, so the backstop reads them again. */
+  readonly unreadable = new Set<string>();
   /** Folded records listed before the plan record (which sorts after them). */
   private readonly early: [key: string, value: string, modRevision: number][] = [];
 
@@ -43,9 +46,11 @@ export class PackedView {
     try {
       rec = decodeRecord('queue', key, value, this.fp);
     } catch (e) {
+      this.unreadable.add(key);
       this.onUnreadable(key, storeFailure(e));
       return false;
     }
+    this.unreadable.delete(key);
     this.applyPage(rec.bucket, rec.page, rec.ids, rec.weights);
     return true;
   }
@@ -98,6 +103,7 @@ export class PackedView {
   }
 
   clear(): void {
+    this.unreadable.clear();
     this.early.length = 0;
   }
 }

@@ -192,6 +192,9 @@ export class Seeder {
    */
   private async seedPages(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
     const { store, prefix } = this.ctx;
+    // A page that could not be read may hold some of these splits: seeded again, they would be in two pages.
+    const [unreadable] = job.unreadablePages;
+    if (unreadable !== undefined) throw new SplitfleetError('STORE_UNAVAILABLE', `queue page ${unreadable} cannot be read: seeding waits until it can`, { retryable: true });
     const fp = fingerprintHash(this.ctx.config.fingerprint);
     const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(this.ctx.config.buckets ?? bucketsFor(splits.length)));
     const bucketOf = bucketing(fp, buckets);

@@ -60,9 +60,9 @@ export class SplitColumns {
     return this.statusCounts.runnable + this.statusCounts.completed + this.statusCounts.quarantined;
   }
 
-  /** Specs known (in the pool, or waiting for their record). */
+  /** Specs known (in the pool, waiting for their record, or a packed split's parked with its page's). */
   get specCount(): number {
-    return this.pool.size + this.specOnly.size;
+    return this.pool.size + this.specOnly.size + (this.packed?.parkedCount ?? 0);
   }
 
   hasSpec(id: string): boolean {

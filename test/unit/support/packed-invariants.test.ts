@@ -6,10 +6,12 @@
  * assigned split folded, a record deleted by anything but a fold-back, a
  * split completed twice, a split lost), so a check that stopped seeing its
  * events would be caught here before a simulation or chaos run relied on it.
+ * Also: a job of two buckets, each fold-back judged against its own page; and
+ * a hostile writer's assignment record, which names what a reader can decode.
  */
 import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../../src/protocol/packed.js';
-import { replayHistory } from '../../support/history-replay.js';
+import { replayHistory, revisionsOf } from '../../support/history-replay.js';
 import { packedChecker, type PackedChecker } from '../../support/packed-invariants.js';
 import { FP, History, P } from '../../support/hand-history.js';
 
@@ -154,6 +156,52 @@ describe('the packed queue checker', () => {
     const changed = clean();
     changed.write(['plan', '', { ...plan(), v: 1, layout: undefined }]);
     expect(rules(changed)).toEqual(['layout-changed']);
+  });
+
+  it('two buckets: each page is its own bucket\'s, and a fold-back names the split of its own page', () => {
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const x = ids.find((id) => bucketOf(FP, id, 2) === 0)!;
+    const y = ids.find((id) => bucketOf(FP, id, 2) === 1)!;
+    const foldedAt = (bucket: number, ...slots: number[]) => ({ ...folded(...slots), bucket });
+    /** x run and folded back into page 0.0; y queued in page 1.0. */
+    const xFolded = () => {
+      const h = new History();
+      h.write(['plan', '', plan({ buckets: 2 })]);
+      h.write(['queue', '0.0', page([x], 0)], ['queue', '1.0', page([y], 1)]);
+      run(h, x);
+      h.write(['assign', 'w', assign('w', [])]);
+      h.write(['folded', '0.0', foldedAt(0, 0)], ['split', x, 'delete'], ['spec', x, 'delete'], ['progress', x, 'delete']);
+      return h;
+    };
+    expect(check(xFolded()).endProblems()).toMatchObject([{ rule: 'split-lost', split: y }]);
+    // Slot 0 of page 1.0 is y (queued), not x (folded back from page 0.0).
+    const early = xFolded();
+    early.write(['folded', '1.0', foldedAt(1, 0)]);
+    expect(check(early).problems).toMatchObject([{ rule: 'fold-not-completed', split: y }]);
+    const h = xFolded();
+    run(h, y);
+    h.write(['assign', 'w', assign('w', [])]);
+    h.write(['folded', '1.0', foldedAt(1, 0)], ['split', y, 'delete'], ['spec', y, 'delete'], ['progress', y, 'delete']);
+    const c = check(h);
+    expect([...c.problems, ...c.endProblems()]).toEqual([]);
+    expect(c.folds.get(x)?.rev).toBeLessThan(c.folds.get(y)!.rev);
+  });
+
+  it('a hostile writer\'s assignment record: a fold-back is judged against what a reader can decode of it', () => {
+    const replay = (named: string[]) => {
+      const h = new History();
+      h.write(['plan', '', plan()]);
+      h.write(['queue', '0.0', page(['a', 'b'])]);
+      run(h, 'a');
+      // The hostile writer overwrites assign.w (which names a) at this revision; the fleet then folds a back.
+      const hostile = h.write(['assign', 'w', { garbage: true }]);
+      h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete']);
+      const c = packedChecker();
+      for (const r of revisionsOf(h.events)) if (r.rev === hostile) c.external(r, () => named); else c.revision(r);
+      return c.problems.map((p) => p.rule);
+    };
+    expect(replay([])).toEqual([]);
+    expect(replay(['a'])).toEqual(['fold-assigned']);
   });
 
   it('a keys job: only a queue or folded record is its business', () => {
