@@ -290,6 +290,12 @@ const packedFound: Record<string, Schedule> = {
   // planned count short of the pages' splits weakens the verdict's guard ("every planned split has a
   // record") and misreports the job (inspect, the summary's `seeded`). Parked packed splits now count.
   'a packed split parked at the final planning run is counted in the plan': {...base, fleet: 2, splits: 8, maxUnits: 8, unitMs: 400, leaseSeconds: 1, rebalanceDelayMs: 0, layout: 'packed', buckets: 2, waves: 2, waveMs: 2000, replanIntervalMs: 300, steps: [{gapMs: 1000, fault: {kind: 'hostile', record: 'split', mutation: 'garbage', target: 0, repairAfterMs: 3000}}, {gapMs: 4000, fault: {kind: 'join'}}]},
+  // packed-queue.ts (the hostile writer on a folded record): a new leader listed folded.0.0 as garbage (s-1's
+  // bit unknown, so s-1 queued), checked s-1's bit, then awaited the page reads; the record was repaired
+  // meanwhile (rev 32, s-1's bit set) and the promotion compared the page at that newer revision: s-1, folded
+  // back at rev 22, promoted again and run twice (promote-folded, completed-twice, monotone). The compare now
+  // holds the revision as of the bits checked (fast-check, seed of the packed hostile schedules).
+  'a folded record that changes while promotion reads its pages fails the promotion': {"seed":803391541,"fleet":4,"splits":5,"maxUnits":2,"commitEvery":1,"unitMs":485,"leaseSeconds":3,"rebalanceDelayMs":0,"drainDeadlineMs":205,"reconcileIntervalMs":360,"lanes":[4,1,1],"drains":["decline"],"steps":[{"gapMs":1058,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":406,"fault":{"kind":"leaderKill"}},{"gapMs":843,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":25,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":1196,"fault":{"kind":"hostile","record":"folded","mutation":"garbage","target":0}},{"gapMs":497,"fault":{"kind":"hostile","record":"queue","mutation":"garbage","target":0}}],"restartAtEnd":false,"layout":"packed","waves":3,"waveMs":1657,"replanIntervalMs":2989,"buckets":2},
 };
 
 describe('the slow link produces the lost-reply case', () => {

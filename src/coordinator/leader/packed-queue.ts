@@ -11,13 +11,15 @@
  *   loses (a stale folded revision, leadership gone) makes the step
  *   incomplete, so nothing is published on it.
  * - A split whose folded bit is set is never promoted (and the transaction
- *   compares its page's folded revision, so a stale view cannot either).
+ *   compares its page's folded revision as of the bits checked, so neither a
+ *   stale view nor a record that changes while the pages are read can).
  * - Fold-back takes only completed splits that have a record, no live lease
  *   and no assignment record naming them, and only while no publication of
  *   this leader's is in flight or unseen by its view (one decided before a
  *   completion may name the split); one fold-back is in flight at a time
  *   (two on one page would race on its folded record).
  */
+import { SplitfleetError } from '../../errors.js';
 import { foldedKey, queueKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
 import { FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
@@ -34,6 +36,16 @@ const PAGE_CACHE = 256;
 const PAGE_READS = 16;
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** `decode()`, or undefined when a record it decodes is unreadable (INVALID_RECORD). */
+function readable<T>(decode: () => T): T | undefined {
+  try {
+    return decode();
+  } catch (e) {
+    if (e instanceof SplitfleetError && e.code === 'INVALID_RECORD') return undefined;
+    throw e;
+  }
+}
 
 /**
  * What promotion copies from a page, kept without its ids: a cached page's
@@ -88,6 +100,9 @@ export class PackedQueue {
     const out: Promotion = { complete: true, revision: 0, promoted: 0 };
     if (!packed) return out;
     const wanted: { id: string; location: number }[] = [];
+    // Each page's folded revision as of the bits checked here: the compare must hold the bits this loop read,
+    // not a newer record the view applies while the pages are read below (a folded split promoted again).
+    const checkedAt = new Map<number, number>();
     for (const id of ids) {
       if (packed.keyed.has(id)) continue;
       const location = view.locationOf(id);
@@ -97,6 +112,8 @@ export class PackedQueue {
         out.complete = false;
         continue;
       }
+      const pageIndex = packed.describe(location).pageIndex;
+      if (!checkedAt.has(pageIndex)) checkedAt.set(pageIndex, packed.foldedOf(pageIndex).modRevision);
       wanted.push({ id, location });
     }
     if (wanted.length === 0) return out;
@@ -116,7 +133,7 @@ export class PackedQueue {
         const size = JSON.stringify(descriptor).length * 3 + id.length * 9 + 512;
         if (splits.length > 0 && bytes + size > maxBytes) break;
         bytes += size;
-        if (!pages.has(where.pageIndex)) pages.set(where.pageIndex, { bucket: where.bucket, page: where.page, modRevision: packed.foldedOf(where.pageIndex).modRevision });
+        if (!pages.has(where.pageIndex)) pages.set(where.pageIndex, { bucket: where.bucket, page: where.page, modRevision: checkedAt.get(where.pageIndex)! });
         splits.push({ id, weight: rec.weights[where.slot]!, descriptor, generation: rec.generation });
       }
       const res = await store.txn(promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits));
@@ -143,10 +160,16 @@ export class PackedQueue {
       const key = foldedKey(this.ctx.prefix, p.bucket, p.page);
       const kv = await this.ctx.store.get(key);
       if (!kv || kv.modRevision <= p.modRevision) continue;
-      const bits = FoldedBits.decode(decodeRecord('folded', key, kv.value, this.ctx.fp).bits);
       const pageKey = queueKey(this.ctx.prefix, p.bucket, p.page);
       const page = await this.ctx.store.get(pageKey);
-      const ids = page ? decodeRecord('queue', pageKey, page.value, this.ctx.fp).ids : [];
+      // Either record unreadable (a foreign write; the view has reported it): its page's splits stay unpromoted
+      // (their compare holds the revision the view read) until it is readable again.
+      const read = readable(() => ({
+        bits: FoldedBits.decode(decodeRecord('folded', key, kv.value, this.ctx.fp).bits),
+        ids: page ? decodeRecord('queue', pageKey, page.value, this.ctx.fp).ids : [],
+      }));
+      if (read === undefined) continue;
+      const { bits, ids } = read;
       this.ctx.log.warn({ page: `${p.bucket}.${p.page}` }, 'a folded record was newer than the leader view\'s; read it again');
       view.ownFolded(p.bucket, p.page, bits, kv.modRevision, ids.filter((_, slot) => bits.has(slot)));
       healed = true;
