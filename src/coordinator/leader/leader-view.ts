@@ -227,10 +227,22 @@ export class LeaderView {
   /** Queue pages that could not be read (a page is listed once a term, never watched): read again, applied once readable. */
   private async rereadPages(): Promise<void> {
     for (const key of [...this.records.pages.unreadable]) {
-      const kv = await this.store.get(key);
+      await this.readPage(key);
       if (this.failed || this.closed) return;
-      if (kv && this.records.pages.putPage(kv.key, kv.value)) this.notify({ kinds: new Set(['queue']), all: false });
     }
+  }
+
+  /**
+   * Queue page `key` read from the store and applied (pages are listed once a term and never
+   * watched, so a page this view missed is read here: one that could not be read, or one
+   * seeding found written, its own put whose reply was lost). True once applied.
+   */
+  async readPage(key: string): Promise<boolean> {
+    const kv = await this.store.get(key);
+    if (!kv || this.failed || this.closed) return false;
+    const applied = this.records.pages.putPage(kv.key, kv.value);
+    if (applied) this.notify({ kinds: new Set(['queue']), all: false });
+    return applied;
   }
 
   /** Queue pages that could not be read yet (seeding waits for them: their splits are unknown). */

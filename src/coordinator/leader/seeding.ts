@@ -243,7 +243,10 @@ export class Seeder {
       return;
     }
     if (!this.ctx.leading()) return;
-    // Leading, and the page exists: written by a term this view's listing did not see. Plan again on a fresh view.
+    // Leading, and the page exists: this very put, its reply lost (a timeout), or a page of a term this
+    // view's listing did not see. Pages are not watched, so read it into the view: ours is then seeded;
+    // another's splits become known and its number taken, and the next planning run seeds the rest.
+    if (await job.readPage(put.key) && page.splits.every((s) => job.locationOf(s.id) !== undefined)) return;
     throw new SplitfleetError('STORE_UNAVAILABLE', `queue page ${page.bucket}.${page.page} exists already; will plan again`, { retryable: true });
   }
 
