@@ -180,11 +180,17 @@ export class LeaderView {
     this.notify({ kinds: new Set(['folded']), all: false });
   }
 
-  /** A packed split found folded when about to promote it (its folded record changed by another hand): completed. */
-  foundFolded(id: string): void {
+  /**
+   * A packed split found folded when about to promote it (its folded record changed by another
+   * hand, or read only after the split was placed): completed. True when that changed its status.
+   */
+  foundFolded(id: string): boolean {
     const location = this.locationOf(id);
-    if (location === undefined || this.records.columns.packed?.keyed.has(id)) return;
-    this.records.columns.place(id, this.weightOf(id), this.records.columns.packedDefault(location));
+    const columns = this.records.columns;
+    if (location === undefined || columns.packed?.keyed.has(id)) return false;
+    const before = columns.statusOf(id);
+    columns.place(id, this.weightOf(id), columns.packedDefault(location));
+    return columns.statusOf(id) !== before;
   }
 
   /** Split records known (with or without a spec). */

@@ -108,7 +108,9 @@ export class PackedQueue {
       const location = view.locationOf(id);
       if (location === undefined) { out.complete = false; continue; }
       if (packed.isFolded(location)) {
-        view.foundFolded(id);
+        // The view held it queued: now completed, so deciding again at once will not name it. Waiting for
+        // the view to move instead could wait forever in a quiet fleet (a folded record repaired by hand).
+        if (view.foundFolded(id)) out.healed = true;
         out.complete = false;
         continue;
       }
