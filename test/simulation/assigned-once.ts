@@ -27,7 +27,7 @@ function namedIn(value: string | undefined): string[] {
 }
 
 /** What a reader can decode of a record the hostile writer left: an unreadable one names nothing (substrate.md). */
-export function readableNamed(c: HistoryEvent): string[] {
+function readableNamed(c: HistoryEvent): string[] {
   try {
     const fp = (JSON.parse(c.value ?? '') as { fp?: unknown }).fp;
     return decodeRecord('assign', c.key, c.value ?? '', typeof fp === 'string' ? fp : '').splits;

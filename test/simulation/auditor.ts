@@ -54,7 +54,7 @@ import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { onlyRevisions, replayHistory, type Revision } from '../support/history-replay.js';
 import { invariantCheckers } from '../support/invariants.js';
 import { packedChecker } from '../support/packed-invariants.js';
-import { AssignedOnce, readableNamed } from './assigned-once.js';
+import { AssignedOnce } from './assigned-once.js';
 import { packedEndViolations, packedViolations } from './packed-audit.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
@@ -431,8 +431,8 @@ export class Auditor {
     // epoch moves are 'monotone'.
     const shared = invariantCheckers();
     const own = (rev: number) => !this.externals.has(rev);
-    // The packed checker keeps the hostile writer's assignment records as the store holds them (a fold-back is judged against them).
-    const packedRevision = (r: Revision) => (own(r.rev) ? packed.revision(r) : packed.external(r, readableNamed));
+    // The packed checker forgets the fleet's assignment records the hostile writer replaced (packed-invariants.ts).
+    const packedRevision = (r: Revision) => (own(r.rev) ? packed.revision(r) : packed.external(r));
     replayHistory(this.recorder.events, [{ revision: packedRevision }, { revision: properties }, ...shared.map((c) => onlyRevisions(own, c))]);
     v.push(...packedViolations(packed.problems, this.writers));
     stats.promotions = packed.promotions;

@@ -187,21 +187,28 @@ describe('the packed queue checker', () => {
     expect(c.folds.get(x)?.rev).toBeLessThan(c.folds.get(y)!.rev);
   });
 
-  it('a hostile writer\'s assignment record: a fold-back is judged against what a reader can decode of it', () => {
-    const replay = (named: string[]) => {
+  it('a hostile writer\'s assignment records: the fleet\'s record it replaced names nothing, its own is not held against a fold-back', () => {
+    /** `a` run (assign.w names it; emptied by the fleet when `cleared`), `hostile` written from outside the fleet, a folded back. */
+    const replay = (hostile: Parameters<History['write']> | undefined, cleared = false) => {
       const h = new History();
       h.write(['plan', '', plan()]);
       h.write(['queue', '0.0', page(['a', 'b'])]);
       run(h, 'a');
-      // The hostile writer overwrites assign.w (which names a) at this revision; the fleet then folds a back.
-      const hostile = h.write(['assign', 'w', { garbage: true }]);
+      if (cleared) h.write(['assign', 'w', assign('w', [])]);
+      const external = hostile === undefined ? -1 : h.write(...hostile);
       h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete']);
       const c = packedChecker();
-      for (const r of revisionsOf(h.events)) if (r.rev === hostile) c.external(r, () => named); else c.revision(r);
+      for (const r of revisionsOf(h.events)) if (r.rev === external) c.external(r); else c.revision(r);
       return c.problems.map((p) => p.rule);
     };
-    expect(replay([])).toEqual([]);
-    expect(replay(['a'])).toEqual(['fold-assigned']);
+    // The fleet's own record still names a: the rule holds.
+    expect(replay(undefined)).toEqual(['fold-assigned']);
+    // assign.w overwritten with garbage: the store no longer holds a record naming a.
+    expect(replay([['assign', 'w', { garbage: true }]])).toEqual([]);
+    // Still the fleet's w record naming a, and a ghost's naming it too: only the fleet's counts.
+    expect(replay([['assign', 'ghost', assign('ghost', ['a'])]])).toEqual(['fold-assigned']);
+    // The fleet's record emptied, a ghost's naming a written just before the fold-back (the leader may not have seen it).
+    expect(replay([['assign', 'ghost', assign('ghost', ['a'])]], true)).toEqual([]);
   });
 
   it('a keys job: only a queue or folded record is its business', () => {
