@@ -101,7 +101,12 @@ export class SplitColumns {
     this.place(id, weight, status);
     const r = this.pool.rowOf(id);
     if (r >= 0) packed.setRow(r, location);
-    else packed.parkAt(id, location, weight);
+    else {
+      // Out of the pool (a record of it unreadable): its page's weight and place wait here, and its spec,
+      // if one came first, no longer does (counted once: specCount, the plan's planned count).
+      packed.parkAt(id, location, weight);
+      this.specOnly.delete(id);
+    }
   }
 
   statusOf(id: string): SplitStatus | undefined {

@@ -114,6 +114,21 @@ describe('a packed job in the leader view', () => {
     expect(r.columns.statusWeights.runnable).toBe(100);
   });
 
+  it('a promoted split whose spec and unreadable record come before its page is counted once', () => {
+    // A leader that listed the page unreadable reads it again later (the backstop): the split's spec and its
+    // garbage record were applied first. Counted as a waiting spec and as parked, the plan said 5 splits of 4
+    // and the job never ended (the packed hostile simulation).
+    const unreadable: string[] = [];
+    const r = records(unreadable);
+    r.put(specKey(prefix, 'd'), encodeRecord('spec', { v: 1, fp, id: 'd', weight: 40, descriptor: null, generation: 1 }), 3, undefined);
+    r.put(splitKey(prefix, 'd'), '{broken', 4, undefined);
+    r.put(queueKey(prefix, 0, 0), page(), 5, undefined);
+    expect(r.columns.specCount).toBe(4);
+    expect(r.columns.parked.has('d')).toBe(true);
+    r.put(splitKey(prefix, 'd'), split('d'), 6, undefined);
+    expect([r.columns.specCount, r.columns.statusOf('d'), r.columns.pool.rowOf('d') >= 0]).toEqual([4, 'runnable', true]);
+  });
+
   it('an unreadable page is reported and its splits stay unknown (the job can never read as done)', () => {
     const unreadable: string[] = [];
     const r = records(unreadable);
