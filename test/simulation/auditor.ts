@@ -171,8 +171,13 @@ export class Auditor {
     // The packed queue's checker (test/support/packed-invariants.ts), first in the replay: its layout is this revision's.
     const packed = packedChecker();
     // This auditor's checker of the one replay (test/support/history-replay.ts), revision by revision.
+    // Keys whose value in the store is the hostile writer's (a fleet write replaces it): a claim read that value, not `state`'s.
+    const foreignNow = new Set<string>();
     const properties = ({ rev, events: group }: Revision): void => {
-      if (this.externals.has(rev)) return assigned.external(group);
+      if (this.externals.has(rev)) {
+        for (const c of group) foreignNow.add(c.key);
+        return assigned.external(group);
+      }
       assigned.before(group);
       stats.revisions++;
       const w = this.writers.get(rev);
@@ -350,7 +355,9 @@ export class Auditor {
               }
               // substrate.md: a takeover consumes one attempt only when the tenancy it ends committed nothing.
               const charged = takeover && !endedCommitted(id, prev.epoch) ? 1 : 0;
-              if (next.attempts - prev.attempts !== charged) {
+              // Over a record the hostile writer left (an owner it named, say), the claimer judged that record:
+              // its charge is not this replay's to check against the fleet's last one.
+              if (next.attempts - prev.attempts !== charged && !foreignNow.has(c.key)) {
                 fail('attempts', `claim of split.${id} at epoch ${next.epoch} moved attempts ${prev.attempts} → ${next.attempts}; a ${takeover ? `takeover of a tenancy that committed ${charged ? 'nothing' : 'progress'}` : 'claim after a release'} consumes ${charged}`, { prev, next });
               }
               if (takeover) {
@@ -424,6 +431,7 @@ export class Auditor {
         }
       }
       assigned.after(group, state, this.externals.size > 0, (message) => fail('assigned-once', message));
+      for (const c of group) foreignNow.delete(c.key);
     };
 
     // The invariants every suite checks alike (test/support/invariants.ts), plugged into the same replay; they
