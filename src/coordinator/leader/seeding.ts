@@ -28,6 +28,7 @@ import { isValidWeight, WEIGHT_RULE } from '../../split-model.js';
 import { itemBytes, type Compare, type Op, type Store } from '../../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { OwnWrite } from './own-writes.js';
+import { WritePipeline } from './write-pipeline.js';
 import type { Logger } from '../log.js';
 import type { PlannedSplit, PlanResult } from '../types.js';
 
@@ -141,20 +142,20 @@ export class Seeder {
   /** Creates the spec and split records the view does not have; returns the specs known after. */
   private async seedRecords(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
     let known = job.specCount;
-    const inFlight = new Set<Promise<void>>();
+    const pipeline = new WritePipeline(SEED_PIPELINE);
     const stopped = whenAborted(signal);
     try {
-      await this.seedSlices(job, generation, splits, signal, stopped.promise, inFlight, () => known++);
+      await this.seedSlices(job, generation, splits, signal, stopped.promise, pipeline, () => known++);
     } finally {
       stopped.dispose();
     }
-    await Promise.all(inFlight);
+    await pipeline.drain();
     return known;
   }
 
   /** seedRecords' loop: a slice of the plan per turn, its batches pipelined, paced by the echo of what was sent. */
   private async seedSlices(
-    job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal, stopped: Promise<void>, inFlight: Set<Promise<void>>, counted: () => void,
+    job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal, stopped: Promise<void>, pipeline: WritePipeline, counted: () => void,
   ): Promise<void> {
     const { store, prefix } = this.ctx;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
@@ -174,9 +175,7 @@ export class Seeder {
         writes.push(pair);
       }
       for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
-        const p = this.seedBatch(batch, job, own).finally(() => inFlight.delete(p));
-        inFlight.add(p);
-        if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+        await pipeline.add(this.seedBatch(batch, job, own));
         await Promise.race([job.ownEchoesAtMost(SEED_ECHO_LAG), stopped]);
       }
       if (signal.aborted) break;
@@ -215,7 +214,7 @@ export class Seeder {
     const fill = counts.slice(0, buckets);
     for (let i = 0; i < splits.length; i++) if (bucketAt[i]! >= 0) order[fill[bucketAt[i]!]!++] = i;
     const maxBytes = store.limits.maxRequestBytes - 4096;
-    const inFlight = new Set<Promise<void>>();
+    const pipeline = new WritePipeline(SEED_PIPELINE);
     let known = job.specCount;
     for (let b = 0; b < buckets && !signal.aborted; b++) {
       const members: PlannedSplit[] = [];
@@ -225,13 +224,11 @@ export class Seeder {
       for (const [n, [start, end]] of cutPages(members, maxBytes).entries()) {
         const page: QueuePage = { bucket: b, page: first + n, splits: members.slice(start, end) };
         const put = queuePagePut(prefix, fp, generation, page, maxBytes);
-        const p = this.seedPage(job, page, put).then(() => { known += page.splits.length; }).finally(() => inFlight.delete(p));
-        inFlight.add(p);
-        if (inFlight.size >= SEED_PIPELINE) await Promise.race(inFlight);
+        await pipeline.add(this.seedPage(job, page, put).then(() => { known += page.splits.length; }));
       }
       if (b % 64 === 63) await yieldToLoop();
     }
-    await Promise.all(inFlight);
+    await pipeline.drain();
     return known;
   }
 
