@@ -57,9 +57,24 @@ export interface PageSplit {
   readonly descriptor?: Json | undefined;
 }
 
+/**
+ * UTF-8 bytes of `JSON.stringify(s)`: its length and two quotes when every
+ * character is printable ASCII that JSON does not escape (most ids), else
+ * measured on the encoding. Seeding calls it per split (10M at a time), and
+ * the stringify and its garbage were a tenth of a 10M seeding's CPU.
+ */
+export function jsonStringBytes(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return utf8ByteLength(JSON.stringify(s));
+  }
+  return s.length + 2;
+}
+
 /** What one split adds to a page's encoding, in UTF-8 bytes (an upper bound: quotes, commas, the weight's digits). */
 export function pageSplitBytes(s: PageSplit): number {
-  return utf8ByteLength(JSON.stringify(s.id)) + String(s.weight).length + utf8ByteLength(JSON.stringify(s.descriptor ?? null)) + 3;
+  const d = s.descriptor ?? null;
+  return jsonStringBytes(s.id) + String(s.weight).length + (d === null ? 4 : utf8ByteLength(JSON.stringify(d))) + 3;
 }
 
 /**

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { bucketPrefix, foldedKey, jobPrefix, parseKey, queueKey } from '../../../src/protocol/keys.js';
-import { bucketing, bucketOf, bucketsFor, cutPages, FoldedBits, PAGE_SPLITS } from '../../../src/protocol/packed.js';
+import { bucketing, bucketOf, bucketsFor, cutPages, FoldedBits, jsonStringBytes, PAGE_SPLITS } from '../../../src/protocol/packed.js';
+import { utf8ByteLength } from '../../../src/protocol/keys.js';
 import { foldTxn, promoteTxn, queuePagePut } from '../../../src/protocol/packed-txns.js';
 import { bumpedPlanRecord, generationBumpTxn, seededPlanRecord } from '../../../src/protocol/leader-txns.js';
 import { decodeRecord, encodeRecord, fingerprintHash } from '../../../src/protocol/records.js';
@@ -94,6 +95,13 @@ describe('bucketing and pages', () => {
     }
     expect(() => cutPages([{ id: 'big', weight: 1, descriptor: 'x'.repeat(5000) }], 4000)).toThrow('split "big"');
   });
+  // Strings of every kind JSON escapes or UTF-8 widens: controls, quotes, backslashes, DEL, non-ASCII, lone surrogates.
+  fcTest.prop([fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom('a', '"', '\\', '\u0000', '\u007f', 'é', '\ud800', '\udc00', '日') }))])(
+    'jsonStringBytes is the UTF-8 length of JSON.stringify, fast path or not',
+    (s) => {
+      expect(jsonStringBytes(s)).toBe(utf8ByteLength(JSON.stringify(s)));
+    },
+  );
   fcTest.prop([fc.uniqueArray(fc.integer({ min: 0, max: PAGE_SPLITS - 1 }))])('FoldedBits round-trip, and setting bits never clears one', (slots) => {
     const half = slots.slice(0, slots.length >> 1);
     const a = FoldedBits.empty().with(half);
