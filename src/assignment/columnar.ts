@@ -13,6 +13,7 @@ import { isValidWeight, STATUS_NAMES, type SplitStatus } from '../split-model.js
 import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
+import { QueueHead, type FillRule } from './queue-head.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
 import type { SliceSource } from './slice-source.js';
 import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
@@ -69,6 +70,8 @@ export class ColumnarPool {
   private readonly cache = new SortedOrder();
   /** Rebuilt from a snapshot without ids (see `snapshot`). */
   private idless = false;
+  /** The queue's head in pool order, kept from a large pool's first slice decision on (queue-head.ts). */
+  private head: QueueHead | null = null;
 
   constructor(
     readonly seed: string,
@@ -117,6 +120,7 @@ export class ColumnarPool {
     let r = this.ids.rowOf(id);
     if (r < 0) {
       r = this.freeRows.pop() ?? this.newRow();
+      this.head?.rowChanging(r);
       this.ids.add(r, id);
       hashInto(this.state, id, this.key, 2 * r);
       this.lease[r] = this.prev[r] = this.rec[r] = -1;
@@ -124,6 +128,7 @@ export class ColumnarPool {
       this.weight[r] = weight;
       this.cache.drop();
     } else if ((this.weight[r] === 0 ? 1 : this.weight[r]) !== (weight === 0 ? 1 : weight)) {
+      this.head?.rowChanging(r);
       this.cache.drop();
     }
     this.weight[r] = weight;
@@ -136,6 +141,7 @@ export class ColumnarPool {
   removeSplit(id: string): boolean {
     const r = this.rowOf(id);
     if (r < 0) return false;
+    this.head?.rowChanging(r);
     this.ids.remove(r);
     if ((this.flags[r]! & L.FLAG_POOL) !== 0) this.claimableRows--;
     this.hinted.delete(r);
@@ -316,12 +322,30 @@ export class ColumnarPool {
     return p;
   }
 
-  /** @internal (decision-slice.ts) What a decision's slice reads: the cached order, the columns, the sparse hints, the claimable count. */
+  /** @internal (decision-slice.ts) What a decision's slice reads: the queue's head, the columns, the sparse hints, the claimable count. */
   sliceSource(): SliceSource {
     return {
-      seed: this.seed, defaultCap: this.options.defaultCap, members: this.members, cache: this.cache, flags: this.flags, weight: this.weight,
+      seed: this.seed, defaultCap: this.options.defaultCap, members: this.members, flags: this.flags, weight: this.weight,
       lease: this.lease, prev: this.prev, rec: this.rec, handleIds: this.handles.ids, hinted: this.hinted, claimable: this.claimableRows,
+      head: this.head,
     };
+  }
+
+  /**
+   * @internal (decision-slice.ts, decide.ts) The queue's head, kept from the
+   * first call on: a large pool's slice decisions read it, and its refills
+   * are stepped by the caller.
+   */
+  queueHead(rule?: FillRule): QueueHead {
+    if (this.head === null) {
+      const pool = this;
+      this.head = new QueueHead({
+        get weight() { return pool.weight; }, get key() { return pool.key; }, get flags() { return pool.flags; },
+        get rowCount() { return pool.rows; }, idAt: (r) => pool.ids.idAt(r),
+      }, rule);
+      this.head.grow(this.weight.length);
+    }
+    return this.head;
   }
 
   /** @internal (pool.ts, thread.ts) The cached sorted order of the live rows, if any. */
@@ -378,6 +402,7 @@ export class ColumnarPool {
     this.rec = grow(this.rec, size);
     this.flags = grow(this.flags, size);
     this.status = grow(this.status, size);
+    this.head?.grow(size);
   }
 
   private setOwner(which: 'lease' | 'prev' | 'rec', id: string, member: string | null): boolean {
@@ -407,6 +432,7 @@ export class ColumnarPool {
     if (((this.flags[r]! & L.FLAG_POOL) !== 0) !== claimable) this.claimableRows += claimable ? 1 : -1;
     this.flags[r] = L.FLAG_LIVE | (claimable ? L.FLAG_POOL : 0);
     this.cache.set('flags', r, this.flags[r]!);
+    this.head?.rowSettled(r);
   }
 }
 

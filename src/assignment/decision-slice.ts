@@ -9,7 +9,7 @@
  * has a free lane, so it takes at most the members' total capacity K of
  * them; pass 3 (improve) moves only assigned rows. A slice holding every
  * claimable hinted row and the first K claimable unhinted rows in the
- * cached order therefore meets every row the whole pool's passes would read,
+ * pool order therefore meets every row the whole pool's passes would read,
  * in the same relative order (the slice's pool sorts by the same key). What
  * the passes read of the rest is one figure: the claimable count n, which
  * sets the weight units' shift (units.ts) and the queued count; the slice's
@@ -35,30 +35,21 @@ export interface DecisionSlice {
 }
 
 /**
- * The slice of `pool` a decision needs, or null when there is none to take:
- * no cached order (the pool changed shape since its last sort).
+ * The slice of `pool` a decision needs, or null when there is none to take
+ * yet: the queue's head (queue-head.ts) is not built, or ran out before its
+ * bound. Step its refill (`pool.queueHead().step()`) and ask again.
  */
 export function decisionSlice(pool: ColumnarPool): DecisionSlice | null {
   const s = pool.sliceSource();
-  const { order, sorted } = s.cache;
-  if (order === null || sorted === null) return null;
+  const head = s.head ?? pool.queueHead();
   let lanes = 0;
   for (const m of s.members) lanes += m.cap ?? s.defaultCap ?? DEFAULT_CAP;
+  // The first K claimable rows without a hint, in pool order: the head holds them (or says it cannot yet).
+  const first = head.pick(lanes, s.hinted);
+  if (first === null) return null;
   const picked: number[] = [];
   for (const r of s.hinted) if ((s.flags[r]! & L.FLAG_POOL) !== 0) picked.push(r);
-  let first = true;
-  // From the order's head on, in its own flags column (sequential reads); a completed prefix is skipped once.
-  for (let k = s.cache.head, head = 0; k < order.length && head < lanes; k++) {
-    if ((sorted.flags[k]! & L.FLAG_POOL) === 0) continue;
-    const r = order[k]!;
-    if (first) {
-      first = false;
-      s.cache.head = k;
-    }
-    if (s.hinted.has(r)) continue;
-    picked.push(r);
-    head++;
-  }
+  for (const r of first) picked.push(r);
   const slice = new ColumnarPool(s.seed, s.defaultCap === undefined ? {} : { defaultCap: s.defaultCap });
   // The weight units follow the claimable count (units.ts): the whole pool's, not the slice's.
   slice.unitsCount = s.claimable;

@@ -5,13 +5,13 @@
  *
  * Types only.
  */
-import type { SortedOrder } from './sorted-order.js';
+import type { QueueHead } from './queue-head.js';
 
 /** What a decision slice reads of a pool (`ColumnarPool.sliceSource`). */
 export interface SliceSource {
   seed: string; defaultCap: number | undefined; members: readonly { id: string; cap?: number }[];
-  /** The cached order, the columns laid out in it, and its `head` (no claimable row before it). */
-  cache: SortedOrder;
+  /** The queue's head in pool order (queue-head.ts); null until the pool's first `queueHead()`. */
+  head: QueueHead | null;
   flags: Uint8Array; weight: Float64Array; lease: Int32Array; prev: Int32Array; rec: Int32Array;
   handleIds: readonly string[];
   /** Rows with an owner hint (lease, previous or record owner): sparse. */

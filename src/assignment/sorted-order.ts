@@ -11,10 +11,7 @@
  * epoch its snapshot was taken. Pure; columnar.ts owns the rows.
  */
 
-import { LAYOUT } from './layout.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
-
-const FLAG_POOL = LAYOUT.FLAG_POOL;
 
 /** A pool's row columns, per row or (in `sorted`) per order position. */
 export interface RowColumns {
@@ -44,8 +41,6 @@ export class SortedOrder {
   sorted: RowColumns | null = null;
   /** Bumped whenever the cached order is dropped. */
   epoch = 0;
-  /** No claimable row sits before this position of the order (where a decision slice's scan starts: decision-slice.ts). */
-  head = 0;
   private pos: Int32Array = new Int32Array(0);
   /** Rows changed since the last snapshot taken without a cached order (null: not logging). */
   private touched: number[] | null = null;
@@ -62,7 +57,6 @@ export class SortedOrder {
     if (this.sorted !== null) {
       const k = this.pos[r]!;
       this.sorted[c][k] = v;
-      if (c === 'flags' && (v & FLAG_POOL) !== 0 && k < this.head) this.head = k;
       if (this.positions.length >= MAX_POSITIONS) this.restartPositions();
       this.positions.push(k);
     } else {
@@ -72,7 +66,6 @@ export class SortedOrder {
 
   drop(): void {
     this.epoch++;
-    this.head = 0;
     this.order = null;
     this.sorted = null;
     this.restartPositions();
@@ -118,7 +111,6 @@ export class SortedOrder {
   keep(order: Uint32Array, sorted: RowColumns, capacity: number): void {
     const n = order.length;
     this.restartPositions();
-    this.head = 0;
     this.order = order.slice();
     const pos = (this.pos = new Int32Array(capacity).fill(-1));
     for (let k = 0; k < n; k++) pos[order[k]!] = k;
@@ -144,7 +136,6 @@ export class SortedOrder {
     this.touched = null;
     if (this.epoch !== epoch || this.order !== null || touched === null) return;
     this.restartPositions();
-    this.head = 0;
     this.order = state.order;
     this.pos = state.pos;
     this.sorted = state.sorted;
@@ -158,7 +149,6 @@ export class SortedOrder {
   /** A cached order restored from a snapshot (positions are not needed to decide). */
   restore(epoch: number, order: Uint32Array, sorted: RowColumns): void {
     this.restartPositions();
-    this.head = 0;
     this.epoch = epoch;
     this.order = order;
     this.sorted = sorted;

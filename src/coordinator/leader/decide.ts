@@ -1,10 +1,12 @@
 /**
  * The leader's default engine: the WASM engine on the leader view's columns,
- * on this thread below OFF_THREAD_SPLITS splits and on an `AssignmentPool`
- * thread above (docs/decisions/0006-when-decisions-leave-the-thread.md). The
- * pool thread is started on first need and ended with the coordinator. A
- * large pool with a cached order is decided on its slice (decision-slice.ts),
- * the rows the decision can touch, which gives the same decision.
+ * on the whole pool below OFF_THREAD_SPLITS splits; above, on its slice
+ * (decision-slice.ts, decision 0045), the rows the decision can touch, which
+ * gives the same decision, read from the queue's head (queue-head.ts,
+ * decision 0047) so that the whole pool is never sorted. A slice of
+ * OFF_THREAD_SPLITS rows or more goes to an `AssignmentPool` thread
+ * (docs/decisions/0006-when-decisions-leave-the-thread.md), started on first
+ * need and ended when idle or with the coordinator.
  * It decides only what the engine decides; nothing here touches the store.
  */
 import type { ColumnarPool } from '../../assignment/codec.js';
@@ -23,16 +25,18 @@ import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
 export const OFF_THREAD_SPLITS = 50_000;
 
 /**
- * Slice decisions in a row after which an idle pool thread is ended: its engine
- * memory and the kept snapshot buffers are the size of the whole pool (≈ 1.2 GiB
- * of the leader's RSS at 10M splits) and only a pool without a cached order needs
- * them again (the thread is started anew then). Counted, not timed: no clock here.
+ * Small decisions in a row after which an idle pool thread is ended: a thread
+ * is started only for a slice of OFF_THREAD_SPLITS rows or more (a fleet of
+ * tens of thousands of lanes), and its engine memory stays the size of the
+ * largest slice it decided. Counted, not timed: no clock here.
  */
 export const IDLE_THREAD_SLICES = 50;
 
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 export class DefaultEngine {
   private pool: AssignmentPool | undefined;
-  /** Thread decisions in flight, and slice decisions since the last thread decision. */
+  /** Thread decisions in flight, and decisions decided here since the last thread decision. */
   private onThread = 0;
   private slicesSinceThread = 0;
 
@@ -42,33 +46,40 @@ export class DefaultEngine {
   }
 
   /**
-   * In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); a pool thread above.
+   * In-thread below OFF_THREAD_SPLITS (faster, and the loop is blocked for a few ms only); on the pool's
+   * slice above, whose rows the queue's head keeps (queue-head.ts): the whole pool is never sorted.
    * As the rows it assigns: what publishing needs, and a reply the size of the lanes, not of the queue.
    */
   async decide(pool: ColumnarPool): Promise<AssignedRows> {
-    if (pool.size >= OFF_THREAD_SPLITS) {
-      // The rows a decision can touch (decision-slice.ts): the fleet's lanes and the owned splits, not
-      // the queue; decided here, in a millisecond or two, with no thread round trip.
-      const slice = decisionSlice(pool);
-      if (slice !== null) {
-        const d = columnarAssignment(slice.pool);
-        if (++this.slicesSinceThread >= IDLE_THREAD_SLICES && this.onThread === 0 && this.pool) {
-          const idle = this.pool;
-          this.pool = undefined;
-          void idle.close().catch(() => undefined);
-        }
-        return { members: d.members, ...sliceRows(slice, d) };
-      }
-    }
     if (pool.size < OFF_THREAD_SPLITS) {
       const d = columnarAssignment(pool);
       return { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats };
     }
+    const head = pool.queueHead();
+    // A refill under way moves a step per decision; a decision that needs its rows waits for it, a step per turn.
+    head.step();
+    let slice = decisionSlice(pool);
+    while (slice === null) {
+      await turn();
+      head.step();
+      slice = decisionSlice(pool);
+    }
+    if (slice.pool.size < OFF_THREAD_SPLITS) {
+      const d = columnarAssignment(slice.pool);
+      if (++this.slicesSinceThread >= IDLE_THREAD_SLICES && this.onThread === 0 && this.pool) {
+        const idle = this.pool;
+        this.pool = undefined;
+        void idle.close().catch(() => undefined);
+      }
+      return { members: d.members, ...sliceRows(slice, d) };
+    }
+    // A slice as large as a large pool (tens of thousands of lanes): decided on the thread, as a large pool was.
     this.pool ??= new AssignmentPool({ threads: 1 });
     this.slicesSinceThread = 0;
     this.onThread++;
     try {
-      return await this.pool.assignColumnarRows(pool);
+      const d = await this.pool.assignColumnar(slice.pool);
+      return { members: d.members, ...sliceRows(slice, d) };
     } finally {
       this.onThread--;
     }

@@ -1,10 +1,10 @@
 /**
  * The leader's default engine (decide.ts) on a pool of OFF_THREAD_SPLITS or
- * more: the first decision sorts on the pool thread, the next ones decide
- * on the pool's slice (decision 0045) with the same result, and after
- * IDLE_THREAD_SLICES of them the idle thread is ended (its engine memory is
- * the size of the whole pool); a pool that loses its cached order starts
- * one again.
+ * more: every decision is taken on the pool's slice (decision 0045), read
+ * from the queue's head (decision 0047), with the whole pool's result, also
+ * while splits are being added; no thread is started for it. A slice of
+ * OFF_THREAD_SPLITS rows or more (a fleet of that many lanes) is decided on
+ * the pool thread, which is ended after IDLE_THREAD_SLICES small ones.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { ColumnarPool } from '../../../src/assignment/codec.js';
@@ -16,24 +16,33 @@ const engine = new DefaultEngine();
 afterAll(() => engine.close());
 
 describe('the default engine on a large pool', () => {
-  it('decides on the thread, then on slices as the whole pool would, and ends the idle thread', async () => {
+  it('decides on slices as the whole pool would, while splits are added too, with no thread', async () => {
     const pool = new ColumnarPool('engine-seed', { defaultCap: 2 });
     pool.setMembers(Array.from({ length: 8 }, (_, j) => ({ id: `m${j}` })));
     for (let i = 0; i < OFF_THREAD_SPLITS + 10; i++) pool.upsertSplit(`s${i}`, 1 + (i % 97));
     const first = await engine.decide(pool);
-    expect(engine.threadOpen).toBe(true);
     expect(first.rows.length).toBe(16);
-    for (let k = 0; k < IDLE_THREAD_SLICES; k++) {
-      // What a leader sees between decisions: an assigned split leased, one completed.
+    for (let k = 0; k < 60; k++) {
+      // What a leader sees between decisions: an assigned split leased, one completed, and (seeding) new splits.
       const d = await engine.decide(pool);
       const whole = assignedRowsOf(columnarAssignment(pool).assignee);
       expect([...d.rows]).toEqual([...whole.rows]);
       pool.setLeaseOwner(pool.idAt(d.rows[k % d.rows.length]!)!, d.members[d.assignees[k % d.rows.length]!]!);
       pool.upsertSplit(pool.idAt(d.rows[(k + 1) % d.rows.length]!)!, pool.weightAt(d.rows[(k + 1) % d.rows.length]!)!, 'completed');
+      for (let i = 0; i < 50; i++) pool.upsertSplit(`new-${k}-${i}`, 1 + ((k * 50 + i) % 211));
     }
     expect(engine.threadOpen).toBe(false);
-    pool.upsertSplit('new-split', 5); // the cached order is dropped: the whole pool is sorted again, on a thread
-    await engine.decide(pool);
+  }, 60_000);
+
+  it('sends a slice of OFF_THREAD_SPLITS rows to the thread, and ends it when slices are small again', async () => {
+    const big = new ColumnarPool('engine-seed');
+    big.setMembers([{ id: 'a', cap: OFF_THREAD_SPLITS }, { id: 'b', cap: 8 }]);
+    for (let i = 0; i < OFF_THREAD_SPLITS + 100; i++) big.upsertSplit(`s${i}`, 1 + (i % 13));
+    const d = await engine.decide(big);
     expect(engine.threadOpen).toBe(true);
+    expect([...d.rows]).toEqual([...assignedRowsOf(columnarAssignment(big).assignee).rows]);
+    big.setMembers([{ id: 'a', cap: 4 }, { id: 'b', cap: 4 }]);
+    for (let k = 0; k < IDLE_THREAD_SLICES; k++) await engine.decide(big);
+    expect(engine.threadOpen).toBe(false);
   }, 60_000);
 });
