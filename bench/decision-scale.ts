@@ -8,10 +8,12 @@
  * so the 10M / 1M ratio of each path is measured on one machine at one load.
  * Each decision is followed by what a leader sees between two: a third of
  * the assigned splits become leased (owned) and two splits complete.
- * Reports median and p90 of a decision from the third on, the caller's own
+ * With `--adding N`, N new splits join the pool between two decisions, as a
+ * seeding leader's pages do (they dropped the cached order before decision
+ * 0047; the queue's head keeps them). Reports median and p90 of a decision from the third on, the caller's own
  * turn (the leader's loop stands still for it), and the slice's mean rows.
  *
- *   npm run build && node dist/bench/decision-scale.js [--sizes 1000000,10000000] [--members 200] [--decisions 40]
+ *   npm run build && node dist/bench/decision-scale.js [--sizes 1000000,10000000] [--members 200] [--decisions 40] [--adding 0]
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -23,11 +25,17 @@ import type { AssignedRows } from '../src/assignment/wire.js';
 import { prng } from '../src/prng.js';
 
 const { values } = parseArgs({
-  options: { sizes: { type: 'string', default: '1000000,10000000' }, members: { type: 'string', default: '200' }, decisions: { type: 'string', default: '40' } },
+  options: {
+    sizes: { type: 'string', default: '1000000,10000000' }, members: { type: 'string', default: '200' }, decisions: { type: 'string', default: '40' },
+    // Splits added between two decisions, as a seeding leader adds a page's: each used to drop the cached order.
+    adding: { type: 'string', default: '0' },
+  },
 });
 const sizes = values.sizes.split(',').map(Number);
 const M = Number(values.members);
 const D = Number(values.decisions);
+const ADDING = Number(values.adding);
+let added = 0;
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
@@ -64,11 +72,12 @@ async function run(cp: ColumnarPool, decide: (p: ColumnarPool) => Promise<Assign
       const id = cp.idAt(d.rows[(completed * 7) % d.rows.length]!)!;
       cp.upsertSplit(id, cp.weightAt(cp.rowOf(id))!, 'completed');
     }
+    for (let j = 0; j < ADDING; j++, added++) cp.upsertSplit(`added-${added}`, 1 + ((added * 7919) % 100_000));
   }
   return { median: quantile(wall, 0.5), p90: quantile(wall, 0.9), turnMedian: quantile(turn, 0.5), turnMax: Math.max(...turn), sliceRows: Math.round(sliceRows / Math.max(1, D - 2)) };
 }
 
-console.log(`decision scale: sizes ${sizes.join(', ')} × ${M} members of 4 lanes, ${D} decisions each; load ${load()}`);
+console.log(`decision scale: sizes ${sizes.join(', ')} × ${M} members of 4 lanes, ${D} decisions each, ${ADDING} splits added between two; load ${load()}`);
 const results: { n: number; leader: Figures; whole: Figures }[] = [];
 for (const n of sizes) {
   const threads = new AssignmentPool({ threads: 1 });

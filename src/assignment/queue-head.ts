@@ -55,10 +55,15 @@ const IN_HEAD = 1;
 const IN_HEAP = 2;
 /** How many rows a refill looks for: at least `minFill`, and `perNeed` times what a slice can take. */
 export interface FillRule { minFill: number; perNeed: number }
-/** 32k rows (a refill every ~16k completions), or four slices' worth for a fleet of very many lanes. */
-export const FILL: FillRule = { minFill: 32_768, perNeed: 4 };
-/** Rows a refill scans per step: about 5 ms at 10M rows on the bench machine. */
-export const STEP_ROWS = 1 << 20;
+/**
+ * 8k rows, or four slices' worth for a fleet of many lanes: a refill every
+ * ~4k completions (a scan of the pool in steps, a step per decision), and a
+ * merge of pending rows sorts at most this many (≈ 3 ms; 52k pending rows of
+ * an early seeding took 48 ms to sort at once).
+ */
+export const FILL: FillRule = { minFill: 8_192, perNeed: 4 };
+/** Rows a refill scans per step: 256k rows, a millisecond or two on the bench machine (40 steps at 10M). */
+export const STEP_ROWS = 1 << 18;
 
 const ew = (w: number): number => (w === 0 ? 1 : w);
 
@@ -89,6 +94,16 @@ export class QueueHead {
     return this.refill !== null;
   }
 
+  /** Whether the head has been built (its first refill finished). */
+  get ready(): boolean {
+    return this.built;
+  }
+
+  /** Starts the head's first build, if it is neither built nor being built. */
+  begin(): void {
+    if (!this.built && this.refill === null) this.startRefill(0);
+  }
+
   /** Rows held in the head (after the next merge, each claimable). */
   get size(): number {
     return this.len + this.pending.length;
@@ -117,7 +132,8 @@ export class QueueHead {
     if ((m & (IN_HEAD | IN_HEAP)) !== 0) return;
     if (this.built && (this.bound === null || this.compareToBound(r, this.bound) <= 0)) {
       this.mark[r] = m | IN_HEAD;
-      this.pending.push(r);
+      // Merged a fill at a time: a seeding that adds many rows before the bound never sorts them all at once.
+      if (this.pending.push(r) >= this.fill) this.merge();
       return;
     }
     const f = this.refill;

@@ -275,7 +275,7 @@ export class Coordinator {
     this.leader = new Leader({
       store: this.store, config: this.config, clock: this.clock, view: this.own, session, planner: this.options.planner,
       onUnreadable: (key, e) => this.unreadable(key, e),
-      assigner: this.options.assigner, decide: (pool) => this.engine.decide(pool), metrics: this.metrics, log: this.log,
+      assigner: this.options.assigner, decide: (pool) => this.engine.decide(pool), ready: (pool) => this.engine.ready(pool), metrics: this.metrics, log: this.log,
       onFatal: (e) => this.fail(e), emit: this.events.emit, unexpected: this.unexpected, random: this.random,
     });
     session.onRenewal((error) => {

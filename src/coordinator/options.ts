@@ -48,8 +48,9 @@ export interface CoordinatorOptions<Descriptor extends Json = Json, Progress ext
   /**
    * An object-form engine for the leader's decisions (tests, experiments):
    * given it, each decision builds the whole input as objects. Default: the
-   * WASM engine on the leader's columns, on this thread for pools under
-   * OFF_THREAD_SPLITS splits and on an `AssignmentPool` thread above
+   * WASM engine on the leader's columns: the whole pool on this thread under
+   * OFF_THREAD_SPLITS splits; above, the pool's slice (decisions 0045, 0047),
+   * on an `AssignmentPool` thread only when the slice itself is that large
    * (docs/decisions/0006-when-decisions-leave-the-thread.md).
    */
   assigner?: Assigner;

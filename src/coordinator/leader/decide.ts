@@ -55,13 +55,15 @@ export class DefaultEngine {
       const d = columnarAssignment(pool);
       return { members: d.members, ...assignedRowsOf(d.assignee), stats: d.stats };
     }
+    // Read before any await: the caller restores the inputs it prepared for this decision then (publish.ts).
     const head = pool.queueHead();
-    // A refill under way moves a step per decision; a decision that needs its rows waits for it, a step per turn.
+    // A refill under way moves a step per decision.
     head.step();
     let slice = decisionSlice(pool);
+    // The head cannot answer yet (not built: `ready` was not awaited; or a pick ran past its bound
+    // before a refill started at half its fill could finish): finished here, at once.
     while (slice === null) {
-      await turn();
-      head.step();
+      while (!head.step(Number.MAX_SAFE_INTEGER));
       slice = decisionSlice(pool);
     }
     if (slice.pool.size < OFF_THREAD_SPLITS) {
@@ -82,6 +84,21 @@ export class DefaultEngine {
       return { members: d.members, ...sliceRows(slice, d) };
     } finally {
       this.onThread--;
+    }
+  }
+
+  /**
+   * Readies a decision on `pool`: a large pool's queue head is built first,
+   * a step of rows per turn of the loop (a whole scan at 10M would hold the
+   * loop for 50–100 ms). The leader awaits it before it prepares a decision.
+   */
+  async ready(pool: ColumnarPool): Promise<void> {
+    if (pool.size < OFF_THREAD_SPLITS) return;
+    const head = pool.queueHead();
+    head.begin();
+    while (!head.ready) {
+      head.step();
+      if (!head.ready) await turn();
     }
   }
 

@@ -22,6 +22,7 @@
  *   final plan once every split is terminal, which is how every instance,
  *   idle standbys included, learns that the job is over.
  */
+import type { ColumnarPool } from '../../assignment/codec.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError, isSplitfleetError } from '../../errors.js';
@@ -59,6 +60,8 @@ export interface LeaderContext {
   /** An object-form engine, when the coordinator was given one; else `decide`. */
   assigner: Assigner | undefined;
   decide: ColumnarAssigner;
+  /** Readies `decide` for the pool before each decision (decide.ts `DefaultEngine.ready`). */
+  ready?: (pool: ColumnarPool) => Promise<void>;
   metrics: Metrics;
   log: Logger;
   onFatal: (e: SplitfleetError) => void;
@@ -113,7 +116,7 @@ export class Leader {
     this.log = ctx.log;
     this.unexpected = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
     this.publisher = new PublishLoop({
-      store: ctx.store, config: ctx.config, clock: ctx.clock, assigner: ctx.assigner, decide: ctx.decide, metrics: ctx.metrics, log: ctx.log, stats: this.stats,
+      store: ctx.store, config: ctx.config, clock: ctx.clock, assigner: ctx.assigner, decide: ctx.decide, ...(ctx.ready ? { ready: ctx.ready } : {}), metrics: ctx.metrics, log: ctx.log, stats: this.stats,
       term: () => this.term,
       publishing: () => (this.term ? { generation: this.term.generation, fence: this.term.fence, guard: this.guard } : undefined),
       job: () => this.job,

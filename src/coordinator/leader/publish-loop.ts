@@ -13,6 +13,7 @@
  * - It decides nothing itself and writes nothing itself: publishAssignments does,
  *   and the job summary's writer (job-summary.ts), poked by every change, throttled.
  */
+import type { ColumnarPool } from '../../assignment/codec.js';
 import { wallTime, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { ReservedWindowState } from '../../protocol/reserved.js';
@@ -58,6 +59,8 @@ export interface PublishLoopContext {
   clock: Clock;
   assigner: Assigner | undefined;
   decide: ColumnarAssigner;
+  /** Readies `decide` for the pool before a decision is prepared (decide.ts `DefaultEngine.ready`). */
+  ready?: (pool: ColumnarPool) => Promise<void>;
   /** A packed job's promotion before publication (packed-queue.ts). */
   promote?: Promote;
   metrics: Metrics;
@@ -148,6 +151,11 @@ export class PublishLoop {
     this.again = false;
     const started = ctx.clock.now();
     try {
+      // Before the decision is prepared: `decide` reads the pool as prepared, before its first await.
+      if (!ctx.assigner && ctx.ready) {
+        await ctx.ready(job.pool);
+        if (ctx.term() !== term) return;
+      }
       const res = await publishAssignments({
         store: ctx.store, fence: publishing.fence, view: job, fingerprint: ctx.config.fingerprint, generation: publishing.generation,
         guard: publishing.guard, rebalanceDelayMs: ctx.config.rebalanceDelayMs, now: ctx.clock.now(), wallNow: wallTime(ctx.clock), window: this.window,

@@ -42,6 +42,7 @@ import { jsStringOrder } from '../../js-order.js';
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
 
 /** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
+/** Decides on the pool as it is when called: it reads the pool before its first await (the caller restores the prepared inputs then). */
 export type ColumnarAssigner = (pool: ColumnarPool) => Promise<AssignedRows>;
 
 /**

@@ -46,3 +46,23 @@ describe('the default engine on a large pool', () => {
     expect(engine.threadOpen).toBe(false);
   }, 60_000);
 });
+
+describe('readying the default engine', () => {
+  it('builds a large pool\'s queue head before a decision, and leaves a small pool alone', async () => {
+    const e = new DefaultEngine();
+    const small = new ColumnarPool('engine-seed');
+    for (let i = 0; i < 100; i++) small.upsertSplit(`s${i}`, 1);
+    await e.ready(small);
+    expect(small.sliceSource().head).toBeNull();
+    const large = new ColumnarPool('engine-seed');
+    large.setMembers([{ id: 'm0', cap: 4 }]);
+    for (let i = 0; i < OFF_THREAD_SPLITS + 1; i++) large.upsertSplit(`s${i}`, 1 + (i % 5));
+    await e.ready(large);
+    const head = large.sliceSource().head!;
+    expect(head.ready).toBe(true);
+    expect(head.refilling).toBe(false);
+    const d = await e.decide(large);
+    expect([...d.rows]).toEqual([...assignedRowsOf(columnarAssignment(large).assignee).rows]);
+    await e.close();
+  });
+});
