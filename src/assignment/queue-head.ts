@@ -187,13 +187,18 @@ export class QueueHead {
     this.grow(end);
     const mark = this.mark;
     const heap = f.heap;
+    const from = f.from;
+    const fw = from === null ? Infinity : from.w;
+    // Weights first, read from local columns: a call per row made a step of 256k rows cost ~10 ms at 10M.
     for (let r = f.cursor; r < end; r++) {
       if ((flags[r]! & POOL) === 0 || (mark[r]! & (IN_HEAD | IN_HEAP)) !== 0) continue;
-      if (f.from !== null && this.compareToBound(r, f.from) <= 0) continue;
+      const wr = ew(weight[r]!);
+      // Heavier than the bound sorts before it (in the head already); a tie is settled by the key.
+      if (wr > fw || (wr === fw && this.compareToBound(r, from!) <= 0)) continue;
       if (heap.length >= f.fill) {
         // Most rows lose to the heap's worst at the weight: decided without a call.
         const top = heap[0]!;
-        const wr = ew(weight[r]!), wt = ew(weight[top]!);
+        const wt = ew(weight[top]!);
         if (wr < wt) continue;
         if (wr === wt && (key[2 * r + 1]! > key[2 * top + 1]! || (key[2 * r + 1] === key[2 * top + 1] && this.compareRows(r, top) > 0))) continue;
       }
