@@ -66,3 +66,21 @@ describe('readying the default engine', () => {
     await e.close();
   });
 });
+
+describe('what the default engine reads', () => {
+  it('decides on the pool as it was when called, also when its queue head was not built (the publisher restores its inputs right after the call)', async () => {
+    const e = new DefaultEngine();
+    const pool = new ColumnarPool('engine-seed', { defaultCap: 2 });
+    pool.setMembers(Array.from({ length: 4 }, (_, j) => ({ id: `m${j}` })));
+    for (let i = 0; i < OFF_THREAD_SPLITS + 5; i++) pool.upsertSplit(`s${i}`, 1 + (i % 31));
+    const want = assignedRowsOf(columnarAssignment(pool).assignee);
+    const pending = e.decide(pool);
+    // Right after the call, before it settles: the wanted splits leased elsewhere, others completed.
+    for (const r of want.rows) pool.setLeaseOwner(pool.idAt(r)!, 'departed');
+    for (let i = 0; i < 100; i++) pool.upsertSplit(`s${i}`, 1 + (i % 31), 'completed');
+    const got = await pending;
+    expect([...got.rows]).toEqual([...want.rows]);
+    expect([...got.assignees]).toEqual([...want.assignees]);
+    await e.close();
+  });
+});
