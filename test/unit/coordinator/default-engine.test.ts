@@ -75,9 +75,8 @@ describe('what the default engine reads', () => {
     for (let i = 0; i < OFF_THREAD_SPLITS + 5; i++) pool.upsertSplit(`s${i}`, 1 + (i % 31));
     const want = assignedRowsOf(columnarAssignment(pool).assignee);
     const pending = e.decide(pool);
-    // Right after the call, before it settles: the wanted splits leased elsewhere, others completed.
-    for (const r of want.rows) pool.setLeaseOwner(pool.idAt(r)!, 'departed');
-    for (let i = 0; i < 100; i++) pool.upsertSplit(`s${i}`, 1 + (i % 31), 'completed');
+    // Right after the call, before it settles: the wanted splits completed (a later read would pick others).
+    for (const r of want.rows) pool.upsertSplit(pool.idAt(r)!, pool.weightAt(r)!, 'completed');
     const got = await pending;
     expect([...got.rows]).toEqual([...want.rows]);
     expect([...got.assignees]).toEqual([...want.assignees]);
