@@ -11,8 +11,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { ColumnarPool } from '../../../src/assignment/codec.js';
-import { effectiveWeight } from '../../../src/assignment/units.js';
-import { compareKeyed, hashInto, seedState } from '../../../src/hash.js';
+import { firstRows } from '../../support/pool-order.js';
 
 type Op =
   | { kind: 'status'; split: number; status: 'runnable' | 'completed' }
@@ -39,22 +38,6 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 const id = (i: number): string => `q-${i}`;
-
-/** The first `lanes` claimable rows without a hint in pool order (reference.ts's sort), from scratch. */
-function firstRows(pool: ColumnarPool, lanes: number): number[] {
-  const input = pool.toInput();
-  const reserved = new Set(input.reserved);
-  const state = seedState(pool.seed);
-  const key = new Uint32Array(2);
-  const rows = input.splits
-    .filter((x) => x.status === 'runnable' && !reserved.has(x.id) && x.leaseOwner === null && x.recordOwner === null && x.previous === null)
-    .map((x) => {
-      hashInto(state, x.id, key, 0);
-      return { id: x.id, w: effectiveWeight(x.weight), lo: key[0]!, hi: key[1]!, row: pool.rowOf(x.id) };
-    });
-  rows.sort((a, b) => b.w - a.w || compareKeyed(a.lo, a.hi, a.id, b.lo, b.hi, b.id));
-  return rows.slice(0, lanes).map((x) => x.row);
-}
 
 let answered = 0;
 
