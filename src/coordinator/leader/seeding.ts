@@ -79,6 +79,8 @@ function whenAborted(signal: AbortSignal): { promise: Promise<void>; dispose: ()
 }
 
 /** Yields to the event loop (seeding a large plan must not hold it). */
+/** Queue pages sent per turn of the loop while seeding a packed job. */
+const PAGES_PER_TURN = 4;
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export interface SeederContext {
@@ -216,6 +218,7 @@ export class Seeder {
     const maxBytes = store.limits.maxRequestBytes - 4096;
     const pipeline = new WritePipeline(SEED_PIPELINE);
     let known = job.specCount;
+    let sent = 0;
     for (let b = 0; b < buckets && !signal.aborted; b++) {
       const members: PlannedSplit[] = [];
       for (let k = counts[b]!; k < counts[b + 1]!; k++) members.push(splits[order[k]!]!);
@@ -225,8 +228,9 @@ export class Seeder {
         const page: QueuePage = { bucket: b, page: first + n, splits: members.slice(start, end) };
         const put = queuePagePut(prefix, fp, generation, page, maxBytes);
         await pipeline.add(this.seedPage(job, page, put).then(() => { known += page.splits.length; }));
-        // A turn per page: with room in the pipeline this loop ran on as microtasks, 64 pages (~200 ms at 10M) in one task.
-        await yieldToLoop();
+        // A turn every few pages (~3 ms each at 10M): with room in the pipeline this loop ran on as
+        // microtasks, 64 pages (~200 ms) in one task; a turn per page slowed a 1M seeding by half.
+        if (++sent % PAGES_PER_TURN === 0) await yieldToLoop();
       }
     }
     await pipeline.drain();
