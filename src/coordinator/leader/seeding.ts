@@ -87,7 +87,7 @@ export interface SeederContext {
   store: Store;
   config: Config;
   prefix: string;
-  /** The leadership guard of the current term. */
+  /** The leadership guard of the current term (a seeding run takes it once, at its start). */
   guard: () => Compare;
   leading: () => boolean;
   log: Logger;
@@ -122,6 +122,9 @@ export class Seeder {
    * loop, so a plan of millions never holds the loop; then the plan record.
    */
   async seed(job: LeaderView, generation: number, splits: PlannedSplit[], final: boolean, cursor: Json | undefined, signal: AbortSignal, expected?: number): Promise<void> {
+    // The leadership of the term this run belongs to, not of whichever term is current when it writes:
+    // a run that outlived its term (deposed and elected again meanwhile) must lose, not restate the plan.
+    const guard = this.ctx.guard();
     const seen = new IdArena();
     seen.reserveRows(splits.length);
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
@@ -135,19 +138,19 @@ export class Seeder {
     const hinted = expected === undefined ? 0 : Math.min(expected, EXPECTED_BOUND * (job.specCount + splits.length));
     job.reserve(Math.max(job.specCount, splits.length, hinted), meanIdLength(splits));
     const known = job.packed
-      ? await this.seedPages(job, generation, splits, signal)
-      : await this.seedRecords(job, generation, splits, signal);
+      ? await this.seedPages(job, guard, generation, splits, signal)
+      : await this.seedRecords(job, guard, generation, splits, signal);
     if (signal.aborted) return;
-    await this.writePlan(generation, Math.max(known, job.specCount), final, cursor);
+    await this.writePlan(guard, generation, Math.max(known, job.specCount), final, cursor);
   }
 
   /** Creates the spec and split records the view does not have; returns the specs known after. */
-  private async seedRecords(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
+  private async seedRecords(job: LeaderView, guard: Compare, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
     let known = job.specCount;
     const pipeline = new WritePipeline(SEED_PIPELINE);
     const stopped = whenAborted(signal);
     try {
-      await this.seedSlices(job, generation, splits, signal, stopped.promise, pipeline, () => known++);
+      await this.seedSlices(job, guard, generation, splits, signal, stopped.promise, pipeline, () => known++);
     } finally {
       stopped.dispose();
     }
@@ -157,7 +160,7 @@ export class Seeder {
 
   /** seedRecords' loop: a slice of the plan per turn, its batches pipelined, paced by the echo of what was sent. */
   private async seedSlices(
-    job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal, stopped: Promise<void>, pipeline: WritePipeline, counted: () => void,
+    job: LeaderView, guard: Compare, generation: number, splits: PlannedSplit[], signal: AbortSignal, stopped: Promise<void>, pipeline: WritePipeline, counted: () => void,
   ): Promise<void> {
     const { store, prefix } = this.ctx;
     const fp = fingerprintHash(this.ctx.config.fingerprint);
@@ -177,7 +180,7 @@ export class Seeder {
         writes.push(pair);
       }
       for (const batch of batches(writes, perTxn, maxBytes, itemBytes)) {
-        await pipeline.add(this.seedBatch(batch, job, own));
+        await pipeline.add(this.seedBatch(guard, batch, job, own));
         await Promise.race([job.ownEchoesAtMost(SEED_ECHO_LAG), stopped]);
       }
       if (signal.aborted) break;
@@ -191,13 +194,13 @@ export class Seeder {
    * each page landed is applied to the view at once (pages are not watched).
    * Returns the splits known after.
    */
-  private async seedPages(job: LeaderView, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
+  private async seedPages(job: LeaderView, guard: Compare, generation: number, splits: PlannedSplit[], signal: AbortSignal): Promise<number> {
     const { store, prefix } = this.ctx;
     // A page that could not be read may hold some of these splits: seeded again, they would be in two pages.
     const [unreadable] = job.unreadablePages;
     if (unreadable !== undefined) throw new SplitfleetError('STORE_UNAVAILABLE', `queue page ${unreadable} cannot be read: seeding waits until it can`, { retryable: true });
     const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(this.ctx.config.buckets ?? bucketsFor(splits.length)));
+    const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(guard, this.ctx.config.buckets ?? bucketsFor(splits.length)));
     const bucketOf = bucketing(fp, buckets);
     // Counting sort of the new splits by bucket (typed arrays: a plan may hold 10M).
     const bucketAt = new Int32Array(splits.length).fill(-1);
@@ -227,7 +230,7 @@ export class Seeder {
       for (const [n, [start, end]] of cutPages(members, maxBytes).entries()) {
         const page: QueuePage = { bucket: b, page: first + n, splits: members.slice(start, end) };
         const put = queuePagePut(prefix, fp, generation, page, maxBytes);
-        await pipeline.add(this.seedPage(job, page, put).then(() => { known += page.splits.length; }));
+        await pipeline.add(this.seedPage(guard, job, page, put).then(() => { known += page.splits.length; }));
         // A turn every few pages (~3 ms each at 10M): with room in the pipeline this loop ran on as
         // microtasks, 64 pages (~200 ms) in one task; a turn per page slowed a 1M seeding by half.
         if (++sent % PAGES_PER_TURN === 0) await yieldToLoop();
@@ -238,8 +241,8 @@ export class Seeder {
   }
 
   /** One queue page, created where absent; applied to the view once it landed. */
-  private async seedPage(job: LeaderView, page: QueuePage, put: Op): Promise<void> {
-    const res = await this.ctx.store.txn(seedTxn(this.ctx.guard(), [put]));
+  private async seedPage(guard: Compare, job: LeaderView, page: QueuePage, put: Op): Promise<void> {
+    const res = await this.ctx.store.txn(seedTxn(guard, [put]));
     if (res.won) {
       job.ownPage(page.bucket, page.page, page.splits.map((s) => s.id), page.splits.map((s) => s.weight));
       return;
@@ -261,10 +264,10 @@ export class Seeder {
   }
 
   /** A packed plan's bucket count, written before its first page (every reader computes a split's bucket from it). */
-  private async writeBuckets(buckets: number): Promise<number> {
+  private async writeBuckets(guard: Compare, buckets: number): Promise<number> {
     const current = await this.readPlan();
     if (current.rec.buckets !== undefined) return current.rec.buckets;
-    const res = await this.ctx.store.txn(bucketsTxn(this.ctx.prefix, this.ctx.guard(), current, buckets));
+    const res = await this.ctx.store.txn(bucketsTxn(this.ctx.prefix, guard, current, buckets));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     return buckets;
   }
@@ -274,25 +277,25 @@ export class Seeder {
    * store, not the view: the view may not have seen our own generation bump yet, and a CAS at
    * a stale revision would lose and postpone the plan by a whole replanIntervalMs.
    */
-  private async writePlan(generation: number, planned: number, final: boolean, cursor: Json | undefined): Promise<void> {
+  private async writePlan(guard: Compare, generation: number, planned: number, final: boolean, cursor: Json | undefined): Promise<void> {
     // Restated over the record as read (seededPlanRecord): fields of a newer minor version are kept.
     const current = await this.readPlan();
     const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const res = await this.ctx.store.txn(planUpdateTxn(this.ctx.prefix, fp, this.ctx.guard(), current, { generation, final, planned, cursor }));
+    const res = await this.ctx.store.txn(planUpdateTxn(this.ctx.prefix, fp, guard, current, { generation, final, planned, cursor }));
     if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     this.ctx.log.info({ planned, final }, 'plan seeded');
   }
 
-  private async seedBatch(batch: Op[], job: LeaderView, own: ReadonlyMap<Op, OwnWrite>): Promise<void> {
+  private async seedBatch(guard: Compare, batch: Op[], job: LeaderView, own: ReadonlyMap<Op, OwnWrite>): Promise<void> {
     const { store } = this.ctx;
     const landed = (ops: Op[], revision: number) => job.ownSeeded(revision, new Map(ops.map((o) => [o.key, own.get(o)!])));
-    const res = await store.txn(seedTxn(this.ctx.guard(), batch));
+    const res = await store.txn(seedTxn(guard, batch));
     if (res.won) return landed(batch, res.revision);
     // Some record exists already (a previous leader seeded it) or we lost leadership:
     // fall back to one split at a time, never overwriting an existing record.
     for (let i = 0; i < batch.length; i += 2) {
       const pair = batch.slice(i, i + 2);
-      const r = await store.txn(seedTxn(this.ctx.guard(), pair));
+      const r = await store.txn(seedTxn(guard, pair));
       if (r.won) landed(pair, r.revision);
       else if (!this.ctx.leading()) return;
     }
