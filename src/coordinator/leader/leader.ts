@@ -22,7 +22,6 @@
  *   final plan once every split is terminal, which is how every instance,
  *   idle standbys included, learns that the job is over.
  */
-import type { ColumnarPool } from '../../assignment/codec.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError, isSplitfleetError } from '../../errors.js';
@@ -37,7 +36,7 @@ import type { Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
-import type { Assigner, ColumnarAssigner, PublishFence } from './publish.js';
+import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
 import { PublishLoop, type LeaderStats } from './publish-loop.js';
 import { PackedQueue } from './packed-queue.js';
 import { pagingOf, Seeder } from './seeding.js';
@@ -60,8 +59,7 @@ export interface LeaderContext {
   /** An object-form engine, when the coordinator was given one; else `decide`. */
   assigner: Assigner | undefined;
   decide: ColumnarAssigner;
-  /** Readies `decide` for the pool before each decision (decide.ts `DefaultEngine.ready`). */
-  ready?: (pool: ColumnarPool) => Promise<void>;
+  ready?: EngineReady;
   metrics: Metrics;
   log: Logger;
   onFatal: (e: SplitfleetError) => void;

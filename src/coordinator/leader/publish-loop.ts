@@ -13,7 +13,6 @@
  * - It decides nothing itself and writes nothing itself: publishAssignments does,
  *   and the job summary's writer (job-summary.ts), poked by every change, throttled.
  */
-import type { ColumnarPool } from '../../assignment/codec.js';
 import { wallTime, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { ReservedWindowState } from '../../protocol/reserved.js';
@@ -23,7 +22,7 @@ import { SummaryWriter } from './job-summary.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { publishAssignments, type Assigner, type ColumnarAssigner, type Promote, type PublishFence } from './publish.js';
+import { publishAssignments, type Assigner, type ColumnarAssigner, type EngineReady, type Promote, type PublishFence } from './publish.js';
 
 /** Quiet period that coalesces bursts of changes into one decision. */
 const PUBLISH_DEBOUNCE_MS = 25;
@@ -59,8 +58,8 @@ export interface PublishLoopContext {
   clock: Clock;
   assigner: Assigner | undefined;
   decide: ColumnarAssigner;
-  /** Readies `decide` for the pool before a decision is prepared (decide.ts `DefaultEngine.ready`). */
-  ready?: (pool: ColumnarPool) => Promise<void>;
+  /** Readies `decide` for the pool before a decision is prepared. */
+  ready?: EngineReady;
   /** A packed job's promotion before publication (packed-queue.ts). */
   promote?: Promote;
   metrics: Metrics;

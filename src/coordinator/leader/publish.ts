@@ -44,6 +44,8 @@ export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
 /** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
 /** Decides on the pool as it is when called: it reads the pool before its first await (the caller restores the prepared inputs then). */
 export type ColumnarAssigner = (pool: ColumnarPool) => Promise<AssignedRows>;
+/** Readies a `ColumnarAssigner` for the pool before a decision is prepared (decide.ts `DefaultEngine.ready`). */
+export type EngineReady = (pool: ColumnarPool) => Promise<void>;
 
 /**
  * The leader's publication fence (decision 0015): the revision of `publish` as its last
