@@ -42,6 +42,9 @@ import { jsStringOrder } from '../../js-order.js';
 export type Assigner = (input: AssignmentInput) => Promise<AssignmentResult>;
 
 /** Computes a desired assignment on the leader's columns (the default: WASM, on a pool thread at scale). */
+/** After a promotion lost without teaching the view anything, the decision is taken again this much later (or at the view's next change). */
+export const PROMOTION_RETRY_MS = 1000;
+
 /** Decides on the pool as it is when called: it reads the pool before its first await (the caller restores the prepared inputs then). */
 export type ColumnarAssigner = (pool: ColumnarPool) => Promise<AssignedRows>;
 /** Readies a `ColumnarAssigner` for the pool before a decision is prepared (decide.ts `DefaultEngine.ready`). */
@@ -180,11 +183,13 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
     // Every split the assignment names, changed record or not: one whose record was deleted by hand is promoted again.
     const promoted = await ctx.promote(view, [...assignment.values()].flat());
     if (!promoted.complete) {
-      // Nothing is published on it. Decide again once the view has moved past what made it lose (a folded
-      // page's revision, say), not at once: the same decision would lose the same way.
-      // A loss that taught the view something (a folded record read again) decides again at once.
-      const revision = promoted.healed ? promoted.revision : Math.max(promoted.revision, view.revision + 1);
-      return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: prepared.nextChangeAt, complete: promoted.healed !== true, revision, stats };
+      // Nothing is published on it. A loss that taught the view something (a folded record read again)
+      // decides again at once; any other after PROMOTION_RETRY_MS, or at the view's next change, not at
+      // once: the same decision would lose the same way. Not gated on a revision: promotions write split
+      // records, which never move `view.revision` (the range of assign, leader, lease and plan), and
+      // waiting for it to pass theirs (or to move at all) stalled a quiet fleet for good.
+      const retryAt = Math.min(prepared.nextChangeAt ?? Infinity, ctx.now + PROMOTION_RETRY_MS);
+      return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: promoted.healed ? prepared.nextChangeAt : retryAt, complete: promoted.healed !== true, revision: 0, stats };
     }
   }
   const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);
