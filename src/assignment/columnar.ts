@@ -370,7 +370,7 @@ export class ColumnarPool {
 
   /** @internal (wasm.ts) Keeps copies of the engine's sorted order of the live rows and of the columns in it, for later decisions. */
   keepOrder(order: Uint32Array, sorted: RowColumns): void {
-    this.cache.keep(order, sorted, this.weight.length);
+    this.cache.keep(order, sorted, this.rows);
   }
 
   private columns(): RowColumns {

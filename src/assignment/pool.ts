@@ -33,6 +33,7 @@ import { KeptSnapshotBuffers } from './snapshot-buffers.js';
 import type { AssignmentInput, AssignmentResult } from './types.js';
 import { columnarAssignment, columnarDecisionOrNull } from './wasm.js';
 import { assignedRowsOf, type AssignedRows, type ObjectTask, type ThreadReply, type ThreadTask } from './wire.js';
+import { nextTurn } from '../next-turn.js';
 
 export interface AssignmentPoolOptions {
   /** Threads computing decisions (and decisions run at once); 0 computes on the calling thread. Default 1. */
@@ -64,7 +65,6 @@ interface Job {
   reject: (e: unknown) => void;
 }
 
-const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** How long the object path runs in one slice (one turn of the caller's loop) before it yields (checked between steps of rows). */
 const SLICE_MS = 8;
@@ -75,7 +75,7 @@ function slices(): LoopSlices {
   return {
     due: () => performance.now() - start >= SLICE_MS,
     next: async () => {
-      await turn();
+      await nextTurn();
       start = performance.now();
     },
   };
@@ -239,7 +239,7 @@ export class AssignmentPool {
 
   private async runObject(input: AssignmentInput): Promise<AssignmentResult> {
     const started = performance.now();
-    await turn();
+    await nextTurn();
     if (this.piscina === null) return desiredAssignment(input);
     // Decisions running at once (threads > 1) must not share a buffer: only one compares with the last read.
     const shared = !this.readsBusy;
@@ -299,7 +299,7 @@ export class AssignmentPool {
 
   private async runColumnar(pool: ColumnarPool, snapshot: ColumnarSnapshot, assignedOnly: boolean): Promise<ColumnarDecision | AssignedRows> {
     if (this.piscina === null) {
-      await turn();
+      await nextTurn();
       let copy = ColumnarPool.fromSnapshot(snapshot);
       let d = columnarDecisionOrNull(copy);
       if (d === null) d = columnarAssignment((copy = ColumnarPool.fromSnapshot(pool.snapshot(true))));

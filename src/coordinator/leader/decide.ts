@@ -14,6 +14,7 @@ import { AssignmentPool } from '../../assignment/pool.js';
 import { columnarAssignment } from '../../assignment/wasm.js';
 import { decisionSlice, sliceRows } from '../../assignment/decision-slice.js';
 import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
+import { nextTurn } from '../../next-turn.js';
 
 /**
  * Above this many splits the default assigner decides on a pool thread. Below
@@ -31,8 +32,6 @@ export const OFF_THREAD_SPLITS = 50_000;
  * largest slice it decided. Counted, not timed: no clock here.
  */
 export const IDLE_THREAD_SLICES = 50;
-
-const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export class DefaultEngine {
   private pool: AssignmentPool | undefined;
@@ -98,7 +97,7 @@ export class DefaultEngine {
     head.begin();
     while (!head.ready) {
       head.step();
-      if (!head.ready) await turn();
+      if (!head.ready) await nextTurn();
     }
   }
 

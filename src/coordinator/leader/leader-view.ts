@@ -37,6 +37,7 @@ import type { Seen } from '../views/seen.js';
 import type { StatusTally } from './split-columns.js';
 import type { PackedPages } from './packed-pages.js';
 import type { FoldedBits } from '../../protocol/packed.js';
+import { nextTurn } from '../../next-turn.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
@@ -49,7 +50,6 @@ export interface LeaderViewChange {
 }
 
 /** Yields to the event loop, so that a long listing never holds it for more than a page. */
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class LeaderView {
   /** What the view holds, applied key by key (leader-records.ts; no I/O there). */
@@ -325,7 +325,7 @@ export class LeaderView {
         }
         if (!page.more || page.kvs.length === 0) break;
         startAfter = page.kvs[page.kvs.length - 1]!.key;
-        await yieldToLoop();
+        await nextTurn();
       }
     }
     return revision ?? 0;

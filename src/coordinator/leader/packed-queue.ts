@@ -29,13 +29,13 @@ import type { Compare, Store } from '../../store/store.js';
 import type { Logger } from '../log.js';
 import type { LeaderView } from './leader-view.js';
 import { PackedPages } from './packed-pages.js';
+import { nextTurn } from '../../next-turn.js';
 
 /** Decoded pages kept for promotion (a page is ~1,024 splits; promotions come in the fleet's free lanes). */
 const PAGE_CACHE = 256;
 /** Pages read at once while promoting. */
 const PAGE_READS = 16;
 
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** `decode()`, or undefined when a record it decodes is unreadable (INVALID_RECORD). */
 function readable<T>(decode: () => T): T | undefined {
@@ -265,7 +265,7 @@ export class PackedQueue {
       // One page decoded a turn, in turn: replies arrive together, and a yield per reply would queue every
       // decode for the same check phase (a fleet's promotions held the loop 30-50 ms that way).
       for (const [k, m] of batch.entries()) {
-        await yieldToLoop();
+        await nextTurn();
         const rec = cachedPage(decodeRecord('queue', read[k]!.key, read[k]!.value, this.ctx.fp));
         out.set(m.pageIndex, rec);
         this.remember(`${m.bucket}.${m.page}`, rec);

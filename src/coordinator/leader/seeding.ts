@@ -31,9 +31,19 @@ import type { OwnWrite } from './own-writes.js';
 import { WritePipeline } from './write-pipeline.js';
 import type { Logger } from '../log.js';
 import type { PlannedSplit, PlanResult } from '../types.js';
+import { nextTurn } from '../../next-turn.js';
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 500;
+/**
+ * Splits looked up and bucketed per turn while seeding a packed job: 2k. At
+ * 10M a lookup probes an index reserved for the whole plan, missing the
+ * cache and at first faulting its pages in (3 µs a split early in a fleet at
+ * load 6, and a turn of 16k held the loop 45–260 ms).
+ */
+const BUCKET_SLICE = 1 << 11;
+/** Splits placed by bucket per turn while seeding a packed job (a typed-array pass, a few ms). */
+const ORDER_SLICE = 1 << 18;
 /** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts). */
 const EXPECTED_BOUND = 64;
 /** A planner result's paging fields, checked: `more` (a page of a larger listing) and `expected` (its total, a hint). */
@@ -78,10 +88,8 @@ function whenAborted(signal: AbortSignal): { promise: Promise<void>; dispose: ()
   return { promise, dispose };
 }
 
-/** Yields to the event loop (seeding a large plan must not hold it). */
 /** Queue pages sent per turn of the loop while seeding a packed job. */
 const PAGES_PER_TURN = 4;
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export interface SeederContext {
   store: Store;
@@ -130,7 +138,7 @@ export class Seeder {
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
       const end = Math.min(splits.length, start + SEED_SLICE);
       validatePlanned(splits, start, end, seen);
-      if (end < splits.length) await yieldToLoop();
+      if (end < splits.length) await nextTurn();
       if (signal.aborted) return;
     }
     // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
@@ -184,7 +192,7 @@ export class Seeder {
         await Promise.race([job.ownEchoesAtMost(SEED_ECHO_LAG), stopped]);
       }
       if (signal.aborted) break;
-      await yieldToLoop();
+      await nextTurn();
     }
   }
 
@@ -202,22 +210,28 @@ export class Seeder {
     const fp = fingerprintHash(this.ctx.config.fingerprint);
     const buckets = job.plan?.rec.buckets ?? (await this.writeBuckets(guard, this.ctx.config.buckets ?? bucketsFor(splits.length)));
     const bucketOf = bucketing(fp, buckets);
-    // Counting sort of the new splits by bucket (typed arrays: a plan may hold 10M).
-    const bucketAt = new Int32Array(splits.length).fill(-1);
+    // Counting sort of the new splits by bucket (typed arrays: a plan may hold 10M). Bucket + 1 by
+    // split, 0 for one known already: a new array's zeroes cost nothing until written, where filling
+    // 10M with a sentinel held the loop for tens of milliseconds.
+    const bucketAt = new Int32Array(splits.length);
     const counts = new Uint32Array(buckets + 1);
     let fresh = 0;
     for (let i = 0; i < splits.length; i++) {
+      // Every split counts, known or not: a replan that returns a 10M plan already seeded ran this loop in one turn.
+      if (i % BUCKET_SLICE === BUCKET_SLICE - 1) await nextTurn();
       if (job.hasSpec(splits[i]!.id)) continue;
       const b = bucketOf(splits[i]!.id);
-      bucketAt[i] = b;
+      bucketAt[i] = b + 1;
       counts[b + 1]!++;
       fresh++;
-      if (i % SEED_SLICE === SEED_SLICE - 1) await yieldToLoop();
     }
     for (let b = 0; b < buckets; b++) counts[b + 1]! += counts[b]!;
     const order = new Int32Array(fresh);
     const fill = counts.slice(0, buckets);
-    for (let i = 0; i < splits.length; i++) if (bucketAt[i]! >= 0) order[fill[bucketAt[i]!]!++] = i;
+    for (let i = 0; i < splits.length; i++) {
+      if (i % ORDER_SLICE === ORDER_SLICE - 1) await nextTurn();
+      if (bucketAt[i]! > 0) order[fill[bucketAt[i]! - 1]!++] = i;
+    }
     const maxBytes = store.limits.maxRequestBytes - 4096;
     const pipeline = new WritePipeline(SEED_PIPELINE);
     let known = job.specCount;
@@ -233,7 +247,7 @@ export class Seeder {
         await pipeline.add(this.seedPage(guard, job, page, put).then(() => { known += page.splits.length; }));
         // A turn every few pages (~3 ms each at 10M): with room in the pipeline this loop ran on as
         // microtasks, 64 pages (~200 ms) in one task; a turn per page slowed a 1M seeding by half.
-        if (++sent % PAGES_PER_TURN === 0) await yieldToLoop();
+        if (++sent % PAGES_PER_TURN === 0) await nextTurn();
       }
     }
     await pipeline.drain();
