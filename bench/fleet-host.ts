@@ -26,6 +26,7 @@
  * `member-held` (each member's first handler), `tick` (every `tickMs`: RSS,
  * lanes open, members up) and `phase`.
  */
+import { appendFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import { EtcdStore } from '../src/etcd.js';
 import {
@@ -34,6 +35,7 @@ import {
 } from '../src/index.js';
 import { addCounts, countingStore, emptyCounts, type StoreCounts } from './fleet-store.js';
 import { gcPauses, type GcFigures } from './gc-pauses.js';
+import { onCpuStalls, type OnCpuFigures } from './on-cpu-stalls.js';
 
 export type FleetRole = 'leader' | 'host' | 'probe';
 
@@ -56,6 +58,8 @@ export interface FleetHostConfig {
   tickMs: number;
   /** Wall-clock ms after which the process exits whatever happens. */
   deadlineAt: number;
+  /** A file to append this process's long stalls to, a JSON line each (on-cpu-stalls.ts). */
+  stallLog?: string;
 }
 
 /** A histogram's cumulative state (from prom-client), summed over this process's coordinators. */
@@ -90,6 +94,8 @@ export interface PhaseLine {
   loop: { maxMs: number; p99Ms: number; p50Ms: number; meanMs: number };
   /** Garbage collections in the phase (gc-pauses.ts). */
   gc: GcFigures;
+  /** The longest stall's own part: the main thread's CPU in it (on-cpu-stalls.ts). */
+  onCpu: OnCpuFigures;
   rssMax: number;
   rss: number;
   heapUsed: number;
@@ -324,6 +330,7 @@ async function main(): Promise<void> {
   loop.enable();
   // GC pauses, to tell a collection from a long task when the loop's max is high.
   const gc = gcPauses();
+  const stalls = onCpuStalls(cfg.stallLog === undefined ? undefined : (stall) => appendFileSync(cfg.stallLog!, `${JSON.stringify(stall)}\n`));
   let phase = { name: 'start', startedAt: Math.round(performance.timeOrigin), rssMax: process.memoryUsage().rss };
   const sampleRss = () => {
     const rss = process.memoryUsage().rss;
@@ -365,13 +372,14 @@ async function main(): Promise<void> {
     const loopFigures = { maxMs: loop.max / 1e6, p99Ms: loop.percentile(99) / 1e6, p50Ms: loop.percentile(50) / 1e6, meanMs: loop.mean / 1e6 };
     loop.reset();
     const gcFigures = gc.take();
+    const onCpu = stalls.take();
     const phaseRefills = refills;
     refills = [];
     const pend = members.flatMap((m) => m.pending).map((at) => t - at);
     phase = { name: next, startedAt: t, rssMax: rss };
     void cumulative().then((c) => {
       const line: PhaseLine = {
-        ev: 'phase', t, name: ending.name, next, startedAt: ending.startedAt, cumulative: c, loop: loopFigures, gc: gcFigures,
+        ev: 'phase', t, name: ending.name, next, startedAt: ending.startedAt, cumulative: c, loop: loopFigures, gc: gcFigures, onCpu,
         rssMax: ending.rssMax, rss, heapUsed: process.memoryUsage().heapUsed, refills: phaseRefills,
         pendingRefills: { count: pend.length, olderThan1s: pend.filter((a) => a > 1000).length, oldestMs: Math.max(0, ...pend) },
         membersUp, lanesOpen: open, leading: [...leading],

@@ -34,10 +34,13 @@
  *   [--baseline-duration-s 30] [--warmup-s 15] [--probes 3] [--start-concurrency 8] [--knobs JSON]
  *   [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed]
  *   [--host-nice 10] (the member hosts' nice value: the leader, probes and etcd stay at 0; 0 to share the CPU evenly)
+ * --leader-prof DIR: the leader's CPU profile, and its stalls with more than 20 ms of its own CPU
+ * (stalls-<run>.jsonl); `node dist/bench/stall-profile.js DIR` shows what ran in each.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EtcdStore } from '../src/etcd.js';
@@ -370,8 +373,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs,
       commitEveryMs: o.commitEveryMs, knobs: o.knobs, layout: o.layout, tickMs: 1000, deadlineAt: deadline + 30_000,
     };
-    const child = (role: FleetRole, name: string, instances: string[], execArgv: string[]) => {
-      const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency }, execArgv);
+    const child = (role: FleetRole, name: string, instances: string[], execArgv: string[], stallLog?: string) => {
+      const c = new Child({ ...base, role, name, instances, startConcurrency: o.startConcurrency, stallLog }, execArgv);
       procs.push(c);
       return c;
     };
@@ -383,7 +386,9 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       ...(o.leaderHeapMiB !== undefined ? [`--max-old-space-size=${o.leaderHeapMiB}`] : []),
       ...(o.leaderProf !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${o.leaderProf}`] : []),
     ];
-    const leader = child('leader', 'leader', ['leader'], leaderArgs);
+    // With a profile, the leader also logs its long stalls (on-cpu-stalls.ts), to find each in it (bench/stall-profile.ts).
+    const leader = o.leaderProf === undefined ? child('leader', 'leader', ['leader'], leaderArgs)
+      : child('leader', 'leader', ['leader'], leaderArgs, join(o.leaderProf, `stalls-${p.label.replace(/\W+/g, '-')}.jsonl`));
     await until('the leader to lead', () => leader.find((l) => l.ev === 'leading'), deadline, procs);
     // Its boot (module loading, the WASM engine, the first snapshot, the election) is a phase of its own.
     leader.mark('seeding');
@@ -558,6 +563,9 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         // The longest GC pause per phase (from election on), to tell a collection from a long task.
         gcMaxMs: { seeding: round(leaderSeeding.gc.maxMs), joining: round(leaderFleet.gc.maxMs), steady: round(leaderSteady.gc.maxMs) },
         gcMaxKind: { seeding: leaderSeeding.gc.maxKind, joining: leaderFleet.gc.maxKind, steady: leaderSteady.gc.maxKind },
+        // The longest stall's own part per phase (the main thread's CPU in it; on-cpu-stalls.ts): null before Node 22.19.
+        loopOwnMaxMs: ownMax(leaderPhases.map((l) => l.onCpu.maxOwnMs)),
+        loopOwnMs: { seeding: leaderSeeding.onCpu.maxOwnMs, joining: leaderFleet.onCpu.maxOwnMs, steady: leaderSteady.onCpu.maxOwnMs },
         cpuSteadyPerS: round(((leaderSteady.cumulative.cpuUserUs + leaderSteady.cumulative.cpuSystemUs) - (leaderFleet.cumulative.cpuUserUs + leaderFleet.cumulative.cpuSystemUs)) / 1000 / windowS),
         watchEventsSteadyPerS: round((leaderSteady.cumulative.store.watchEvents - leaderFleet.cumulative.store.watchEvents) / windowS),
         stillLeading: leaderSteady.leading.includes('leader'),
@@ -650,6 +658,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
 
 const short = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
 const mib = (b: number) => Math.round((b / 1048576) * 10) / 10;
+/** The largest of per-phase figures, null when the runtime measured none. */
+const ownMax = (xs: (number | null)[]): number | null => (xs.some((x) => x === null) ? null : Math.max(...(xs as number[])));
 function round(x: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
@@ -672,6 +682,10 @@ function table(runs: Figures[]): string {
     ['leader longest GC pause: seeding / joining / steady', (f) => {
       const g = f.leader.gcMaxMs, k = f.leader.gcMaxKind;
       return `${g.seeding} (${k.seeding}) / ${g.joining} (${k.joining}) / ${g.steady} (${k.steady}) ms`;
+    }],
+    ['leader longest stall, own part (on CPU): seeding / joining / steady', (f) => {
+      const o = f.leader.loopOwnMs;
+      return o.steady === null ? 'n/a (Node < 22.19)' : `${o.seeding} / ${o.joining} / ${o.steady} ms`;
     }],
     ['leader CPU, watch events (steady)', (f) => `${f.leader.cpuSteadyPerS} ms/s, ${f.leader.watchEventsSteadyPerS} events/s`],
     ['decisions per s; engine time mean / p99 bucket', (f) => `${f.decisions.perS}/s; ${f.decisions.computeMeanMs} ms / ≤ ${f.decisions.computeP99BucketMs} ms`],
@@ -731,6 +745,9 @@ function targets(main: Figures, base: Figures | undefined, rat: Figures | undefi
     ['refill p99 ≤ 1 s', `${main.refill.p99Ms} ms`, main.refill.p99Ms <= 1000],
     [`leader RSS ≤ 1 KiB per split (${base ? `${short(base.splits)} → ${short(main.splits)}` : '10k → 1M'} difference)`, rat ? `${rat.leaderRssPerSplitKiB} KiB` : 'no baseline', rat ? rat.leaderRssPerSplitKiB <= 1 : null],
     ['leader event-loop max ≤ 50 ms from election on (seeding included)', `${main.leader.loopMaxMs} ms`, main.leader.loopMaxMs <= 50],
+    // The same stalls, less the time the leader waited for a core (the fleet shares the machine with it).
+    ['leader longest stall, own part (on CPU) ≤ 50 ms from election on', main.leader.loopOwnMaxMs === null ? 'n/a (Node < 22.19)' : `${main.leader.loopOwnMaxMs} ms`,
+      main.leader.loopOwnMaxMs === null ? null : main.leader.loopOwnMaxMs <= 50],
   ];
 }
 

@@ -1,0 +1,72 @@
+/**
+ * What the leader ran in its longest stalls: reads a directory written by
+ * `bench:fleet --leader-prof DIR` (the leader's CPU profile and its
+ * stalls-<run>.jsonl, on-cpu-stalls.ts) and prints, for each of the `--top`
+ * stalls with the most of the leader's own CPU, the functions sampled in it:
+ * self time first, then the call paths by inclusive samples.
+ *
+ * Why: a long turn in a profile is hard to see (turns that follow each other
+ * through setImmediate leave no idle sample between them), and a loop delay
+ * alone cannot tell a long task from time spent waiting for a core.
+ *
+ *   node dist/bench/stall-profile.js DIR [--top 10] [--run 10M]
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Stall } from './on-cpu-stalls.js';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '10' }, run: { type: 'string' } } });
+const dir = positionals[0];
+if (dir === undefined) throw new Error('usage: stall-profile DIR [--top 10] [--run LABEL]');
+const files = readdirSync(dir);
+const profileFile = files.find((f) => f.endsWith('.cpuprofile'));
+const stallFiles = files.filter((f) => f.startsWith('stalls-') && f.endsWith('.jsonl') && (values.run === undefined || f.includes(values.run)));
+if (profileFile === undefined || stallFiles.length === 0) throw new Error(`${dir}: needs a .cpuprofile and a stalls-*.jsonl (bench:fleet --leader-prof ${dir})`);
+
+const profile = JSON.parse(readFileSync(join(dir, profileFile), 'utf8')) as Profile;
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const name = (n: ProfileNode): string => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
+let clock = profile.startTime;
+const times = profile.timeDeltas.map((d) => (clock += d));
+
+const stalls = stallFiles.flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Stall));
+stalls.sort((a, b) => b.ownMs - a.ownMs);
+const top = (m: Map<string, number>, k: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, k);
+for (const s of stalls.slice(0, Number(values.top))) {
+  // The stall ends at endUs; it began its delay (plus the timer's 10 ms interval) before.
+  const from = s.endUs - (s.delayMs + 10) * 1000;
+  const self = new Map<string, number>();
+  const incl = new Map<string, number>();
+  let n = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    if (times[i]! < from || times[i]! > s.endUs) continue;
+    n++;
+    const leaf = name(byId.get(profile.samples[i]!)!);
+    self.set(leaf, (self.get(leaf) ?? 0) + 1);
+    const seen = new Set<string>();
+    for (let id: number | undefined = profile.samples[i]; id !== undefined; id = parent.get(id)) {
+      const k = name(byId.get(id)!);
+      if (k.startsWith('(root)') || seen.has(k)) continue;
+      seen.add(k);
+      incl.set(k, (incl.get(k) ?? 0) + 1);
+    }
+  }
+  console.log(`\n${s.ownMs} ms own of a ${s.delayMs} ms stall, +${((s.endUs - profile.startTime) / 1e6).toFixed(1)} s into the profile: ${n} samples`);
+  console.log(`  self: ${top(self, 5).map(([k, v]) => `${v} ${k}`).join(' | ')}`);
+  for (const [k, v] of top(incl, 12)) console.log(`  ${String(v).padStart(5)}  ${k}`);
+}
