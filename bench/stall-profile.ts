@@ -32,17 +32,20 @@ const { values, positionals } = parseArgs({ allowPositionals: true, options: { t
 const dir = positionals[0];
 if (dir === undefined) throw new Error('usage: stall-profile DIR [--top 10] [--run LABEL]');
 const files = readdirSync(dir);
-const profileFile = files.find((f) => f.endsWith('.cpuprofile'));
+const profileFiles = files.filter((f) => f.endsWith('.cpuprofile'));
 const stallFiles = files.filter((f) => f.startsWith('stalls-') && f.endsWith('.jsonl') && (values.run === undefined || f.includes(values.run)));
-if (profileFile === undefined || stallFiles.length === 0) throw new Error(`${dir}: needs a .cpuprofile and a stalls-*.jsonl (bench:fleet --leader-prof ${dir})`);
+if (profileFiles.length === 0 || stallFiles.length === 0) throw new Error(`${dir}: needs a .cpuprofile and a stalls-*.jsonl (bench:fleet --leader-prof ${dir})`);
 
-const profile = JSON.parse(readFileSync(join(dir, profileFile), 'utf8')) as Profile;
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-const parent = new Map<number, number>();
-for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+/** A profile with each sample's time and each node's parent. One per leader process (a baseline run has its own). */
+interface Loaded { profile: Profile; byId: Map<number, ProfileNode>; parent: Map<number, number>; times: number[] }
+const loaded: Loaded[] = profileFiles.map((f) => {
+  const profile = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Profile;
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  let clock = profile.startTime;
+  return { profile, byId: new Map(profile.nodes.map((n) => [n.id, n])), parent, times: profile.timeDeltas.map((d) => (clock += d)) };
+});
 const name = (n: ProfileNode): string => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
-let clock = profile.startTime;
-const times = profile.timeDeltas.map((d) => (clock += d));
 
 const stalls = stallFiles.flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Stall));
 stalls.sort((a, b) => b.ownMs - a.ownMs);
@@ -50,6 +53,12 @@ const top = (m: Map<string, number>, k: number) => [...m].sort((a, b) => b[1] - 
 for (const s of stalls.slice(0, Number(values.top))) {
   // The stall ends at endUs; it began its delay (plus the timer's 10 ms interval) before.
   const from = s.endUs - (s.delayMs + 10) * 1000;
+  const l = loaded.find((x) => x.times.length > 0 && x.times[0]! <= s.endUs && s.endUs <= x.times[x.times.length - 1]!);
+  if (l === undefined) {
+    console.log(`\n${s.ownMs} ms own of a ${s.delayMs} ms stall: in no profile`);
+    continue;
+  }
+  const { profile, byId, parent, times } = l;
   const self = new Map<string, number>();
   const incl = new Map<string, number>();
   let n = 0;

@@ -149,11 +149,11 @@ export class Leader {
   onViewChange(): void {
     if (this.stopped) return;
     const leader = this.view.leader;
-    // Judge the term only once the view has caught up with the write that won it: a watch
-    // lags its own process's writes, and a change delivered in between would otherwise
-    // depose a leader that still holds the key, leaving the key live under our lease and
-    // nobody leading.
-    const caughtUp = this.term !== undefined && this.view.revision >= this.term.revision;
+    // Judge the term only once the leader key's own watch has caught up with the write that won
+    // it: a watch lags its own process's writes, and a change delivered in between would depose a
+    // leader that still holds the key. The key's own: the plan watch delivers the term's bump
+    // first as often as not, and the view's revision passed the term with the key unseen.
+    const caughtUp = this.term !== undefined && this.view.leaderRevision >= this.term.revision;
     if (this.term && caughtUp && (!leader || leader.modRevision !== this.term.revision)) {
       this.depose('the leader key no longer names this term');
     }

@@ -48,6 +48,16 @@ export class KeyFollower {
     private readonly onFatal: (error: SplitfleetError) => void,
   ) {}
 
+  /**
+   * The revision up to which this key's changes are applied: what the key's
+   * value is known as of. Only this key's watch and reads advance it; another
+   * key's watch may deliver later revisions first (etcd orders events within
+   * one watch only).
+   */
+  get appliedRevision(): number {
+    return this.applied;
+  }
+
   /** Applies a read of the key made at store revision `revision` (the initial read, or a backstop). */
   offer(kv: KeyValue | undefined, revision: number): void {
     if (this.closed) return;

@@ -82,6 +82,7 @@ export class WorkerView {
   updates = 0;
 
   private readonly job: KeyFollower[];
+  private readonly leaderFollower: KeyFollower;
   private readonly splits = new Map<string, Followed>();
   private readonly batcher = new ChangeBatcher<WorkerViewChange>(
     (into, more) => {
@@ -109,10 +110,10 @@ export class WorkerView {
         if (this.plan) this.planSeen = true;
         this.notify('plan');
       }),
-      this.follower(leaderKey(prefix), (u) => {
+      (this.leaderFollower = this.follower(leaderKey(prefix), (u) => {
         this.leader = this.seen('leader', u, 'fatal');
         this.notify('leader');
-      }),
+      })),
       this.follower(workerKey(prefix, instance), (u) => {
         this.self = this.seen('worker', u, 'absent');
         this.notify('worker', instance);
@@ -122,6 +123,15 @@ export class WorkerView {
         this.notify('assign', instance);
       }),
     ];
+  }
+
+  /**
+   * The revision `leader` is known as of (its key's own watch and reads): a
+   * leader judges its term by this, never by `revision`, which the plan
+   * key's watch can carry past a leader key put not yet delivered.
+   */
+  get leaderRevision(): number {
+    return this.leaderFollower.appliedRevision;
   }
 
   /** Subscribes to batched changes (delivered on a microtask after the updates). */
