@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { bucketPrefix, foldedKey, jobPrefix, parseKey, queueKey } from '../../../src/protocol/keys.js';
-import { bucketing, bucketOf, bucketsFor, cutPages, FoldedBits, jsonStringBytes, PAGE_SPLITS } from '../../../src/protocol/packed.js';
+import { bucketing, bucketOf, bucketsFor, cutPages, FoldedBits, jsonNumberLength, jsonStringBytes, PAGE_SPLITS } from '../../../src/protocol/packed.js';
 import { utf8ByteLength } from '../../../src/protocol/keys.js';
 import { foldTxn, promoteTxn, queuePagePut } from '../../../src/protocol/packed-txns.js';
 import { bumpedPlanRecord, generationBumpTxn, seededPlanRecord } from '../../../src/protocol/leader-txns.js';
@@ -102,6 +102,13 @@ describe('bucketing and pages', () => {
       expect(jsonStringBytes(s)).toBe(utf8ByteLength(JSON.stringify(s)));
     },
   );
+  // Powers of ten and their neighbours, where a digit count changes, as well as any number.
+  fcTest.prop([fc.oneof(
+    fc.integer({ min: 0, max: 15 }).chain((k) => fc.constantFrom(10 ** k - 1, 10 ** k, 10 ** k + 1)),
+    fc.maxSafeNat(), fc.double(), fc.integer(),
+  )])('jsonNumberLength is the length of JSON.stringify', (w) => {
+    expect(jsonNumberLength(w)).toBe(JSON.stringify(w).length);
+  });
   fcTest.prop([fc.uniqueArray(fc.integer({ min: 0, max: PAGE_SPLITS - 1 }))])('FoldedBits round-trip, and setting bits never clears one', (slots) => {
     const half = slots.slice(0, slots.length >> 1);
     const a = FoldedBits.empty().with(half);
