@@ -111,6 +111,8 @@ interface FaultWatch {
   options: WatchOptions;
   queue: { at: number; event: WatchEvent }[];
   lastAt: number;
+  /** This member's watches in the order opened: picks the watch's share of a skew. */
+  n: number;
   closed: boolean;
   cancel: (() => void) | undefined;
   inner: WatchHandle | undefined;
@@ -128,6 +130,8 @@ export class FaultStore extends BaseStore {
   private held: (() => void)[] = [];
   private readonly watches = new Set<FaultWatch>();
   private delays: { until: number; ms: number }[] = [];
+  private skews: { until: number; ms: number }[] = [];
+  private opened = 0;
   private slow: { until: number; ms: number }[] = [];
   private readonly world: Clock;
   /** Lease ids granted to this member, in order. */
@@ -143,6 +147,16 @@ export class FaultStore extends BaseStore {
     this.delays.push({ ms, until });
   }
 
+  /**
+   * Delays the events of each watch arriving before `until` by its own share
+   * of `ms` (0 to `ms`, fixed per watch): events of two keys can then reach
+   * this member out of store order, as etcd orders events within one watch
+   * only. Each watch keeps its own order.
+   */
+  skewEvents(ms: number, until: number): void {
+    this.skews.push({ ms, until });
+  }
+
   /** Requests made before `until` take `ms` for the round trip. */
   slowRequests(ms: number, until: number): void {
     this.slow.push({ ms, until });
@@ -150,6 +164,7 @@ export class FaultStore extends BaseStore {
 
   clearDelays(): void {
     this.delays = [];
+    this.skews = [];
     this.slow = [];
   }
 
@@ -252,7 +267,7 @@ export class FaultStore extends BaseStore {
 
   watch(prefix: string, options: WatchOptions): WatchHandle {
     if (this.dead) return { ready: new Promise<void>(() => undefined), close: async () => undefined };
-    const w: FaultWatch = { options, queue: [], lastAt: 0, closed: false, cancel: undefined, inner: undefined };
+    const w: FaultWatch = { options, queue: [], lastAt: 0, n: this.opened++, closed: false, cancel: undefined, inner: undefined };
     const innerOptions: WatchOptions = { onEvent: (event) => this.arrive(w, event) };
     if (options.fromRevision !== undefined) innerOptions.fromRevision = options.fromRevision;
     // The member's narrowing, as etcd applies it (a leader's view leaves queue pages and progress out).
@@ -275,9 +290,12 @@ export class FaultStore extends BaseStore {
     };
   }
 
-  private latency(now: number): number {
+  private latency(w: FaultWatch, now: number): number {
     let ms = 0;
     for (const d of this.delays) if (now < d.until) ms = Math.max(ms, d.ms);
+    // A watch's share of a skew: a fixed fraction in [0, 1) from its number (Knuth's multiplicative hash).
+    const share = (Math.imul(w.n + 1, 2654435761) >>> 0) / 2 ** 32;
+    for (const d of this.skews) if (now < d.until) ms = Math.max(ms, Math.floor(d.ms * share));
     return ms;
   }
 
@@ -285,7 +303,7 @@ export class FaultStore extends BaseStore {
   private arrive(w: FaultWatch, event: WatchEvent): void {
     if (w.closed || this.dead) return;
     const now = this.clock.now();
-    const at = Math.max(now + this.latency(now), w.lastAt);
+    const at = Math.max(now + this.latency(w, now), w.lastAt);
     w.lastAt = at;
     if (w.queue.length === 0 && at <= now && !this.paused) {
       w.options.onEvent(event);

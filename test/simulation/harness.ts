@@ -318,6 +318,13 @@ export class Fleet {
     p.store.delayEvents(ms, this.clock.now() + duration);
   }
 
+  /** Delays each of `p`'s watches by its own share of `ms` for the next `duration` ms (events of two keys out of order). */
+  skew(p: SimProcess, ms: number, duration: number): void {
+    if (!p.alive) return;
+    this.note(`skew ${p.id} watches by up to ${ms} ms for ${duration} ms`);
+    p.store.skewEvents(ms, this.clock.now() + duration);
+  }
+
   /** Makes `p`'s store round trips take `ms` for the next `duration` ms. */
   slowLink(p: SimProcess, ms: number, duration: number): void {
     if (!p.alive) return;

@@ -85,6 +85,11 @@ export async function inject(x: Injector, f: Fault): Promise<void> {
       if (p) fleet.delay(p, f.latencyMs, f.durationMs);
       return;
     }
+    case 'skew': {
+      const p = pick(fleet.live, f.target);
+      if (p) fleet.skew(p, f.latencyMs, f.durationMs);
+      return;
+    }
     case 'slow': {
       const p = pick(fleet.live, f.target);
       if (p) fleet.slowLink(p, f.latencyMs, f.durationMs);

@@ -40,6 +40,8 @@ export type Fault =
   | { kind: 'expire'; target: number }
   | { kind: 'delay'; target: number; latencyMs: number; durationMs: number }
   | { kind: 'slow'; target: number; latencyMs: number; durationMs: number }
+  /** Watch events reach the target late by a share of `latencyMs` fixed per watch: two keys' events out of store order. */
+  | { kind: 'skew'; target: number; latencyMs: number; durationMs: number }
   /** An operator action (`splitfleet pause` and so on), made on the store while the fleet runs. */
   | { kind: 'operator'; action: OperatorAction; target: number }
   /**
@@ -100,6 +102,13 @@ const fault: fc.Arbitrary<Fault> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('delay' as const), target,
       latencyMs: fc.integer({ min: 1, max: 3000 }), durationMs: fc.integer({ min: 100, max: 8000 }),
+    }),
+    weight: 2,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('skew' as const), target,
+      latencyMs: fc.integer({ min: 1, max: 1500 }), durationMs: fc.integer({ min: 100, max: 8000 }),
     }),
     weight: 2,
   },
