@@ -388,6 +388,11 @@ export class ColumnarPool {
     if (unitsPerRow > 0) this.ids.reserveUnits(Math.ceil(rows * unitsPerRow));
   }
 
+  /** Touches up to `pages` more pages of the id index reserved (IdArena `touchIndex`); true once all are. */
+  touchIndex(pages: number): boolean {
+    return this.ids.touchIndex(pages);
+  }
+
   private newRow(): number {
     const r = this.rows++;
     if (r >= this.weight.length) this.growTo(2 * this.weight.length);

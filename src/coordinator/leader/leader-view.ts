@@ -275,6 +275,11 @@ export class LeaderView {
     this.records.columns.reserve(splits, unitsPerId);
   }
 
+  /** Touches up to `pages` more pages of the split id index (IdArena `touchIndex`): true once all are. */
+  touchIndex(pages: number): boolean {
+    return this.records.columns.touchIndex(pages);
+  }
+
   /** Specs known (in the pool, or waiting for their record). */
   get specCount(): number {
     return this.records.columns.specCount;

@@ -35,6 +35,8 @@ import { nextTurn } from '../../next-turn.js';
 
 /** Splits validated and encoded per turn of the event loop while seeding. */
 const SEED_SLICE = 500;
+/** Pages of an id index touched per turn before a large plan is looked up in it (1 MiB, ~8 ms). */
+const TOUCH_PAGES = 256;
 /**
  * Splits looked up and bucketed per turn while seeding a packed job: 2k. At
  * 10M a lookup probes an index reserved for the whole plan, missing the
@@ -135,6 +137,8 @@ export class Seeder {
     const guard = this.ctx.guard();
     const seen = new IdArena();
     seen.reserveRows(splits.length);
+    // Both id indexes are touched a slice per turn before lookups touch them at random (IdArena `touchIndex`).
+    while (!seen.touchIndex(TOUCH_PAGES)) await nextTurn();
     for (let start = 0; start < splits.length; start += SEED_SLICE) {
       const end = Math.min(splits.length, start + SEED_SLICE);
       validatePlanned(splits, start, end, seen);
@@ -145,6 +149,10 @@ export class Seeder {
     // A paged planner's expected total, bounded: a hint must not make the leader reserve without limit.
     const hinted = expected === undefined ? 0 : Math.min(expected, EXPECTED_BOUND * (job.specCount + splits.length));
     job.reserve(Math.max(job.specCount, splits.length, hinted), meanIdLength(splits));
+    while (!job.touchIndex(TOUCH_PAGES)) {
+      await nextTurn();
+      if (signal.aborted) return;
+    }
     const known = job.packed
       ? await this.seedPages(job, guard, generation, splits, signal)
       : await this.seedRecords(job, guard, generation, splits, signal);

@@ -207,6 +207,11 @@ export class SplitColumns {
     this.packed?.reserve(rows);
   }
 
+  /** Touches up to `pages` more pages of the id index (ColumnarPool `touchIndex`): true once all are. */
+  touchIndex(pages: number): boolean {
+    return this.pool.touchIndex(pages);
+  }
+
   /**
    * Room for a listing of `splits` splits: its specs all arrive before any
    * record, so the halves waiting for theirs reach that many too.

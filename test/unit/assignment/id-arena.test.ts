@@ -9,7 +9,8 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { IdArena } from '../../../src/assignment/id-arena.js';
 
-type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number } | { kind: 'reserve'; rows: number } | { kind: 'reserveUnits'; units: number };
+type Op = { kind: 'add'; id: string } | { kind: 'remove'; pick: number } | { kind: 'reserve'; rows: number } | { kind: 'reserveUnits'; units: number }
+  | { kind: 'touch'; pages: number };
 
 // Few distinct ids, so that removes and re-adds of the same id are common; some wide, some long.
 const idArb = fc.oneof(
@@ -23,6 +24,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((pick) => ({ kind: 'remove' as const, pick })) },
   { weight: 1, arbitrary: fc.nat(500).map((rows) => ({ kind: 'reserve' as const, rows })) },
   { weight: 1, arbitrary: fc.nat(5000).map((units) => ({ kind: 'reserveUnits' as const, units })) },
+  { weight: 1, arbitrary: fc.nat(3).map((pages) => ({ kind: 'touch' as const, pages })) },
 );
 
 /** Applies `ops` to an arena and to the model, rows reused lowest-freed-last as ColumnarPool does. */
@@ -42,6 +44,8 @@ function run(ops: Op[]): { arena: IdArena; model: Map<string, number>; rows: (st
       arena.reserveRows(op.rows);
     } else if (op.kind === 'reserveUnits') {
       arena.reserveUnits(op.units);
+    } else if (op.kind === 'touch') {
+      arena.touchIndex(op.pages);
     } else if (model.size > 0) {
       const id = [...model.keys()][op.pick % model.size]!;
       const r = model.get(id)!;
@@ -115,6 +119,20 @@ describe('IdArena', () => {
     for (let r = 1; r <= 9_000; r++) arena.add(r, `s-${String(r).padStart(8, '0')}`); // 10 units each
     expect((arena as unknown as { units: Uint8Array }).units).toBe(buffer);
     expect(arena.rowOf('s-00004567')).toBe(4567);
+  });
+
+  it('touches a reserved index a page at a time, and again after the index grows', () => {
+    const arena = new IdArena();
+    arena.reserveRows(10_000); // 32,768 slots: 32 pages
+    let calls = 1;
+    while (!arena.touchIndex(5)) calls++;
+    expect(calls).toBe(7);
+    expect(arena.touchIndex(5)).toBe(true);
+    for (let r = 0; r < 20_000; r++) arena.add(r, `id-${r}`); // past half full: a new index of 65,536 slots
+    expect(arena.touchIndex(63)).toBe(false);
+    expect(arena.touchIndex(1)).toBe(true);
+    for (let r = 0; r < 20_000; r += 997) expect(arena.rowOf(`id-${r}`)).toBe(r);
+    expect(arena.rowOf('id-20000')).toBe(-1);
   });
 
   it('refuses an empty id and a row that holds one already', () => {
