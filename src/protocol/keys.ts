@@ -92,8 +92,10 @@ export function utf8ByteLength(s: string): number {
 }
 
 // A lone surrogate has no UTF-8 encoding: etcd would receive U+FFFD, and two
-// different ids could then name the same key.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// different ids could then name the same key. `isWellFormed` (ES2024, Node 20
+// and later) finds one; the regex it replaced was half the cost of checking a
+// queue page's 1,024 ids.
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /**
  * The rule an id breaks, or undefined when it is valid. Split ids and instance
@@ -106,7 +108,7 @@ export function idProblem(id: unknown): string | undefined {
   if (id.length === 0) return 'must not be empty';
   const bytes = utf8ByteLength(id);
   if (bytes > MAX_ID_BYTES) return `must be at most ${MAX_ID_BYTES} UTF-8 bytes (got ${bytes})`;
-  if (LONE_SURROGATE.test(id)) return 'must be well-formed Unicode (no lone surrogates)';
+  if (!isWellFormed(id)) return 'must be well-formed Unicode (no lone surrogates)';
   return undefined;
 }
 

@@ -98,8 +98,9 @@ function pageArraysProblem(r: { ids: unknown; weights: unknown; descriptors: unk
   for (let i = 0; i < ids.length; i++) {
     const problem = idProblem(ids[i]);
     if (problem !== undefined) return `ids.${i}: ${problem}`;
-    if (seen.has(ids[i])) return `ids.${i}: ${describeStoredValue(ids[i])} appears twice in the page`;
+    // One hash lookup a split, not two (has, then add): a page holds 1,024.
     seen.add(ids[i]);
+    if (seen.size === i) return `ids.${i}: ${describeStoredValue(ids[i])} appears twice in the page`;
     if (!isValidWeight(weights[i])) return `weights.${i}: must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(weights[i])})`;
   }
   // A descriptor sits one level deeper than in a spec record (inside the array).

@@ -28,6 +28,7 @@ import { SplitfleetError } from '../errors.js';
 import { contentKey } from '../hash.js';
 import { jsStringOrder } from '../js-order.js';
 import { decodeId, utf8ByteLength } from './keys.js';
+import { parsePageText } from './page-ids.js';
 import {
   duplicateKeysProblem, MAX_RECORD_BYTES, REENCODE_CHECK_UNITS, scanJsonText, sizeProblem, unknownFieldsProblem,
 } from './record-bounds.js';
@@ -247,7 +248,8 @@ export function decodeRecord<K extends RecordKind>(
   if (scan.problem !== undefined) throw invalid(key, kind, scan.problem);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // A page's ids are read from the text: JSON.parse would internalize every short one (page-ids.ts).
+    value = kind === 'queue' ? parsePageText(text) : JSON.parse(text);
   } catch (cause) {
     throw new SplitfleetError('INVALID_RECORD',
       `${kind} record at ${key}: not valid JSON (${(cause as Error).message})`, { cause });
