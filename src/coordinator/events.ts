@@ -50,6 +50,13 @@ export type DrainReason = 'revoked' | 'stopping';
 /** How a drain ended: the handler finished it, it was forced (deadline, or the handler threw), declined, or the lane was lost. */
 export type DrainOutcome = 'cooperative' | 'forced' | 'declined' | 'lost';
 
+/**
+ * `leadership-lost`'s reason when the leader key no longer names the term
+ * (gone with its lease, or another term's): the one end the simulation checks
+ * against the store, since a view that lags can judge it wrongly.
+ */
+export const DEPOSED_REASON = 'the leader key no longer names this term';
+
 /** Every event a coordinator emits, by name, with its payload. */
 export interface CoordinatorEventMap {
   /** This instance won the `leader` key and bumped the plan generation. */

@@ -19,10 +19,11 @@
 import { desiredAssignment } from '../../src/assignment/engine.js';
 import { VirtualClock } from '../../src/clock.js';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { DEPOSED_REASON } from '../../src/coordinator/events.js';
 import type { Logger } from '../../src/coordinator/log.js';
 import type { JobVerdict } from '../../src/coordinator/types.js';
 import { isSplitfleetError } from '../../src/errors.js';
-import { jobPrefix } from '../../src/protocol/keys.js';
+import { jobPrefix, leaderKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Txn } from '../../src/store/store.js';
 import { Auditor } from './auditor.js';
@@ -145,6 +146,8 @@ export class Fleet {
   pendingRestarts = 0;
   /** Hot loops found (each crashed its process). */
   readonly livelocks: string[] = [];
+  /** Terms ended as deposed while the store's leader key still named them (a view judged too early: defect 26). */
+  readonly falseDepositions: string[] = [];
   private readonly callsSinceFlush = new Map<SimProcess, number>();
   private agenda: AgendaItem[] = [];
   private seq = 0;
@@ -187,6 +190,9 @@ export class Fleet {
       (c) => {
         p.coordinator = c;
         if (p.state === 'starting') p.state = 'running';
+        c.on('leadership-lost', (e) => {
+          if (e.reason === DEPOSED_REASON) this.checkDeposition(p, e.generation);
+        });
         c.done.then(
           (v) => {
             if (v === 'stopped') return; // a leave or a close, recorded where it was made
@@ -259,6 +265,25 @@ export class Fleet {
     const line = (level: string) => (obj: object, msg?: string) =>
       console.log(`[t=${this.clock.now()} ${p.id} ${level}] ${msg ?? ''} ${JSON.stringify(obj, (_k, v) => (v instanceof Error ? v.message : v))}`);
     return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
+  }
+
+  /**
+   * A term `p` ended as deposed: the store's leader key, read at this very
+   * moment, must not name it. A key that names the term (its instance and
+   * generation) has held that value since the term was won, since a key
+   * rewritten or deleted never comes back at the term's revision; so the
+   * deposition was judged on a view that had not seen the key.
+   */
+  private checkDeposition(p: SimProcess, generation: number): void {
+    const at = this.clock.now();
+    // MemoryStore.get reads before its first await: the answer is the store's state now.
+    void this.store.get(leaderKey(this.prefix)).then((kv) => {
+      if (!kv) return;
+      const rec = JSON.parse(kv.value) as { instance?: unknown; generation?: unknown };
+      if (rec.instance === p.instance && rec.generation === generation) {
+        this.falseDepositions.push(`${p.id} ended generation ${generation} as deposed at t=${at} while the leader key (revision ${kv.modRevision}) still named it`);
+      }
+    });
   }
 
   /** SIGKILL: nothing more runs or is written; leases expire on their own. */

@@ -329,6 +329,7 @@ async function playSchedule(s: Schedule, options: RunOptions): Promise<RunResult
     violations.push(...fleet.auditor.finalState(sizes));
   }
   for (const l of fleet.livelocks) violations.push({ property: 'liveness', message: `hot loop: ${l}` });
+  for (const d of fleet.falseDepositions) violations.push({ property: 'leadership', message: d });
   const virtualMs = fleet.clock.now();
   await flushAll(fleet);
   options.inspect?.(fleet);

@@ -32,7 +32,7 @@ import { decodeRecord, fingerprintHash } from '../../protocol/records.js';
 import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
 import type { Compare, Store } from '../../store/store.js';
 import { background, type OnUnexpected } from '../background.js';
-import type { Emit } from '../events.js';
+import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
@@ -155,7 +155,7 @@ export class Leader {
     // first as often as not, and the view's revision passed the term with the key unseen.
     const caughtUp = this.term !== undefined && this.view.leaderRevision >= this.term.revision;
     if (this.term && caughtUp && (!leader || leader.modRevision !== this.term.revision)) {
-      this.depose('the leader key no longer names this term');
+      this.depose(DEPOSED_REASON);
     }
     this.dropOrphanKey();
     if (!leader && !this.campaigning && this.session.alive) background('campaign', () => this.campaign(), this.unexpected);
