@@ -515,6 +515,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       const held = firstHelds[i]!;
       return {
         startupMs: Math.round(held.sinceProcessStartMs as number),
+        startupCpuMs: Math.round(held.cpuMs as number),
         spawnToFirstHeldMs: (held.t as number) - probe.spawnedAt,
         startupKeysRead: (held.store as Cumulative['store']).keysRead,
         startupWatchEvents: (held.store as Cumulative['store']).watchEvents,
@@ -585,6 +586,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         count: probeFigures.length,
         startupMs: median((f) => f.startupMs),
         startupSamplesMs: probeFigures.map((f) => f.startupMs),
+        startupCpuMs: median((f) => f.startupCpuMs),
         spawnToFirstHeldMs: median((f) => f.spawnToFirstHeldMs),
         startupKeysRead: median((f) => f.startupKeysRead),
         startupWatchEvents: median((f) => f.startupWatchEvents),
@@ -692,6 +694,7 @@ function table(runs: Figures[]): string {
     ['assignment records written per s', (f) => f.decisions.recordsWrittenPerS],
     ['leader changes', (f) => f.leaderChanges],
     ['probe start-up (process start → first split held)', (f) => `${f.probe.startupMs} ms of ${JSON.stringify(f.probe.startupSamplesMs)} (${f.probe.startupKeysRead} keys read)`],
+    ['probe start-up CPU (process start → first split held)', (f) => `${f.probe.startupCpuMs} ms`],
     ['probe RSS: first held / steady max', (f) => `${f.probe.rssAtFirstHeldMiB} / ${f.probe.rssSteadyMaxMiB} MiB`],
     ['probe CPU per s', (f) => `${f.probe.cpuMsPerS} ms/s`],
     ['probe watch events per s (by kind)', (f) => `${f.probe.watchEventsPerS} ${JSON.stringify(f.probe.watchEventsPerSByKind)}`],
@@ -729,6 +732,7 @@ function ratios(main: Figures, base: Figures | undefined): Figures | undefined {
     of: `${main.label} / ${base.label}`,
     probeRss: r(main.probe.rssSteadyMaxMiB, base.probe.rssSteadyMaxMiB),
     probeStartup: r(main.probe.startupMs, base.probe.startupMs),
+    probeStartupCpu: r(main.probe.startupCpuMs, base.probe.startupCpuMs),
     probeCpu: r(main.probe.cpuMsPerS, base.probe.cpuMsPerS),
     probeWatchEvents: r(main.probe.watchEventsPerS, base.probe.watchEventsPerS),
     leaderRssPerSplitKiB: round(((main.leader.rssSteadyMaxMiB - base.leader.rssSteadyMaxMiB) * 1024) / (main.splits - base.splits), 2),
@@ -740,6 +744,8 @@ function targets(main: Figures, base: Figures | undefined, rat: Figures | undefi
   return [
     [`worker RSS ${of}`, rat ? `${rat.probeRss}×` : 'no baseline', rat ? rat.probeRss <= 1.2 : null],
     [`worker start-up ${of}`, rat ? `${rat.probeStartup}×` : 'no baseline', rat ? rat.probeStartup <= 1.2 : null],
+    // The same start-up in the CPU it used: its wall time on a loaded machine is mostly the wait for a core.
+    [`worker start-up CPU ${of}`, rat ? `${rat.probeStartupCpu}×` : 'no baseline', rat ? rat.probeStartupCpu <= 1.2 : null],
     ['seeding ≤ 60 s', `${(main.seed.ms / 1000).toFixed(1)} s`, main.seed.ms <= 60_000],
     ['lane utilisation ≥ 95 %', `${(main.lanes.utilisation * 100).toFixed(1)} %`, main.lanes.utilisation >= 0.95],
     ['refill p99 ≤ 1 s', `${main.refill.p99Ms} ms`, main.refill.p99Ms <= 1000],
@@ -774,7 +780,7 @@ async function main(): Promise<void> {
     '',
     table(results),
     '',
-    ...(rat ? [`Ratios (${rat.of}): probe RSS ${rat.probeRss}×, start-up ${rat.probeStartup}×, CPU ${rat.probeCpu}×, watch events ${rat.probeWatchEvents}×; leader RSS ${rat.leaderRssPerSplitKiB} KiB per split`, ''] : []),
+    ...(rat ? [`Ratios (${rat.of}): probe RSS ${rat.probeRss}×, start-up ${rat.probeStartup}× (its CPU ${rat.probeStartupCpu}×), CPU ${rat.probeCpu}×, watch events ${rat.probeWatchEvents}×; leader RSS ${rat.leaderRssPerSplitKiB} KiB per split`, ''] : []),
     '| target | figure | met |',
     '|---|---|---|',
     ...tg.map(([name, fig, met]) => `| ${name} | ${fig} | ${met === null ? '–' : met ? 'yes' : '**no**'} |`),
