@@ -20,15 +20,7 @@
  *
  * Pure: no I/O, no clock.
  */
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-chars.js';
 
 /** V8's JSON.parse internalizes one-byte string values shorter than this (json-parser.cc). */
 const INTERNALIZED_BELOW = 10;

@@ -18,6 +18,7 @@
  */
 import { DEFAULT_LIMITS } from '../store/store.js';
 import { utf8ByteLength } from './keys.js';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-chars.js';
 
 /** The largest record, in UTF-8 bytes: one store request (etcd's `--max-request-bytes` default, 1.5 MiB). */
 export const MAX_RECORD_BYTES = DEFAULT_LIMITS.maxRequestBytes;
@@ -36,15 +37,6 @@ export const MAX_UNKNOWN_BYTES = 64 * 1024;
  * most 3 UTF-8 bytes. Longer records are re-encoded once at decode to check.
  */
 export const REENCODE_CHECK_UNITS = Math.floor(MAX_RECORD_BYTES / 6);
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
 
 /** What the scan before JSON.parse found: a problem, or the key count to check the parsed value against. */
 export interface TextScan {
