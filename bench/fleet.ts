@@ -15,7 +15,8 @@
  *      time per process), until every member's coordinator has started;
  *   4. the probe processes (`--probes`, each one coordinator alone) start one
  *      after another: each one's start-up is
- *      process start → its first handler;
+ *      process start → its first handler, in wall time and in the CPU the
+ *      process used (load stretches the first, not the second);
  *   5. `--warmup-s`, then the steady window of `--duration-s`, between two
  *      phase marks sent to every process over IPC (fleet-host.ts reports the
  *      counters, CPU, event-loop delay and RSS of each phase);
