@@ -181,9 +181,10 @@ export class IdArena {
     if (rows <= this.start.length) return;
     let size = this.start.length;
     while (size < rows) size *= 2;
-    this.start = grow(this.start, size);
-    this.len = grow(this.len, size);
-    this.hash = grow(this.hash, size);
+    // Rows past `rows` never held an id.
+    this.start = grow(this.start, size, this.rows);
+    this.len = grow(this.len, size, this.rows);
+    this.hash = grow(this.hash, size, this.rows);
   }
 
   private equals(row: number, id: string): boolean {
@@ -305,8 +306,9 @@ export class IdArena {
   }
 }
 
-function grow<T extends Uint32Array>(a: T, n: number): T {
+/** `a` in an array of `n` elements, its first `used` copied (the rest is zero in both: see columnar.ts's `grow`). */
+function grow<T extends Uint32Array>(a: T, n: number, used: number): T {
   const b = new Uint32Array(n) as T;
-  b.set(a);
+  b.set(used >= a.length ? a : a.subarray(0, used));
   return b;
 }

@@ -55,8 +55,8 @@ export interface PlanResult<Descriptor extends Json = Json> {
    * planner that knows (an integer ≥ 0; a hint, not a promise). The leader
    * makes room for that many at once instead of growing its tables page by
    * page: each growth copies them, and at millions of splits a copy holds
-   * its event loop for hundreds of milliseconds. At most 64 times the splits
-   * known after the page is honoured.
+   * its event loop for hundreds of milliseconds. Honoured up to 16,777,216
+   * splits, or 64 times the splits known after the page if that is more.
    */
   expected?: number;
 }

@@ -46,6 +46,8 @@ export class PackedPages {
    * (a 10M seeding's reserve held the leader's loop 110–140 ms filling it).
    */
   private byRow = new Uint32Array(16);
+  /** Rows below this may hold a location (the rest of `byRow` is zero): what a growth copies, a clear fills. */
+  private rowsSet = 0;
   /** Splits out of the pool (parked), with what their row held. */
   private readonly parked = new Map<string, { location: number; weight: number }>();
   /** Splits with a record of their own (promoted, not folded back): the record's revision. */
@@ -133,6 +135,7 @@ export class PackedPages {
   setRow(row: number, location: number): void {
     if (row >= this.byRow.length) this.grow(Math.max(row + 1, this.byRow.length * 2));
     this.byRow[row] = location + 1;
+    if (row >= this.rowsSet) this.rowsSet = row + 1;
   }
 
   /** Room for `rows` pool rows at once. */
@@ -142,7 +145,7 @@ export class PackedPages {
 
   private grow(rows: number): void {
     const next = new Uint32Array(rows);
-    next.set(this.byRow);
+    next.set(this.byRow.subarray(0, this.rowsSet));
     this.byRow = next;
   }
 
@@ -187,7 +190,8 @@ export class PackedPages {
     this.indexOf.clear();
     this.early.clear();
     this.nextPages.clear();
-    this.byRow.fill(0);
+    this.byRow.fill(0, 0, this.rowsSet);
+    this.rowsSet = 0;
     this.parked.clear();
     this.keyed.clear();
   }

@@ -46,8 +46,15 @@ const TOUCH_PAGES = 256;
 const BUCKET_SLICE = 1 << 11;
 /** Splits placed by bucket per turn while seeding a packed job (a typed-array pass, a few ms). */
 const ORDER_SLICE = 1 << 18;
-/** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts). */
+/** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts)… */
 const EXPECTED_BOUND = 64;
+/**
+ * …and always up to 16M splits: the hint's worst cost is an id index of
+ * 128 MiB, where honouring a 10M hint in two steps (6.4M after a first page of
+ * 100k, then 10M) rehashed the index into fresh memory at once and held the
+ * loop 0.6 s (2.6 s before growth copied only the rows in use).
+ */
+const EXPECTED_FLOOR = 1 << 24;
 /** A planner result's paging fields, checked: `more` (a page of a larger listing) and `expected` (its total, a hint). */
 export function pagingOf(result: PlanResult): { more: boolean; expected: number | undefined } {
   if (result?.more !== undefined && typeof result.more !== 'boolean') throw new SplitfleetError('PLANNER_FAILURE', `planner result.more: must be a boolean or absent (got ${typeof result.more})`);
@@ -147,7 +154,7 @@ export class Seeder {
     }
     // A planner returns the whole plan or what is new since its cursor: room for the larger, at least.
     // A paged planner's expected total, bounded: a hint must not make the leader reserve without limit.
-    const hinted = expected === undefined ? 0 : Math.min(expected, EXPECTED_BOUND * (job.specCount + splits.length));
+    const hinted = expected === undefined ? 0 : Math.min(expected, Math.max(EXPECTED_FLOOR, EXPECTED_BOUND * (job.specCount + splits.length)));
     job.reserve(Math.max(job.specCount, splits.length, hinted), meanIdLength(splits));
     while (!job.touchIndex(TOUCH_PAGES)) {
       await nextTurn();
