@@ -49,7 +49,7 @@ const ORDER_SLICE = 1 << 18;
 /** A planner's `expected` is honoured up to this many times the splits known after its page (types.ts)… */
 const EXPECTED_BOUND = 64;
 /**
- * …and always up to 16M splits: the hint's worst cost is an id index of
+ * …and always up to 16M splits (decision 0049): the hint's worst cost is an id index of
  * 128 MiB, where honouring a 10M hint in two steps (6.4M after a first page of
  * 100k, then 10M) rehashed the index into fresh memory at once and held the
  * loop 0.6 s (2.6 s before growth copied only the rows in use).
