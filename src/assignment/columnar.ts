@@ -13,6 +13,7 @@ import { isValidWeight, STATUS_NAMES, type SplitStatus } from '../split-model.js
 import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './validate.js';
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
+import { grown } from './grown.js';
 import { QueueHead, type FillRule } from './queue-head.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
 import type { SliceSource } from './slice-source.js';
@@ -20,19 +21,6 @@ import type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 export type { SortedState } from './sorted-order.js';
 
-/** A copy of `a` in an array of `n` elements. */
-/**
- * `a` in an array of `n` elements, its first `used` copied: the rest is at
- * its initial zero in both. A reservation ahead of a large plan grows arrays
- * that are mostly unused, and copying them whole (and faulting in the new
- * ones' pages) held a 10M seeding's loop 2.6 s when a paged planner's hint
- * raised the reservation from 6.4M to 10M rows.
- */
-function grow<T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(a: T, n: number, used: number): T {
-  const b = new (a.constructor as new (n: number) => T)(n);
-  b.set(used >= a.length ? a : a.subarray(0, used));
-  return b;
-}
 export type { ColumnarDecision, ColumnarSnapshot } from './wire.js';
 
 /** What `ColumnarPool.write` leaves behind for the engine call. */
@@ -409,13 +397,13 @@ export class ColumnarPool {
   private growTo(size: number): void {
     // Rows past `rows` were never handed out: nothing there to keep.
     const used = this.rows;
-    this.weight = grow(this.weight, size, used);
-    this.key = grow(this.key, 2 * size, 2 * used);
-    this.lease = grow(this.lease, size, used);
-    this.prev = grow(this.prev, size, used);
-    this.rec = grow(this.rec, size, used);
-    this.flags = grow(this.flags, size, used);
-    this.status = grow(this.status, size, used);
+    this.weight = grown(this.weight, size, used);
+    this.key = grown(this.key, 2 * size, 2 * used);
+    this.lease = grown(this.lease, size, used);
+    this.prev = grown(this.prev, size, used);
+    this.rec = grown(this.rec, size, used);
+    this.flags = grown(this.flags, size, used);
+    this.status = grown(this.status, size, used);
     this.head?.grow(size);
   }
 

@@ -15,6 +15,7 @@
  *
  * Pure: no I/O, no clock.
  */
+import { grown } from './grown.js';
 
 /** Slot value of an empty index slot (a row is stored as row + 1). */
 const EMPTY = 0;
@@ -182,9 +183,9 @@ export class IdArena {
     let size = this.start.length;
     while (size < rows) size *= 2;
     // Rows past `rows` never held an id.
-    this.start = grow(this.start, size, this.rows);
-    this.len = grow(this.len, size, this.rows);
-    this.hash = grow(this.hash, size, this.rows);
+    this.start = grown(this.start, size, this.rows);
+    this.len = grown(this.len, size, this.rows);
+    this.hash = grown(this.hash, size, this.rows);
   }
 
   private equals(row: number, id: string): boolean {
@@ -304,11 +305,4 @@ export class IdArena {
     idOff[rows] = at;
     return { idUnits, idOff };
   }
-}
-
-/** `a` in an array of `n` elements, its first `used` copied (the rest is zero in both: see columnar.ts's `grow`). */
-function grow<T extends Uint32Array>(a: T, n: number, used: number): T {
-  const b = new Uint32Array(n) as T;
-  b.set(used >= a.length ? a : a.subarray(0, used));
-  return b;
 }

@@ -16,6 +16,7 @@
  *
  * No I/O: LeaderRecords feeds it; the packed queue (packed-queue.ts) reads it.
  */
+import { grown } from '../../assignment/grown.js';
 import { FoldedBits } from '../../protocol/packed.js';
 
 const SLOT_BITS = 10;
@@ -144,9 +145,7 @@ export class PackedPages {
   }
 
   private grow(rows: number): void {
-    const next = new Uint32Array(rows);
-    next.set(this.byRow.subarray(0, this.rowsSet));
-    this.byRow = next;
+    this.byRow = grown(this.byRow, rows, this.rowsSet);
   }
 
   /** Split `id` leaves the pool (parked): keep what its row held. */
