@@ -39,7 +39,7 @@
  * (stalls-<run>.jsonl); `node dist/bench/stall-profile.js DIR` shows what ran in each.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -388,6 +388,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       ...(o.leaderProf !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${o.leaderProf}`] : []),
     ];
     // With a profile, the leader also logs its long stalls (on-cpu-stalls.ts), to find each in it (bench/stall-profile.ts).
+    // The stall log is written from the leader's first second; Node creates the profile's directory only at exit.
+    if (o.leaderProf !== undefined) mkdirSync(o.leaderProf, { recursive: true });
     const leader = o.leaderProf === undefined ? child('leader', 'leader', ['leader'], leaderArgs)
       : child('leader', 'leader', ['leader'], leaderArgs, join(o.leaderProf, `stalls-${p.label.replace(/\W+/g, '-')}.jsonl`));
     await until('the leader to lead', () => leader.find((l) => l.ev === 'leading'), deadline, procs);

@@ -69,6 +69,14 @@ export const FILL: FillRule = { minFill: 8_192, perNeed: 4 };
  * 5; a steady refill's step, whose rows mostly lose on the weight, ~1/4 of that.
  */
 export const STEP_ROWS = 1 << 16;
+/**
+ * Rows a step offers to a refill's heap at most: 4k. A row offered costs a
+ * sift of the heap (~26 comparisons of rows at random in the pool's
+ * columns); a first build's first steps, over rows seeded in random weight
+ * order, offer most of theirs (fill × ln(step ÷ fill), ~17k in the first
+ * step of 64k), and one such step held a 10M leader 52–61 ms while seeding.
+ */
+export const STEP_OFFERS = 1 << 12;
 
 const ew = (w: number): number => (w === 0 ? 1 : w);
 
@@ -181,10 +189,11 @@ export class QueueHead {
   }
 
   /**
-   * Scans up to `budget` rows of a refill under way; finishes it when the
-   * scan has passed every row. True when no refill is left under way.
+   * Scans up to `budget` rows of a refill under way, stopping after the row
+   * that makes `offers` offers to its heap; finishes the refill when the scan
+   * has passed every row. True when no refill is left under way.
    */
-  step(budget = STEP_ROWS): boolean {
+  step(budget = STEP_ROWS, offers = STEP_OFFERS): boolean {
     const f = this.refill;
     if (f === null) return true;
     const { weight, key, flags } = this.rows;
@@ -194,8 +203,10 @@ export class QueueHead {
     const heap = f.heap;
     const from = f.from;
     const fw = from === null ? Infinity : from.w;
+    let r = f.cursor;
+    let offered = 0;
     // Weights first, read from local columns: a call per row made a step of 256k rows cost ~10 ms more at 10M.
-    for (let r = f.cursor; r < end; r++) {
+    for (; r < end && offered < offers; r++) {
       if ((flags[r]! & POOL) === 0 || (mark[r]! & (IN_HEAD | IN_HEAP)) !== 0) continue;
       const wr = ew(weight[r]!);
       // Heavier than the bound sorts before it (in the head already); a tie is settled by the key.
@@ -208,9 +219,10 @@ export class QueueHead {
         if (wr === wt && (key[2 * r + 1]! > key[2 * top + 1]! || (key[2 * r + 1] === key[2 * top + 1] && this.compareRows(r, top) > 0))) continue;
       }
       this.offer(f, r);
+      offered++;
     }
-    f.cursor = end;
-    if (end < this.rows.rowCount) return false;
+    f.cursor = r;
+    if (r < this.rows.rowCount) return false;
     this.finishRefill(f);
     return true;
   }

@@ -62,7 +62,7 @@ export class DefaultEngine {
     // The head cannot answer yet (not built: `ready` was not awaited; or a pick ran past its bound
     // before a refill started at half its fill could finish): finished here, at once.
     while (slice === null) {
-      while (!head.step(Number.MAX_SAFE_INTEGER));
+      while (!head.step(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
       slice = decisionSlice(pool);
     }
     if (slice.pool.size < OFF_THREAD_SPLITS) {

@@ -3,7 +3,7 @@
  * answer, its first rows are the pool's first claimable rows without a hint
  * in pool order, counted from scratch. Over random changes (splits added,
  * reweighted, completed, made runnable again, removed; reserved sets;
- * hints) interleaved with refill steps of a few rows, so that changes land
+ * hints) interleaved with refill steps of a few rows (and of a few offers to its heap), so that changes land
  * behind, on and ahead of a refill's scan, and heads of a few rows are
  * refilled, extended and cut back all the time. decision-slice.test.ts
  * holds the decisions read from it to the whole pool's.
@@ -19,7 +19,7 @@ type Op =
   | { kind: 'remove'; split: number }
   | { kind: 'hint'; split: number; on: boolean }
   | { kind: 'reserve'; splits: number[] }
-  | { kind: 'step'; rows: number }
+  | { kind: 'step'; rows: number; offers: number }
   | { kind: 'pick' }
   | { kind: 'retryAll' };
 
@@ -31,7 +31,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('remove' as const), split }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('hint' as const), split, on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reserve' as const), splits: fc.array(split, { maxLength: 4 }) }) },
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('step' as const), rows: fc.integer({ min: 1, max: 12 }) }) },
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('step' as const), rows: fc.integer({ min: 1, max: 12 }), offers: fc.integer({ min: 1, max: 12 }) }) },
   { weight: 5, arbitrary: fc.constant({ kind: 'pick' as const }) },
   // A wave of retries: many rows join the head at once, mid-refill too (a cut must wait for the refill).
   { weight: 1, arbitrary: fc.constant({ kind: 'retryAll' as const }) },
@@ -62,7 +62,7 @@ describe('the queue head', () => {
           case 'remove': pool.removeSplit(id(op.split)); break;
           case 'hint': pool.setLeaseOwner(id(op.split), op.on ? 'm0' : null); break;
           case 'reserve': pool.setReserved(op.splits.map(id)); break;
-          case 'step': head.step(op.rows); break;
+          case 'step': head.step(op.rows, op.offers); break;
           case 'pick': check(); break;
           case 'retryAll':
             for (let i = 0; i < SPLITS + 20; i++) {
