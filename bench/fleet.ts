@@ -46,6 +46,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EtcdStore } from '../src/etcd.js';
 import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
+import { firstTouchUs } from './on-cpu-stalls.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
 
@@ -570,6 +571,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
         // The longest stall's own part per phase (the main thread's CPU in it; on-cpu-stalls.ts): null before Node 22.19.
         loopOwnMaxMs: ownMax(leaderPhases.map((l) => l.onCpu.maxOwnMs)),
         loopOwnMs: { seeding: leaderSeeding.onCpu.maxOwnMs, joining: leaderFleet.onCpu.maxOwnMs, steady: leaderSteady.onCpu.maxOwnMs },
+        // The page faults in each of those stalls (the machine's first touches: machine.firstTouchUs).
+        loopOwnFaults: { seeding: leaderSeeding.onCpu.maxOwnFaults, joining: leaderFleet.onCpu.maxOwnFaults, steady: leaderSteady.onCpu.maxOwnFaults },
         cpuSteadyPerS: round(((leaderSteady.cumulative.cpuUserUs + leaderSteady.cumulative.cpuSystemUs) - (leaderFleet.cumulative.cpuUserUs + leaderFleet.cumulative.cpuSystemUs)) / 1000 / windowS),
         watchEventsSteadyPerS: round((leaderSteady.cumulative.store.watchEvents - leaderFleet.cumulative.store.watchEvents) / windowS),
         stillLeading: leaderSteady.leading.includes('leader'),
@@ -689,8 +692,8 @@ function table(runs: Figures[]): string {
       return `${g.seeding} (${k.seeding}) / ${g.joining} (${k.joining}) / ${g.steady} (${k.steady}) ms`;
     }],
     ['leader longest stall, own part (on CPU): seeding / joining / steady', (f) => {
-      const o = f.leader.loopOwnMs;
-      return o.steady === null ? 'n/a (Node < 22.19)' : `${o.seeding} / ${o.joining} / ${o.steady} ms`;
+      const o = f.leader.loopOwnMs, p = f.leader.loopOwnFaults;
+      return o.steady === null ? 'n/a (Node < 22.19)' : `${o.seeding} / ${o.joining} / ${o.steady} ms (page faults in them: ${p.seeding} / ${p.joining} / ${p.steady})`;
     }],
     ['leader CPU, watch events (steady)', (f) => `${f.leader.cpuSteadyPerS} ms/s, ${f.leader.watchEventsSteadyPerS} events/s`],
     ['decisions per s; engine time mean / p99 bucket', (f) => `${f.decisions.perS}/s; ${f.decisions.computeMeanMs} ms / ≤ ${f.decisions.computeP99BucketMs} ms`],
@@ -763,6 +766,8 @@ function targets(main: Figures, base: Figures | undefined, rat: Figures | undefi
 async function main(): Promise<void> {
   if (!existsSync(HOST)) throw new Error(`${HOST} is missing: run 'npm run build' first`);
   const o = options();
+  // Measured before anything runs: the fleet's own stalls are partly this machine's page faults (on-cpu-stalls.ts).
+  const touchUs = firstTouchUs();
   const started = Date.now();
   const runs: RunParams[] = [];
   const compactions = o.compaction === 'both' ? [false, true] : [o.compaction === 'on'];
@@ -779,7 +784,8 @@ async function main(): Promise<void> {
   const out = [
     '',
     `## Fleet at scale: ${o.splits.toLocaleString('en')} splits, ${o.members} members in ${o.hosts} processes, ${o.lanes} lanes, ` +
-      `${o.handlerMs / 1000} s handlers committing every ${o.commitEveryMs} ms (${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version})`,
+      `${o.handlerMs / 1000} s handlers committing every ${o.commitEveryMs} ms (${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
+      `a page's first touch ${touchUs} µs, Node ${process.version})`,
     '',
     table(results),
     '',
@@ -792,7 +798,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${out}\n`);
   const summary = {
     options: { ...o, knobs: { ...CONFIG_DEFAULTS, ...o.knobs, maxInFlight: o.lanes, layout: o.layout } },
-    machine: { cpus: cpus().length, memGiB: round(totalmem() / 2 ** 30), freeGiB: round(freemem() / 2 ** 30), node: process.version },
+    machine: { cpus: cpus().length, memGiB: round(totalmem() / 2 ** 30), freeGiB: round(freemem() / 2 ** 30), firstTouchUs: touchUs, node: process.version },
     wallS: round((Date.now() - started) / 1000),
     runs: results, ratios: rat ?? null,
     targets: Object.fromEntries(tg.map(([name, fig, met]) => [name, { figure: fig, met }])),

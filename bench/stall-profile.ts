@@ -75,7 +75,8 @@ for (const s of stalls.slice(0, Number(values.top))) {
       incl.set(k, (incl.get(k) ?? 0) + 1);
     }
   }
-  console.log(`\n${s.ownMs} ms own of a ${s.delayMs} ms stall, +${((s.endUs - profile.startTime) / 1e6).toFixed(1)} s into the profile: ${n} samples`);
+  const faults = s.faults === undefined ? '' : `, ${s.faults} page faults`;
+  console.log(`\n${s.ownMs} ms own of a ${s.delayMs} ms stall${faults}, +${((s.endUs - profile.startTime) / 1e6).toFixed(1)} s into the profile: ${n} samples`);
   console.log(`  self: ${top(self, 5).map(([k, v]) => `${v} ${k}`).join(' | ')}`);
   for (const [k, v] of top(incl, 12)) console.log(`  ${String(v).padStart(5)}  ${k}`);
 }
