@@ -62,20 +62,9 @@ export interface FillRule { minFill: number; perNeed: number }
  * an early seeding took 48 ms to sort at once).
  */
 export const FILL: FillRule = { minFill: 8_192, perNeed: 4 };
-/**
- * Rows a refill scans per step: 64k (160 steps at 10M). A scan that offers
- * most rows (the first build, over a pool seeded in random weight order)
- * cost 45–65 ms of the leader's CPU per 256k-row step in a 1M fleet at load
- * 5; a steady refill's step, whose rows mostly lose on the weight, ~1/4 of that.
- */
+/** Rows a refill scans per step: 64k, 160 steps at 10M (steps of 256k held a 1M leader 45–65 ms at load 5). */
 export const STEP_ROWS = 1 << 16;
-/**
- * Rows a step offers to a refill's heap at most: 4k. A row offered costs a
- * sift of the heap (~26 comparisons of rows at random in the pool's
- * columns); a first build's first steps, over rows seeded in random weight
- * order, offer most of theirs (fill × ln(step ÷ fill), ~17k in the first
- * step of 64k), and one such step held a 10M leader 52–61 ms while seeding.
- */
+/** …and offers to its heap at most, a sift each: a first build's first step offered ~17k, 52–61 ms at 10M (decision 0047). */
 export const STEP_OFFERS = 1 << 12;
 
 const ew = (w: number): number => (w === 0 ? 1 : w);
