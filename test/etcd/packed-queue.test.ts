@@ -101,8 +101,14 @@ describe('a packed job on etcd', () => {
     }
     expect(seen.size).toBe(n);
     expect(foldedCount).toBeGreaterThan(n / 2);
-    // Every split's units were all processed at least once (at-least-once), the poisoned one aside.
+    // Every split's units were all processed at least once (at-least-once), the poisoned one aside. A
+    // member reports a completion after it landed, so one the leader landed just before its SIGKILL may
+    // have no event: such a split (completed in the store, above) must be one the leader had claimed.
     const done = new Set(members.flatMap((m) => m.eventsOf('completed').map((e) => e.id!)));
-    expect(done.size).toBe(n - 1);
+    const claimedByLeader = new Set(leader.eventsOf('claimed').map((e) => e.id!));
+    const unreported = [...seen].filter((id) => id !== 'obj-007' && !done.has(id));
+    expect(unreported.filter((id) => !claimedByLeader.has(id)), 'completed with no event, never claimed by the killed leader').toEqual([]);
+    expect(unreported.length).toBeLessThanOrEqual(2); // its lanes (maxInFlight)
+    expect(done.size + unreported.length).toBe(n - 1);
   }, 180_000);
 });
