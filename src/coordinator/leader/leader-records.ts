@@ -24,6 +24,7 @@ import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
 } from '../../protocol/records.js';
 import type { KeyValue } from '../../store/store.js';
+import { AssignRecords } from './assign-records.js';
 import { OwnWrites } from './own-writes.js';
 import type { Seen } from '../views/seen.js';
 import { SplitColumns } from './split-columns.js';
@@ -56,7 +57,7 @@ export class LeaderRecords {
   /** The operators' record (pause, evacuations; decision 0011); undefined when absent, paused when unreadable. */
   control: SeenControl | undefined;
   readonly workers = new Map<string, Seen<WorkerRecord>>();
-  readonly assigns = new Map<string, Seen<AssignRecord>>();
+  readonly assigns = new AssignRecords();
   /** Live lease keys, by split id (at most the fleet's lanes). */
   readonly leases = new Map<string, Seen<LeaseRecord>>();
   /** Record owners, by split id: only records whose `owner` is set. */

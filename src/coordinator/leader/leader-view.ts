@@ -106,6 +106,11 @@ export class LeaderView {
     return this.records.assigns;
   }
 
+  /** Whether some assignment record names split `id` (one lookup: assign-records.ts). */
+  isNamed(id: string): boolean {
+    return this.records.assigns.names(id);
+  }
+
   /** Live lease keys, by split id (at most the fleet's lanes). */
   get leases(): ReadonlyMap<string, Seen<LeaseRecord>> {
     return this.records.leases;

@@ -222,7 +222,6 @@ export class PackedQueue {
   private foldCandidates(view: LeaderView): { id: string; location: number; revision: number }[] {
     const packed = view.packed!;
     const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - 1) / FOLD_OPS_PER_SPLIT));
-    let assigned: Set<string> | undefined;
     const out: { id: string; location: number; revision: number }[] = [];
     for (const id of packed.foldable) {
       if (out.length >= limit) break;
@@ -232,8 +231,7 @@ export class PackedQueue {
         continue;
       }
       if (view.leases.has(id)) continue;
-      assigned ??= new Set([...view.assigns.values()].flatMap((a) => a.rec.splits));
-      if (assigned.has(id)) continue;
+      if (view.isNamed(id)) continue;
       const location = view.locationOf(id);
       // A parked split (a record of it unreadable) is not folded: its record says nothing certain.
       if (location === undefined || view.parked.has(id)) continue;
