@@ -10,7 +10,13 @@
 import type { AssignRecord } from '../../protocol/records.js';
 import type { Seen } from '../views/seen.js';
 
-export class AssignRecords extends Map<string, Seen<AssignRecord>> {
+/** The records as their readers see them: read-only, with the index. */
+export interface NamedAssignments extends ReadonlyMap<string, Seen<AssignRecord>> {
+  /** Whether some record names split `id`. */
+  names(id: string): boolean;
+}
+
+export class AssignRecords extends Map<string, Seen<AssignRecord>> implements NamedAssignments {
   /** Records naming each split id (one, except while a move is published). */
   private readonly named = new Map<string, number>();
 

@@ -26,13 +26,14 @@ import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
 import type { KeyKind } from '../../protocol/keys.js';
 import { inJobScope, jobKeyRanges } from '../../protocol/scope.js';
 import type {
-  AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
+  ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
 } from '../../protocol/records.js';
 import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../../store/store.js';
 import { ChangeBatcher } from '../views/batch.js';
 import { listRanges, watchRanges, type ListedRange } from './leader-ranges.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
 import type { OwnWrite } from './own-writes.js';
+import type { NamedAssignments } from './assign-records.js';
 import type { Seen } from '../views/seen.js';
 import type { StatusTally } from './split-columns.js';
 import type { PackedPages } from './packed-pages.js';
@@ -102,13 +103,9 @@ export class LeaderView {
     return this.records.workers;
   }
 
-  get assigns(): ReadonlyMap<string, Seen<AssignRecord>> {
+  /** By instance, with an index of the split ids they name (assign-records.ts). */
+  get assigns(): NamedAssignments {
     return this.records.assigns;
-  }
-
-  /** Whether some assignment record names split `id` (one lookup: assign-records.ts). */
-  isNamed(id: string): boolean {
-    return this.records.assigns.names(id);
   }
 
   /** Live lease keys, by split id (at most the fleet's lanes). */

@@ -231,7 +231,7 @@ export class PackedQueue {
         continue;
       }
       if (view.leases.has(id)) continue;
-      if (view.isNamed(id)) continue;
+      if (view.assigns.names(id)) continue;
       const location = view.locationOf(id);
       // A parked split (a record of it unreadable) is not folded: its record says nothing certain.
       if (location === undefined || view.parked.has(id)) continue;
