@@ -8,7 +8,8 @@
  *   long delay into none at all);
  * - leaseDurationMs is a whole number of seconds ≥ 1 s (etcd TTLs are seconds);
  * - 0 < opTimeoutMs < leaseDurationMs, and drainDeadlineMs ≥ opTimeoutMs;
- * - maxInFlight ≥ 1, maxAttempts ≥ 1, rebalanceDelayMs ≥ 0 (0 = reassign at once);
+ * - maxInFlight ≥ 1, prefetch ≥ 0 (default maxInFlight), maxAttempts ≥ 1,
+ *   rebalanceDelayMs ≥ 0 (0 = reassign at once);
  * - heartbeatTimeoutMs is absent (off) or an integer ≥ opTimeoutMs;
  * - retryBackoff: 0 ≤ initialMs ≤ maxMs ≤ MAX_TIMER_MS, 1 ≤ factor ≤ 100, 0 ≤ jitter ≤ 1;
  * - unknown option names are refused, so a typo never silently means "default".
@@ -38,6 +39,15 @@ export interface ConfigOptions {
   opTimeoutMs?: number;
   /** This instance's lane budget, advertised on its presence key. Default 8. */
   maxInFlight?: number;
+  /**
+   * Splits named for this instance beyond its lanes (substrate.md, "Prefetch"),
+   * advertised on its presence key beside `maxInFlight`: a lane that frees claims
+   * the next named split at once instead of waiting for the leader's next
+   * decision. 0 is the work-assignment page's model exactly (a worker is named
+   * at most `maxInFlight` splits). Default: `maxInFlight` (one per lane;
+   * decision 0052).
+   */
+  prefetch?: number;
   /** Delivery attempts before quarantine. Default 4. */
   maxAttempts?: number;
   /** How long a departed instance's splits are withheld; 0 = reassign at once. Default 20 000. */
@@ -70,7 +80,9 @@ export interface ConfigOptions {
    * records per split) or 'packed' (pages of up to 1,024 splits; a split has
    * records of its own only while it is assigned, held or departed from its
    * page), for jobs of millions of splits. Fixed when the job is created: a
-   * job's plan record says which it is, and that wins. Default 'keys'.
+   * job's plan record says which it is, and that wins. Default 'packed'
+   * (decision 0054: it seeds a 1M-split job in seconds where 'keys' takes
+   * minutes; an existing job keeps the layout its plan record names).
    */
   layout?: 'keys' | 'packed';
   /**
@@ -116,7 +128,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   replanIntervalMs: 60_000,
   reconcileIntervalMs: 30_000,
   startTimeoutMs: 60_000,
-  layout: 'keys' as 'keys' | 'packed',
+  layout: 'packed' as 'keys' | 'packed',
 });
 
 /** Longest duration a Node timer honours (2^31 − 1 ms, about 24.8 days). */
@@ -124,7 +136,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
-  'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'maxAttempts',
+  'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'prefetch', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
   'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets',
 ];
@@ -220,6 +232,7 @@ export function resolveConfig(options: ConfigOptions): Config {
     leaseDurationMs: t.leaseDurationMs!,
     opTimeoutMs: t.opTimeoutMs!,
     maxInFlight: t.maxInFlight!,
+    prefetch: t.prefetch!,
     maxAttempts: t.maxAttempts!,
     rebalanceDelayMs: t.rebalanceDelayMs!,
     drainDeadlineMs: t.drainDeadlineMs!,
@@ -295,6 +308,7 @@ interface Timings {
   leaseDurationMs: number | undefined;
   opTimeoutMs: number | undefined;
   maxInFlight: number | undefined;
+  prefetch: number | undefined;
   maxAttempts: number | undefined;
   rebalanceDelayMs: number | undefined;
   drainDeadlineMs: number | undefined;
@@ -328,6 +342,7 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
   }
   const opTimeoutMs = int('opTimeoutMs', 1, MAX_TIMER_MS, TIMER_RULE);
   const maxInFlight = int('maxInFlight', 1, Number.MAX_SAFE_INTEGER);
+  const prefetch = resolvePrefetch(given.prefetch, maxInFlight, problems);
   const maxAttempts = int('maxAttempts', 1, Number.MAX_SAFE_INTEGER);
   const rebalanceDelayMs = int('rebalanceDelayMs', 0, MAX_TIMER_MS, TIMER_RULE);
   const drainDeadlineMs = int('drainDeadlineMs', 0, MAX_TIMER_MS, TIMER_RULE);
@@ -345,9 +360,26 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
     } else heartbeatTimeoutMs = v;
   }
   return {
-    leaseDurationMs, opTimeoutMs, maxInFlight, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
+    leaseDurationMs, opTimeoutMs, maxInFlight, prefetch, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
     replanIntervalMs, reconcileIntervalMs, startTimeoutMs, heartbeatTimeoutMs,
   };
+}
+
+/**
+ * `prefetch`: an integer ≥ 0, default `maxInFlight` (one named split waiting per lane). With
+ * `maxInFlight` it makes the assignment budget, which must stay a safe integer.
+ */
+function resolvePrefetch(v: unknown, maxInFlight: number | undefined, problems: string[]): number | undefined {
+  if (v === undefined) return maxInFlight;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    problems.push(`prefetch: must be an integer ≥ 0 (got ${describeValue(v)})`);
+    return undefined;
+  }
+  if (maxInFlight !== undefined && v > Number.MAX_SAFE_INTEGER - maxInFlight) {
+    problems.push(`prefetch: must be at most ${Number.MAX_SAFE_INTEGER - maxInFlight}, because maxInFlight + prefetch (the assignment budget) must be a safe integer (got ${v})`);
+    return undefined;
+  }
+  return v;
 }
 
 /** Combinations, checked only between options that are individually valid. */

@@ -80,6 +80,8 @@ export class Session {
       fp: fingerprintHash(this.config.fingerprint),
       instance: this.config.instance,
       maxInFlight: this.config.maxInFlight,
+      // Absent at 0: the record a build without prefetch writes, byte for byte.
+      ...(this.config.prefetch > 0 ? { prefetch: this.config.prefetch } : {}),
       nonce: this.nonce,
     });
   }

@@ -116,6 +116,8 @@ export interface ObservedSplit {
   readonly leaseOwner: string | undefined;
   /** Whether `spec.{id}` has been observed: without it the split cannot be started. */
   readonly specObserved: boolean;
+  /** The spec's weight, when observed: a worker claims its named splits heaviest first. */
+  readonly weight?: number;
 }
 
 export interface ClaimCandidatesInput {
@@ -144,19 +146,33 @@ export interface ClaimCandidate {
 }
 
 /**
+ * The order a worker claims its named splits in (substrate.md, "Prefetch"):
+ * heaviest first by the spec's weight (the longest-processing-time order the
+ * leader fills in, so the long splits start first and the short ones fill the
+ * tail), then by id (JS string order). A split whose spec is not observed
+ * sorts as weight 0 (it is not claimable anyway).
+ */
+export function claimOrder(splits: ReadonlyMap<string, ObservedSplit>): (a: string, b: string) => number {
+  return (a, b) => (splits.get(b)?.weight ?? 0) - (splits.get(a)?.weight ?? 0) || jsStringOrder(a, b);
+}
+
+/**
  * Which assigned splits to try claiming now: assigned, not held or draining,
- * runnable, spec observed, and no live lease of another owner. Sorted by id
- * (JS string order) so the choice is deterministic; claims stop when the lane
- * budget (maxInFlight − lanes in use) is spent. A quarantine takes a lane
- * too: it is provisional (every quarantine ends a tenancy, and `takeoverCost`
- * turns it into a plain claim when that tenancy committed progress).
+ * runnable, spec observed, and no live lease of another owner. In `claimOrder`
+ * (heaviest first, then id) so the choice is deterministic; claims stop when
+ * the lane budget (maxInFlight − lanes in use) is spent, and the rest of the
+ * named splits (the prefetched ones) wait for the next lane to free. A
+ * quarantine takes a lane too: it is provisional (every quarantine ends a
+ * tenancy, and `takeoverCost` turns it into a plain claim when that tenancy
+ * committed progress).
  */
 export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
   const lanes = new Set(input.held);
   for (const id of input.draining ?? []) lanes.add(id);
   let free = Math.max(0, input.maxInFlight - lanes.size);
   const out: ClaimCandidate[] = [];
-  for (const id of [...new Set(input.assigned)].sort(jsStringOrder)) {
+  if (free === 0) return out;
+  for (const id of [...new Set(input.assigned)].sort(claimOrder(input.splits))) {
     if (lanes.has(id)) continue;
     const seen = input.splits.get(id);
     if (seen === undefined || !seen.specObserved) continue;

@@ -33,9 +33,18 @@ import { reservedSplits, type ReservedWindowState, type SplitOwnership } from '.
 import type { SplitStatus } from './records.js';
 import { waitingSplits } from './retry-policy.js';
 
+/**
+ * A member's assignment budget (substrate.md, "Prefetch"): the splits the leader may name for
+ * it, its lanes plus the prefetch depth its presence record advertises (none when absent: a
+ * member of a build without prefetch is named at most its lanes).
+ */
+export function assignmentBudget(presence: { readonly maxInFlight: number; readonly prefetch?: number | undefined }): number {
+  return presence.maxInFlight + (presence.prefetch ?? 0);
+}
+
 /** What the leader observes that a decision's inputs come from (the LeaderView has all of it). */
 export interface ObservedJob {
-  /** Live members: instance → lane budget. */
+  /** Live members: instance → assignment budget (`assignmentBudget`: lanes plus prefetch). */
   readonly members: ReadonlyMap<string, number>;
   /** Assignment records: instance → split ids. */
   readonly assigns: Iterable<readonly [string, readonly string[]]>;

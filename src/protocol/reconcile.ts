@@ -14,7 +14,9 @@
  * - A split already draining is never revoked twice, and a drain is never
  *   cancelled, even if the split is assigned again (it is released, then
  *   claimed back on a later pass).
- * - Claims never exceed maxInFlight, counting held and draining lanes.
+ * - Claims never exceed maxInFlight, counting held and draining lanes: an
+ *   assignment may name more (the prefetch depth, substrate.md "Prefetch"),
+ *   and those wait, named but unheld, for the next lane to free.
  *
  * Pure: no I/O, no clock. The shell executes the decisions with an
  * exhaustive switch; `drainDecision` is what the worker's serviceRevocations (coordinator/worker/revocations.ts) consults.

@@ -139,7 +139,7 @@ export const SCHEMAS = {
     error: 'must be sorted by instance in JS string order, one entry per instance', path: ['evacuated'],
   })),
   worker: z.looseObject({
-    ...stamp, instance: idStr(), maxInFlight: int(1),
+    ...stamp, instance: idStr(), maxInFlight: int(1), prefetch: int(0).optional(),
     nonce: str().min(1, { error: 'must not be empty' }),
   }),
   spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0) }),

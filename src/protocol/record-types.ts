@@ -62,7 +62,12 @@ export interface Evacuation { instance: string; nonce: string }
  * assignments. `evacuated`: sorted by instance, one entry per instance; each is assigned nothing.
  */
 export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacuation[] }
-export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; nonce: string }
+/**
+ * `prefetch` (absent = 0): splits the instance may be named beyond its lanes (substrate.md,
+ * "Prefetch"); the leader names up to `maxInFlight + prefetch`. A build that predates it
+ * writes none and reads it as a newer minor's field, so a mixed fleet gives such members none.
+ */
+export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; prefetch?: number; nonce: string }
 export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
 /**
  * `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts;

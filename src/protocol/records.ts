@@ -95,7 +95,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   leader: ['v', 'fp', 'instance', 'generation'],
   control: ['v', 'fp', 'paused', 'evacuated'],
   publish: ['v', 'fp', 'generation'],
-  worker: ['v', 'fp', 'instance', 'maxInFlight', 'nonce'],
+  worker: ['v', 'fp', 'instance', 'maxInFlight', 'prefetch', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
   split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason', 'notBefore'],
   progress: ['v', 'fp', 'id', 'epoch', 'progress'],

@@ -13,6 +13,10 @@
  *   instance reappears (cancelled, costing nothing) or at exactly
  *   `departedAt + rebalanceDelayMs` (expired). An expired window never
  *   reopens by itself, so nothing is withheld indefinitely.
+ * - Only what a departed instance *held* is withheld (its live lease key or
+ *   its name as the record's owner): a split merely named for it (prefetched,
+ *   never claimed) is reassigned at once (substrate.md, "Prefetch"), since
+ *   moving it costs no drain and a returning pod has nothing of it to resume.
  * - A split any of whose owners is live is never reserved: withholding it
  *   would tell a live holder to give it up.
  * - `rebalanceDelayMs === 0` is a separate early branch, not the window logic
@@ -72,11 +76,19 @@ export interface ReservedResult {
   readonly windows: readonly { instance: string; departedAt: number; until: number }[];
 }
 
+/** Every instance the split belongs to in any sense: held by (lease, record owner) or named for. */
 function ownersOf(split: SplitOwnership): string[] {
+  return present([split.leaseOwner, split.recordOwner, split.previous]);
+}
+
+/** The instances that hold the split (its lease key's owner, its record's owner): what a window withholds. */
+function holdersOf(split: SplitOwnership): string[] {
+  return present([split.leaseOwner, split.recordOwner]);
+}
+
+function present(owners: readonly (string | null | undefined)[]): string[] {
   const out: string[] = [];
-  for (const o of [split.leaseOwner, split.recordOwner, split.previous]) {
-    if (typeof o === 'string' && o !== '') out.push(o);
-  }
+  for (const o of owners) if (typeof o === 'string' && o !== '') out.push(o);
   return out;
 }
 
@@ -123,7 +135,7 @@ function delayedReservation(input: ReservedInput, delay: number): ReservedResult
     // mid-restart in the same rolling deploy that moved leadership), so it
     // grants each one a full window from now: bounded, and never repeated.
     for (const split of splits) {
-      for (const owner of ownersOf(split)) {
+      for (const owner of holdersOf(split)) {
         if (!live.has(owner) && !windows.has(owner)) windows.set(owner, now);
       }
     }
@@ -133,9 +145,8 @@ function delayedReservation(input: ReservedInput, delay: number): ReservedResult
   const seen = new Set<string>();
   for (const split of splits) {
     if (seen.has(split.id)) continue;
-    const owners = ownersOf(split);
-    if (owners.some((o) => live.has(o))) continue;
-    if (owners.some((o) => windows.has(o))) {
+    if (ownersOf(split).some((o) => live.has(o))) continue;
+    if (holdersOf(split).some((o) => windows.has(o))) {
       reserved.push(split.id);
       seen.add(split.id);
     }

@@ -26,7 +26,7 @@ export interface FleetProcessConfig extends SyntheticMember {
   config?: Record<string, number>;
   /** Key prefix root (default the library's, 'splitfleet'). */
   root?: string;
-  /** The layout a new job is created with (decision 0037; default the library's, 'keys'). */
+  /** The layout a new job is created with (decision 0037; default the library's, 'packed'). */
   layout?: 'keys' | 'packed';
   /**
    * Also write `{ev: 'stats', cooperative, forced, declined, leaderChanges}`

@@ -80,7 +80,7 @@ for (const backend of ['memory', 'etcd'] as const) {
       lose(lossy, prefix);
       const errors: unknown[] = [];
       const c = await startCoordinator({
-        store: lossy.store, job, instance: 'w0', logger: silentLogger,
+        store: lossy.store, job, instance: 'w0', logger: silentLogger, layout: 'keys', // reads the final split record
         leaseDurationMs: 10_000, opTimeoutMs: 1000, drainDeadlineMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000,
         planner: () => ({ splits: [{ id: 's-1', weight: 1 }], final: true }),
         handler: async (h: SplitHandle) => {

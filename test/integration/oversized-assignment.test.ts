@@ -2,7 +2,7 @@
  * Issue 28: a worker follows at most its lane budget's worth of assigned
  * ids. A hand-written `assign.{instance}` record naming 100k ids used to make
  * the worker open two watches per id (~200k); now it follows the first
- * FOLLOW_PER_LANE × maxInFlight in record order, warns once, and the job
+ * FOLLOW_PER_LANE × (maxInFlight + prefetch) in record order, warns once, and the job
  * still completes once the leader writes its own record over it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
@@ -42,8 +42,9 @@ describe('an assignment record naming 100k ids', () => {
       await h.complete(1);
     };
     const maxInFlight = 2;
+    const prefetch = 1;
     const c = await startCoordinator({
-      store, job: 'oversized', instance: 'w0', maxInFlight, logger,
+      store, job: 'oversized', instance: 'w0', maxInFlight, prefetch, logger,
       leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 500,
       planner: () => ({ splits: ['s-0', 's-1'].map((id) => ({ id, weight: 1 })), final: true }), handler,
     });
@@ -56,7 +57,7 @@ describe('an assignment record naming 100k ids', () => {
     await store.put(key, JSON.stringify({ ...rec, splits: hostile }));
     await waitUntil('the warning', () => warnings.some((w) => /names 100002 splits/.test(w)), { timeoutMs: 10_000 });
     // Two watches (record, lease key) per followed id at most, plus a spec watch each.
-    expect(store.watches - before).toBeLessThanOrEqual(3 * FOLLOW_PER_LANE * maxInFlight);
+    expect(store.watches - before).toBeLessThanOrEqual(3 * FOLLOW_PER_LANE * (maxInFlight + prefetch));
     expect(warnings.filter((w) => /names 100002 splits/.test(w))).toHaveLength(1);
     release();
     await expect(c.done).resolves.toBe('complete');

@@ -67,7 +67,7 @@ async function start(
   store: Store, job: string, splits: PlannedSplit[], how: { handler: SplitHandler } | { handlerModule: string }, extra: Partial<CoordinatorOptions> = {},
 ): Promise<Coordinator> {
   const c = await startCoordinator({
-    store, job, instance: 'w0', maxInFlight: splits.length, planner: plan(splits), logger: silentLogger, ...FAST, ...how, ...extra,
+    store, job, instance: 'w0', maxInFlight: splits.length, planner: plan(splits), logger: silentLogger, layout: 'keys', ...FAST, ...how, ...extra,
   });
   coordinators.push(c);
   return c;

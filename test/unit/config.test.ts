@@ -23,11 +23,22 @@ describe('resolveConfig', () => {
       ...base,
       root: 'splitfleet',
       fingerprint: defaultFingerprint('splitfleet', 'orders-backfill'),
-      leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, maxAttempts: 4,
+      leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, prefetch: 8, maxAttempts: 4,
       rebalanceDelayMs: 20_000, drainDeadlineMs: 10_000, replanIntervalMs: 60_000, reconcileIntervalMs: 30_000,
-      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 }, layout: 'keys',
+      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 }, layout: 'packed',
     });
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('takes a prefetch depth ≥ 0, by default one per lane, and names the rule otherwise', () => {
+    expect(resolveConfig({ ...base, maxInFlight: 3 }).prefetch).toBe(3);
+    expect(resolveConfig({ ...base, maxInFlight: 3, prefetch: 0 }).prefetch).toBe(0);
+    expect(resolveConfig({ ...base, prefetch: 40 }).prefetch).toBe(40);
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => resolveConfig({ ...base, prefetch: bad })).toThrow(`prefetch: must be an integer ≥ 0 (got ${bad})`);
+    }
+    expect(() => resolveConfig({ ...base, prefetch: '2' as unknown as number })).toThrow('prefetch: must be an integer ≥ 0 (got "2")');
+    expect(() => resolveConfig({ ...base, maxInFlight: 2, prefetch: Number.MAX_SAFE_INTEGER })).toThrow('maxInFlight + prefetch (the assignment budget) must be a safe integer');
   });
 
   it('takes a layout of keys or packed, and names the rule otherwise', () => {
@@ -46,7 +57,7 @@ describe('resolveConfig', () => {
     // The config's bound is the key layout's, both ways.
     expect(resolveConfig({ ...base, layout: 'packed', buckets: MAX_BUCKETS }).buckets).toBe(MAX_BUCKETS);
     expect(() => resolveConfig({ ...base, layout: 'packed', buckets: MAX_BUCKETS * 2 })).toThrow('buckets: must be');
-    expect(() => resolveConfig({ ...base, buckets: 8 })).toThrow('buckets: applies to layout \'packed\' only (layout is "keys")');
+    expect(() => resolveConfig({ ...base, layout: 'keys', buckets: 8 })).toThrow('buckets: applies to layout \'packed\' only (layout is "keys")');
   });
 
   it('keeps given values and treats undefined as absent', () => {

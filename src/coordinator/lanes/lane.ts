@@ -70,6 +70,12 @@ export interface LaneContext {
 }
 
 export class Lane {
+  /**
+   * The terminal write that ended this lane, once it landed: the split record it put (encoded)
+   * at `revision`, where it also deleted the lease key. The worker hands it to its view, which
+   * may not have seen it yet: a split still named would otherwise look like ours to reclaim.
+   */
+  terminalWrite: { splitValue: string | undefined; revision: number } | undefined;
   state: LaneState = 'running';
   /** When the drain began (clock ms); undefined while running. */
   drainStartedAt: number | undefined;
@@ -377,7 +383,10 @@ export class Lane {
     }
     if (w.what === 'commit') this.ctx.onCommitted?.();
     this.guards.adopt(w, res.revision);
-    if (w.terminal) this.end(w.endAs!, what);
+    if (w.terminal) {
+      this.terminalWrite = { splitValue: w.splitValue, revision: res.revision };
+      this.end(w.endAs!, what);
+    }
   }
 
   private end(as: LaneEnd, reason: string): void {

@@ -1,9 +1,14 @@
 /**
  * The leader's publishing loop: when `publishAssignments` (publish.ts) runs.
- * Changes are coalesced (PUBLISH_DEBOUNCE_MS, or SEEDING_PUBLISH_MS while a
- * plan is being seeded), one step is in flight at a time, and changes
- * arriving during it trigger one more (latest wins). The rebalance-delay
- * window's next expiry sets one timer.
+ * A change starts a step as soon as the previous one has landed and the pace
+ * allows (substrate.md, "Prefetch": decisions paced by what they cost, not a
+ * fixed interval; decision 0053): a step may start no sooner after the last
+ * one ended than that step took, start to last write (at most MAX_PACE_MS),
+ * so deciding takes at most about half the leader's time whatever the job's
+ * size, and a small job decides within a turn of the event loop. While a plan
+ * is being seeded, steps are SEEDING_PUBLISH_MS apart. One step is in flight
+ * at a time, and changes arriving during it trigger one more (latest wins).
+ * The rebalance-delay window's next expiry sets one timer.
  *
  * Invariants:
  * - A step runs only on a view that has seen the leader's own last write: a
@@ -24,8 +29,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { publishAssignments, type Assigner, type ColumnarAssigner, type EngineReady, type Promote, type PublishFence } from './publish.js';
 
-/** Quiet period that coalesces bursts of changes into one decision. */
-const PUBLISH_DEBOUNCE_MS = 25;
+/**
+ * The longest the pace holds a step back: the last step's duration, capped, so one slow step
+ * (a store that stalled) does not hold the next for as long.
+ */
+export const MAX_PACE_MS = 1000;
 /**
  * While a plan is being seeded, decisions are spaced this far apart: every
  * batch of new splits drops the pool's cached order, and deciding on each
@@ -83,6 +91,8 @@ export class PublishLoop {
   private window: ReservedWindowState | undefined;
   /** Revision of our last assignment write: the next decision waits until the view has seen it. */
   private publishedRevision = 0;
+  /** The pace: the clock time before which no new step starts (the last step's end plus its duration). */
+  private notBefore = 0;
 
   /**
    * No publishing step is running and the view has seen the last one's writes: what the
@@ -109,7 +119,10 @@ export class PublishLoop {
       return;
     }
     if (this.cancelTimer) return;
-    this.cancelTimer = this.ctx.clock.setTimer(this.ctx.seeding() ? SEEDING_PUBLISH_MS : PUBLISH_DEBOUNCE_MS, () => {
+    const delay = this.ctx.seeding() ? SEEDING_PUBLISH_MS : Math.max(0, this.notBefore - this.ctx.clock.now());
+    // A timer even at 0: the changes of this turn (a watch batch, several completions) are
+    // coalesced into the one step it starts.
+    this.cancelTimer = this.ctx.clock.setTimer(delay, () => {
       this.cancelTimer = undefined;
       background('publish', () => this.step(), this.ctx.unexpected);
     });
@@ -126,6 +139,7 @@ export class PublishLoop {
 
   /** The term ended: drop its timers and its window state. */
   reset(): void {
+    this.notBefore = 0;
     this.summary.reset();
     this.cancelWindowTimer?.();
     this.cancelWindowTimer = undefined;
@@ -184,6 +198,8 @@ export class PublishLoop {
       this.again = true;
     } finally {
       this.running = false;
+      const ended = ctx.clock.now();
+      this.notBefore = ended + Math.min(MAX_PACE_MS, ended - started);
       if (this.again && ctx.term() === term) {
         this.again = false;
         this.schedule();

@@ -29,7 +29,7 @@ import { isSplitfleetError } from '../../errors.js';
 import { assignKey } from '../../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../protocol/records.js';
 import { operatorHold, type OperatorHold } from '../../protocol/control.js';
-import { decisionInputs, publicationPlan } from '../../protocol/publication.js';
+import { assignmentBudget, decisionInputs, publicationPlan } from '../../protocol/publication.js';
 import type { ReservedWindowState } from '../../protocol/reserved.js';
 import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../../protocol/txns.js';
 import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store } from '../../store/store.js';
@@ -141,7 +141,7 @@ export function prepareDecision(
 /** The view as the pure rules read it (plain maps; the columns stay in the pool). */
 function observedJob(view: LeaderView) {
   return {
-    members: new Map([...view.workers.values()].map((w) => [w.rec.instance, w.rec.maxInFlight] as const)),
+    members: new Map([...view.workers.values()].map((w) => [w.rec.instance, assignmentBudget(w.rec)] as const)),
     assigns: [...view.assigns.values()].map((a) => [a.rec.instance, a.rec.splits] as const),
     leases: new Map([...view.leases].map(([id, l]) => [id, l.rec.owner] as const)),
     owners: view.owners,

@@ -249,6 +249,22 @@ export class WorkerView {
     f.spec.follow(revision + 1);
   }
 
+  /**
+   * This instance's own write to a followed split landed at `revision`: the split record it
+   * put (encoded) and its lease key deleted (a lane's terminal write: completion, release,
+   * failure). Applied as a read at that revision would be, so the watch's own event for it is
+   * dropped as not newer: the worker decides on it at once instead of one watch hop later.
+   */
+  ownTerminalWrite(id: string, splitValue: string | undefined, revision: number): void {
+    const f = this.splits.get(id);
+    if (!f?.obs.loaded || this.failed || this.closed) return;
+    this.saw(revision);
+    if (splitValue !== undefined) {
+      f.split.offer({ key: splitKey(this.prefix, id), value: splitValue, modRevision: revision, createRevision: revision }, revision);
+    }
+    f.lease.offer(undefined, revision);
+  }
+
   /** Re-reads the split and lease keys of `ids` now (a question the watches may answer late). */
   async reread(ids: readonly string[]): Promise<void> {
     const chunk = ids.filter((id) => this.splits.get(id)?.obs.loaded);

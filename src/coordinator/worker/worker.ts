@@ -60,8 +60,8 @@ export interface WorkerContext {
 }
 
 /**
- * The most assigned ids a worker follows (and may claim), as a multiple of its lane budget:
- * the leader names at most `maxInFlight` (its cap for the member), so only a hand-written or
+ * The most assigned ids a worker follows (and may claim), as a multiple of its assignment
+ * budget (`maxInFlight + prefetch`): the leader names at most that, so only a hand-written or
  * stale record names more; twice covers a budget changed under a record not yet rewritten.
  * A record of 100k ids would otherwise open two watches per id.
  */
@@ -207,6 +207,7 @@ export class Worker {
         record: seen.record?.rec,
         leaseOwner: seen.lease?.rec.owner,
         specObserved: seen.spec !== undefined && seen.record !== undefined,
+        ...(seen.spec ? { weight: seen.spec.weight } : {}),
       });
     }
     // Splits this session owns in the store with no lane (a write of unknown outcome that
@@ -272,17 +273,17 @@ export class Worker {
     this.due = { at: nextDueAt, cancel };
   }
 
-  /** Our assignment record's ids, the first FOLLOW_PER_LANE × maxInFlight in record order (warned once per record). */
+  /** Our assignment record's ids, the first FOLLOW_PER_LANE × (maxInFlight + prefetch) in record order (warned once per record). */
   private boundedAssignment(): readonly string[] | undefined {
     const seen = this.view.assign;
     const named = seen?.rec.splits;
-    const limit = FOLLOW_PER_LANE * this.config.maxInFlight;
+    const limit = FOLLOW_PER_LANE * (this.config.maxInFlight + this.config.prefetch);
     if (!named || named.length <= limit) return named;
     if (this.warnedOversized !== seen.modRevision) {
       this.warnedOversized = seen.modRevision;
       this.log.warn(
-        { names: named.length, follows: limit, maxInFlight: this.config.maxInFlight },
-        `the assignment record names ${named.length} splits, more than ${FOLLOW_PER_LANE} × maxInFlight; following the first ${limit} in record order`,
+        { names: named.length, follows: limit, maxInFlight: this.config.maxInFlight, prefetch: this.config.prefetch },
+        `the assignment record names ${named.length} splits, more than ${FOLLOW_PER_LANE} × (maxInFlight + prefetch); following the first ${limit} in record order`,
       );
     }
     return named.slice(0, limit);
@@ -343,6 +344,10 @@ export class Worker {
 
   private laneEnded(lane: Lane, end: LaneEnd, reason: string): void {
     this.lanes.delete(lane.id);
+    // What our terminal write left, known before the watch says so: without it the next
+    // reconciliation (at once, for the next named split) would see our lease key still there
+    // and try to reclaim a split we just finished.
+    if (lane.terminalWrite) this.view.ownTerminalWrite(lane.id, lane.terminalWrite.splitValue, lane.terminalWrite.revision);
     // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
     if (end === 'lost' && this.session.alive) this.settler.uncertain.add(lane.id);
     this.metrics.lanes.set(this.lanes.size);

@@ -169,6 +169,17 @@ describe('claimCandidates', () => {
       .map((c) => c.id)).toEqual(['a']);
   });
 
+  it('claims its named splits heaviest first by spec weight, then by id; the rest wait (prefetched)', () => {
+    const weighted = new Map<string, ObservedSplit>([
+      ['a', { ...free, weight: 5 }], ['b', { ...free, weight: 90 }], ['c', { ...free, weight: 5 }], ['d', { ...free, weight: 40 }],
+    ]);
+    const out = claimCandidates({ ...base, splits: weighted, assigned: ['a', 'b', 'c', 'd'], maxInFlight: 3 });
+    expect(out.map((c) => c.id)).toEqual(['b', 'd', 'a']);
+    // A lane frees: the heaviest of what is still named and unheld goes next.
+    expect(claimCandidates({ ...base, splits: weighted, assigned: ['a', 'c', 'd'], held: ['b', 'a'], maxInFlight: 3 })
+      .map((c) => c.id)).toEqual(['d']);
+  });
+
   const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'];
   const observed = fc.record({
     record: fc.option(fc.record({
@@ -177,6 +188,7 @@ describe('claimCandidates', () => {
     }), { nil: undefined }),
     leaseOwner: fc.option(fc.constantFrom(me, 'pod-9'), { nil: undefined }),
     specObserved: fc.boolean(),
+    weight: fc.nat(4),
   });
   const world = fc.record({
     observed: fc.dictionary(fc.constantFrom(...ids), observed),
@@ -201,7 +213,12 @@ describe('claimCandidates', () => {
       return c.kind !== 'unclaimable';
     });
     expect(opening.length).toBe(Math.min(claimable.length, Math.max(0, w.maxInFlight - lanes.size)));
-    expect(out.map((c) => c.id)).toEqual([...new Set(out.map((c) => c.id))].sort());
+    // Heaviest first, then by id; and no claimable split left out is heavier than one taken.
+    const order = (a: string, b: string) => map.get(b)!.weight - map.get(a)!.weight || (a < b ? -1 : a > b ? 1 : 0);
+    expect(out.map((c) => c.id)).toEqual([...new Set(out.map((c) => c.id))].sort(order));
+    const taken = new Set(out.map((c) => c.id));
+    const lightestTaken = Math.min(...out.map((c) => map.get(c.id)!.weight));
+    for (const id of claimable) if (!taken.has(id)) expect(map.get(id)!.weight).toBeLessThanOrEqual(lightestTaken);
     for (const c of out) {
       const o = map.get(c.id)!;
       expect(w.assigned).toContain(c.id);

@@ -1,6 +1,6 @@
 /** The leader's rules around a decision (protocol/publication.ts), on plain maps: no live view. */
 import { describe, expect, it } from 'vitest';
-import { decisionInputs, inTransit, previousAssignees, prunedRecord, publicationPlan, type ObservedJob } from '../../../src/protocol/publication.js';
+import { assignmentBudget, decisionInputs, inTransit, previousAssignees, prunedRecord, publicationPlan, type ObservedJob } from '../../../src/protocol/publication.js';
 import type { SplitStatus } from '../../../src/protocol/records.js';
 
 const NO_HOLD = { paused: false, evacuated: new Set<string>() };
@@ -39,14 +39,23 @@ describe('decisionInputs', () => {
     expect(d.reserved).toEqual([]);
   });
   it('withholds a departed member\'s split nobody live holds, until the window closes', () => {
-    const j = job({ leases: new Map(), owners: new Map(), assigns: [['gone', ['s3']]] });
+    const j = job({ leases: new Map(), owners: new Map([['s3', 'gone']]), assigns: [['gone', ['s3']]] });
     const d = decisionInputs(j, 1000, undefined, 5000, NO_HOLD);
     expect(d.reserved).toEqual(['s3']);
     expect(d.nextChangeAt).toBe(6000);
     expect(decisionInputs(j, 6000, d.window, 5000, NO_HOLD).reserved).toEqual([]);
   });
+  it('does not withhold a split only named for a departed member (prefetched, never claimed)', () => {
+    const j = job({ leases: new Map(), owners: new Map(), assigns: [['gone', ['s3']]] });
+    expect(decisionInputs(j, 1000, undefined, 5000, NO_HOLD).reserved).toEqual([]);
+  });
+  it('a member\'s assignment budget is its lanes plus its advertised prefetch (none when absent)', () => {
+    expect(assignmentBudget({ maxInFlight: 4 })).toBe(4);
+    expect(assignmentBudget({ maxInFlight: 4, prefetch: 0 })).toBe(4);
+    expect(assignmentBudget({ maxInFlight: 4, prefetch: 3 })).toBe(7);
+  });
   it('only runnable splits are considered; paused means no members, evacuated ones are left out', () => {
-    const j = job({ leases: new Map(), owners: new Map(), assigns: [['gone', ['s3']]], statusOf: () => 'completed' });
+    const j = job({ leases: new Map(), owners: new Map([['s3', 'gone']]), assigns: [['gone', ['s3']]], statusOf: () => 'completed' });
     expect(decisionInputs(j, 1000, undefined, 5000, NO_HOLD).reserved).toEqual([]);
     expect(decisionInputs(job(), 0, undefined, 0, { paused: true, evacuated: new Set() }).members).toEqual([]);
     expect(decisionInputs(job(), 0, undefined, 0, { paused: false, evacuated: new Set(['w1']) }).members).toEqual([{ id: 'w0', cap: 2 }]);

@@ -7,7 +7,7 @@ const DELAY = 20_000;
 const splits: SplitOwnership[] = [
   { id: 'a1', leaseOwner: 'A', recordOwner: 'A', previous: 'A' },
   { id: 'a2', recordOwner: 'A' }, // lease already expired, record still names A
-  { id: 'a3', previous: 'A' }, // assigned to A, never claimed
+  { id: 'a3', previous: 'A' }, // named for A, never claimed (prefetched): not withheld
   { id: 'b1', leaseOwner: 'B', recordOwner: 'B', previous: 'B' },
   { id: 'c1', recordOwner: 'C', previous: 'C' },
 ];
@@ -28,11 +28,11 @@ describe('reservedSplits', () => {
   it('withholds a departed instance\'s splits until departedAt + delay', () => {
     const s0 = step(undefined, 0, ['A', 'B', 'C']).state;
     const r = step(s0, 1_000, ['B', 'C']);
-    expect(r.reserved).toEqual(['a1', 'a2', 'a3']);
+    expect(r.reserved).toEqual(['a1', 'a2']);
     expect(r.nextChangeAt).toBe(21_000);
     expect(r.windows).toEqual([{ instance: 'A', departedAt: 1_000, until: 21_000 }]);
     const later = step(r.state, 20_999, ['B', 'C']);
-    expect(later.reserved).toEqual(['a1', 'a2', 'a3']);
+    expect(later.reserved).toEqual(['a1', 'a2']);
     expect(later.nextChangeAt).toBe(21_000);
   });
 
@@ -61,7 +61,7 @@ describe('reservedSplits', () => {
     s = step(s, 2_000, ['A', 'B', 'C']).state; // back: cancelled
     const again = step(s, 10_000, ['B', 'C']); // leaves again
     expect(again.windows).toEqual([{ instance: 'A', departedAt: 10_000, until: 30_000 }]);
-    expect(step(again.state, 29_999, ['B', 'C']).reserved).toEqual(['a1', 'a2', 'a3']);
+    expect(step(again.state, 29_999, ['B', 'C']).reserved).toEqual(['a1', 'a2']);
     expect(step(again.state, 30_000, ['B', 'C']).reserved).toEqual([]);
   });
 
@@ -69,7 +69,7 @@ describe('reservedSplits', () => {
     let r = step(undefined, 0, ['A', 'B', 'C']);
     r = step(r.state, 1_000, ['B', 'C']);
     r = step(r.state, 6_000, ['C']);
-    expect(r.reserved).toEqual(['a1', 'a2', 'a3', 'b1']);
+    expect(r.reserved).toEqual(['a1', 'a2', 'b1']);
     expect(r.nextChangeAt).toBe(21_000);
     r = step(r.state, 21_000, ['C']);
     expect(r.reserved).toEqual(['b1']);
@@ -77,6 +77,23 @@ describe('reservedSplits', () => {
     r = step(r.state, 26_000, ['C']);
     expect(r.reserved).toEqual([]);
     expect(r.nextChangeAt).toBeUndefined();
+  });
+
+  it('withholds only what a departed instance held: a split merely named for it is reassigned at once', () => {
+    // substrate.md, "Prefetch": moving an unclaimed split costs no drain, and a returning pod
+    // has nothing of it to resume.
+    const named: SplitOwnership[] = [
+      { id: 'held', leaseOwner: 'A', recordOwner: 'A', previous: 'A' },
+      { id: 'named', previous: 'A' },
+      { id: 'released', previous: 'A', recordOwner: null },
+    ];
+    const s0 = reservedSplits({ previous: undefined, now: 0, live: ['A', 'B'], splits: named, rebalanceDelayMs: DELAY });
+    const r = reservedSplits({ previous: s0.state, now: 1, live: ['B'], splits: named, rebalanceDelayMs: DELAY });
+    expect(r.reserved).toEqual(['held']);
+    // A leader's first step opens no window for an instance that only had splits named for it.
+    const first = reservedSplits({ previous: undefined, now: 0, live: ['B'], splits: named.slice(1), rebalanceDelayMs: DELAY });
+    expect(first.reserved).toEqual([]);
+    expect(first.windows).toEqual([]);
   });
 
   it('never reserves a split a live instance holds or was assigned', () => {
@@ -92,7 +109,7 @@ describe('reservedSplits', () => {
 
   it('on a leader\'s first step grants every absent owner one window from now', () => {
     const r = step(undefined, 50_000, ['B']);
-    expect(r.reserved).toEqual(['a1', 'a2', 'a3', 'c1']);
+    expect(r.reserved).toEqual(['a1', 'a2', 'c1']);
     expect(r.nextChangeAt).toBe(70_000);
     expect(step(r.state, 70_000, ['B']).reserved).toEqual([]);
   });
@@ -142,7 +159,8 @@ describe('reservedSplits', () => {
       const departed = ['A', 'B', 'C', 'D'].filter((i) => !live.includes(i));
       const withheld = owned.filter((sp) => {
         const os = [sp.leaseOwner, sp.recordOwner, sp.previous].filter((o) => o !== undefined);
-        return os.length > 0 && os.every((o) => departed.includes(o));
+        const holders = [sp.leaseOwner, sp.recordOwner].filter((o) => o !== undefined);
+        return holders.length > 0 && os.every((o) => departed.includes(o));
       });
       const delayed = reservedSplits({ previous: undefined, now, live, splits: owned, rebalanceDelayMs: 1 });
       expect(delayed.reserved.length > 0).toBe(withheld.length > 0);
