@@ -8,6 +8,8 @@
  * - `/api/state` and the first `/events` message carry the view; members
  *   arrive as counts; the page carries its hashed CSP; POST is refused, and a
  *   non-loopback Host is refused; close() ends open event streams;
+ * - bound to an IPv4-mapped loopback address (`::ffff:127.0.0.1`) it checks
+ *   the Host as on 127.0.0.1 (decision 0051);
  * - nothing it does writes to the store;
  * - `inspect --serve` refuses a bad port and `--watch`/`--json` beside it (exit 2).
  */
@@ -145,6 +147,22 @@ describe('serveDashboard', () => {
     for (;;) {
       const { done } = await reader.read().catch(() => ({ done: true }));
       if (done) break;
+    }
+  });
+});
+
+describe('serveDashboard bound to an IPv4-mapped loopback address', () => {
+  test('a rebound name is refused (421); loopback names, mapped ones included, are answered', async () => {
+    const store = new MemoryStore();
+    const dashboard = await serveDashboard({ store, job: JOB, host: '::ffff:127.0.0.1' });
+    open = { dashboard, store };
+    expect(dashboard.url).toBe(`http://[::ffff:127.0.0.1]:${dashboard.port}/`);
+    const refused = await raw(`${dashboard.url}api/state`, 'GET', `rebind.example:${dashboard.port}`);
+    expect(refused.status).toBe(421);
+    expect(refused.body).toMatch(/not a loopback name/);
+    // The mapped address as a client sends it (the URL standard's spelling; hono's adapter answers 400 to others before any check).
+    for (const h of [`[::ffff:7f00:1]:${dashboard.port}`, `[::ffff:7f00:1]`, `localhost:${dashboard.port}`]) {
+      expect([h, (await raw(`${dashboard.url}api/state`, 'GET', h)).status]).toEqual([h, 200]);
     }
   });
 });
