@@ -1,7 +1,11 @@
 /**
  * `splitfleet demo`: one bounded synthetic job end to end, on the embedded
- * MemoryStore (in-process workers, no etcd needed) or, with `--etcd`, on etcd
- * with every worker its own OS process. Live view on a terminal, plain lines
+ * MemoryStore (in-process workers, no etcd needed) or, when `--etcd` (or
+ * `--endpoints`) or SPLITFLEET_ETCD_ENDPOINTS or ETCDCTL_ENDPOINTS names an
+ * etcd, on etcd with every worker its own OS process. The first line of
+ * stdout says which store and what chose it, so a variable left in a shell
+ * never changes the run silently (decision 0050); unlike the other commands
+ * there is no default endpoint. Live view on a terminal, plain lines
  * otherwise; `--json` adds the summary as the last line of stdout.
  *
  * Exit codes: 0 the job completed and the ledger lost nothing; 1 a unit was
@@ -14,7 +18,7 @@ import type { Command } from 'commander';
 import { SplitfleetError } from '../index.js';
 import { DEMO_TIMINGS, runDemo, type DemoOptions } from '../demo/run.js';
 import { colorEnabled } from './color.js';
-import { parseEndpoints } from './connect.js';
+import { CONNECTION_ENV, namedEndpoints, type NamedEndpoints } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 
 interface DemoCliOptions {
@@ -33,6 +37,7 @@ interface DemoCliOptions {
   poison: string;
   layout: string;
   etcd?: string;
+  endpoints?: string;
   job?: string;
   root: string;
   timeout: string;
@@ -64,7 +69,8 @@ export function registerDemo(program: Command): void {
     .option('--join <j>', 'chaos: add J workers at 50%', '0')
     .option('--poison <k>', 'make K splits fail every attempt: they end quarantined and the job stalls (exit 1)', '0')
     .option('--layout <layout>', 'how the job keeps its splits: keys (two records a split) or packed (queue pages; decision 0037)', 'keys')
-    .option('--etcd <urls>', 'run on etcd (comma-separated client URLs), every worker its own OS process')
+    .option('--etcd <endpoints>', `run on etcd, every worker its own OS process: endpoints, comma-separated, each host:port or an http(s):// URL (env ${CONNECTION_ENV.etcd.join(', then ')}; none: in memory)`)
+    .option('--endpoints <endpoints>', 'the same as --etcd (etcdctl\'s spelling)')
     .option('--job <name>', 'job name (default: "demo"; on etcd "demo-<time>", so runs never collide)')
     .option('--root <prefix>', 'key prefix root', 'splitfleet')
     .option('--timeout <s>', 'give up (stalled, exit 1) when the job has no verdict after this many seconds', String(d.timeout))
@@ -97,8 +103,13 @@ function int(option: string, value: string, min: number, max = 1_000_000): numbe
   return n;
 }
 
-/** Validates the options; throws INVALID_INPUT naming the option and the rule. */
-export function demoOptions(o: DemoCliOptions, stdoutIsTTY: boolean, columns: number | undefined): DemoOptions {
+/**
+ * Validates the options; throws INVALID_INPUT naming the option and the rule. `store`: the etcd the
+ * flags or the environment name (namedEndpoints), undefined for the memory store.
+ */
+export function demoOptions(
+  o: DemoCliOptions, stdoutIsTTY: boolean, columns: number | undefined, store: NamedEndpoints | undefined = namedEndpoints(o, process.env),
+): DemoOptions {
   const workers = int('workers', o.workers, 1, 64);
   const splits = int('splits', o.splits, 1, 100_000);
   const lanes = int('lanes', o.lanes, 1, 256);
@@ -153,14 +164,23 @@ export function demoOptions(o: DemoCliOptions, stdoutIsTTY: boolean, columns: nu
     }
     options.job = o.job;
   }
-  if (o.etcd !== undefined) options.etcd = parseEndpoints(o.etcd);
+  if (store !== undefined) options.etcd = store.endpoints;
   if (columns !== undefined) options.columns = columns;
   return options;
 }
 
+/** The demo's first line: which store it runs on, and what chose it. */
+export function storeLine(store: NamedEndpoints | undefined): string {
+  if (store === undefined) return `splitfleet demo: in memory (no --etcd, ${CONNECTION_ENV.etcd.join(' or ')} set)`;
+  const why = store.from.startsWith('--') ? '' : ' (unset it to run in memory)';
+  return `splitfleet demo: on etcd ${store.endpoints.join(',')}, from ${store.from}${why}`;
+}
+
 /** Runs the demo; returns the exit code. */
 export async function demo(o: DemoCliOptions): Promise<number> {
-  const options = demoOptions(o, process.stdout.isTTY === true, process.stdout.columns);
+  const store = namedEndpoints(o, process.env);
+  const options = demoOptions(o, process.stdout.isTTY === true, process.stdout.columns, store);
+  process.stdout.write(`${storeLine(store)}\n`);
   const abort = new AbortController();
   const interrupt = () => abort.abort();
   process.once('SIGINT', interrupt);

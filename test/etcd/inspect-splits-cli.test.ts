@@ -118,10 +118,11 @@ describe('connection from the environment', () => {
     expect(r.code).toBe(0);
   });
 
-  it('without either, the refusal names both', async () => {
+  it('without either, it dials etcdctl\'s default, 127.0.0.1:2379 (decision 0050)', async () => {
+    // Nothing listens there in the suites (their etcd is on other ports): the failure names it.
     const r = await runCli(['jobs'], clean);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^splitfleet jobs: --etcd: is required: pass --etcd URL\[,URL…\] or set SPLITFLEET_ETCD_ENDPOINTS/);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^splitfleet jobs: .*127\.0\.0\.1:2379/);
   });
 });
 

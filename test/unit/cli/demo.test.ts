@@ -7,7 +7,10 @@
  * so does one with a crashed worker and a joining one, and a packed one
  * (`--layout packed`, decision 0037); a poisoned split
  * stalls the job (exit 1); bad options are refused (exit 2, one line). The
- * demo's pure parts (ledger check, live frame) are tested directly.
+ * first line says which store the demo runs on and what chose it: memory
+ * when nothing names an etcd, etcd when a flag or SPLITFLEET_ETCD_ENDPOINTS
+ * or ETCDCTL_ENDPOINTS does (decision 0050). The demo's pure parts (ledger
+ * check, live frame) are tested directly.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -34,9 +37,11 @@ beforeAll(() => {
 
 interface Ran { code: number | null; stdout: string; stderr: string }
 
-function run(args: string[], timeoutMs = 60_000): Promise<Ran> {
+/** Runs the CLI; the endpoint variables are cleared (an empty one is unset) unless `env` sets them. */
+function run(args: string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = {}): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const childEnv = { ...process.env, NO_COLOR: '1', SPLITFLEET_ETCD_ENDPOINTS: '', ETCDCTL_ENDPOINTS: '', ...env };
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -68,6 +73,20 @@ describe('splitfleet demo on the memory store', () => {
     expect(s.processed).toBe(s.units);
     expect(r.stdout).toContain('0 lost');
     expect(r.stdout).toMatch(/progress \d+\/\d+ units/);
+    // Nothing names an etcd: in memory, and the first line says so.
+    expect(r.stdout.split('\n')[0]).toBe('splitfleet demo: in memory (no --etcd, SPLITFLEET_ETCD_ENDPOINTS or ETCDCTL_ENDPOINTS set)');
+  });
+
+  test.concurrent.each([
+    [{ SPLITFLEET_ETCD_ENDPOINTS: '127.0.0.1:1' }, [], 'from SPLITFLEET_ETCD_ENDPOINTS (unset it to run in memory)'],
+    [{ ETCDCTL_ENDPOINTS: '127.0.0.1:1' }, [], 'from ETCDCTL_ENDPOINTS (unset it to run in memory)'],
+    [{ ETCDCTL_ENDPOINTS: 'http://127.0.0.1:2' }, ['--endpoints', '127.0.0.1:1'], 'from --endpoints'],
+  ])('an etcd named by %j %j: runs on it, and the first line says so and why', async (env, args, why) => {
+    // Nothing listens on port 1: the run fails (exit 1) once it tries the store, after the first line.
+    const r = await run(['demo', '--splits', '4', ...args], 30_000, env);
+    expect(r.stdout.split('\n')[0]).toBe(`splitfleet demo: on etcd http://127.0.0.1:1, ${why}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/127\.0\.0\.1:1\b/);
   });
 
   test('--layout packed: the job is created packed, and still nothing is lost', async () => {
@@ -105,8 +124,10 @@ describe('splitfleet demo on the memory store', () => {
     [['--kill', '4'], /^splitfleet demo: --kill: killing 4 of 4 workers .* would leave nobody to finish the job/],
     [['--kill', '2', '--stall', '2'], /^splitfleet demo: --stall: 2 kills plus 2 stalls need 4 workers besides the leader/],
     [['--drain-deadline', '10'], /^splitfleet demo: --drain-deadline: must be an integer 1000 ≤ n/],
-    [['--etcd', 'localhost'], /^splitfleet demo: --etcd: "localhost" is not a URL; give a client URL such as http:\/\/127.0.0.1:2379$/],
-    [['--etcd', 'localhost:2379'], /^splitfleet demo: --etcd: "localhost:2379" must be an http:\/\/ or https:\/\/ client URL$/],
+    [['--etcd', 'localhost'], /^splitfleet demo: --etcd: "localhost" is neither host:port nor an http:\/\/ or https:\/\/ URL \(e\.g\. 127\.0\.0\.1:2379 or https:\/\/etcd-0:2379\)$/],
+    [['--etcd', 'localhost:70000'], /^splitfleet demo: --etcd: "localhost:70000" has port 70000; a port must be 1 to 65535$/],
+    [['--endpoints', 'a:2379,,b:2379'], /^splitfleet demo: --endpoints: endpoint 2 of 3 is empty; separate endpoints with single commas$/],
+    [['--etcd', 'a:2379', '--endpoints', 'b:2379'], /^splitfleet demo: --endpoints: and --etcd name different endpoints; give one/],
     [['--job', 'a/b'], /^splitfleet demo: --job: must be 1 to 128 characters/],
     [['--layout', 'chunked'], /^splitfleet demo: --layout: must be keys or packed \(got "chunked"\)$/],
     [['--bogus'], /^splitfleet demo: unknown option '--bogus'/],
@@ -115,6 +136,16 @@ describe('splitfleet demo on the memory store', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr.trimEnd()).toMatch(message);
+  });
+
+  test.concurrent.each([
+    [{ SPLITFLEET_ETCD_ENDPOINTS: 'http//x' }, /^splitfleet demo: SPLITFLEET_ETCD_ENDPOINTS: "http\/\/x" is neither host:port nor an http:\/\/ or https:\/\/ URL/],
+    [{ ETCDCTL_ENDPOINTS: 'etcd:0' }, /^splitfleet demo: ETCDCTL_ENDPOINTS: "etcd:0" has port 0; a port must be 1 to 65535$/],
+  ])('refuses a bad endpoint variable %j with exit 2, naming it', async (env, message) => {
+    const r = await run(['demo'], 60_000, env);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd()).toMatch(message);
   });
 

@@ -4,6 +4,7 @@
  * - `--json` shows the leader, the members with their lane budgets, and
  *   each instance's assignment against what it holds; the text report says
  *   the same; `--watch --json` prints one report per refresh until SIGINT;
+ * - the endpoints as etcdctl takes them: host:port in ETCDCTL_ENDPOINTS or `--endpoints`;
  * - over TLS with auth (`--ca`, `--user`, SPLITFLEET_ETCD_PASSWORD), and a
  *   wrong password refused in one line that never quotes it;
  * - a job that does not exist is exit 2 (as for the operator commands); bad options are exit 2, one line.
@@ -160,6 +161,17 @@ describe('splitfleet inspect on a running job', () => {
     expect(reports.at(-1)!.revision).toBeGreaterThan(reports[0]!.revision);
   });
 
+  test('host:port as etcdctl takes it, in ETCDCTL_ENDPOINTS or --endpoints (decision 0050)', async () => {
+    const hostPort = new URL(etcd!.endpoint).host;
+    expect(hostPort).toMatch(/^[^/]+:\d+$/);
+    for (const [args, env] of [[[], { SPLITFLEET_ETCD_ENDPOINTS: '', ETCDCTL_ENDPOINTS: hostPort }], [['--endpoints', hostPort], { SPLITFLEET_ETCD_ENDPOINTS: 'http://127.0.0.1:1' }]] as const) {
+      const r = await run(['inspect', ...args, '--job', 'inspected', '--json'], env);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect((JSON.parse(r.stdout) as JobReport).plan).toMatchObject({ planned: 12 });
+    }
+  });
+
   test('a job that does not exist: exit 2, one line', async () => {
     const r = await run(['inspect', '--etcd', etcd!.endpoint, '--job', 'no-such-job']);
     expect(r.code).toBe(2);
@@ -202,7 +214,10 @@ describe('splitfleet inspect over TLS with auth', () => {
 
 describe('splitfleet inspect refuses bad options (exit 2, one line)', () => {
   test.concurrent.each([
-    [['inspect', '--job', 'x'], /^splitfleet inspect: --etcd: is required: pass --etcd URL\[,URL…\] or set SPLITFLEET_ETCD_ENDPOINTS/],
+    // Endpoints as etcdctl takes them (decision 0050): a refusal names the flag and the rule.
+    [['inspect', '--job', 'x', '--etcd', 'localhost'], /^splitfleet inspect: --etcd: "localhost" is neither host:port nor an http:\/\/ or https:\/\/ URL/],
+    [['inspect', '--job', 'x', '--endpoints', '127.0.0.1:99999'], /^splitfleet inspect: --endpoints: "127.0.0.1:99999" has port 99999; a port must be 1 to 65535$/],
+    [['inspect', '--job', 'x', '--etcd', '127.0.0.1:1', '--endpoints', '127.0.0.1:2'], /^splitfleet inspect: --endpoints: and --etcd name different endpoints; give one/],
     [['inspect', '--etcd', 'http://127.0.0.1:1'], /^splitfleet inspect: required option '--job <name>' not specified$/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'a/b'], /^splitfleet inspect: --job: must be 1 to 128 characters of \[A-Za-z0-9._-\] \(got "a\/b"\)$/],
     [['inspect', '--etcd', 'http://127.0.0.1:1', '--job', 'x', '--root', '/abs'], /^splitfleet inspect: --root: must be '\/'-separated segments/],
