@@ -27,6 +27,9 @@
  *   the claimer of their epoch; a claim never lands over another owner's live
  *   lease key; at every revision a live `lease.{id}` agrees with `split.{id}`
  *   (owner, epoch, runnable) and hangs off a lease of the process it names.
+ * - lane budget: a process never holds more splits than its maxInFlight (live
+ *   lease keys on its etcd lease), however many are named for it (prefetch,
+ *   substrate.md): checked after every revision in which it put a lease key.
  * - fenced leader: spec, plan, assign and seeding writes come only from the
  *   process holding the `leader` key at that revision; no split is named in
  *   two assignment records at any revision (assigned-once.ts).
@@ -89,6 +92,8 @@ export class Auditor {
   readonly ledger = new Ledger();
   private readonly writers = new Map<number, { proc: string; what: string }>();
   private readonly leaseProc = new Map<string, string>();
+  /** Each process's lane budget (maxInFlight), when the harness told it: the 'lane-budget' property. */
+  private readonly procLanes = new Map<string, number>();
   private readonly procInstance = new Map<string, string>();
   private readonly externals = new Set<number>();
 
@@ -121,8 +126,9 @@ export class Auditor {
     this.leaseProc.set(id, proc);
   }
 
-  noteProc(proc: string, instance: string): void {
+  noteProc(proc: string, instance: string, maxInFlight?: number): void {
     this.procInstance.set(proc, instance);
+    if (maxInFlight !== undefined) this.procLanes.set(proc, maxInFlight);
   }
 
   unit(u: LedgerUnit): void {
@@ -417,6 +423,13 @@ export class Auditor {
       for (const c of group) {
         if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         else state.delete(c.key);
+      }
+      // Lane budget: whoever put a lease key here holds no more than its lanes, prefetch or not.
+      const budget = writer !== undefined ? this.procLanes.get(writer) : undefined;
+      if (budget !== undefined && group.some((c) => c.type === 'put' && c.key.startsWith(`${P}lease.`))) {
+        let held = 0;
+        for (const [key, kv] of state) if (key.startsWith(`${P}lease.`) && kv.lease !== undefined && this.leaseProc.get(kv.lease) === writer) held++;
+        if (held > budget) fail('lane-budget', `${writer} holds ${held} splits (live lease keys on its lease), over its maxInFlight of ${budget}`);
       }
 
       // Coherence at this revision: a live lease key agrees with its split record.

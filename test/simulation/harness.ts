@@ -112,6 +112,8 @@ export interface FleetOptions {
   waves?: { count: number; everyMs: number };
   /** Lane budget of an instance. */
   maxInFlight: (instance: string) => number;
+  /** Prefetch depth of an instance (substrate.md, "Prefetch"); absent: 0, the work-assignment page's model exactly. */
+  prefetch?: (instance: string) => number;
   handler: (instance: string) => HandlerOptions;
   /** Assignment engine; default the production default. */
   engine?: 'reference' | 'wasm';
@@ -168,7 +170,7 @@ export class Fleet {
     const run = (this.runs.get(instance) ?? 0) + 1;
     this.runs.set(instance, run);
     const p = new SimProcess(instance, run, this.clock, this.store, this.auditor, (q, what) => this.guard(q, what), this.options.mutate);
-    this.auditor.noteProc(p.id, instance);
+    this.auditor.noteProc(p.id, instance, this.options.maxInFlight(instance));
     this.procs.push(p);
     this.note(`start ${p.id}`);
     const engine = this.options.engine;
@@ -179,9 +181,11 @@ export class Fleet {
       job: this.options.job,
       instance,
       maxInFlight: this.options.maxInFlight(instance),
+      prefetch: this.options.prefetch?.(instance) ?? 0,
       ...this.options.knobs,
       planner: () => this.plan(p.clock.now()),
-      ...(layout ? { layout } : {}),
+      // A schedule names 'packed'; every other job is a `keys` job, whatever the library's default.
+      layout: layout ?? 'keys',
       ...(buckets !== undefined ? { buckets } : {}),
       handler: simHandler(p, this.auditor, this.options.handler(instance)),
       logger: this.logger(p),

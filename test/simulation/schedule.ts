@@ -65,6 +65,12 @@ export interface Schedule {
   reconcileIntervalMs: number;
   /** Lane budgets, by instance number (mod length). */
   lanes: number[];
+  /**
+   * Prefetch depths, by instance number (mod length): a mixed fleet, some members named only
+   * their lanes, others beyond (substrate.md, "Prefetch"). Absent (schedules recorded before
+   * prefetch): 0 for every member.
+   */
+  prefetch?: number[];
   /** Drain behaviours, by instance number (mod length). */
   drains: DrainBehaviour[];
   steps: { gapMs: number; fault: Fault }[];
@@ -142,6 +148,7 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   drainDeadlineMs: fc.integer({ min: OP_TIMEOUT_MS, max: 4000 }),
   reconcileIntervalMs: fc.integer({ min: 300, max: 5000 }),
   lanes: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 4 }),
+  prefetch: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
   drains: fc.array(fc.constantFrom<DrainBehaviour>('cooperate', 'decline', 'slow', 'ignore'), { minLength: 1, maxLength: 4 }),
   steps: fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault }), { maxLength: 20 }),
   restartAtEnd: fc.boolean(),
@@ -266,6 +273,7 @@ function fleetFor(s: Schedule, splits: FleetSplit[], options: RunOptions): Fleet
     ...(s.buckets !== undefined ? { buckets: s.buckets } : {}),
     ...(s.waves !== undefined && s.waves > 1 ? { waves: { count: s.waves, everyMs: s.waveMs ?? 1000 } } : {}),
     maxInFlight: (instance) => s.lanes[num(instance) % s.lanes.length]!,
+    prefetch: (instance) => (s.prefetch ? s.prefetch[num(instance) % s.prefetch.length]! : 0),
     handler: (instance) => ({
       unitMs: s.unitMs,
       commitEvery: s.commitEvery,

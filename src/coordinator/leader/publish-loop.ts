@@ -35,6 +35,12 @@ import { publishAssignments, type Assigner, type ColumnarAssigner, type EngineRe
  */
 export const MAX_PACE_MS = 1000;
 /**
+ * The least pace after a step that did not finish (a write lost or failed, a promotion lost):
+ * the same step at once would lose the same way, and on a store that answers at once (the
+ * simulation's) it would never let time move.
+ */
+export const RETRY_PACE_MS = 25;
+/**
  * While a plan is being seeded, decisions are spaced this far apart: every
  * batch of new splits drops the pool's cached order, and deciding on each
  * would re-sort a growing pool dozens of times a second for nothing.
@@ -163,6 +169,8 @@ export class PublishLoop {
     this.running = true;
     this.again = false;
     const started = ctx.clock.now();
+    /** The step did not finish (a write lost or failed): the next waits at least RETRY_PACE_MS. */
+    let retry = false;
     try {
       // Before the decision is prepared: `decide` reads the pool as prepared, before its first await.
       if (!ctx.assigner && ctx.ready) {
@@ -184,7 +192,7 @@ export class PublishLoop {
       stats.decisionMsMax = Math.max(stats.decisionMsMax, res.stats.computeMs);
       stats.stepMsMax = Math.max(stats.stepMsMax, ctx.clock.now() - started);
       ctx.metrics.publishSeconds.observe((ctx.clock.now() - started) / 1000);
-      if (!res.complete) this.again = true;
+      if (!res.complete) this.again = retry = true;
       this.cancelWindowTimer?.();
       this.cancelWindowTimer = undefined;
       if (res.nextChangeAt !== undefined) {
@@ -195,11 +203,12 @@ export class PublishLoop {
       }
     } catch (e) {
       ctx.log.error({ err: (e as Error).message }, 'publishing failed');
-      this.again = true;
+      this.again = retry = true;
     } finally {
       this.running = false;
       const ended = ctx.clock.now();
-      this.notBefore = ended + Math.min(MAX_PACE_MS, ended - started);
+      const pace = Math.min(MAX_PACE_MS, ended - started);
+      this.notBefore = ended + (retry ? Math.max(RETRY_PACE_MS, pace) : pace);
       if (this.again && ctx.term() === term) {
         this.again = false;
         this.schedule();
