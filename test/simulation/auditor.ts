@@ -427,9 +427,9 @@ export class Auditor {
       // Lane budget: whoever put a lease key here holds no more than its lanes, prefetch or not.
       const budget = writer !== undefined ? this.procLanes.get(writer) : undefined;
       if (budget !== undefined && group.some((c) => c.type === 'put' && c.key.startsWith(`${P}lease.`))) {
-        let held = 0;
-        for (const [key, kv] of state) if (key.startsWith(`${P}lease.`) && kv.lease !== undefined && this.leaseProc.get(kv.lease) === writer) held++;
-        if (held > budget) fail('lane-budget', `${writer} holds ${held} splits (live lease keys on its lease), over its maxInFlight of ${budget}`);
+        const held: string[] = [];
+        for (const [key, kv] of state) if (key.startsWith(`${P}lease.`) && kv.lease !== undefined && this.leaseProc.get(kv.lease) === writer) held.push(`${key.slice(P.length)}@${kv.lease}`);
+        if (held.length > budget) fail('lane-budget', `${writer} holds ${held.length} splits (live lease keys on its leases: ${held.join(', ')}), over its maxInFlight of ${budget}`);
       }
 
       // Coherence at this revision: a live lease key agrees with its split record.

@@ -25,6 +25,10 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // worker.ts (prefetch, issue 47): a takeover whose progress was being read (Claimer.costing) did not
+  // count as a lane in use, so a reconciliation meanwhile claimed a second named split: w0 held 2 with
+  // maxInFlight 1 (found by the auditor's lane-budget property once members were named beyond their lanes).
+  'a takeover being costed spends its lane': {"seed":0,"fleet":4,"splits":13,"maxUnits":4,"commitEvery":1,"unitMs":254,"leaseSeconds":1,"rebalanceDelayMs":0,"drainDeadlineMs":200,"reconcileIntervalMs":300,"lanes":[1],"prefetch":[1],"drains":["cooperate"],"steps":[{"gapMs":0,"fault":{"kind":"slow","target":0,"latencyMs":63,"durationMs":763}},{"gapMs":666,"fault":{"kind":"crash","target":13}},{"gapMs":96,"fault":{"kind":"pause","target":44,"tenths":12}},{"gapMs":0,"fault":{"kind":"expire","target":24}},{"gapMs":0,"fault":{"kind":"slow","target":0,"latencyMs":4,"durationMs":1175}},{"gapMs":1172,"fault":{"kind":"join"}},{"gapMs":2,"fault":{"kind":"crash","target":21}}],"restartAtEnd":false} as Schedule,
   // claiming.ts: a batch's 'create' decision waited for the progress reads of the batch's takeovers;
   // meanwhile the split's own earlier claim landed and its lease expired, and the create was sent
   // against the record as it now was: a takeover of a tenancy that committed nothing, charged nothing.

@@ -90,7 +90,8 @@ export interface Promotion {
 
 export class PackedQueue {
   private readonly pages = new Map<string, CachedPage>();
-  private folding = false;
+  /** The fold-back in flight, if any (one at a time). */
+  private folding: Promise<void> | undefined;
 
   constructor(private readonly ctx: PackedQueueContext) {}
 
@@ -99,6 +100,10 @@ export class PackedQueue {
     const packed = view.packed;
     const out: Promotion = { complete: true, revision: 0, promoted: 0 };
     if (!packed) return out;
+    // A fold-back in flight moves folded records this promotion is about to compare: wait for it to land
+    // (its own write is applied to the view), or the promotion compares a stale revision and loses
+    // (0.14 lost promotions a split on a one-lane fleet, each a re-read of a page and its folded record).
+    if (this.folding) await this.folding.catch(() => undefined);
     const wanted: { id: string; location: number }[] = [];
     // Each page's folded revision as of the bits checked here: the compare must hold the bits this loop read,
     // not a newer record the view applies while the pages are read below (a folded split promoted again).
@@ -182,9 +187,10 @@ export class PackedQueue {
   /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
   fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): void {
     if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return;
-    this.folding = true;
-    void this.foldAll(view, settled).then(() => onDone(), onDone).finally(() => {
-      this.folding = false;
+    const folding = this.foldAll(view, settled);
+    this.folding = folding;
+    void folding.then(() => onDone(), onDone).finally(() => {
+      if (this.folding === folding) this.folding = undefined;
     });
   }
 

@@ -83,8 +83,12 @@ export interface ClaimerContext extends WorkerParts {
 export class Claimer {
   /** Splits whose claim is in flight (lanes in use: counted against maxInFlight). */
   readonly claiming = new Set<string>();
-  /** Takeovers whose progress is being read (their cost: takeoverCosts); not decided twice at once. */
-  private readonly costing = new Set<string>();
+  /**
+   * Takeovers whose progress is being read (their cost: takeoverCosts); not decided twice at once.
+   * A lane in use like `claiming`: a reconciliation while the read is out must not spend that lane
+   * again (with prefetch it would claim another named split beyond maxInFlight).
+   */
+  readonly costing = new Set<string>();
   /** A takeover was skipped while its cost was being read: reconcile once the reads end. */
   private recostPending = false;
   /** Claims that lost, by split: the observation they were based on (see the header). */

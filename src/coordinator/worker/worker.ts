@@ -137,7 +137,7 @@ export class Worker {
       ...common,
       clock: this.clock,
       hasLane: (id) => this.lanes.has(id),
-      lanesInUse: () => this.lanes.size + this.claimer.claiming.size,
+      lanesInUse: () => this.lanes.size + this.claimer.claiming.size + this.claimer.costing.size,
       isClaiming: (id) => this.claimer.claiming.has(id),
       openLane: (id, spec, rec, rev, progress, progressRev) => void this.openLane(id, spec, rec, rev, progress, progressRev, true),
       schedule: () => this.schedule(),
@@ -213,7 +213,8 @@ export class Worker {
     // Splits this session owns in the store with no lane (a write of unknown outcome that
     // landed) are settled by settleOrphans, never claimed again: that claim would be a reclaim
     // and cost a delivery attempt for a lost reply.
-    const held = [...this.lanes.keys(), ...claiming, ...this.settler.orphans(), ...adopting];
+    // Takeovers being costed count too: their claim is on its way, and its lane is spent.
+    const held = [...this.lanes.keys(), ...claiming, ...this.claimer.costing, ...this.settler.orphans(), ...adopting];
     const draining = [...this.lanes.values()].filter((l) => l.state === 'draining').map((l) => l.id);
     const wall = wallTime(this.clock);
     const decisions = reconcileAssignment({
