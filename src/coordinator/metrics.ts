@@ -178,6 +178,8 @@ export class Metrics implements StoreCallRecorder {
   readonly assignmentLatency: MetricHistogram;
   readonly revocations: MetricCounter<'outcome'>;
   readonly claims: MetricCounter<'kind' | 'outcome'>;
+  /** Worker: claims that landed in the transaction of a completion (decision 0055). */
+  readonly claimsRidden: MetricCounter;
   readonly quarantined: MetricCounter;
   readonly leaderChanges: MetricCounter;
   readonly imbalance: MetricGauge;
@@ -247,6 +249,7 @@ export class Metrics implements StoreCallRecorder {
     this.assignmentLatency = new Histogram({ name: 'splitfleet_assignment_latency_seconds', help: 'From a split being named in this instance\'s assignment to its claim.', buckets: seconds, registers });
     this.revocations = new Counter({ name: 'splitfleet_revocations_total', help: 'Revocations by outcome: cooperative, forced (deadline) or declined.', labelNames: ['outcome'], registers });
     this.claims = new Counter({ name: 'splitfleet_claims_total', help: 'Claim transactions by kind (create, released, reclaim, expired) and outcome (won, lost).', labelNames: ['kind', 'outcome'], registers });
+    this.claimsRidden = new Counter({ name: 'splitfleet_claims_in_completions_total', help: 'Claims that landed in the same transaction as the completion of the lane they took over (prefetch; also counted in splitfleet_claims_total).', registers });
     this.quarantined = new Counter({ name: 'splitfleet_quarantined_total', help: 'Splits this instance quarantined: a claim or a failure report that reached max_attempts, or a permanent failure.', registers });
     this.leaderChanges = new Counter({ name: 'splitfleet_leader_changes_total', help: 'Times this instance became leader.', registers });
     this.imbalance = new Gauge({ name: 'splitfleet_imbalance_ratio', help: 'Max load over its lower bound in the last decision (leader).', registers });

@@ -35,8 +35,8 @@ import type { DrainHandlerState } from '../../protocol/reconcile.js';
 import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../../protocol/retry-policy.js';
 import { boundReason } from '../../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../../protocol/records.js';
-import { laneTxn } from '../../protocol/txns.js';
-import type { Store } from '../../store/store.js';
+import { joinTxns, laneTxn } from '../../protocol/txns.js';
+import type { KeyValue, Store, Txn } from '../../store/store.js';
 import { HeartbeatWatch } from './heartbeat.js';
 import { LaneGuards, type WriteOutcome } from './lane-guards.js';
 import type { SplitHandle } from '../types.js';
@@ -46,6 +46,19 @@ export const TERMINAL_RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
 
 export type { LaneEnd };
 export type LaneState = 'running' | 'draining' | 'ended';
+
+/** What became of a claim that rode in a completion: its reads are the claim's own (the completion has none). */
+export type RideOutcome = { kind: 'won'; revision: number; reads: (KeyValue | undefined)[] } | { kind: 'lost' } | { kind: 'unknown' };
+
+/**
+ * A claim to send in the same transaction as a lane's completion (decision 0055): its compares
+ * and ops are joined to the completion's, so the lane that frees is taken again in the same round
+ * trip. `settle` is called exactly once with what became of it.
+ */
+export interface RidingClaim {
+  readonly txn: Txn;
+  settle(outcome: RideOutcome): void;
+}
 
 export interface LaneContext {
   store: Store;
@@ -65,6 +78,8 @@ export interface LaneContext {
   onRefused?: (lane: Lane, write: 'commit' | 'complete' | 'fail' | 'release', error: SplitfleetError) => void;
   /** The jitter stream of the ending write's retries (protocol/backoff.ts); default: Math.random. */
   random?: () => number;
+  /** The claim that may ride in this lane's completion (decision 0055); none, or undefined, sends the completion alone. */
+  ride?: (lane: Lane) => RidingClaim | undefined;
   /** The handler was silent past heartbeatTimeoutMs and its signal aborted (logging); `details`: its last heartbeat's. */
   onTimeout?: (lane: Lane, silentMs: number, details: Json | undefined) => void;
 }
@@ -344,9 +359,37 @@ export class Lane {
         this.refused(kind, args, e);
         throw e;
       }
-      let res: WriteOutcome;
-      try {
-        res = await store.txn(laneTxn(guards.fence, write));
+      const txn = laneTxn(guards.fence, write);
+      // A completion may carry the claim of the lane's next split (decision 0055). Joined, a loss
+      // does not say which part's compares failed: the completion is then sent alone, below.
+      const ride = write.what === 'complete' ? this.ctx.ride?.(this) : undefined;
+      let rode: Extract<RideOutcome, { kind: 'won' }> | undefined;
+      let res: WriteOutcome | undefined;
+      if (ride) {
+        try {
+          const joined = await store.txn(joinTxns([txn, ride.txn]));
+          if (joined.won) {
+            res = { won: true, revision: joined.revision };
+            rode = { kind: 'won', revision: joined.revision, reads: joined.reads.slice(txn.success.filter((o) => o.op === 'get').length) };
+          } else ride.settle({ kind: 'lost' });
+        } catch (e) {
+          if (!isRetryable(e)) {
+            // Refused before it was applied (the joined request, say): the completion goes alone.
+            ride.settle({ kind: 'lost' });
+          } else {
+            // Unknown: the claim's split goes to the orphan settler; the completion is read back.
+            ride.settle({ kind: 'unknown' });
+            guards.unknown = write;
+            try {
+              res = await guards.readBack();
+            } catch {
+              throw e;
+            }
+          }
+        }
+      }
+      if (res === undefined) try {
+        res = await store.txn(txn);
       } catch (e) {
         if (!isRetryable(e)) {
           this.refused(kind, args, e);
@@ -365,6 +408,8 @@ export class Lane {
         res = settled;
       }
       this.apply(write, res);
+      // The lane has ended (the completion landed): the claim that rode with it opens the next.
+      if (rode) ride!.settle(rode);
     };
     // The handler's own writes are activity for the heartbeat timeout while they are queued or in flight.
     const settled = internal ? undefined : this.watch?.writeStarted();

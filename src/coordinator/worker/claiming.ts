@@ -30,6 +30,7 @@ import { isTakeover, takeoverCost, type ClaimKind } from '../../protocol/claims.
 import { claimTxn, joinTxns, type Writer } from '../../protocol/txns.js';
 import { op, type KeyValue, type Store, type Txn } from '../../store/store.js';
 import type { OnUnexpected } from '../background.js';
+import type { RidingClaim } from '../lanes/lane.js';
 import type { Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -142,6 +143,45 @@ export class Claimer {
       for (const p of prepared) this.claiming.delete(p.id);
       this.ctx.schedule();
     }
+  }
+
+  /**
+   * A plain claim (a create, or a claim after a release: no cost to read) prepared to ride in a
+   * lane's completion (decision 0055): counted as claiming until its outcome is settled. Won, its
+   * lane opens as any claim's; lost (the joined transaction's compares failed, and which part
+   * failed is unknown) it is decided again on the next reconciliation; of unknown outcome, the
+   * orphan settler finds out whether it landed.
+   */
+  ride(d: Extract<ReconcileDecision, { kind: 'claim' }>): RidingClaim | undefined {
+    if (isTakeover(d.claim) || this.costing.has(d.id)) return undefined;
+    let p: PreparedClaim | undefined;
+    try {
+      p = this.prepare(d);
+    } catch (e) {
+      this.ctx.unexpected('claim', e);
+      return undefined;
+    }
+    if (!p) return undefined;
+    const claim = p;
+    this.claiming.add(claim.id);
+    return {
+      txn: claim.txn,
+      settle: (outcome) => {
+        this.claiming.delete(claim.id);
+        if (outcome.kind === 'won') {
+          this.ctx.metrics.claimsRidden.inc();
+          try {
+            this.ctx.won(claim, outcome.revision, outcome.reads[0]);
+          } catch (e) {
+            this.ctx.uncertain(claim.id);
+            this.ctx.log.error({ split: claim.id, err: (e as Error).message }, 'claimed a split whose progress record cannot be read');
+          }
+        } else if (outcome.kind === 'unknown') {
+          this.ctx.uncertain(claim.id);
+        }
+        this.ctx.schedule();
+      },
+    };
   }
 
   /**

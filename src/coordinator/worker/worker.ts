@@ -22,13 +22,14 @@
 import { wallTime, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { backoffDelay, type BackoffPolicy } from '../../protocol/backoff.js';
-import type { ObservedSplit } from '../../protocol/claims.js';
+import { claimCandidates, isTakeover, type ObservedSplit } from '../../protocol/claims.js';
 import { reconcileAssignment, type ReconcileDecision } from '../../protocol/reconcile.js';
 import { waitingSplits } from '../../protocol/retry-policy.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
 import type { KeyValue, Store } from '../../store/store.js';
 import { background, type OnUnexpected } from '../background.js';
 import { Claimer, type PreparedClaim } from './claiming.js';
+import type { RidingClaim } from '../lanes/lane.js';
 import { emitLaneEnd, noEmit, type LifecycleHooks } from '../events.js';
 import { Lane, type LaneEnd } from '../lanes/lane.js';
 import type { Logger } from '../log.js';
@@ -194,27 +195,17 @@ export class Worker {
     const ids = new Set<string>([...(assignment ?? []), ...this.lanes.keys()]);
     const splits = new Map<string, ObservedSplit>();
     for (const id of ids) {
-      const seen = this.view.split(id);
-      if (!seen) continue; // not read yet: unobserved, so nothing is claimed for it
-      if (seen.problems.size > 0) {
+      const seen = this.observe(id);
+      if (seen === 'unreadable') {
         // A record of this split cannot be read: leave it alone. A lane on it stops without
         // writing (what it would write rests on a record we cannot read); it comes back, adopted
         // or claimed, once the record reads again.
-        this.lanes.get(id)?.lose(`a record of split ${id} cannot be read: ${[...seen.problems.values()].join('; ')}`);
+        this.lanes.get(id)?.lose(`a record of split ${id} cannot be read: ${[...this.view.split(id)!.problems.values()].join('; ')}`);
         continue;
       }
-      splits.set(id, {
-        record: seen.record?.rec,
-        leaseOwner: seen.lease?.rec.owner,
-        specObserved: seen.spec !== undefined && seen.record !== undefined,
-        ...(seen.spec ? { weight: seen.spec.weight } : {}),
-      });
+      if (seen) splits.set(id, seen);
     }
-    // Splits this session owns in the store with no lane (a write of unknown outcome that
-    // landed) are settled by settleOrphans, never claimed again: that claim would be a reclaim
-    // and cost a delivery attempt for a lost reply.
-    // Takeovers being costed count too: their claim is on its way, and its lane is spent.
-    const held = [...this.lanes.keys(), ...claiming, ...this.claimer.costing, ...this.settler.orphans(), ...adopting];
+    const held = this.lanesInUse();
     const draining = [...this.lanes.values()].filter((l) => l.state === 'draining').map((l) => l.id);
     const wall = wallTime(this.clock);
     const decisions = reconcileAssignment({
@@ -249,6 +240,54 @@ export class Worker {
     if (claims.length > 0) background('claim', () => this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]), this.unexpected);
     this.settler.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
     this.hooks.reconciled?.();
+  }
+
+  /** One split as the decision core reads it: undefined while not read yet (nothing is claimed for it), 'unreadable' while a record of it cannot be read. */
+  private observe(id: string): ObservedSplit | 'unreadable' | undefined {
+    const seen = this.view.split(id);
+    if (!seen) return undefined;
+    if (seen.problems.size > 0) return 'unreadable';
+    return {
+      record: seen.record?.rec,
+      leaseOwner: seen.lease?.rec.owner,
+      specObserved: seen.spec !== undefined && seen.record !== undefined,
+      ...(seen.spec ? { weight: seen.spec.weight } : {}),
+    };
+  }
+
+  /**
+   * The splits whose lanes are in use: open lanes, claims in flight, takeovers being costed
+   * (their claim is on its way), and splits this session owns in the store with no lane (a
+   * write of unknown outcome that landed: settled by settleOrphans, never claimed again, which
+   * would be a reclaim costing a delivery attempt for a lost reply).
+   */
+  private lanesInUse(): string[] {
+    return [...this.lanes.keys(), ...this.claimer.claiming, ...this.claimer.costing, ...this.settler.orphans(), ...this.settler.adopting];
+  }
+
+  /**
+   * The claim that rides in `lane`'s completion (decision 0055): the claim the next reconciliation
+   * would send once that lane has freed, decided now on the same view, if it is a plain claim (a
+   * create or a claim after a release: a takeover's cost needs a read first). Nothing while
+   * stopping or without an assignment record.
+   */
+  private ride(lane: Lane): RidingClaim | undefined {
+    if (this.stopped || !this.session.alive) return undefined;
+    const assignment = this.boundedAssignment();
+    if (!assignment) return undefined;
+    const splits = new Map<string, ObservedSplit>();
+    for (const id of assignment) {
+      if (id === lane.id) continue;
+      const seen = this.observe(id);
+      if (seen && seen !== 'unreadable') splits.set(id, seen);
+    }
+    const held = this.lanesInUse().filter((id) => id !== lane.id);
+    const draining = [...this.lanes.values()].filter((l) => l.state === 'draining' && l.id !== lane.id).map((l) => l.id);
+    const next = claimCandidates({
+      me: this.me, assigned: assignment.filter((id) => id !== lane.id), splits, held, draining,
+      maxInFlight: this.config.maxInFlight, maxAttempts: this.config.maxAttempts, now: wallTime(this.clock),
+    }).find((c) => !c.quarantine && !isTakeover(c.claim));
+    return next ? this.claimer.ride({ kind: 'claim', id: next.id, claim: next.claim, consumesAttempt: next.consumesAttempt }) : undefined;
   }
 
   /**
@@ -315,6 +354,7 @@ export class Worker {
         prefix: this.view.prefix,
         leaseId: this.session.leaseId,
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
+        ...(this.config.prefetch > 0 ? { ride: (l: Lane) => this.ride(l) } : {}),
         onDecline: () => this.revocations.serviceRevocations(),
         onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
         onCommitted: () => this.metrics.commits.inc(),
