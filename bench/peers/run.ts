@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run bench:peers [-- --quick] [--json FILE] [--scenarios a,b] [--systems a,b]`:
+ * `npm run bench:peers [-- --quick] [--json FILE] [--scenarios a,b] [--systems a,b] [--prefetch N]`:
  * one synthetic job run by splitfleet (on a throwaway etcd), BullMQ and
  * hand-rolled Redis `SET NX PX` locks (on a throwaway redis-server), the same
  * items, fleet shape and paced handler for all, every worker its own OS
@@ -57,15 +57,20 @@ function table(name: Name, s: Scenario, rows: [SystemName, ScenarioResult][]): s
   ].join('\n');
 }
 
-function parse(argv: string[]): { quick: boolean; json?: string; names: Name[]; systems: SystemName[] } {
-  const out: { quick: boolean; json?: string; names: Name[]; systems: SystemName[] } = { quick: false, names: [...NAMES], systems: [...SYSTEMS] };
+function parse(argv: string[]): { quick: boolean; json?: string; names: Name[]; systems: SystemName[]; prefetch?: number } {
+  const out: { quick: boolean; json?: string; names: Name[]; systems: SystemName[]; prefetch?: number } = { quick: false, names: [...NAMES], systems: [...SYSTEMS] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') out.quick = true;
     else if (a === '--json') out.json = argv[++i];
     else if (a === '--scenarios') out.names = (argv[++i] ?? '').split(',') as Name[];
     else if (a === '--systems') out.systems = (argv[++i] ?? '').split(',') as SystemName[];
-    else throw new Error(`bench:peers: unknown argument '${a}' (--quick, --json FILE, --scenarios ${NAMES.join(',')}, --systems ${SYSTEMS.join(',')})`);
+    else if (a === '--prefetch') {
+      // splitfleet's prefetch depth (default: the library's, one per lane), handed to its workers.
+      const n = Number(argv[++i]);
+      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`bench:peers: --prefetch: must be an integer ≥ 0 (got ${argv[i]})`);
+      out.prefetch = n;
+    } else throw new Error(`bench:peers: unknown argument '${a}' (--quick, --json FILE, --scenarios ${NAMES.join(',')}, --systems ${SYSTEMS.join(',')}, --prefetch N)`);
   }
   if (out.json === undefined && argv.includes('--json')) throw new Error('bench:peers: --json needs a file name');
   for (const n of out.names) if (!NAMES.includes(n)) throw new Error(`bench:peers: --scenarios: unknown scenario '${n}' (one of ${NAMES.join(', ')})`);
@@ -75,9 +80,10 @@ function parse(argv: string[]): { quick: boolean; json?: string; names: Name[]; 
 
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
+  if (args.prefetch !== undefined) process.env.SPLITFLEET_BENCH_PREFETCH = String(args.prefetch);
   const started = Date.now();
   const load = { start: loadavg(), end: [] as number[] };
-  console.log(`bench:peers${args.quick ? ' --quick' : ''}: node ${process.version}, ${availableParallelism()} cores, load average ${load.start.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`bench:peers${args.quick ? ' --quick' : ''}${args.prefetch !== undefined ? ` --prefetch ${args.prefetch}` : ''}: node ${process.version}, ${availableParallelism()} cores, load average ${load.start.map((x) => x.toFixed(2)).join(' ')}`);
   const etcd = await startBenchEtcd({ quotaBackendBytes: 2 * 1024 ** 3 });
   const redis = await startBenchRedis();
   const results: Record<string, Record<string, ScenarioResult>> = {};

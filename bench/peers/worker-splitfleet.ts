@@ -12,6 +12,8 @@ import { emit, itemsById, runAttempt, waitForGo, workerConfig } from './worker-s
 
 const cfg = workerConfig();
 const items = itemsById(cfg);
+/** The prefetch depth to run with (`bench:peers -- --prefetch N`); absent: the library's default. */
+const prefetch = process.env.SPLITFLEET_BENCH_PREFETCH === undefined ? {} : { prefetch: Number(process.env.SPLITFLEET_BENCH_PREFETCH) };
 
 async function main(): Promise<void> {
   const store = new EtcdStore({ endpoints: [cfg.endpoint], opTimeoutMs: cfg.leaseMs / 2 });
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
     }
   };
   const coordinator = await startCoordinator({
-    store, job: cfg.job, instance: cfg.worker, maxInFlight: cfg.lanes,
+    store, job: cfg.job, instance: cfg.worker, maxInFlight: cfg.lanes, ...prefetch,
     // The same lease as the peers' lock duration; a departed worker's splits go at once (the queues
     // re-run a stalled job as soon as they detect it).
     leaseDurationMs: cfg.leaseMs, opTimeoutMs: cfg.leaseMs / 2, rebalanceDelayMs: 0,

@@ -90,6 +90,8 @@ export class Claimer {
    * again (with prefetch it would claim another named split beyond maxInFlight).
    */
   readonly costing = new Set<string>();
+  /** Splits of a batch whose takeovers' costs are being read (claimAll): lanes in use, like `claiming`. */
+  readonly deciding = new Set<string>();
   /** A takeover was skipped while its cost was being read: reconcile once the reads end. */
   private recostPending = false;
   /** Claims that lost, by split: the observation they were based on (see the header). */
@@ -105,7 +107,16 @@ export class Claimer {
     // lease expiring). A decision whose split moved meanwhile is decided again, never sent with
     // the kind (and cost) of an observation the view no longer holds.
     const decidedOn = new Map(decisions.map((d) => [d.id, this.observed(d.id)]));
-    const costs = await this.takeoverCosts(decisions);
+    // Every decision of this batch spends its lane from now on, not only once its costs are read:
+    // a reconciliation meanwhile would otherwise spend the same lanes on other named splits.
+    const mine = decisions.filter((d) => !this.deciding.has(d.id)).map((d) => d.id);
+    for (const id of mine) this.deciding.add(id);
+    let costs: Map<string, CostedDecision>;
+    try {
+      costs = await this.takeoverCosts(decisions);
+    } finally {
+      for (const id of mine) this.deciding.delete(id);
+    }
     let moved = false;
     for (const d0 of decisions) {
       if (this.observed(d0.id) !== decidedOn.get(d0.id)) {

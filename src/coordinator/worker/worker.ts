@@ -138,7 +138,7 @@ export class Worker {
       ...common,
       clock: this.clock,
       hasLane: (id) => this.lanes.has(id),
-      lanesInUse: () => this.lanes.size + this.claimer.claiming.size + this.claimer.costing.size,
+      lanesInUse: () => this.lanes.size + this.claimer.claiming.size + this.claimer.costing.size + this.claimer.deciding.size,
       isClaiming: (id) => this.claimer.claiming.has(id),
       openLane: (id, spec, rec, rev, progress, progressRev) => void this.openLane(id, spec, rec, rev, progress, progressRev, true),
       schedule: () => this.schedule(),
@@ -257,12 +257,16 @@ export class Worker {
 
   /**
    * The splits whose lanes are in use: open lanes, claims in flight, takeovers being costed
-   * (their claim is on its way), and splits this session owns in the store with no lane (a
-   * write of unknown outcome that landed: settled by settleOrphans, never claimed again, which
-   * would be a reclaim costing a delivery attempt for a lost reply).
+   * (their claim is on its way), splits of a write of unknown outcome until the view says
+   * whether it landed (a claim that timed out may hold its split already), and splits this
+   * session owns in the store with no lane (a write of unknown outcome that landed: settled by
+   * settleOrphans, never claimed again, which would be a reclaim costing a delivery attempt for
+   * a lost reply). With prefetch more is named than the lanes, so a lane must not be spent
+   * twice: once by a claim whose outcome is not known yet, once by another named split.
    */
   private lanesInUse(): string[] {
-    return [...this.lanes.keys(), ...this.claimer.claiming, ...this.claimer.costing, ...this.settler.orphans(), ...this.settler.adopting];
+    const { claiming, costing, deciding } = this.claimer;
+    return [...this.lanes.keys(), ...claiming, ...costing, ...deciding, ...this.settler.uncertain, ...this.settler.orphans(), ...this.settler.adopting];
   }
 
   /**
