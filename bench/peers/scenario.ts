@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 /**
  * One scenario of bench:peers run by one system: prepare the store (BullMQ:
  * one job per item; locks: the `todo` set; splitfleet: nothing, its leader
@@ -210,6 +211,8 @@ export async function runScenario(system: SystemName, s: Scenario, ep: Endpoints
     await until(() => (done.size === items.length || inStore) && (resumeAt === 0 || Date.now() > resumeAt + 1500));
     await new Promise((r) => setTimeout(r, 100)); // the last batched lines
     const lanes = s.workers * s.lanes;
+    // SPLITFLEET_PEERS_LINES=DIR keeps every worker line of each run (DIR/<scenario>-<system>.jsonl), to see where lanes idle.
+    if (process.env.SPLITFLEET_PEERS_LINES) writeFileSync(`${process.env.SPLITFLEET_PEERS_LINES}/${s.name}-${system}.jsonl`, `${JSON.stringify({ t0 })}\n${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
     const figures = measure(lines, { items, lanes, unitMs: s.unitMs, t0, storeDone: inStore, ...(fault ? { fault } : {}), ...(join ? { join } : {}) });
     return { ...figures, workers: s.workers, lanes, items: items.length, totalUnits, errors };
   } finally {

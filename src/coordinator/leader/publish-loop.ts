@@ -134,8 +134,13 @@ export class PublishLoop {
     });
   }
 
-  /** Decide now (the whole plan is seeded), rather than when a seeding-paced timer would fire. */
+  /**
+   * Decide now (the whole plan is seeded), rather than when a seeding-paced timer would fire, or
+   * the pace of a step taken while seeding (an empty pool's: a new job's first decision waited
+   * ~20 ms for it on an idle etcd).
+   */
   now(): void {
+    this.notBefore = 0;
     if (this.cancelTimer) {
       this.cancelTimer();
       this.cancelTimer = undefined;
