@@ -90,7 +90,8 @@ async function fleet(label: string, n: number, splits: number, units: number): P
   const coordinators: Coordinator[] = [];
   for (const [i, store] of stores.entries()) {
     coordinators.push(await startCoordinator({
-      store, job, instance: `w${i}`, logger: capturing(logged), maxInFlight: 3, leaseDurationMs: 4000, opTimeoutMs: 1000,
+      // The keys layout: these cases write split and spec records by hand (a packed job's pages: hostile-records and the simulation).
+      store, job, instance: `w${i}`, logger: capturing(logged), maxInFlight: 3, layout: 'keys', leaseDurationMs: 4000, opTimeoutMs: 1000,
       drainDeadlineMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000,
       planner: () => ({ splits: Array.from({ length: splits }, (_, k) => ({ id: `s-${String(k).padStart(3, '0')}`, weight: 1 + (k % 5) })), final: true }),
       handler,

@@ -37,7 +37,8 @@ describe('a rolling upgrade across record versions (real etcd)', () => {
     const base = {
       // Splits of 1–2 s: the newer build still holds some when it is killed and stopped, so today's
       // build completes splits the newer one wrote (a faster job could finish them all first).
-      endpoint: etcd.endpoint, job, splits: SPLITS, seed: 7, maxInFlight: 3, unitMs: 50, commitEvery: 3, minUnits: 20, maxUnits: 40,
+      // The keys layout: the records each build rewrote are read at the end (a packed job folds them away).
+      endpoint: etcd.endpoint, job, splits: SPLITS, seed: 7, maxInFlight: 3, unitMs: 50, commitEvery: 3, minUnits: 20, maxUnits: 40, layout: 'keys' as const,
       config: { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 2000 },
     };
     const newer = [spawnFleetMember({ ...base, instance: 'new-0', recordExtras: NEWER }), spawnFleetMember({ ...base, instance: 'new-1', recordExtras: NEWER })];

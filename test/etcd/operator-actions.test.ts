@@ -111,7 +111,8 @@ async function job(label: string, instances: string[], o: JobOptions): Promise<J
       const store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 1000 });
       stores.push(store);
       const c = await startCoordinator({
-        store, job: name, instance, logger: silentLogger, maxInFlight: 2, maxAttempts: o.maxAttempts ?? 4, ...fast,
+        // The keys layout: these tests read split records (a packed job's operator actions: test/integration/packed-operators.test.ts).
+        store, job: name, instance, logger: silentLogger, maxInFlight: 2, maxAttempts: o.maxAttempts ?? 4, layout: 'keys', ...fast,
         planner: () => ({ splits: Array.from({ length: o.splits }, (_, k) => ({ id: `s-${String(k).padStart(2, '0')}`, weight: 1 + (k % 3) })), final: true }),
         handler,
       });

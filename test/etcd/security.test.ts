@@ -131,7 +131,7 @@ describe('username and password, one role per job prefix', () => {
     const fleet = await Promise.all(
       ['w-0', 'w-1'].map((instance) =>
         startCoordinator({
-          store: asUser(JOB_A, JOB_A.password), job: 'job-a', instance, maxInFlight: 4,
+          store: asUser(JOB_A, JOB_A.password), job: 'job-a', instance, maxInFlight: 4, layout: 'keys', // the split records are read below
           planner: syntheticPlanner({ splits: 5, seed: 7 }), handler, logger: log, ...fast,
         }),
       ),

@@ -36,7 +36,9 @@ describe('a member joins a settled fleet', () => {
     // Skewed weights (2000–6000 units): balancing is by weight, not count.
     const base = {
       endpoint: etcd.endpoint, job, splits: 14, seed: 5, maxInFlight: 8, unitMs: 20, commitEvery: 10,
-      minUnits: 2000, maxUnits: 6000, config: { ...FAST },
+      // prefetch 0: the work-assignment page's model, where settled means every named split is held
+      // (with prefetch a member may be named more than its lanes: prefetch.test.ts).
+      minUnits: 2000, maxUnits: 6000, config: { ...FAST, prefetch: 0 },
     };
     const fleet = ['w0', 'w1'];
     for (const instance of fleet) open.push(await startInProcess({ ...base, instance }, ledger));

@@ -77,6 +77,9 @@ export class JobContext {
       job: this.job,
       instance,
       maxInFlight: 4,
+      // The keys layout: this suite reads and writes split and spec records directly (a packed job's
+      // queue has its own suites: test/integration/packed-*.test.ts, the packed simulation).
+      layout: 'keys',
       ...FAST,
       assigner: async (input) => referenceAssignment(input),
       logger: silentLogger,

@@ -359,54 +359,7 @@ export class Lane {
         this.refused(kind, args, e);
         throw e;
       }
-      const txn = laneTxn(guards.fence, write);
-      // A completion may carry the claim of the lane's next split (decision 0055). Joined, a loss
-      // does not say which part's compares failed: the completion is then sent alone, below.
-      const ride = write.what === 'complete' ? this.ctx.ride?.(this) : undefined;
-      let rode: Extract<RideOutcome, { kind: 'won' }> | undefined;
-      let res: WriteOutcome | undefined;
-      if (ride) {
-        try {
-          const joined = await store.txn(joinTxns([txn, ride.txn]));
-          if (joined.won) {
-            res = { won: true, revision: joined.revision };
-            rode = { kind: 'won', revision: joined.revision, reads: joined.reads.slice(txn.success.filter((o) => o.op === 'get').length) };
-          } else ride.settle({ kind: 'lost' });
-        } catch (e) {
-          if (!isRetryable(e)) {
-            // Refused before it was applied (the joined request, say): the completion goes alone.
-            ride.settle({ kind: 'lost' });
-          } else {
-            // Unknown: the claim's split goes to the orphan settler; the completion is read back.
-            ride.settle({ kind: 'unknown' });
-            guards.unknown = write;
-            try {
-              res = await guards.readBack();
-            } catch {
-              throw e;
-            }
-          }
-        }
-      }
-      if (res === undefined) try {
-        res = await store.txn(txn);
-      } catch (e) {
-        if (!isRetryable(e)) {
-          this.refused(kind, args, e);
-          throw e;
-        }
-        // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
-        // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
-        // not landed, the caller may send it again; moved on, the lane is lost.
-        guards.unknown = write;
-        let settled: WriteOutcome | undefined;
-        try {
-          settled = await guards.readBack();
-        } catch {
-          throw e; // still unknown (or not landed): retryable, settled before the next write
-        }
-        res = settled;
-      }
+      const { res, ride, rode } = await this.send(kind, args, write);
       this.apply(write, res);
       // The lane has ended (the completion landed): the claim that rode with it opens the next.
       if (rode) ride!.settle(rode);
@@ -417,6 +370,66 @@ export class Lane {
     this.chain = p.catch(() => undefined);
     if (settled) void p.then(settled, settled);
     return p;
+  }
+
+  /**
+   * Sends one lane write and finds out its outcome: a write of unknown outcome is read back
+   * (landed, it counts as won). A completion may carry the claim of the lane's next split
+   * (decision 0055); joined, a loss does not say which part's compares failed, so the completion
+   * is then sent alone. Rejects when the write was refused for good or is still unknown.
+   */
+  private async send(kind: LaneWriteKind, args: LaneWriteArgs, write: LaneWrite): Promise<{ res: WriteOutcome; ride: RidingClaim | undefined; rode: Extract<RideOutcome, { kind: 'won' }> | undefined }> {
+    const { store } = this.ctx;
+    const { guards } = this;
+    const txn = laneTxn(guards.fence, write);
+    // A completion may carry the claim of the lane's next split (decision 0055). Joined, a loss
+    // does not say which part's compares failed: the completion is then sent alone, below.
+    const ride = write.what === 'complete' ? this.ctx.ride?.(this) : undefined;
+    let rode: Extract<RideOutcome, { kind: 'won' }> | undefined;
+    let res: WriteOutcome | undefined;
+    if (ride) {
+      try {
+        const joined = await store.txn(joinTxns([txn, ride.txn]));
+        if (joined.won) {
+          res = { won: true, revision: joined.revision };
+          rode = { kind: 'won', revision: joined.revision, reads: joined.reads.slice(txn.success.filter((o) => o.op === 'get').length) };
+        } else ride.settle({ kind: 'lost' });
+      } catch (e) {
+        if (!isRetryable(e)) {
+          // Refused before it was applied (the joined request, say): the completion goes alone.
+          ride.settle({ kind: 'lost' });
+        } else {
+          // Unknown: the claim's split goes to the orphan settler; the completion is read back.
+          ride.settle({ kind: 'unknown' });
+          guards.unknown = write;
+          try {
+            res = await guards.readBack();
+          } catch {
+            throw e;
+          }
+        }
+      }
+    }
+    if (res === undefined) try {
+      res = await store.txn(txn);
+    } catch (e) {
+      if (!isRetryable(e)) {
+        this.refused(kind, args, e);
+        throw e;
+      }
+      // Unknown outcome: the write may have landed with its reply lost. Read it back: landed,
+      // it counts as won (no later write fenced by our own, no lane lost, no attempt spent);
+      // not landed, the caller may send it again; moved on, the lane is lost.
+      guards.unknown = write;
+      let settled: WriteOutcome | undefined;
+      try {
+        settled = await guards.readBack();
+      } catch {
+        throw e; // still unknown (or not landed): retryable, settled before the next write
+      }
+      res = settled;
+    }
+    return { res, ride, rode };
   }
 
   /** The outcome of a write, known at last: adopt its revisions, or end the lane as fenced. */

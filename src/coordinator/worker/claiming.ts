@@ -21,6 +21,7 @@
  *   uncertain: the orphan settler finds out whether it landed. It is never
  *   claimed again meanwhile.
  */
+import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { isRetryable, isSplitfleetError } from '../../errors.js';
 import { decodeRecord, fingerprintHash, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
@@ -79,6 +80,8 @@ export interface ClaimerContext extends WorkerParts {
   won: (p: PreparedClaim, revision: number, progress: KeyValue | undefined) => void;
   /** Reconcile again (after claims finish, won or not). */
   schedule: () => void;
+  /** The worker's clock: how long a split whose progress cannot be read is left alone (UNREADABLE_HOLD). */
+  clock: Clock;
 }
 
 export class Claimer {
@@ -96,6 +99,14 @@ export class Claimer {
   private recostPending = false;
   /** Claims that lost, by split: the observation they were based on (see the header). */
   private readonly lostClaims = new Map<string, string>();
+  /**
+   * Splits a claim of which found their progress record unreadable, and until when (clock ms)
+   * they are not claimed again: the claim is given back (the orphan settler), and claiming it
+   * again at once would loop claim → release on a record nobody watches (found with prefetch,
+   * where another named split takes the lane meanwhile). Retried after reconcileIntervalMs,
+   * by then perhaps repaired; the split costs itself, not the lane.
+   */
+  private readonly unreadableProgress = new Map<string, number>();
 
   constructor(private readonly ctx: ClaimerContext) {}
 
@@ -184,8 +195,7 @@ export class Claimer {
           try {
             this.ctx.won(claim, outcome.revision, outcome.reads[0]);
           } catch (e) {
-            this.ctx.uncertain(claim.id);
-            this.ctx.log.error({ split: claim.id, err: (e as Error).message }, 'claimed a split whose progress record cannot be read');
+            this.unreadable(claim.id, e);
           }
         } else if (outcome.kind === 'unknown') {
           this.ctx.uncertain(claim.id);
@@ -267,6 +277,15 @@ export class Claimer {
     return out;
   }
 
+  /** A claim landed on a split whose progress record cannot be read: given back, and left alone for a while. */
+  private unreadable(id: string, e: unknown): void {
+    const { clock, config, log } = this.ctx;
+    this.ctx.uncertain(id);
+    this.unreadableProgress.set(id, clock.now() + config.reconcileIntervalMs);
+    clock.setTimer(config.reconcileIntervalMs, () => this.ctx.schedule());
+    log.error({ split: id, err: (e as Error).message, retryInMs: config.reconcileIntervalMs }, 'claimed a split whose progress record cannot be read; giving it back');
+  }
+
   /** The observation a claim of `id` is decided on: the revisions of its record and lease key in the view. */
   private observed(id: string): string {
     const seen = this.ctx.view.split(id);
@@ -277,6 +296,11 @@ export class Claimer {
   private prepare(d: CostedDecision): PreparedClaim | undefined {
     const { view, session, config } = this.ctx;
     if (this.claiming.has(d.id) || this.ctx.hasLane(d.id)) return undefined;
+    const heldOff = this.unreadableProgress.get(d.id);
+    if (heldOff !== undefined) {
+      if (this.ctx.clock.now() < heldOff) return undefined;
+      this.unreadableProgress.delete(d.id);
+    }
     const seen = view.split(d.id);
     const record = seen?.record;
     const spec = seen?.spec;
@@ -321,8 +345,7 @@ export class Claimer {
         } catch (e) {
           // An unreadable progress record: no lane can resume from it. The lease key we wrote
           // stays ours until the orphan settler or our session gives it back.
-          this.ctx.uncertain(p.id);
-          log.error({ split: p.id, err: (e as Error).message }, 'claimed a split whose progress record cannot be read');
+          this.unreadable(p.id, e);
         }
       }
       return true;

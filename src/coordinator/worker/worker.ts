@@ -133,6 +133,7 @@ export class Worker {
       uncertain: (id) => this.settler.uncertain.add(id),
       won: (p, revision, progress) => this.claimWon(p, revision, progress),
       schedule: () => this.schedule(),
+      clock: this.clock,
     });
     this.settler = new OrphanSettler({
       ...common,
