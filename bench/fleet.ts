@@ -123,7 +123,8 @@ function options(): Options {
       json: { type: 'string' },
       'leader-heap': { type: 'string', default: 'default' },
       'leader-prof': { type: 'string' },
-      layout: { type: 'string', default: 'keys' },
+      // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
+      layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
       'host-nice': { type: 'string', default: '10' },
       help: { type: 'boolean', short: 'h' },
     },
