@@ -1,12 +1,13 @@
 /**
  * The leader's publishing loop: when `publishAssignments` (publish.ts) runs.
- * A change starts a step as soon as the previous one has landed and the pace
- * allows (substrate.md, "Prefetch": decisions paced by what they cost, not a
- * fixed interval; decision 0053): a step may start no sooner after the last
- * one ended than that step took, start to last write (at most MAX_PACE_MS),
- * so deciding takes at most about half the leader's time whatever the job's
- * size, and a small job decides within a turn of the event loop. While a plan
- * is being seeded, steps are SEEDING_PUBLISH_MS apart. One step is in flight
+ * A change starts a step as soon as the previous one has landed (substrate.md,
+ * "Prefetch": decisions paced by what they cost, not a fixed interval;
+ * decision 0053): one step is in flight, and the next waits for the view to
+ * see its writes, so a small job decides within a turn of the event loop and
+ * a large one as fast as its steps complete. A step that did not finish (a
+ * write lost or failed) holds the next for its own duration, at least
+ * RETRY_PACE_MS and at most MAX_PACE_MS. While a plan is being seeded, steps
+ * are SEEDING_PUBLISH_MS apart. One step is in flight
  * at a time, and changes arriving during it trigger one more (latest wins).
  * The rebalance-delay window's next expiry sets one timer.
  *
@@ -29,10 +30,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { publishAssignments, type Assigner, type ColumnarAssigner, type EngineReady, type Promote, type PublishFence } from './publish.js';
 
-/**
- * The longest the pace holds a step back: the last step's duration, capped, so one slow step
- * (a store that stalled) does not hold the next for as long.
- */
+/** The longest a step that did not finish holds the next back (its own duration, capped). */
 export const MAX_PACE_MS = 1000;
 /**
  * The least pace after a step that did not finish (a write lost or failed, a promotion lost):
@@ -211,9 +209,12 @@ export class PublishLoop {
       this.again = retry = true;
     } finally {
       this.running = false;
+      // A step that finished is followed at once by the next change's (its cost paced it: one in
+      // flight, and the next waits for the view to see this one's writes). Pacing by the step's own
+      // duration as well halved the decision rate where a step waits on the store (a 1M packed fleet:
+      // 0.3 decisions a second against 1.5 with a fixed 25 ms); only a step that did not finish waits.
       const ended = ctx.clock.now();
-      const pace = Math.min(MAX_PACE_MS, ended - started);
-      this.notBefore = ended + (retry ? Math.max(RETRY_PACE_MS, pace) : pace);
+      this.notBefore = retry ? ended + Math.max(RETRY_PACE_MS, Math.min(MAX_PACE_MS, ended - started)) : ended;
       if (this.again && ctx.term() === term) {
         this.again = false;
         this.schedule();
