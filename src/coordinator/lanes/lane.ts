@@ -332,7 +332,7 @@ export class Lane {
         const why = this.timeoutFailure !== undefined ? `the lane timed out (${this.timeoutFailure})` : 'this lane no longer holds the split';
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, ${why}`);
       }
-      const { store, config } = this.ctx;
+      const { config } = this.ctx;
       // A previous write of unknown outcome first: did it land? Then its revisions are our guards
       // (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
       const { guards } = this;
