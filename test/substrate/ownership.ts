@@ -207,8 +207,10 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
     it('a handler that always throws: quarantined at maxAttempts, never offered again; the final plan is stalled on every instance', async () => {
       const ctx = job('throws');
       const calls = new Map<string, string[]>();
+      const runsOfBad: string[] = []; // instance, epoch and attempts of each run: what to read when the count is off
       const handler = (instance: string) => async (s: SplitHandle) => {
         calls.set(instance, [...(calls.get(instance) ?? []), s.id]);
+        if (s.id === 'bad') runsOfBad.push(`${instance} epoch ${s.epoch} attempts ${s.attempts}`);
         if (s.id === 'bad') throw new Error('cannot parse this object');
         await s.complete(1);
       };
@@ -222,7 +224,13 @@ export function ownershipSuite(backend: string, fixture: () => SubstrateFixture)
       expect(await ctx.split('good-1')).toMatchObject({ status: 'completed' });
       expect(await ctx.split('good-2')).toMatchObject({ status: 'completed' });
       const all = [...calls.values()].flat();
-      expect(all.filter((id) => id === 'bad')).toHaveLength(3);
+      // A run of 'bad' that threw while its split was being revoked (the leader moved it as members
+      // joined) is a failed drain: a forced release, no attempt (docs/protocol.md, Revocation). Every
+      // other run costs one. The good splits complete at once, so every forced release is one of 'bad'.
+      let forced = 0;
+      for (const c of fleet) for (const v of (await c.metrics.revocations.get()).values) if (v.labels.outcome !== 'cooperative') forced += v.value;
+      expect(all.filter((id) => id === 'bad'), runsOfBad.join('; ')).toHaveLength(3 + forced);
+      expect(forced, 'revocations of a split that throws at once').toBeLessThanOrEqual(2);
       expect(fleet.some((c) => !calls.has(c.instance)), 'an idle standby that ran nothing').toBe(true);
     });
 
