@@ -28,6 +28,10 @@ let gCap: usize = 0;
 let gLoad: usize = 0;
 let gW: usize = 0;
 let gOwner: usize = 0;
+/** How many candidates the move rule looks at for one the donor does not hold (reference.ts MOVE_SCAN). */
+const MOVE_SCAN: i32 = 64;
+/** Per pool position: the member holding the split (its live lease owner), or -1. */
+let gLeaseOf: usize = 0;
 let gListPtr: usize = 0;
 let gListLen: usize = 0;
 let gListCap: usize = 0;
@@ -64,8 +68,11 @@ let outOfMemory = false;
   return handle < 0 ? -1 : i32At(mapP, handle);
 }
 
-/** The move rule: index in the donor's list of the heaviest split with w ≤ room, else the last. */
-function chooseMove(list: usize, len: i32, room: f64): i32 {
+/**
+ * The move rule: index in the donor's list of the heaviest split with w ≤ room, else the last;
+ * one the donor does not hold before one it holds (reference.ts chooseMove, decision 0057).
+ */
+function chooseMove(list: usize, len: i32, room: f64, from: i32): i32 {
   let lo = 0;
   let hi = len;
   while (lo < hi) {
@@ -73,7 +80,15 @@ function chooseMove(list: usize, len: i32, room: f64): i32 {
     if (f64At(gW, i32At(list, mid)) <= room) hi = mid;
     else lo = mid + 1;
   }
-  return lo < len ? lo : len - 1;
+  if (lo < len) {
+    for (let k = lo; k < len && k < lo + MOVE_SCAN; k++) if (i32At(gLeaseOf, i32At(list, k)) != from) return k;
+    return lo;
+  }
+  const lightest = f64At(gW, i32At(list, len - 1));
+  for (let k = len - 1; k >= 0 && k > len - 1 - MOVE_SCAN && f64At(gW, i32At(list, k)) == lightest; k--) {
+    if (i32At(gLeaseOf, i32At(list, k)) != from) return k;
+  }
+  return len - 1;
 }
 
 function lowerIndex(list: usize, len: i32, x: i32): i32 {
@@ -162,6 +177,7 @@ export function decide(): i32 {
   const wEff = take(<usize>L << 3);
   gW = take(<usize>L << 3);
   gOwner = take(<usize>L << 2);
+  gLeaseOf = take(<usize>L << 2);
   gCount = take(<usize>m << 2);
   gLoad = take(<usize>m << 3);
   const fHeap = take(<usize>m << 2), fPos = take(<usize>m << 2), fSlots = take((<usize>m << 4) + 64);
@@ -214,6 +230,7 @@ export function decide(): i32 {
     i32Put(pRec, n, recH);
     f64Put(wEff, n, effective(w));
     const j = member(mapP, lease);
+    i32Put(gLeaseOf, n, j);
     if (isFree(j)) {
       i32Put(gOwner, n, j);
       i32Put(gCount, j, i32At(gCount, j) + 1);
@@ -327,7 +344,7 @@ export function decide(): i32 {
     }
     const list = <usize>load<u32>(gListPtr + (<usize>from << 2));
     const at = chooseMove(list, i32At(gListLen, from),
-      Math.min(f64At(gLoad, from) - mean, mean - f64At(gLoad, to)));
+      Math.min(f64At(gLoad, from) - mean, mean - f64At(gLoad, to)), from);
     const pick = i32At(list, at);
     // Both members' keys change: out of both heaps first, back in after (as reference.ts).
     heapRemove(FREE, to);

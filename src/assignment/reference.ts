@@ -16,7 +16,8 @@
  *   3. improve — from the donor that keeps the most load after giving its
  *                lightest split, to the lightest member with a free lane: the
  *                heaviest split that takes neither side across the mean, else
- *                the donor's lightest; admitted only when
+ *                the donor's lightest, one the donor does not hold before one
+ *                it does (a held split costs a drain); admitted only when
  *                load(from) > load(to) + w; until no move is admissible.
  */
 import { compareKeyed, hashInto, seedState } from '../hash.js';
@@ -178,7 +179,7 @@ export function referenceAssignment(input: AssignmentInput): AssignmentResult {
       break;
     }
     const list = held[from]!;
-    const pick = list[chooseMove(list, w, Math.min(load[from]! - mean, mean - load[to]!))]!;
+    const pick = list[chooseMove(list, w, Math.min(load[from]! - mean, mean - load[to]!), (i) => pool[i]!.lease === from)]!;
     // Both members' keys change: take both out of both heaps before the
     // move and put them back after, so no sift ever runs against a stale key.
     freeHeap.remove(to);
@@ -227,18 +228,34 @@ export function referenceAssignment(input: AssignmentInput): AssignmentResult {
  * heaviest split with w ≤ `room` (the smaller of the donor's excess over the
  * mean and the receiver's deficit below it), so neither side crosses the mean;
  * when none fits, the donor's lightest split (the smallest overshoot).
+ * A split the donor holds (its live lease owner) costs a drain to move, one
+ * only named for it (prefetched) costs nothing: among the splits that fit,
+ * the heaviest the donor does not hold is taken before any it holds, and
+ * among the lightest (when none fits) likewise (decision 0057).
  * Returns an index into `list`.
  */
-export function chooseMove(list: readonly number[], w: ArrayLike<number>, room: number): number {
+export function chooseMove(list: readonly number[], w: ArrayLike<number>, room: number, heldByDonor: (i: number) => boolean): number {
+  const len = list.length;
   let lo = 0;
-  let hi = list.length;
+  let hi = len;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (w[list[mid]!]! <= room) hi = mid;
     else lo = mid + 1;
   }
-  return lo < list.length ? lo : list.length - 1;
+  // The search for one not held looks at MOVE_SCAN candidates at most: a step stays O(log k)
+  // plus a constant, however long a donor's list (a member named thousands of splits).
+  if (lo < len) {
+    for (let k = lo; k < len && k < lo + MOVE_SCAN; k++) if (!heldByDonor(list[k]!)) return k;
+    return lo;
+  }
+  const lightest = w[list[len - 1]!]!;
+  for (let k = len - 1; k >= 0 && k > len - 1 - MOVE_SCAN && w[list[k]!]! === lightest; k--) if (!heldByDonor(list[k]!)) return k;
+  return len - 1;
 }
+
+/** How many candidates the move rule looks at for one the donor does not hold (assembly/passes.ts: the same). */
+export const MOVE_SCAN = 64;
 
 function moveSplit(held: number[][], from: number, to: number, pick: number): void {
   const src = held[from]!;

@@ -189,6 +189,32 @@ describe.each(ENGINES)('engine %s', (engine) => {
       checkAll(input, decide(engine, input));
     });
 
+    test.prop([fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 3 }), fc.string({ maxLength: 8 })], RUNS)(
+      'a member joining a prefetching fleet takes named splits before held ones (decision 0057)',
+      (members, holds, named, seed) => {
+        // Each member holds `holds` splits (its live lease) and is named `named` more (prefetch),
+        // all of one weight; a newcomer joins. Moving a named split costs nothing, a held one a drain.
+        const cap = holds + named;
+        const splits: AssignmentInput['splits'] = [];
+        const ids = Array.from({ length: members }, (_, j) => `m-${j}`);
+        for (const id of ids) {
+          for (let k = 0; k < holds; k++) splits.push({ id: `${id}-held-${k}`, weight: 1, leaseOwner: id, recordOwner: id, previous: id });
+          for (let k = 0; k < named; k++) splits.push({ id: `${id}-named-${k}`, weight: 1, previous: id });
+        }
+        const input: AssignmentInput = { seed, members: [...ids, 'newcomer'].map((id) => ({ id, cap })), splits };
+        const r = decide(engine, input);
+        checkAll(input, r);
+        const at = new Map(Object.entries(r.assignment).flatMap(([m, list]) => list.map((id) => [id, m] as const)));
+        // A member gives up a split it holds only once none of its named ones is left to give.
+        for (const id of ids) {
+          const heldMoved = splits.filter((s) => s.leaseOwner === id && at.get(s.id) !== id).map((s) => s.id);
+          const namedKept = splits.filter((s) => s.previous === id && !s.leaseOwner && at.get(s.id) === id).map((s) => s.id);
+          expect(heldMoved.length === 0 || namedKept.length === 0, `${id} gave ${heldMoved.join(',')} and kept ${namedKept.join(',')}`).toBe(true);
+        }
+        expect(r.assignment['newcomer']!.length).toBeGreaterThan(0);
+      },
+    );
+
     test.prop([assignmentInput(), fc.string({ maxLength: 12 })], RUNS)(
       'any seed gives a valid, locally optimal assignment',
       (input, seed) => {
