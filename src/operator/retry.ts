@@ -2,10 +2,11 @@
  * retrySplits: returns quarantined splits to runnable with their attempts
  * reset (`splitfleet retry`). Each batch is one transaction guarded by every
  * split record's revision as read, so a split that changed meanwhile is read
- * again, never overwritten. A final plan that had stopped as `stalled` has
- * its verdict cleared last (by CAS), so the job can run again: while a fleet
- * runs, its leader assigns the splits at once; a fleet that had stopped on
- * the verdict is started again. The transactions are built by
+ * again, never overwritten. Each batch also compares and rewrites the plan
+ * record, clearing a `stalled` verdict in the same transaction, so a verdict
+ * decided before the retry cannot land after it (decision 0058): while a
+ * fleet runs, its leader assigns the splits at once; a fleet that had
+ * stopped on the verdict is started again. The transactions are built by
  * protocol/operator-txns.ts (`retryTxn`, `clearVerdictTxn`).
  *
  * A packed job (decision 0037) needs nothing else: a quarantined split always
@@ -16,7 +17,7 @@
 import { SplitfleetError } from '../errors.js';
 import { idProblem, isValidId, planKey, splitKey } from '../protocol/keys.js';
 import { clearVerdictTxn, retryTxn } from '../protocol/operator-txns.js';
-import { decodeRecord, type SplitRecord } from '../protocol/records.js';
+import { decodeRecord, type PlanRecord, type SplitRecord } from '../protocol/records.js';
 import type { KeyValue, Store } from '../store/store.js';
 import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
 import { pagedState } from './packed-read.js';
@@ -48,23 +49,36 @@ export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
   const { store } = options;
   let targets = first;
   const retried: string[] = [];
-  // Compares and ops are limited per branch: a split costs one of each, and the summary's delete one op (retryTxn).
-  const perTxn = store.limits.maxOpsPerTxn - 1;
+  let verdictCleared = false;
+  // Compares and ops are limited per branch: a split costs one of each, the summary's delete and the plan's put one op each (retryTxn).
+  const perTxn = store.limits.maxOpsPerTxn - 2;
   for (let attempt = 0; targets.length > 0; attempt++) {
     if (attempt >= ACTION_ATTEMPTS) throw contended('retrying quarantined splits');
     const lost: string[] = [];
     for (let i = 0; i < targets.length; i += perTxn) {
       const batch = targets.slice(i, i + perTxn);
-      const res = await store.txn(retryTxn(job.prefix, batch.map((t) => ({ rec: t.rec, modRevision: t.kv.modRevision }))));
-      if (res.won) retried.push(...batch.map((t) => t.rec.id));
-      else lost.push(...batch.map((t) => t.rec.id));
+      // The plan as it is now: each batch rewrites it, so a verdict decided before it cannot land after it.
+      const plan = await readPlan(store, job);
+      const res = await store.txn(retryTxn(job.prefix, batch.map((t) => ({ rec: t.rec, modRevision: t.kv.modRevision })), plan));
+      if (res.won) {
+        retried.push(...batch.map((t) => t.rec.id));
+        if (plan.rec.verdict === 'stalled') verdictCleared = true;
+      } else lost.push(...batch.map((t) => t.rec.id));
     }
     // A batch lost: one of its splits changed. Read them again; those still quarantined are retried.
     targets = lost.length === 0 ? [] : (await Promise.all(lost.map((id) => readSplit(store, job, id))))
       .filter((t): t is Target => t !== undefined && t.rec.status === 'quarantined');
   }
-  const verdictCleared = retried.length > 0 || job.plan.verdict === 'stalled' ? await clearStalled(store, job) : false;
+  // Nothing to retry, but a stalled verdict (a second retry after the first's splits ran and quarantined again, say).
+  if (retried.length === 0 && job.plan.verdict === 'stalled') verdictCleared = await clearStalled(store, job);
   return { retried: retried.sort(), verdictCleared };
+}
+
+/** The plan record as it is now, with its revision; a job whose plan went meanwhile is refused. */
+async function readPlan(store: Store, job: FoundJob): Promise<{ rec: PlanRecord; modRevision: number }> {
+  const kv = await store.get(planKey(job.prefix));
+  if (!kv) throw new SplitfleetError('INVALID_INPUT', `job "${job.job}": its plan record is gone (deleted meanwhile?); nothing was retried in this batch`);
+  return { rec: decodeRecord('plan', kv.key, kv.value, job.fp), modRevision: kv.modRevision };
 }
 
 /** What `retrySplits` would do (`splitfleet retry --dry-run`); nothing is written. */

@@ -51,14 +51,25 @@ export function teardownTxn(keys: readonly string[]): Txn {
  * refused (INVALID_RECORD) before anything is built. The job's summary is
  * deleted in the same transaction: a finished job's summary is trusted
  * without a leader (`summaryTrust`), and must not outlive the first record a
- * retry changes (decision 0040 addendum). One op beyond the records: a batch
- * holds at most `maxOpsPerTxn - 1` of them.
+ * retry changes (decision 0040 addendum).
+ *
+ * The plan record is compared at the revision read and written again in the
+ * same transaction (a `stalled` verdict cleared, any other plan as read): a
+ * verdict is written only over the plan revision it was decided on
+ * (`verdictTxn`), so one decided before this retry can no longer land after
+ * it and stop the fleet with runnable splits (decision 0058). Two ops beyond
+ * the records: a batch holds at most `maxOpsPerTxn - 2` of them.
  */
-export function retryTxn(prefix: string, records: readonly Revisioned<SplitRecord>[]): Txn {
+export function retryTxn(prefix: string, records: readonly Revisioned<SplitRecord>[], plan: Revisioned<PlanRecord>): Txn {
   const next = records.map((r) => retriedRecord(r.rec));
+  const planned = plan.rec.verdict === 'stalled' ? clearedStalledPlan(plan.rec) : plan.rec;
   return {
-    compares: records.map((r) => cmp.modRevision(splitKey(prefix, r.rec.id), r.modRevision)),
-    success: [...next.map((rec) => op.put(splitKey(prefix, rec.id), encodeRecord('split', rec))), op.delete(summaryKey(prefix))],
+    compares: [...records.map((r) => cmp.modRevision(splitKey(prefix, r.rec.id), r.modRevision)), cmp.modRevision(planKey(prefix), plan.modRevision)],
+    success: [
+      ...next.map((rec) => op.put(splitKey(prefix, rec.id), encodeRecord('split', rec))),
+      op.delete(summaryKey(prefix)),
+      op.put(planKey(prefix), encodeRecord('plan', planned)),
+    ],
   };
 }
 

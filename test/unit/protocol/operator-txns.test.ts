@@ -6,6 +6,8 @@ import {
   clearedStalledPlan, clearVerdictTxn, controlTxn, planDeleteTxn, retryTxn, teardownTxn,
 } from '../../../src/protocol/operator-txns.js';
 import { decodeRecord, encodeRecord, type PlanRecord, type SplitRecord } from '../../../src/protocol/records.js';
+import { verdictTxn } from '../../../src/protocol/leader-txns.js';
+import { MemoryStore } from '../../../src/store/memory.js';
 import { cmp, op } from '../../../src/store/store.js';
 
 const fp = '0123456789abcdef';
@@ -25,16 +27,39 @@ describe('delete', () => {
 
 describe('retry', () => {
   it('every split compared at the revision read → runnable, attempts 0, reason gone, epoch kept', () => {
-    const t = retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: 5 }, { rec: split({ id: 'b', epoch: 7 }), modRevision: 9 }]);
-    expect(t.compares).toEqual([cmp.modRevision(`${P}split.a`, 5), cmp.modRevision(`${P}split.b`, 9)]);
+    const t = retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: 5 }, { rec: split({ id: 'b', epoch: 7 }), modRevision: 9 }], { rec: plan(), modRevision: 3 });
+    expect(t.compares).toEqual([cmp.modRevision(`${P}split.a`, 5), cmp.modRevision(`${P}split.b`, 9), cmp.modRevision(`${P}plan`, 3)]);
     // The summary goes in the same transaction: a finished job's summary must not outlive a retried record.
-    expect(t.success.map((o) => `${o.op} ${o.key}`)).toEqual([`put ${P}split.a`, `put ${P}split.b`, `delete ${P}summary`]);
+    expect(t.success.map((o) => `${o.op} ${o.key}`)).toEqual([`put ${P}split.a`, `put ${P}split.b`, `delete ${P}summary`, `put ${P}plan`]);
     expect(decodeRecord('split', `${P}split.b`, put(t, 1).value, fp)).toEqual({ v: 1, fp, id: 'b', epoch: 7, status: 'runnable', owner: '', attempts: 0 });
+    // A plan without a verdict is written back as read: only its revision moves.
+    expect(decodeRecord('plan', `${P}plan`, put(t, 3).value, fp)).toEqual(plan());
+  });
+  it('a stalled verdict is cleared in the retry\'s own transaction', () => {
+    const t = retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: 5 }], { rec: plan({ verdict: 'stalled', cursor: 'c' }), modRevision: 20 });
+    expect(decodeRecord('plan', `${P}plan`, put(t, 2).value, fp)).toEqual(plan({ cursor: 'c' }));
+  });
+  it('a verdict decided before a retry cannot land after it (the retry moves the plan it compares)', async () => {
+    const store = new MemoryStore();
+    const planKv = async () => (await store.get(`${P}plan`))!;
+    await store.txn({ compares: [], success: [op.put(`${P}plan`, encodeRecord('plan', plan())), op.put(`${P}split.a`, encodeRecord('split', split({ id: 'a' })))] });
+    // The leader decides `stalled` on the plan at this revision (every split quarantined)...
+    const decidedOn = { rec: plan(), modRevision: (await planKv()).modRevision };
+    const verdict = verdictTxn(P, cmp.modRevision(`${P}plan`, decidedOn.modRevision), decidedOn, 'stalled');
+    // ...an operator retries meanwhile...
+    const a = (await store.get(`${P}split.a`))!;
+    const retry = await store.txn(retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: a.modRevision }], { rec: plan(), modRevision: (await planKv()).modRevision }));
+    expect(retry.won).toBe(true);
+    // ...and the verdict, sent late, loses: the plan does not say stalled over a runnable split.
+    expect((await store.txn(verdict)).won).toBe(false);
+    expect(decodeRecord('plan', `${P}plan`, (await planKv()).value, fp).verdict).toBeUndefined();
+    expect(decodeRecord('split', `${P}split.a`, (await store.get(`${P}split.a`))!.value, fp).status).toBe('runnable');
+    await store.close();
   });
   it('refuses a record that is not quarantined: INVALID_RECORD naming the rule, and builds nothing', () => {
     let caught: unknown;
     try {
-      retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: 5 }, { rec: split({ id: 'b', status: 'completed' }), modRevision: 6 }]);
+      retryTxn(P, [{ rec: split({ id: 'a' }), modRevision: 5 }, { rec: split({ id: 'b', status: 'completed' }), modRevision: 6 }], { rec: plan(), modRevision: 3 });
     } catch (e) {
       caught = e;
     }
