@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
+import { hasLease } from '../protocol/ephemeral.js';
 import { workerKey } from '../protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../protocol/records.js';
 import { withCallOptions } from '../store/instrumented.js';
@@ -119,8 +120,9 @@ export class Session {
   /**
    * Recreates the presence key if it vanished while the lease lives (deleted
    * by hand), or rewrites it if what is there cannot be read (written by
-   * hand or by a script): until then the leader does not count this instance
-   * as a member. A readable key of another run is left alone: that is a
+   * hand or by a script), or carries no etcd lease (put by hand, restored:
+   * not live): until then the leader does not count this instance as a
+   * member. A readable, leased key of another run is left alone: that is a
    * duplicate, which the coordinator's presence check reports.
    */
   async ensurePresence(): Promise<void> {
@@ -132,10 +134,14 @@ export class Session {
     }
     const existing = res.reads[0];
     if (!existing) return;
+    // On no etcd lease (put by hand, restored): not live, so no other run's, whatever it says (protocol/ephemeral.ts).
+    let replace = !hasLease(existing);
     try {
       decodeRecord('worker', existing.key, existing.value, fingerprintHash(this.config.fingerprint));
-      return;
     } catch {
+      replace = true;
+    }
+    if (replace) {
       const took = await this.store.compareAndSwap(this.presenceKey, existing.modRevision, this.presenceValue(), this.leaseId);
       if (took.won) this.presenceRevision = took.revision;
     }

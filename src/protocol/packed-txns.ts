@@ -106,7 +106,8 @@ export function foldTxn(prefix: string, fp: string, leadership: Compare, pages: 
     success.push(op.put(key, encodeRecord('folded', { v: SCHEMA_VERSION, fp, bucket: p.bucket, page: p.page, bits: p.bits.encode() })));
   }
   for (const s of splits) {
-    compares.push(cmp.modRevision(splitKey(prefix, s.id), s.splitRevision), cmp.absent(leaseKey(prefix, s.id)));
+    // No live lease key: one put by hand without a lease is no holder (protocol/ephemeral.ts).
+    compares.push(cmp.modRevision(splitKey(prefix, s.id), s.splitRevision), cmp.noLease(leaseKey(prefix, s.id)));
     success.push(op.delete(splitKey(prefix, s.id)), op.delete(specKey(prefix, s.id)), op.delete(progressKey(prefix, s.id)));
   }
   return { compares, success };

@@ -70,14 +70,16 @@ export interface ClaimTxn {
 /**
  * The transaction of one claim or quarantine of split `id`, from the record
  * and lease key observed. `lease` is the live `lease.{id}` key (its etcd
- * lease) when the claim is a reclaim of our own earlier run's.
+ * lease) when the claim is a reclaim of our own earlier run's. Any other
+ * claim compares the lease key as carrying no lease: absent, or put without
+ * one (by hand: not live, protocol/ephemeral.ts), which the claim writes over.
  */
 export function claimTxn(
   w: Writer, id: string, order: ClaimOrder, record: Revisioned<SplitRecord>, lease: { readonly lease?: string | undefined } | undefined, maxAttempts: number,
 ): ClaimTxn {
   const sk = splitKey(w.prefix, id);
   const lk = leaseKey(w.prefix, id);
-  const compares = [cmp.modRevision(sk, record.modRevision), order.claim === 'reclaim' ? cmp.lease(lk, lease?.lease ?? '') : cmp.absent(lk)];
+  const compares = [cmp.modRevision(sk, record.modRevision), order.claim === 'reclaim' ? cmp.lease(lk, lease?.lease ?? '0') : cmp.noLease(lk)];
   if (order.progressRevision !== undefined) compares.push(cmp.modRevision(progressKey(w.prefix, id), order.progressRevision));
   if (order.kind === 'quarantine') {
     const next = quarantinedRecord(record.rec, `max_attempts (${maxAttempts}) reached on a ${order.claim} claim`);

@@ -200,7 +200,7 @@ export function inKeyRange(key: string, prefix: string, range: KeyRange): boolea
   return range.rangeEnd === undefined || compareKeys(key, range.rangeEnd) < 0;
 }
 
-/** Compare builders: `cmp.absent(k)`, `cmp.modRevision(k, r)`, `cmp.value(k, v)`, `cmp.lease(k, id)`. */
+/** Compare builders: `cmp.absent(k)`, `cmp.modRevision(k, r)`, `cmp.value(k, v)`, `cmp.lease(k, id)`, `cmp.noLease(k)`. */
 export const cmp = {
   /** The key does not exist (createRevision == 0). */
   absent: (key: string): Compare => ({ target: 'absent', key }),
@@ -210,6 +210,12 @@ export const cmp = {
   value: (key: string, value: string): Compare => ({ target: 'value', key, equals: value }),
   /** The key is attached to lease `id`. */
   lease: (key: string, id: string): Compare => ({ target: 'lease', key, equals: id }),
+  /**
+   * The key is attached to no lease: absent, or present without one (etcd compares a missing
+   * key's lease as 0). What a claim compares on a split's lease key: one put by hand without
+   * a lease is not live and may be written over (protocol/ephemeral.ts).
+   */
+  noLease: (key: string): Compare => ({ target: 'lease', key, equals: '0' }),
 };
 
 /** Op builders: `op.put(k, v, lease?)`, `op.delete(k)`, `op.get(k)`. */

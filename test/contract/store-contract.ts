@@ -228,6 +228,29 @@ export function storeContract(name: string, setup: () => Promise<ContractFixture
       await w.close();
     });
 
+    it('a key put without a lease reports none (get, list, watch), and cmp.noLease holds on it and on a missing key, not on a leased one', async () => {
+      // What makes a presence or lease key put by hand not live (protocol/ephemeral.ts): both backends must say so alike.
+      const lease = await store.grantLease(30);
+      const events: WatchEvent[] = [];
+      const w = store.watch(p, { onEvent: (e) => events.push(e) });
+      await w.ready;
+      await store.put(`${p}bare`, 'by hand');
+      await store.put(`${p}leased`, 'live', { lease });
+      expect((await store.get(`${p}bare`))?.lease).toBeUndefined();
+      expect((await store.list(p)).kvs.map((kv) => [kv.key, kv.lease])).toEqual([[`${p}bare`, undefined], [`${p}leased`, lease]]);
+      await waitFor('two put events', () => events.filter((e) => e.type === 'put').length === 2);
+      expect(events.map((e) => [e.key, e.lease])).toEqual([[`${p}bare`, undefined], [`${p}leased`, lease]]);
+      const holds = async (c: ReturnType<typeof cmp.noLease>) => (await store.txn({ compares: [c], success: [] })).won;
+      expect(await holds(cmp.noLease(`${p}bare`))).toBe(true);
+      expect(await holds(cmp.noLease(`${p}missing`))).toBe(true);
+      expect(await holds(cmp.noLease(`${p}leased`))).toBe(false);
+      // A claim's write over the bare key: guarded by noLease, it lands and attaches the lease.
+      expect((await store.txn({ compares: [cmp.noLease(`${p}bare`)], success: [op.put(`${p}bare`, 'claimed', lease)] })).won).toBe(true);
+      expect((await store.get(`${p}bare`))?.lease).toBe(lease);
+      await store.revokeLease(lease);
+      await w.close();
+    });
+
     it('lease expiry deletes attached keys, a watch sees the delete, and keepAliveOnce then throws LEASE_LOST', async () => {
       const lease = await store.grantLease(2);
       const events: WatchEvent[] = [];

@@ -18,6 +18,7 @@
  * No I/O: LeaderView (leader-view.ts) lists and watches and feeds it.
  */
 import { SplitfleetError, storeFailure } from '../../errors.js';
+import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
 import { parseKey, type KeyKind } from '../../protocol/keys.js';
 import { PackedView } from './packed-view.js';
 import {
@@ -136,6 +137,7 @@ export class LeaderRecords {
     const parsed = parseKey(this.prefix, kv.key);
     const seen = <R>(rec: R): Seen<R> => meta(rec, kv);
     const put = <K extends 'worker' | 'assign' | 'lease'>(kind: K, to: Map<string, Seen<RecordTypes[K]>>, id: string) => {
+      if (kind !== 'assign' && !this.live(kind as 'worker' | 'lease', kv.key, kv)) return;
       const rec = this.readable(kind, kv.key, kv.value, kind === 'lease' ? id : undefined);
       if (rec) to.set(id, seen(rec));
     };
@@ -194,14 +196,20 @@ export class LeaderRecords {
         this.control = this.readControl(key, value, kv);
         return 'control';
       case 'worker':
-        // Unreadable: not a member (it costs that instance its membership, not the job).
+        // Unreadable, or with no etcd lease: not a member (it costs that instance its membership, not the job).
+        if (!this.live('worker', key, kv)) {
+          if (!this.workers.has(parsed.id)) return undefined;
+          this.workers.delete(parsed.id);
+          return 'worker';
+        }
         return this.putKeyed(this.workers, 'worker', parsed.id, key, value, kv);
       case 'assign':
         // Unreadable: as if absent, so the next decision writes a readable one over it.
         return this.putKeyed(this.assigns, 'assign', parsed.id, key, value, kv);
       case 'lease': {
         if ((this.leases.get(parsed.id)?.modRevision ?? 0) >= modRevision) return undefined;
-        const rec = this.readable('lease', key, value, parsed.id);
+        // With no etcd lease it holds nothing: the split is claimable, and the claim writes over it.
+        const rec = this.live('lease', key, kv) ? this.readable('lease', key, value, parsed.id) : undefined;
         this.setLease(parsed.id, rec ? meta(rec, kv) : undefined);
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
         return 'lease';
@@ -319,6 +327,13 @@ export class LeaderRecords {
     if (rec) map.set(id, meta(rec, kv));
     else map.delete(id);
     return kind;
+  }
+
+  /** Whether a presence or lease key lives on an etcd lease; one that does not is reported (as unreadable) and ignored. */
+  private live(kind: 'worker' | 'lease', key: string, kv: { lease?: string }): boolean {
+    if (hasLease(kv)) return true;
+    this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', leaselessProblem(key, kind)));
+    return false;
   }
 
   readable<K extends 'control' | 'worker' | 'assign' | 'lease' | 'spec' | 'split'>(kind: K, key: string, value: string, id?: string): RecordTypes[K] | undefined {

@@ -26,6 +26,7 @@
  */
 import type { Clock } from '../../clock.js';
 import { isSplitfleetError, SplitfleetError } from '../../errors.js';
+import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
 import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../protocol/keys.js';
 import {
   decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
@@ -337,10 +338,17 @@ export class WorkerView {
       if (onError instanceof Map) onError.delete(kind);
       return undefined;
     }
+    // A presence or lease key with no etcd lease is not live (protocol/ephemeral.ts): as if absent,
+    // so the split it names is claimable (the claim writes over it) and our own presence is put back.
+    if ((kind === 'lease' || kind === 'worker') && !hasLease(u.kv)) {
+      if (onError instanceof Map) onError.delete(kind);
+      this.onUnreadable(u.kv.key, new SplitfleetError('INVALID_RECORD', leaselessProblem(u.kv.key, kind)));
+      return undefined;
+    }
     const rec = this.decode(kind, u.kv, onError);
     if (rec === undefined) return undefined;
     const out: Seen<RecordTypes[K]> = { rec, modRevision: u.kv.modRevision };
-    if (u.kv.lease !== undefined && u.kv.lease !== '0') out.lease = u.kv.lease;
+    if (hasLease(u.kv)) out.lease = u.kv.lease;
     return out;
   }
 

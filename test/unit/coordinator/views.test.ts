@@ -80,7 +80,8 @@ describe('WorkerView.concern', () => {
     expect(view.split('a')).toBeUndefined();
     // A followed split's changes arrive; a dropped one's do not; progress commits of any split never do.
     const updates = view.updates;
-    await store.put(leaseKey(P, 'c'), lease('c', 'w1'));
+    // Lease and presence keys live on an etcd lease (one with none is not live: protocol/ephemeral.ts).
+    await store.put(leaseKey(P, 'c'), lease('c', 'w1'), { lease: await store.grantLease(30) });
     await store.put(splitKey(P, 'a'), split('a', { epoch: 1, owner: 'w1' }));
     await store.put(progressKey(P, 'b'), encodeRecord('progress', { v, fp: FP, id: 'b', epoch: 1, progress: 5 }));
     const last = await store.put(splitKey(P, 'c'), split('c', { epoch: 1, owner: 'w1' }));
@@ -125,7 +126,7 @@ describe('LeaderView', () => {
     // Progress commits reach neither its listing nor its watches.
     kinds.length = 0;
     await store.put(progressKey(P, 'b'), encodeRecord('progress', { v, fp: FP, id: 'b', epoch: 1, progress: 2 }));
-    const marker = await store.put(workerKey(P, 'w0'), worker('w0'));
+    const marker = await store.put(workerKey(P, 'w0'), worker('w0'), { lease: await store.grantLease(30) });
     await waitUntil('the view to see w0', () => view.workers.has('w0'));
     expect(marker).toBeGreaterThan(last);
     expect(kinds).not.toContain('progress');
@@ -138,12 +139,13 @@ describe('LeaderView', () => {
 describe('prepareDecision and assignmentOf', () => {
   it('previous assignees come from the records, a live member\'s winning; a split in transit to a live member hides its lease owner', async () => {
     const store = new MemoryStore();
+    const w0 = await store.grantLease(30);
     for (const id of ['s1', 's2', 's3']) {
       await store.txn({ compares: [], success: [{ op: 'put', key: specKey(P, id), value: spec(id) }, { op: 'put', key: splitKey(P, id), value: split(id, { epoch: 1, owner: 'w0' }) }] });
-      await store.put(leaseKey(P, id), lease(id, 'w0'));
+      await store.put(leaseKey(P, id), lease(id, 'w0'), { lease: w0 });
     }
-    await store.put(workerKey(P, 'w0'), worker('w0'));
-    await store.put(workerKey(P, 'w1'), worker('w1'));
+    await store.put(workerKey(P, 'w0'), worker('w0'), { lease: w0 });
+    await store.put(workerKey(P, 'w1'), worker('w1'), { lease: await store.grantLease(30) });
     // s1 moves w0 → w1 (in transit: w1's record names it, w0 still holds the lease); gone's stale
     // record names s1 too, but w1 is live and wins; s2 stays with w0; s3 is named by nobody live.
     await store.put(assignKey(P, 'gone'), assign('gone', ['s1', 's3']));

@@ -18,7 +18,7 @@ describe('claimTxn', () => {
     const c = claimTxn(w, 's', { kind: 'claim', claim: 'released', consumesAttempt: false }, at(record()), undefined, 3);
     expect(c.quarantine).toBe(false);
     expect(c.next).toMatchObject({ epoch: 3, owner: 'me', attempts: 1 });
-    expect(c.txn.compares).toEqual([cmp.modRevision(`${P}split.s`, 7), cmp.absent(`${P}lease.s`)]);
+    expect(c.txn.compares).toEqual([cmp.modRevision(`${P}split.s`, 7), cmp.noLease(`${P}lease.s`)]);
     const [split, lease, progress] = c.txn.success;
     expect(split).toMatchObject({ op: 'put', key: `${P}split.s` });
     expect(lease).toMatchObject({ op: 'put', key: `${P}lease.s`, lease: 'L1' });

@@ -1,0 +1,80 @@
+/**
+ * Issue 49, ephemeral keys written without an etcd lease (substrate.md,
+ * "Hostile records"; protocol/ephemeral.ts): a presence key or a split's
+ * lease key put by hand, by a tool or by a restore never vanishes, so it is
+ * not live. It neither makes an instance a member nor blocks a claim.
+ * Before: the leader named the ghost member splits that never ran (the job
+ * never finished), and a split whose lease key was put by hand was never
+ * claimed again. MemoryStore on a VirtualClock; the contract suite holds
+ * etcd to the same lease reporting (test/contract/store-contract.ts).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../src/clock.js';
+import { defaultFingerprint } from '../../src/config.js';
+import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { silentLogger, type Logger } from '../../src/coordinator/log.js';
+import { assignKey, jobPrefix, leaseKey, workerKey } from '../../src/protocol/keys.js';
+import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { settle, stepUntil } from '../support/virtual-time.js';
+
+const LEASE = 3000;
+
+let running: Coordinator[] = [];
+afterEach(async () => {
+  for (const c of running) await c.close().catch(() => undefined);
+  running = [];
+});
+
+async function start(store: MemoryStore, clock: VirtualClock, job: string, instance: string, warnings: string[]): Promise<Coordinator> {
+  const note = (obj: unknown, msg?: string) => warnings.push(`${msg ?? ''} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`);
+  const logger: Logger = { ...silentLogger, warn: note, error: note };
+  const c = await settle(clock, startCoordinator({
+    store, clock, job, instance, logger, maxInFlight: 1, layout: 'keys',
+    leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000, drainDeadlineMs: 1000,
+    planner: () => ({ splits: Array.from({ length: 4 }, (_, k) => ({ id: `s-${k}`, weight: 1 })), final: true }),
+    handler: async (h) => { await h.complete(1); },
+  }));
+  running.push(c);
+  return c;
+}
+
+describe('ephemeral keys with no etcd lease', () => {
+  it('a presence key put by hand makes no member: nothing is named for it, and the job completes', async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryStore({ clock });
+    const job = 'ghost-member';
+    const prefix = jobPrefix('splitfleet', job);
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
+    // A readable presence record, as a restore or an `etcdctl put` leaves it: no lease.
+    await store.put(workerKey(prefix, 'ghost'), encodeRecord('worker', { v: SCHEMA_VERSION, fp, instance: 'ghost', maxInFlight: 8, nonce: 'n-ghost' }));
+    const warnings: string[] = [];
+    const c = await start(store, clock, job, 'w0', warnings);
+    let verdict: string | undefined;
+    void c.done.then((v) => (verdict = v));
+    expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+    expect(verdict).toBe('complete');
+    // The ghost was never named anything, and its key was reported once.
+    const assign = await store.get(assignKey(prefix, 'ghost'));
+    expect(assign === undefined || decodeRecord('assign', assign.key, assign.value, fp).splits.length === 0).toBe(true);
+    expect(warnings.some((w) => w.includes(`${workerKey(prefix, 'ghost')} has no etcd lease`)), warnings.join('\n')).toBe(true);
+  });
+
+  it('a split\'s lease key put by hand blocks nothing: the split is claimed over it and completes', async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryStore({ clock });
+    const job = 'ghost-lease';
+    const prefix = jobPrefix('splitfleet', job);
+    const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
+    await store.put(leaseKey(prefix, 's-2'), encodeRecord('lease', { v: SCHEMA_VERSION, fp, id: 's-2', owner: 'gone', nonce: 'n-gone', epoch: 1 }));
+    const warnings: string[] = [];
+    const c = await start(store, clock, job, 'w0', warnings);
+    let verdict: string | undefined;
+    void c.done.then((v) => (verdict = v));
+    expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+    expect(verdict).toBe('complete');
+    // The claim wrote over it: the key, if still there, is on a lease now, or gone with the completion.
+    const after = await store.get(leaseKey(prefix, 's-2'));
+    expect(after).toBeUndefined();
+  });
+});
