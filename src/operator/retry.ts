@@ -16,6 +16,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { idProblem, isValidId, planKey, splitKey } from '../protocol/keys.js';
+import { isRetryableWait } from '../protocol/claims.js';
 import { clearVerdictTxn, retryTxn } from '../protocol/operator-txns.js';
 import { decodeRecord, type PlanRecord, type SplitRecord } from '../protocol/records.js';
 import type { KeyValue, Store } from '../store/store.js';
@@ -25,7 +26,7 @@ import { jobKeyPages } from './scope.js';
 
 /** Which splits `retrySplits` returns to runnable: named ones, or every quarantined one. */
 export interface RetryOptions extends JobTarget {
-  /** These splits (each must be quarantined). */
+  /** These splits (each must be quarantined, or runnable and waiting out a failure's backoff). */
   splits?: string[];
   /** Every quarantined split of the job. */
   allQuarantined?: boolean;
@@ -65,9 +66,9 @@ export async function retrySplits(options: RetryOptions): Promise<RetryResult> {
         if (plan.rec.verdict === 'stalled') verdictCleared = true;
       } else lost.push(...batch.map((t) => t.rec.id));
     }
-    // A batch lost: one of its splits changed. Read them again; those still quarantined are retried.
+    // A batch lost: one of its splits changed. Read them again; those still quarantined (or waiting) are retried.
     targets = lost.length === 0 ? [] : (await Promise.all(lost.map((id) => readSplit(store, job, id))))
-      .filter((t): t is Target => t !== undefined && t.rec.status === 'quarantined');
+      .filter((t): t is Target => t !== undefined && (t.rec.status === 'quarantined' || isRetryableWait(t.rec)));
   }
   // Nothing to retry, but a stalled verdict (a second retry after the first's splits ran and quarantined again, say).
   if (retried.length === 0 && job.plan.verdict === 'stalled') verdictCleared = await clearStalled(store, job);
@@ -125,8 +126,9 @@ async function named(store: Store, job: FoundJob, ids: string[]): Promise<Target
   for (const id of ids) {
     const t = await readSplit(store, job, id);
     if (!t) throw await noRecord(store, job, id);
-    if (t.rec.status !== 'quarantined') {
-      throw new SplitfleetError('INVALID_INPUT', `split "${id}": is ${t.rec.status}, not quarantined; only a quarantined split can be retried`);
+    if (t.rec.status !== 'quarantined' && !isRetryableWait(t.rec)) {
+      const what = t.rec.status === 'runnable' ? 'runnable and waits out no backoff' : t.rec.status;
+      throw new SplitfleetError('INVALID_INPUT', `split "${id}": is ${what}, not quarantined; only a quarantined split, or one waiting out a failure's backoff, can be retried`);
     }
     out.push(t);
   }

@@ -213,7 +213,7 @@ export function initialSplitRecord(id: string, fp: string): SplitRecord {
 export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): SplitRecord {
   if (prev.status !== 'runnable') refuse(prev, 'claim', `it is ${prev.status}`);
   if (claim.quarantine) refuse(prev, 'claim', 'this claim reaches max_attempts; quarantine it instead');
-  const { notBefore: _waited, ...rest } = prev;
+  const { notBefore: _waited, waitMs: _wait, ...rest } = prev;
   return { ...rest, epoch: prev.epoch + 1, owner: me,
     attempts: prev.attempts + (claim.consumesAttempt ? 1 : 0) };
 }
@@ -250,9 +250,9 @@ export function completedRecord(prev: SplitRecord, me: string): SplitRecord {
 export function failedRecord(prev: SplitRecord, me: string, report: FailureReport, maxAttempts: number): SplitRecord {
   mustOwn(prev, me, 'fail');
   const attempts = prev.attempts + 1;
-  const { notBefore: _old, ...rest } = prev;
+  const { notBefore: _old, waitMs: _oldWait, ...rest } = prev;
   if (report.permanent || attempts >= maxAttempts) return { ...rest, owner: '', attempts, reason: report.reason, status: 'quarantined' };
-  return { ...rest, owner: '', attempts, reason: report.reason, status: 'runnable', notBefore: report.notBefore };
+  return { ...rest, owner: '', attempts, reason: report.reason, status: 'runnable', notBefore: report.notBefore, waitMs: report.waitMs };
 }
 
 /**
@@ -261,18 +261,27 @@ export function failedRecord(prev: SplitRecord, me: string, report: FailureRepor
  */
 export function quarantinedRecord(prev: SplitRecord, reason: string): SplitRecord {
   if (prev.status !== 'runnable') refuse(prev, 'quarantine', `it is ${prev.status}`);
-  const { notBefore: _waited, ...rest } = prev;
+  const { notBefore: _waited, waitMs: _wait, ...rest } = prev;
   return { ...rest, status: 'quarantined', owner: '', attempts: prev.attempts + 1, reason };
 }
 
 /**
- * An operator's retry (`splitfleet retry`): a quarantined split is runnable
- * again with its attempts reset and its reason cleared. The epoch stays (the
- * next claim bumps it), and so does its committed progress, which the next
- * owner resumes from.
+ * An operator's retry (`splitfleet retry`): a quarantined split, or a
+ * runnable one waiting out a failure's backoff (`notBefore`: clearable, so a
+ * clock skew between processes never parks a split beyond an operator's
+ * reach), is runnable again with its attempts reset, its reason and backoff
+ * cleared. The epoch stays (the next claim bumps it), and so does its
+ * committed progress, which the next owner resumes from.
  */
 export function retriedRecord(prev: SplitRecord): SplitRecord {
-  if (prev.status !== 'quarantined') refuse(prev, 'retry', `it is ${prev.status}, not quarantined`);
-  const { reason: _reason, notBefore: _waited, ...rest } = prev;
+  if (prev.status !== 'quarantined' && !isRetryableWait(prev)) {
+    refuse(prev, 'retry', prev.status === 'runnable' ? 'it is runnable and waits out no backoff, not quarantined' : `it is ${prev.status}, not quarantined`);
+  }
+  const { reason: _reason, notBefore: _waited, waitMs: _wait, ...rest } = prev;
   return { ...rest, status: 'runnable', owner: '', attempts: 0 };
+}
+
+/** A runnable, unowned split waiting out a failure's backoff: what a retry may clear besides a quarantine. */
+export function isRetryableWait(rec: SplitRecord): boolean {
+  return rec.status === 'runnable' && rec.owner === '' && rec.notBefore !== undefined;
 }

@@ -7,6 +7,7 @@
  * Pure: no I/O, no clock.
  */
 import { z } from 'zod';
+import { MAX_TIMER_MS } from '../config.js';
 import { isValidWeight } from '../split-model.js';
 import { idProblem } from './keys.js';
 import { MAX_RECORD_DEPTH } from './record-bounds.js';
@@ -60,6 +61,13 @@ export function isJson(value: unknown, maxDepth = FIELD_DEPTH): value is Json {
 const int = (min: number) => z.int({
   error: (iss) => `must be an integer ${min} ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`,
 }).min(min, { error: (iss) => `must be an integer ≥ ${min} (got ${describeStoredValue(iss.input)})` });
+/** An integer in [min, max], refused in words naming both. */
+const intUpTo = (min: number, max: number) => z.int({
+  error: (iss) => `must be an integer ${min} ≤ x ≤ ${max} (got ${describeStoredValue(iss.input)})`,
+}).min(min, { error: (iss) => `must be an integer ${min} ≤ x ≤ ${max} (got ${describeStoredValue(iss.input)})` })
+  .max(max, { error: (iss) => `must be an integer ${min} ≤ x ≤ ${max} (got ${describeStoredValue(iss.input)})` });
+/** The latest instant a JS Date can hold (epoch ms): a `notBefore` beyond it is no time at all. */
+export const MAX_EPOCH_MS = 8_640_000_000_000_000;
 /** A split's weight: the split model's rule (split-model.ts), refused in the words of int(0). */
 const weight = () => z.custom<number>((v) => isValidWeight(v), {
   error: (iss) => (Number.isSafeInteger(iss.input)
@@ -151,7 +159,8 @@ export const SCHEMAS = {
     owner: str().check(z.refine((s: string) => s === '' || idProblem(s) === undefined, {
       error: (iss) => `must be '' (no owner) or an instance id: ${idProblem(iss.input)}`,
     })),
-    attempts: int(0), reason: str().optional(), notBefore: int(0).optional(),
+    // A backoff is bounded: a time JS dates can hold, a wait Node's timers can (decision 0060).
+    attempts: int(0), reason: str().optional(), notBefore: intUpTo(0, MAX_EPOCH_MS).optional(), waitMs: intUpTo(0, MAX_TIMER_MS).optional(),
   }).check(z.refine((r) => r.owner === '' || (r.status === 'runnable' && r.epoch >= 1), {
     // An owner is a tenancy in progress: only a runnable split has one, and
     // only after a claim (which bumps the epoch from 0).

@@ -76,6 +76,8 @@ export interface SpecRecord extends Stamp { id: string; weight: number; descript
  */
 export interface SplitRecord extends Stamp {
   id: string; epoch: number; status: SplitStatus; owner: string; attempts: number; reason?: string; notBefore?: number;
+  /** The wait the failure asked for (ms), beside `notBefore`: a reader waits at most this long from when it saw the record (decision 0060). */
+  waitMs?: number;
 }
 /** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
 export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }

@@ -97,7 +97,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   publish: ['v', 'fp', 'generation'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'prefetch', 'nonce'],
   spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
-  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason', 'notBefore'],
+  split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason', 'notBefore', 'waitMs'],
   progress: ['v', 'fp', 'id', 'epoch', 'progress'],
   lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],

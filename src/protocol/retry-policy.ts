@@ -59,6 +59,8 @@ export interface FailureReport {
   readonly permanent: boolean;
   /** When the split may be offered again (epoch ms); ignored when the report quarantines it. */
   readonly notBefore: number;
+  /** The wait itself (ms): what a reader's own clock bounds the wait by (`dueAt`). */
+  readonly waitMs: number;
 }
 
 /**
@@ -70,7 +72,7 @@ export function failureReport(
   reason: string, options: FailureOptions, attemptsAfter: number, now: number, policy: Readonly<Required<RetryBackoff>>, draw: number,
 ): FailureReport {
   const wait = options.retryInMs !== undefined ? options.retryInMs : retryDelay(attemptsAfter, policy, draw);
-  return { reason, permanent: options.permanent === true, notBefore: now + wait };
+  return { reason, permanent: options.permanent === true, notBefore: now + wait, waitMs: wait };
 }
 
 /** The most `retryInMs` may be (Node's longest timer, as config.ts's MAX_TIMER_MS). */
@@ -97,6 +99,26 @@ export function failureOptionsProblem(options: unknown): string | undefined {
 
 function describe(v: unknown): string {
   return typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined ? String(v) : typeof v === 'string' ? JSON.stringify(v) : typeof v;
+}
+
+/**
+ * When a failed split falls due for a reader that first saw its record at
+ * `seenAt` (the reader's own clock, epoch ms): the record's `notBefore`, but
+ * never later than `seenAt + waitMs`. `notBefore` is on the writer's clock; a
+ * writer whose clock runs ahead, or a reader whose clock lags, would
+ * otherwise park the split for the skew. A record without `waitMs` (an older
+ * build's) is due at its `notBefore` (decision 0060). Undefined: no backoff.
+ */
+export function dueAt(record: Pick<SplitRecord, 'notBefore' | 'waitMs'>, seenAt: number): number | undefined {
+  if (record.notBefore === undefined) return undefined;
+  return record.waitMs === undefined ? record.notBefore : Math.min(record.notBefore, seenAt + record.waitMs);
+}
+
+/** `record` as a reader that first saw it at `seenAt` must treat it: its `notBefore` moved to `dueAt` (the same object when nothing moves). */
+export function withDue<R extends Pick<SplitRecord, 'notBefore' | 'waitMs'>>(record: R, seenAt: number | undefined): R {
+  if (record.notBefore === undefined || record.waitMs === undefined || seenAt === undefined) return record;
+  const due = dueAt(record, seenAt)!;
+  return due === record.notBefore ? record : { ...record, notBefore: due };
 }
 
 /** Whether a runnable split still waits out its backoff at `now`. */

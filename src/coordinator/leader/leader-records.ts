@@ -19,6 +19,7 @@
  */
 import { SplitfleetError, storeFailure } from '../../errors.js';
 import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
+import { dueAt } from '../../protocol/retry-policy.js';
 import { parseKey, type KeyKind } from '../../protocol/keys.js';
 import { PackedView } from './packed-view.js';
 import {
@@ -63,8 +64,13 @@ export class LeaderRecords {
   readonly leases = new Map<string, Seen<LeaseRecord>>();
   /** Record owners, by split id: only records whose `owner` is set. */
   readonly owners = new Map<string, string>();
-  /** Failed splits' backoffs, by split id: only runnable records with a `notBefore` (sparse: the failures not yet claimed again). */
+  /**
+   * Failed splits' backoffs, by split id: only runnable records with a `notBefore` (sparse: the
+   * failures not yet claimed again), each when it falls due for this leader (retry-policy.ts `dueAt`).
+   */
   readonly notBefore = new Map<string, number>();
+  /** When this leader first saw each backoff's record revision (its wall clock). */
+  private readonly backoffSeen = new Map<string, { modRevision: number; seenAt: number }>();
   readonly columns: SplitColumns;
   /** The leader's own seeding writes whose echo has not arrived: applied from what was written (own-writes.ts). */
   readonly own = new OwnWrites();
@@ -79,6 +85,8 @@ export class LeaderRecords {
     readonly fp: string,
     seed: string,
     private readonly onUnreadable: (key: string, error: SplitfleetError) => void,
+    /** This process's wall clock (epoch ms): a backoff is bounded from when its record was first seen. */
+    private readonly wallNow: () => number = Date.now,
   ) {
     this.columns = new SplitColumns(seed, this.owners, this.leases);
     this.pages = new PackedView(fp, this.columns, () => this.plan !== undefined, onUnreadable, () => this.unknownKeys++);
@@ -160,6 +168,7 @@ export class LeaderRecords {
     for (const id of [...this.leases.keys()]) this.setLease(id, undefined);
     for (const id of [...this.owners.keys()]) this.setOwner(id, '');
     this.notBefore.clear();
+    this.backoffSeen.clear();
     this.columns.clear();
     this.own.clear();
     this.pages.clear();
@@ -252,8 +261,16 @@ export class LeaderRecords {
     const rec = this.readable('split', key, value, id);
     this.columns.packed?.keyed.set(id, modRevision);
     this.setOwner(id, rec?.owner ?? '');
-    if (rec?.status === 'runnable' && rec.notBefore !== undefined) this.notBefore.set(id, rec.notBefore);
-    else this.notBefore.delete(id);
+    if (rec?.status === 'runnable' && rec.notBefore !== undefined) {
+      // Bounded by when this leader first saw this revision (decision 0060): a re-read keeps that time.
+      const first = this.backoffSeen.get(id);
+      const seenAt = first?.modRevision === modRevision ? first.seenAt : this.wallNow();
+      this.backoffSeen.set(id, { modRevision, seenAt });
+      this.notBefore.set(id, dueAt(rec, seenAt)!);
+    } else {
+      this.notBefore.delete(id);
+      this.backoffSeen.delete(id);
+    }
     this.columns.place(id, this.columns.weightOf(id), rec?.status);
     return 'split';
   }
@@ -303,6 +320,7 @@ export class LeaderRecords {
         this.columns.clearProblem(parsed.id, 'split');
         this.setOwner(parsed.id, '');
         this.notBefore.delete(parsed.id);
+        this.backoffSeen.delete(parsed.id);
         const packed = this.columns.packed;
         // A packed split without a record of its own is what its page says: folded back, or queued.
         const location = packed ? this.columns.locationOf(parsed.id) : undefined;

@@ -20,7 +20,7 @@
  * I/O: listings and two watches. No decisions are made here.
  */
 import type { ColumnarPool } from '../../assignment/codec.js';
-import type { Clock } from '../../clock.js';
+import { wallTime, type Clock } from '../../clock.js';
 import { storeFailure, type SplitfleetError } from '../../errors.js';
 import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
 import type { KeyKind } from '../../protocol/keys.js';
@@ -83,7 +83,7 @@ export class LeaderView {
     /** A record that cannot be read (it costs only what it concerns; see `readable`). */
     private readonly onUnreadable: (key: string, error: SplitfleetError) => void = () => undefined,
   ) {
-    this.records = new LeaderRecords(prefix, fp, seed, onUnreadable);
+    this.records = new LeaderRecords(prefix, fp, seed, onUnreadable, () => wallTime(clock));
   }
 
   get plan(): Seen<PlanRecord> | undefined {

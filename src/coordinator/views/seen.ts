@@ -11,4 +11,6 @@ export interface Seen<R> {
   rec: R;
   modRevision: number;
   lease?: string;
+  /** When this process first saw this revision (its wall clock, epoch ms): a split record's backoff is bounded from it (retry-policy.ts `dueAt`). */
+  seenAt?: number;
 }

@@ -24,7 +24,7 @@
  *
  * I/O: reads and per-key watches. No decisions are made here.
  */
-import type { Clock } from '../../clock.js';
+import { wallTime, type Clock } from '../../clock.js';
 import { isSplitfleetError, SplitfleetError } from '../../errors.js';
 import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
 import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../protocol/keys.js';
@@ -179,7 +179,10 @@ export class WorkerView {
       const followed: Followed = {
         obs,
         split: this.follower(splitKey(this.prefix, id), (u) => {
+          const before = obs.record;
           obs.record = this.seen('split', u, obs.problems);
+          // First sight of this revision: what a backoff's wait counts from on our clock (a re-read keeps it).
+          if (obs.record) obs.record.seenAt = before?.modRevision === obs.record.modRevision ? before.seenAt : wallTime(this.clock);
           this.notify('split', id);
         }),
         lease: this.follower(leaseKey(this.prefix, id), (u) => {

@@ -24,7 +24,7 @@ import type { Config } from '../../config.js';
 import { backoffDelay, type BackoffPolicy } from '../../protocol/backoff.js';
 import { claimCandidates, isTakeover, type ObservedSplit } from '../../protocol/claims.js';
 import { reconcileAssignment, type ReconcileDecision } from '../../protocol/reconcile.js';
-import { waitingSplits } from '../../protocol/retry-policy.js';
+import { waitingSplits, withDue } from '../../protocol/retry-policy.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
 import type { KeyValue, Store } from '../../store/store.js';
 import { background, type OnUnexpected } from '../background.js';
@@ -249,7 +249,8 @@ export class Worker {
     if (!seen) return undefined;
     if (seen.problems.size > 0) return 'unreadable';
     return {
-      record: seen.record?.rec,
+      // A failed split's backoff as this process must honour it: bounded by when it saw the record (decision 0060).
+      record: seen.record && withDue(seen.record.rec, seen.record.seenAt),
       leaseOwner: seen.lease?.rec.owner,
       specObserved: seen.spec !== undefined && seen.record !== undefined,
       ...(seen.spec ? { weight: seen.spec.weight } : {}),

@@ -12,7 +12,7 @@ import { claimCandidates, claimedRecord, classifyClaim, failedRecord, quarantine
 import { handlerFailure, laneWrite } from '../../../src/protocol/lanes.js';
 import { decisionInputs } from '../../../src/protocol/publication.js';
 import { decodeRecord, encodeRecord, type SplitRecord } from '../../../src/protocol/records.js';
-import { failureOptionsProblem, retryCeiling, retryDelay, waitingSplits } from '../../../src/protocol/retry-policy.js';
+import { dueAt, failureOptionsProblem, retryCeiling, retryDelay, waitingSplits, withDue } from '../../../src/protocol/retry-policy.js';
 
 const fp = '0123456789abcdef';
 const me = 'w0';
@@ -116,7 +116,36 @@ describe('waiting out the backoff', () => {
 
   it('quarantine and an operator retry clear the wait', () => {
     expect(quarantinedRecord(waiting, 'cap').notBefore).toBeUndefined();
-    expect(retriedRecord(failedRecord(rec({ epoch: 2, owner: me }), me, { reason: 'x', permanent: true, notBefore: 5 }, 4)).notBefore).toBeUndefined();
+    expect(retriedRecord(failedRecord(rec({ epoch: 2, owner: me }), me, { reason: 'x', permanent: true, notBefore: 5, waitMs: 5 }, 4)).notBefore).toBeUndefined();
+  });
+
+  it('an operator retry clears a runnable split\'s backoff too (attempts 0), and refuses one that waits out none', () => {
+    const failed = failedRecord(rec({ epoch: 2, owner: me }), me, { reason: 'x', permanent: false, notBefore: 9_000, waitMs: 2_000 }, 4);
+    expect(failed).toMatchObject({ status: 'runnable', notBefore: 9_000, waitMs: 2_000, attempts: 1 });
+    const retried = retriedRecord(failed);
+    expect(retried).toEqual(rec({ epoch: 2, attempts: 0 }));
+    expect(() => retriedRecord(rec({ epoch: 2 }))).toThrow('cannot retry split "s": it is runnable and waits out no backoff, not quarantined');
+    // A claim clears both halves of the backoff.
+    expect(claimedRecord(failed, me, { kind: 'released', consumesAttempt: false, quarantine: false })).not.toHaveProperty('waitMs');
+  });
+
+  it('a reader waits at most waitMs from when it first saw the record, whatever the writer\'s clock said', () => {
+    const ahead = rec({ attempts: 1, notBefore: 3_600_000 + 12_000, waitMs: 2_000 }); // written an hour fast
+    expect(dueAt(ahead, 10_000)).toBe(12_000);
+    expect(withDue(ahead, 10_000).notBefore).toBe(12_000);
+    const behind = rec({ attempts: 1, notBefore: 11_000, waitMs: 2_000 }); // seen late (a new leader, a restart)
+    expect(dueAt(behind, 30_000)).toBe(11_000);
+    expect(withDue(behind, 30_000)).toBe(behind);
+    // An older build's record has no waitMs: its notBefore as written.
+    expect(dueAt(rec({ notBefore: 99_999_999 }), 0)).toBe(99_999_999);
+    expect(dueAt(rec(), 0)).toBeUndefined();
+  });
+
+  it('decoding bounds a backoff: a notBefore past what a Date holds, or a wait past Node\'s longest timer, is refused naming the field', () => {
+    const key = '/sf/job/split.s';
+    expect(() => decodeRecord('split', key, JSON.stringify(rec({ notBefore: 9e15 })), fp)).toThrow(/notBefore: must be an integer 0 ≤ x ≤ 8640000000000000 \(got 9000000000000000\)/);
+    expect(() => decodeRecord('split', key, JSON.stringify(rec({ notBefore: 5, waitMs: -1 })), fp)).toThrow(/waitMs: must be an integer 0 ≤ x ≤ 2147483647/);
+    expect(decodeRecord('split', key, JSON.stringify(rec({ notBefore: 5, waitMs: 5 })), fp)).toMatchObject({ notBefore: 5, waitMs: 5 });
   });
 
   it('the leader withholds waiting splits and decides again when the earliest falls due', () => {
