@@ -283,8 +283,14 @@ export class LeaderRecords {
       case 'progress':
       case 'queue': // pages are never deleted while the job lives (`delete` removes the whole job)
         return undefined;
-      case 'folded':
-        return undefined; // likewise: a folded bit is never cleared
+      case 'folded': {
+        // The leader never deletes one (a bit is never cleared): deleted by hand or lost to a restore.
+        // Promotions compare it as absent from now on, and the leader writes back the bits it saw.
+        const i = this.columns.packed?.forgetFolded(parsed.bucket, parsed.page);
+        if (i === undefined) return undefined;
+        this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', `${key} was deleted (by hand, or by a restore from an older backup); the leader writes back the completions it had seen`));
+        return 'folded';
+      }
       case 'plan':
         this.plan = undefined;
         return 'plan';

@@ -183,6 +183,23 @@ export class LeaderView {
   }
 
   /**
+   * Queue page `key` could not be read while promoting `ids` from it (deleted or overwritten after
+   * the listing; pages are never watched): those splits are parked with `problem` (the next decision
+   * leaves them out, inspect lists them) and the page is read again by the backstop, which brings
+   * them back once it reads (PackedView.applyPage). It costs the splits it names, not the job.
+   */
+  pageDamaged(key: string, ids: readonly string[], problem: string): void {
+    this.records.pages.unreadable.add(key);
+    const columns = this.records.columns;
+    for (const id of ids) {
+      if (columns.packed?.keyed.has(id)) continue;
+      columns.setProblem(id, 'queue', problem);
+      columns.place(id, this.weightOf(id), columns.statusOf(id));
+    }
+    this.notify({ kinds: new Set(['queue']), all: false });
+  }
+
+  /**
    * A packed split found folded when about to promote it (its folded record changed by another
    * hand, or read only after the split was placed): completed. True when that changed its status.
    */

@@ -329,6 +329,9 @@ export class Leader {
     const job = this.job;
     const plan = this.view.plan;
     if (!this.term || !job || this.writingVerdict || !plan) return;
+    // A queue page that cannot be read holds splits whose state nobody knows (PackedView): no verdict
+    // until the backstop reads it again, whether it was unreadable at the listing or went while promoting.
+    if (job.unreadablePages.size > 0) return;
     const verdict = jobVerdict(plan.rec, { counts: job.statusCounts, parked: [...job.parked.keys()].map((id) => job.statusOf(id)) });
     if (verdict === undefined) return;
     const counts = job.statusCounts;

@@ -109,6 +109,22 @@ export class PackedPages {
   }
 
   /** Whether the split at `location` is folded back. */
+  /**
+   * The folded record of a known page was deleted (by hand, a bad restore): its revision is 0 (absent)
+   * from now on, so promotions compare it as absent; the bits stay as this view last saw them, for the
+   * leader to write back (`forgotten`). Undefined for a page this view does not know.
+   */
+  forgetFolded(bucket: number, page: number): number | undefined {
+    const i = this.indexOf.get(`${bucket}.${page}`);
+    if (i === undefined) return undefined;
+    this.foldedRevision[i] = 0;
+    if (this.folded[i]?.count) this.forgotten.add(i);
+    return i;
+  }
+
+  /** Pages whose folded record was deleted while this view held its bits: the leader writes them back. */
+  readonly forgotten = new Set<number>();
+
   isFolded(location: number): boolean {
     return this.folded[location >>> SLOT_BITS]?.has(location & SLOT_MASK) ?? false;
   }
@@ -184,6 +200,7 @@ export class PackedPages {
   }
 
   clear(): void {
+    this.forgotten.clear();
     this.foldable.clear();
     this.buckets.length = this.pageNumbers.length = this.folded.length = this.foldedRevision.length = 0;
     this.indexOf.clear();

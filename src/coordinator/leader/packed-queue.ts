@@ -128,7 +128,20 @@ export class PackedQueue {
       wanted.push({ id, location });
     }
     if (wanted.length === 0) return out;
-    const records = await this.readPages(packed, wanted.map((w) => w.location));
+    const { pages: records, damaged } = await this.readPages(packed, wanted.map((w) => w.location));
+    if (damaged.size > 0) {
+      // A page deleted or overwritten since the listing costs the splits it holds, not the publication:
+      // those wanted here are parked with the reason (decided again at once without them), and the
+      // backstop reads the page again (a repaired page brings them back).
+      for (const [pageIndex, { key, problem }] of damaged) {
+        const ids = wanted.filter((w) => packed.describe(w.location).pageIndex === pageIndex).map((w) => w.id);
+        this.ctx.log.error({ page: key, splits: ids.length, err: problem }, 'a queue page cannot be read while promoting its splits; they are parked until it reads again');
+        view.pageDamaged(key, ids, problem);
+      }
+      out.complete = false;
+      out.healed = true;
+      return out;
+    }
     const { store } = this.ctx;
     const perTxn = Math.max(1, Math.floor((store.limits.maxOpsPerTxn - 1) / (PROMOTE_OPS_PER_SPLIT + 1)));
     const maxBytes = store.limits.maxRequestBytes - 8192;
@@ -191,11 +204,32 @@ export class PackedQueue {
   /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
   fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): void {
     if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return;
-    const folding = this.foldAll(view, settled);
+    const folding = this.rewriteForgotten(view).then(() => this.foldAll(view, settled));
     this.folding = folding;
     void folding.then(() => onDone(), onDone).finally(() => {
       if (this.folding === folding) this.folding = undefined;
     });
+  }
+
+  /**
+   * Folded records deleted while this view held their bits (PackedPages.forgetFolded): written back
+   * where still absent, so the completions the store forgot are not run again. (A leader that never
+   * saw them, after a change of leader, cannot: those splits run again, at least once as ever.)
+   */
+  private async rewriteForgotten(view: LeaderView): Promise<void> {
+    const packed = view.packed!;
+    for (const pageIndex of [...packed.forgotten]) {
+      if (!this.ctx.leading()) return;
+      const { bucket, page } = packed.describe(PackedPages.location(pageIndex, 0));
+      const folded = packed.foldedOf(pageIndex);
+      packed.forgotten.delete(pageIndex);
+      if (folded.modRevision !== 0) continue; // put back meanwhile: the view has its bits
+      const write = { bucket, page, modRevision: 0, bits: folded.bits };
+      const res = await this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [write], []));
+      if (!res.won) continue; // put back by another hand, or leadership gone: the watch says which
+      this.ctx.log.warn({ page: foldedKey(this.ctx.prefix, bucket, page), completions: folded.bits.count }, 'a folded record was deleted; wrote back the completions this leader had seen');
+      view.ownFolded(bucket, page, folded.bits, res.revision, []);
+    }
   }
 
   private async foldAll(view: LeaderView, settled: () => boolean): Promise<void> {
@@ -257,9 +291,14 @@ export class PackedQueue {
     return out;
   }
 
-  /** The decoded pages holding `locations`, by page index: from the cache, else read (a few at a time). */
-  private async readPages(packed: PackedPages, locations: readonly number[]): Promise<Map<number, CachedPage>> {
+  /**
+   * The decoded pages holding `locations`, by page index: from the cache, else read (a few at a
+   * time). A page gone or unreadable (deleted or overwritten by hand after the listing) is in
+   * `damaged` with why, by page index; the others are read as usual.
+   */
+  private async readPages(packed: PackedPages, locations: readonly number[]): Promise<{ pages: Map<number, CachedPage>; damaged: Map<number, { key: string; problem: string }> }> {
     const out = new Map<number, CachedPage>();
+    const damaged = new Map<number, { key: string; problem: string }>();
     const missing = new Map<number, { pageIndex: number; bucket: number; page: number }>();
     for (const l of locations) {
       const where = packed.describe(l);
@@ -274,19 +313,30 @@ export class PackedQueue {
       const read = await Promise.all(batch.map(async (m) => {
         const key = queueKey(this.ctx.prefix, m.bucket, m.page);
         const kv = await this.ctx.store.get(key);
-        if (!kv) throw new Error(`queue page ${key} is gone: the job was deleted, or the page by hand`);
-        return { key, value: kv.value };
+        return { key, value: kv?.value };
       }));
       // One page decoded a turn, in turn: replies arrive together, and a yield per reply would queue every
       // decode for the same check phase (a fleet's promotions held the loop 30-50 ms that way).
       for (const [k, m] of batch.entries()) {
         await nextTurn();
-        const rec = cachedPage(decodeRecord('queue', read[k]!.key, read[k]!.value, this.ctx.fp));
+        const { key, value } = read[k]!;
+        if (value === undefined) {
+          damaged.set(m.pageIndex, { key, problem: `queue page ${key} is gone (deleted by hand, or restored from an older backup)` });
+          continue;
+        }
+        let rec: CachedPage;
+        try {
+          rec = cachedPage(decodeRecord('queue', key, value, this.ctx.fp));
+        } catch (e) {
+          if (!(e instanceof SplitfleetError && e.code === 'INVALID_RECORD')) throw e;
+          damaged.set(m.pageIndex, { key, problem: e.message });
+          continue;
+        }
         out.set(m.pageIndex, rec);
         this.remember(`${m.bucket}.${m.page}`, rec);
       }
     }
-    return out;
+    return { pages: out, damaged };
   }
 
   private remember(name: string, rec: CachedPage): void {

@@ -57,8 +57,19 @@ export class PackedView {
 
   /** A queue page's splits as rows (a page listed, or one seeding just wrote). */
   applyPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
-    const index = this.columns.packed!.addPage(bucket, page);
-    for (let i = 0; i < ids.length; i++) this.columns.placePacked(ids[i]!, weights[i]!, PackedPages.location(index, i));
+    const packed = this.columns.packed!;
+    const index = packed.addPage(bucket, page);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      const location = PackedPages.location(index, i);
+      // Parked because this page could not be read while promoting it (LeaderView.pageDamaged): back.
+      if (this.columns.parked.get(id)?.has('queue')) {
+        this.columns.clearProblem(id, 'queue');
+        this.columns.place(id, weights[i]!, this.columns.statusOf(id) ?? this.columns.packedDefault(location));
+        continue;
+      }
+      this.columns.placePacked(id, weights[i]!, location);
+    }
   }
 
   /** A folded record at `modRevision`: true when it changed a known page's bits. */
