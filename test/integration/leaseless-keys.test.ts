@@ -39,20 +39,26 @@ async function start(store: MemoryStore, clock: VirtualClock, job: string, insta
   return c;
 }
 
+/** A job whose store holds `key` = `record(fp)` put by hand (no lease) before its one member starts; run to its verdict. */
+async function runWithHandPut(job: string, key: (prefix: string) => string, record: (fp: string) => string): Promise<{ store: MemoryStore; prefix: string; fp: string; verdict: string | undefined; warnings: string[] }> {
+  const clock = new VirtualClock();
+  const store = new MemoryStore({ clock });
+  const prefix = jobPrefix('splitfleet', job);
+  const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
+  await store.put(key(prefix), record(fp));
+  const warnings: string[] = [];
+  const c = await start(store, clock, job, 'w0', warnings);
+  let verdict: string | undefined;
+  void c.done.then((v) => (verdict = v));
+  expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+  return { store, prefix, fp, verdict, warnings };
+}
+
 describe('ephemeral keys with no etcd lease', () => {
   it('a presence key put by hand makes no member: nothing is named for it, and the job completes', async () => {
-    const clock = new VirtualClock();
-    const store = new MemoryStore({ clock });
-    const job = 'ghost-member';
-    const prefix = jobPrefix('splitfleet', job);
-    const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
     // A readable presence record, as a restore or an `etcdctl put` leaves it: no lease.
-    await store.put(workerKey(prefix, 'ghost'), encodeRecord('worker', { v: SCHEMA_VERSION, fp, instance: 'ghost', maxInFlight: 8, nonce: 'n-ghost' }));
-    const warnings: string[] = [];
-    const c = await start(store, clock, job, 'w0', warnings);
-    let verdict: string | undefined;
-    void c.done.then((v) => (verdict = v));
-    expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+    const { store, prefix, fp, verdict, warnings } = await runWithHandPut('ghost-member', (p) => workerKey(p, 'ghost'),
+      (fp) => encodeRecord('worker', { v: SCHEMA_VERSION, fp, instance: 'ghost', maxInFlight: 8, nonce: 'n-ghost' }));
     expect(verdict).toBe('complete');
     // The ghost was never named anything, and its key was reported once.
     const assign = await store.get(assignKey(prefix, 'ghost'));
@@ -61,17 +67,8 @@ describe('ephemeral keys with no etcd lease', () => {
   });
 
   it('a split\'s lease key put by hand blocks nothing: the split is claimed over it and completes', async () => {
-    const clock = new VirtualClock();
-    const store = new MemoryStore({ clock });
-    const job = 'ghost-lease';
-    const prefix = jobPrefix('splitfleet', job);
-    const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
-    await store.put(leaseKey(prefix, 's-2'), encodeRecord('lease', { v: SCHEMA_VERSION, fp, id: 's-2', owner: 'gone', nonce: 'n-gone', epoch: 1 }));
-    const warnings: string[] = [];
-    const c = await start(store, clock, job, 'w0', warnings);
-    let verdict: string | undefined;
-    void c.done.then((v) => (verdict = v));
-    expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+    const { store, prefix, verdict } = await runWithHandPut('ghost-lease', (p) => leaseKey(p, 's-2'),
+      (fp) => encodeRecord('lease', { v: SCHEMA_VERSION, fp, id: 's-2', owner: 'gone', nonce: 'n-gone', epoch: 1 }));
     expect(verdict).toBe('complete');
     // The claim wrote over it: the key, if still there, is on a lease now, or gone with the completion.
     const after = await store.get(leaseKey(prefix, 's-2'));
