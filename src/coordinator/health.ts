@@ -10,8 +10,9 @@
  * - starting: until the first session is established and the worker has reconciled once;
  * - degraded: the session is lost and being re-established, lease renewals are
  *   failing, the view could not be re-read, the job has had no working leader
- *   for LEADERLESS_LEASES leases (`leaderlessSince`), or an error escaped a
- *   background path lately (background.ts);
+ *   for LEADERLESS_LEASES leases (`leaderlessSince`), part of the job cannot
+ *   move (the leader's `stuckReason`), or an error escaped a background path
+ *   lately (background.ts);
  * - running: otherwise.
  *
  * Invariants: stopped is final; from stopping only stopped follows; starting is
@@ -48,6 +49,8 @@ export interface HealthObservations {
   viewError?: string;
   /** The job has had no working leader for too long: why (see `leaderVerdict`). */
   leaderless?: string;
+  /** Part of the job cannot move (the leader's view: parked splits, unreadable queue pages): why (`stuckReason`). */
+  stuck?: string;
   /** An error escaped a background path lately (background.ts): what and where. */
   unexpected?: string;
   /** stop() or close() has begun: why. */
@@ -75,8 +78,33 @@ export function assessHealth(o: HealthObservations): { state: HealthState; reaso
   }
   if (o.viewError !== undefined) return { state: 'degraded', reason: `the view could not be re-read: ${o.viewError}` };
   if (o.leaderless !== undefined) return { state: 'degraded', reason: o.leaderless };
+  if (o.stuck !== undefined) return { state: 'degraded', reason: o.stuck };
   if (o.unexpected !== undefined) return { state: 'degraded', reason: o.unexpected };
   return { state: 'running', reason: 'session established; reconciling' };
+}
+
+/**
+ * Why part of the job cannot move, from the leader's view, or undefined when
+ * all of it can: splits parked (a record of theirs cannot be read, or their
+ * queue page could not be read while promoting them) and queue pages that
+ * cannot be read (their splits are unknown). One example each (the smallest
+ * id or key, so the reason does not change while the set does not), and the
+ * counts: the substrate's "degraded while any part of the job cannot move".
+ */
+export function stuckReason(parked: ReadonlyMap<string, ReadonlyMap<string, string>>, unreadablePages: ReadonlySet<string>): string | undefined {
+  const parts: string[] = [];
+  if (parked.size > 0) {
+    let first: string | undefined;
+    for (const id of parked.keys()) if (first === undefined || id < first) first = id;
+    const why = [...(parked.get(first!)?.values() ?? [])][0] ?? 'a record cannot be read';
+    parts.push(`${parked.size} split${parked.size === 1 ? '' : 's'} parked (${JSON.stringify(first)}: ${why})`);
+  }
+  if (unreadablePages.size > 0) {
+    let first: string | undefined;
+    for (const key of unreadablePages) if (first === undefined || key < first) first = key;
+    parts.push(`${unreadablePages.size} queue page${unreadablePages.size === 1 ? '' : 's'} unreadable (${first}): their splits wait`);
+  }
+  return parts.length === 0 ? undefined : `part of the job cannot move: ${parts.join('; ')}`;
 }
 
 /** Leases without a working leader after which every process says degraded (the spec: "two leases"). */

@@ -64,6 +64,9 @@ describe('a packed job\'s queue page deleted after the listing', () => {
     await new Promise((resolve) => setTimeout(resolve, 3 * fast.reconcileIntervalMs));
     expect(victim.ids.filter((id) => completed.has(id))).toEqual([]);
     expect(verdict).toBeUndefined();
+    // Visible: the leader says degraded, naming a parked split, its page and the count.
+    expect(c.health()).toMatchObject({ state: 'degraded', reason: expect.stringMatching(/^part of the job cannot move: \d+ splits? parked \("s-\d+": queue page .* is gone .*\); 1 queue page unreadable/) });
+    expect((await c.metrics.parked.get()).values[0]!.value).toBeGreaterThan(0);
     // Put back: the backstop reads it again and its splits run.
     await store.put(victim.kv.key, victim.kv.value);
     await waitUntil('the job to complete', () => verdict !== undefined, { timeoutMs: 20_000 });

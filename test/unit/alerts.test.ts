@@ -1,5 +1,5 @@
 /**
- * docs/alerts.yml: its shape (a Prometheus rule file with the five documented
+ * docs/alerts.yml: its shape (a Prometheus rule file with the six documented
  * alerts, each with expr, for, severity, summary, description), and its
  * expressions evaluated against what real `Metrics` registries serve over a
  * simulated scrape timeline: the rules must fire in the failure and stay
@@ -23,7 +23,7 @@ describe('docs/alerts.yml', () => {
   it('is a Prometheus rule file with the documented alerts, each complete', () => {
     expect(file.groups.map((g) => g.name)).toEqual(['splitfleet']);
     expect(Object.keys(rules).sort()).toEqual([
-      'SplitfleetJobNotMoving', 'SplitfleetNoLeader', 'SplitfleetQuarantined', 'SplitfleetSessionLosses', 'SplitfleetStoreErrors',
+      'SplitfleetJobNotMoving', 'SplitfleetNoLeader', 'SplitfleetQuarantined', 'SplitfleetSessionLosses', 'SplitfleetSplitsParked', 'SplitfleetStoreErrors',
     ]);
     for (const r of Object.values(rules)) {
       expect(Object.keys(r).sort(), r.alert).toEqual(['alert', 'annotations', 'expr', 'for', 'labels']);
@@ -121,6 +121,15 @@ describe('docs/alerts.yml', () => {
     const clean = new Fleet(['pod-a']);
     await clean.run(2, () => clean.members['pod-a']!.setBacklog(backlog({ queued: 3 })));
     expect(clean.fires(expr('SplitfleetQuarantined'))).toEqual([]);
+  });
+
+  it('SplitfleetSplitsParked fires once splits stay parked five minutes, and not on a moment\'s', async () => {
+    const fleet = new Fleet(['pod-a', 'pod-b']);
+    await fleet.run(7, () => fleet.members['pod-a']!.parked.set(2));
+    expect(fleet.fires(expr('SplitfleetSplitsParked'))).toEqual([{ splitfleet_job: 'backfill' }]);
+    const blip = new Fleet(['pod-a']);
+    await blip.run(7, (k) => blip.members['pod-a']!.parked.set(k === 2 ? 1 : 0));
+    expect(blip.fires(expr('SplitfleetSplitsParked'))).toEqual([]);
   });
 
   it('SplitfleetSessionLosses names the instance that lost its session', async () => {

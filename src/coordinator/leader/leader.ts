@@ -34,6 +34,7 @@ import type { Compare, Store } from '../../store/store.js';
 import { background, type OnUnexpected } from '../background.js';
 import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
+import { stuckReason } from '../health.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
@@ -67,6 +68,8 @@ export interface LeaderContext {
   onUnreadable: (key: string, e: SplitfleetError) => void;
   /** Reports leadership-gained / leadership-lost. */
   emit?: Emit;
+  /** Part of the job cannot move (health.ts `stuckReason`), or all of it can again (undefined); only while leading. */
+  onStuck?: (reason: string | undefined) => void;
   /** An error that escaped a background path (background.ts); default: logged. */
   unexpected?: OnUnexpected;
   /** The jitter stream of the campaign's retries (protocol/backoff.ts); default: Math.random. */
@@ -97,6 +100,8 @@ export class Leader {
   /** The whole job, while this instance leads (built when the term starts). */
   private job: LeaderView | undefined;
   private writingVerdict = false;
+  /** What was last reported through onStuck. */
+  private stuck: string | undefined;
   /** A plan is being seeded (publishing is paced meanwhile: publish-loop.ts). */
   private seeding = false;
   private readonly publisher: PublishLoop;
@@ -259,6 +264,7 @@ export class Leader {
     job.onChange(() => background('leader view change', () => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
+      this.reportStuck(stuckReason(job.parked, job.unreadablePages));
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
@@ -286,8 +292,17 @@ export class Leader {
     this.checkVerdict();
   }
 
+  /** Says when part of the job cannot move, and when it can again (only on a change). */
+  private reportStuck(reason: string | undefined): void {
+    if (reason === this.stuck) return;
+    this.stuck = reason;
+    if (reason !== undefined) this.log.warn({ reason }, 'part of the job cannot move');
+    this.ctx.onStuck?.(reason);
+  }
+
   private depose(reason: string): void {
     if (!this.term) return;
+    this.reportStuck(undefined);
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
     if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
     this.announced = undefined;

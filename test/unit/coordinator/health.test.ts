@@ -5,7 +5,7 @@
  * `since` moves.
  */
 import { describe, expect, it } from 'vitest';
-import { assessHealth, HealthMonitor, nextHealth, type Health, type HealthObservations } from '../../../src/coordinator/health.js';
+import { assessHealth, HealthMonitor, nextHealth, stuckReason, type Health, type HealthObservations } from '../../../src/coordinator/health.js';
 
 const base = (patch: Partial<HealthObservations> = {}): HealthObservations => ({ started: true, startStep: 'reading the job', renewalFailures: 0, ...patch });
 
@@ -107,5 +107,21 @@ describe('HealthMonitor', () => {
     feed({ sessionLost: 'late' }, 8); // after the end: ignored
     expect(seen).toEqual(['starting@0', 'running@2', 'degraded@4', 'running@5', 'stopping@6', 'stopped@7']);
     expect(m.health).toEqual({ state: 'stopped', reason: 'stop() called', since: 7 });
+  });
+});
+
+describe('stuckReason: part of the job cannot move', () => {
+  it('says nothing when all of it can; else counts, with the smallest id and key as examples', () => {
+    expect(stuckReason(new Map(), new Set())).toBeUndefined();
+    const parked = new Map([['s-9', new Map([['split', 'bad json']])], ['s-1', new Map([['queue', 'queue page q is gone']])]]);
+    expect(stuckReason(parked, new Set(['/p/queue.1.0', '/p/queue.0.3']))).toBe(
+      'part of the job cannot move: 2 splits parked ("s-1": queue page q is gone); 2 queue pages unreadable (/p/queue.0.3): their splits wait');
+    expect(stuckReason(new Map([['a', new Map()]]), new Set())).toBe('part of the job cannot move: 1 split parked ("a": a record cannot be read)');
+  });
+  it('makes a running coordinator degraded, after a leaderless job and before an unexpected error', () => {
+    const o = { started: true, startStep: '', renewalFailures: 0 };
+    expect(assessHealth({ ...o, stuck: 'part of the job cannot move: x' })).toEqual({ state: 'degraded', reason: 'part of the job cannot move: x' });
+    expect(assessHealth({ ...o, stuck: 'x', leaderless: 'no leader' }).reason).toBe('no leader');
+    expect(assessHealth({ ...o, stuck: 'x', unexpected: 'boom' }).reason).toBe('x');
   });
 });
