@@ -317,11 +317,22 @@ export class LeaderRecords {
         this.setLease(parsed.id, undefined);
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
         return 'lease';
-      case 'spec':
+      case 'spec': {
         if (this.columns.packed) return undefined;
-        this.columns.clearProblem(parsed.id, 'spec');
-        this.columns.place(parsed.id, undefined, this.columns.statusOf(parsed.id));
+        // A keys job's spec is deleted by nobody (a job's delete takes its plan first): by hand, or a
+        // restore. A split that has still to run cannot without it: parked with the reason, visibly
+        // (health, inspect, splitfleet_parked_splits), until a spec is put back.
+        const status = this.columns.statusOf(parsed.id);
+        if (status === 'runnable') {
+          const problem = `${key} was deleted (by hand, or by a restore): the split cannot run without its spec; put it back (the planner's weight and descriptor)`;
+          this.columns.setProblem(parsed.id, 'spec', problem);
+          this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', problem));
+        } else {
+          this.columns.clearProblem(parsed.id, 'spec');
+        }
+        this.columns.place(parsed.id, undefined, status);
         return 'spec';
+      }
       case 'split': {
         this.columns.clearProblem(parsed.id, 'split');
         this.setOwner(parsed.id, '');

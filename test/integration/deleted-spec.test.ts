@@ -1,0 +1,87 @@
+/**
+ * Issue 49: a keys job's `spec.{id}` deleted by hand while its split still
+ * has to run. Before: the split was never assigned, silently, and the job
+ * never ended. Now it is parked with the reason (health, the parked gauge),
+ * the rest runs, the job ends `stalled`, and once the spec is put back
+ * `splitfleet retry --all-quarantined` clears the verdict and a fleet
+ * started again completes it. MemoryStore, real time.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { silentLogger } from '../../src/coordinator/log.js';
+import type { SplitHandle } from '../../src/coordinator/types.js';
+import { retrySplits } from '../../src/operator/retry.js';
+import { jobPrefix, specKey } from '../../src/protocol/keys.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { waitUntil } from '../support/wait.js';
+
+const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
+
+let running: Coordinator[] = [];
+afterEach(async () => {
+  for (const c of running) await c.close().catch(() => undefined);
+  running = [];
+});
+
+describe('a keys job\'s spec deleted by hand', () => {
+  test('parks its split visibly; the rest runs; put back and retried, the job completes', async () => {
+    const store = new MemoryStore();
+    const job = 'deleted-spec';
+    const prefix = jobPrefix('splitfleet', job);
+    const ids = ['s-0', 's-1', 's-2', 's-3', 's-4'];
+    const completed = new Set<string>();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let first: string | undefined;
+    const handler = async (split: SplitHandle) => {
+      first ??= split.id;
+      if (split.id === first) await gate;
+      completed.add(split.id);
+      await split.complete(null);
+    };
+    const start = async (instance: string) => {
+      const c = await startCoordinator({
+        store, job, instance, maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
+        planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler, logger: silentLogger,
+      });
+      running.push(c);
+      return c;
+    };
+    const c = await start('w-0');
+    await waitUntil('the first split to run', () => first !== undefined);
+    const victim = ids.find((id) => id !== first)!;
+    const spec = (await store.get(specKey(prefix, victim)))!;
+    await store.delete(spec.key);
+    open();
+    await waitUntil('the others to complete', () => ids.filter((id) => id !== victim).every((id) => completed.has(id)));
+    await waitUntil('the leader to say the split is parked', () => c.health().state === 'degraded' || c.health().state === 'stopped');
+    expect(await c.done).toBe('stalled');
+    expect(completed.has(victim)).toBe(false);
+    // Put back; the operator's retry clears the stalled verdict; a fleet started again runs it.
+    await store.put(spec.key, spec.value);
+    expect((await retrySplits({ store, job, allQuarantined: true })).verdictCleared).toBe(true);
+    const again = await start('w-1');
+    expect(await again.done).toBe('complete');
+    expect(completed.has(victim)).toBe(true);
+  }, 60_000);
+
+  test('while parked, the leader\'s health names it and the gauge counts it', async () => {
+    const store = new MemoryStore();
+    const job = 'deleted-spec-health';
+    const prefix = jobPrefix('splitfleet', job);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const c = await startCoordinator({
+      store, job, instance: 'w-0', maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
+      planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }),
+      handler: async (split) => { await gate; await split.complete(null); }, logger: silentLogger,
+    });
+    running.push(c);
+    await waitUntil('a to be held', () => c.held.includes('a'));
+    await store.delete(specKey(prefix, 'b'));
+    const health = await waitUntil('degraded', () => (c.health().state === 'degraded' ? c.health() : undefined));
+    expect(health.reason).toMatch(/^part of the job cannot move: 1 split parked \("b": .*spec\.b was deleted/);
+    expect((await c.metrics.parked.get()).values[0]!.value).toBe(1);
+    open();
+  }, 30_000);
+});
