@@ -35,6 +35,8 @@ export type SplitfleetErrorCode =
   | 'CLOSED'
   /** The job was deleted under a running process (`splitfleet delete --force`): it stops. */
   | 'JOB_DELETED'
+  /** The store answered below a revision it had already reported: restored from an old snapshot (or another cluster). The process stops. */
+  | 'STORE_RESTORED'
   /** A queued assignment request was replaced by a newer one before it ran (AssignmentPool, latest-wins). */
   | 'SUPERSEDED';
 

@@ -30,6 +30,7 @@ import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import { retryRandom } from '../protocol/backoff.js';
 import { instrumentStore } from '../store/instrumented.js';
+import { RevisionFloor } from '../store/revision-floor.js';
 import type { Store } from '../store/store.js';
 import { background, UnexpectedErrors, type OnUnexpected } from './background.js';
 import { DefaultEngine } from './leader/decide.js';
@@ -148,7 +149,10 @@ export class Coordinator {
     });
     // The one decorator: every store call of every part timed, counted and bounded by opTimeoutMs on
     // the injected clock; no call site adds its own (safe with the publication fence, decision 0015).
-    this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs);
+    // Every write's answer held to the revisions already seen (decision 0062): a store whose history went
+    // back would hand out revisions our views and fences have seen; this process stops, to start afresh.
+    const revisions = new RevisionFloor((known, answered) => this.fail(storeRestored(known, answered)));
+    this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs, revisions);
     this.own = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),
@@ -421,4 +425,11 @@ export class Coordinator {
       this.resolveDone(this.verdict ?? 'stopped');
     }
   }
+}
+
+/** The fatal error of a store whose revision went back (decision 0062). */
+function storeRestored(known: number, answered: number): SplitfleetError {
+  return new SplitfleetError('STORE_RESTORED',
+    `the store answered at revision ${answered} after reporting ${known}: etcd was restored from an older snapshot without --bump-revision --mark-compacted, or the endpoints now reach another cluster. `
+    + 'This process stops: its views and fences rest on revisions the store would hand out again. Restart it (every process of the job does the same); docs/operations.md, "Restoring etcd"');
 }

@@ -15,6 +15,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { isSplitfleetError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
+import type { RevisionFloor } from './revision-floor.js';
 import type {
   KeyRange, KeyValue, ListOptions, ListPage, SnapshotHandler, Store, StoreLimits, Txn, TxnResult, WatchHandle, WatchOptions,
 } from './store.js';
@@ -40,9 +41,9 @@ export const UNKNOWN_ERROR_CODE = 'UNKNOWN';
  * already instrumented into the same recorder returns it as is: a call is
  * never counted twice.
  */
-export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock, deadlineMs?: number): Store {
-  if (store instanceof InstrumentedStore && store.recorder === recorder && store.deadlineMs === deadlineMs) return store;
-  return new InstrumentedStore(store, recorder, clock, deadlineMs);
+export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock, deadlineMs?: number, revisions?: RevisionFloor): Store {
+  if (store instanceof InstrumentedStore && store.recorder === recorder && store.deadlineMs === deadlineMs && store.revisions === revisions) return store;
+  return new InstrumentedStore(store, recorder, clock, deadlineMs, undefined, revisions);
 }
 
 /**
@@ -82,6 +83,8 @@ export class InstrumentedStore implements Store {
     readonly deadlineMs?: number,
     /** Names the calls in their TIMEOUT message (see `withCallOptions`); else the method's name. */
     readonly label?: string,
+    /** Holds every write's answer to the revisions known when it was sent (revision-floor.ts); none when undefined. */
+    readonly revisions?: RevisionFloor,
   ) {}
 
   /**
@@ -89,7 +92,7 @@ export class InstrumentedStore implements Store {
    * @internal The coordinator's (see `withCallOptions`).
    */
   withOptions(options: CallOptions): InstrumentedStore {
-    return new InstrumentedStore(this.inner, this.recorder, this.clock, options.deadlineMs ?? this.deadlineMs, options.label ?? this.label);
+    return new InstrumentedStore(this.inner, this.recorder, this.clock, options.deadlineMs ?? this.deadlineMs, options.label ?? this.label, this.revisions);
   }
 
   get limits(): StoreLimits {
@@ -113,32 +116,32 @@ export class InstrumentedStore implements Store {
 
   /** The inner store's `txn`, timed into `splitfleet_store_call_seconds{call="txn"}` (errors counted by code). */
   txn(txn: Txn): Promise<TxnResult> {
-    return this.timed('txn', () => this.inner.txn(txn));
+    return this.floored(this.timed('txn', () => this.inner.txn(txn)), (r) => r.revision);
   }
 
   /** The inner store's `put`, timed into `splitfleet_store_call_seconds{call="put"}` (errors counted by code). */
   put(key: string, value: string, options?: { lease?: string }): Promise<number> {
-    return this.timed('put', () => this.inner.put(key, value, options));
+    return this.floored(this.timed('put', () => this.inner.put(key, value, options)), (r) => r);
   }
 
   /** The inner store's `delete`, timed into `splitfleet_store_call_seconds{call="delete"}` (errors counted by code). */
   delete(key: string): Promise<number> {
-    return this.timed('delete', () => this.inner.delete(key));
+    return this.floored(this.timed('delete', () => this.inner.delete(key)), (r) => r);
   }
 
   /** The inner store's `createIfAbsent`, timed into `splitfleet_store_call_seconds{call="createIfAbsent"}` (errors counted by code). */
   createIfAbsent(key: string, value: string, lease?: string): Promise<TxnResult> {
-    return this.timed('createIfAbsent', () => this.inner.createIfAbsent(key, value, lease));
+    return this.floored(this.timed('createIfAbsent', () => this.inner.createIfAbsent(key, value, lease)), (r) => r.revision);
   }
 
   /** The inner store's `compareAndSwap`, timed into `splitfleet_store_call_seconds{call="compareAndSwap"}` (errors counted by code). */
   compareAndSwap(key: string, modRevision: number, value: string, lease?: string): Promise<TxnResult> {
-    return this.timed('compareAndSwap', () => this.inner.compareAndSwap(key, modRevision, value, lease));
+    return this.floored(this.timed('compareAndSwap', () => this.inner.compareAndSwap(key, modRevision, value, lease)), (r) => r.revision);
   }
 
   /** The inner store's `deleteIf`, timed into `splitfleet_store_call_seconds{call="deleteIf"}` (errors counted by code). */
   deleteIf(key: string, modRevision: number): Promise<TxnResult> {
-    return this.timed('deleteIf', () => this.inner.deleteIf(key, modRevision));
+    return this.floored(this.timed('deleteIf', () => this.inner.deleteIf(key, modRevision)), (r) => r.revision);
   }
 
   /** The inner store's `grantLease`, timed into `splitfleet_store_call_seconds{call="grantLease"}` (errors counted by code). */
@@ -181,6 +184,17 @@ export class InstrumentedStore implements Store {
   }
 
   /** Times `run` to its settlement; a synchronous throw is recorded and rethrown as such. */
+  /** A write's answer held to the revisions known when it was sent (`revisions`): a lower one means the store went back. */
+  private floored<T>(pending: Promise<T>, revisionOf: (v: T) => number): Promise<T> {
+    const floor = this.revisions;
+    if (!floor) return pending;
+    const sentAt = floor.known;
+    return pending.then((v) => {
+      floor.answered(sentAt, revisionOf(v));
+      return v;
+    });
+  }
+
   private timed<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
     const started = this.clock.now();
     let pending: Promise<T>;

@@ -291,7 +291,7 @@ describe('operator actions on a running fleet (real etcd, the CLI)', () => {
       await refused(/instance: "w0" is not evacuated/, 'resume', '--job', j.job, '--instance', 'w0');
       await refused(/split: name the splits to retry/, 'retry', '--job', j.job);
       await refused(/split: name the splits to retry/, 'retry', '--job', j.job, '--split', 's-00', '--all-quarantined');
-      await refused(/split "s-00": is runnable, not quarantined/, 'retry', '--job', j.job, '--split', 's-00');
+      await refused(/split "s-00": is runnable and waits out no backoff, not quarantined/, 'retry', '--job', j.job, '--split', 's-00');
       await refused(/split "zz": job .* has no such split/, 'retry', '--job', j.job, '--split', 'zz');
       await refused(/required option '--job <name>' not specified/, 'evacuate', '--instance', 'w0');
       // Nothing of the job was written by any of them (only the fleet's own commits move progress keys).
