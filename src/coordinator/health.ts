@@ -86,12 +86,13 @@ export function assessHealth(o: HealthObservations): { state: HealthState; reaso
 /**
  * Why part of the job cannot move, from the leader's view, or undefined when
  * all of it can: splits parked (a record of theirs cannot be read, or their
- * queue page could not be read while promoting them) and queue pages that
- * cannot be read (their splits are unknown). One example each (the smallest
+ * queue page could not be read while promoting them), queue pages that
+ * cannot be read (their splits are unknown), and splits named but left
+ * unclaimed by a member with a free lane (`unclaimed`, leader/unclaimed.ts). One example each (the smallest
  * id or key, so the reason does not change while the set does not), and the
  * counts: the substrate's "degraded while any part of the job cannot move".
  */
-export function stuckReason(parked: ReadonlyMap<string, ReadonlyMap<string, string>>, unreadablePages: ReadonlySet<string>): string | undefined {
+export function stuckReason(parked: ReadonlyMap<string, ReadonlyMap<string, string>>, unreadablePages: ReadonlySet<string>, unclaimed?: string): string | undefined {
   const parts: string[] = [];
   if (parked.size > 0) {
     let first: string | undefined;
@@ -104,6 +105,7 @@ export function stuckReason(parked: ReadonlyMap<string, ReadonlyMap<string, stri
     for (const key of unreadablePages) if (first === undefined || key < first) first = key;
     parts.push(`${unreadablePages.size} queue page${unreadablePages.size === 1 ? '' : 's'} unreadable (${first}): their splits wait`);
   }
+  if (unclaimed !== undefined) parts.push(unclaimed);
   return parts.length === 0 ? undefined : `part of the job cannot move: ${parts.join('; ')}`;
 }
 

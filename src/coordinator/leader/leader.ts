@@ -22,7 +22,7 @@
  *   final plan once every split is terminal, which is how every instance,
  *   idle standbys included, learns that the job is over.
  */
-import type { Clock } from '../../clock.js';
+import { wallTime, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError, isSplitfleetError } from '../../errors.js';
 import { jobVerdict } from '../../protocol/completion.js';
@@ -35,6 +35,7 @@ import { background, type OnUnexpected } from '../background.js';
 import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import { stuckReason } from '../health.js';
+import { UNCLAIMED_INTERVALS, UnclaimedWatch } from './unclaimed.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
@@ -102,6 +103,10 @@ export class Leader {
   private writingVerdict = false;
   /** What was last reported through onStuck. */
   private stuck: string | undefined;
+  /** Splits named and left unclaimed at a member with a free lane (unclaimed.ts), looked at on a timer. */
+  private readonly unclaimed = new UnclaimedWatch();
+  private unclaimedReason: string | undefined;
+  private cancelUnclaimed: (() => void) | undefined;
   /** A plan is being seeded (publishing is paced meanwhile: publish-loop.ts). */
   private seeding = false;
   private readonly publisher: PublishLoop;
@@ -264,7 +269,7 @@ export class Leader {
     job.onChange(() => background('leader view change', () => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
-      this.reportStuck(stuckReason(job.parked, job.unreadablePages));
+      this.reportStuck(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason));
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
@@ -287,9 +292,26 @@ export class Leader {
       return;
     }
     this.log.info({ splits: job.splitCount, ms: this.clock.now() - started }, 'job view built');
+    this.watchUnclaimed(term, job);
     background('plan', () => this.planLoop(term.abort.signal), this.unexpected);
     this.publisher.schedule();
     this.checkVerdict();
+  }
+
+  /**
+   * Every reconcile interval while this term leads: splits named for a member with a free lane
+   * and left unclaimed for UNCLAIMED_INTERVALS of them (unclaimed.ts), into the stuck reason.
+   */
+  private watchUnclaimed(term: NonNullable<Leader['term']>, job: LeaderView): void {
+    const interval = this.config.reconcileIntervalMs;
+    const look = (): void => {
+      if (this.term !== term || this.job !== job) return;
+      this.unclaimedReason = this.unclaimed.look(job, this.clock.now(), wallTime(this.clock), UNCLAIMED_INTERVALS * interval);
+      this.reportStuck(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason));
+      this.cancelUnclaimed = this.clock.setTimer(interval, look);
+    };
+    this.cancelUnclaimed?.();
+    this.cancelUnclaimed = this.clock.setTimer(interval, look);
   }
 
   /** Says when part of the job cannot move, and when it can again (only on a change). */
@@ -302,6 +324,10 @@ export class Leader {
 
   private depose(reason: string): void {
     if (!this.term) return;
+    this.cancelUnclaimed?.();
+    this.cancelUnclaimed = undefined;
+    this.unclaimed.clear();
+    this.unclaimedReason = undefined;
     this.reportStuck(undefined);
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
     if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
