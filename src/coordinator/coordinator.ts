@@ -29,7 +29,7 @@ import { jobOutcome, presenceVerdict } from '../protocol/completion.js';
 import { jobPrefix, parseKey, planKey } from '../protocol/keys.js';
 import { fingerprintHash } from '../protocol/records.js';
 import { retryRandom } from '../protocol/backoff.js';
-import { instrumentStore } from '../store/instrumented.js';
+import { instrumentStoreWithFloor } from '../store/instrumented.js';
 import { RevisionFloor } from '../store/revision-floor.js';
 import type { Store } from '../store/store.js';
 import { background, UnexpectedErrors, type OnUnexpected } from './background.js';
@@ -152,7 +152,7 @@ export class Coordinator {
     // Every write's answer held to the revisions already seen (decision 0062): a store whose history went
     // back would hand out revisions our views and fences have seen; this process stops, to start afresh.
     const revisions = new RevisionFloor((known, answered) => this.fail(storeRestored(known, answered)));
-    this.store = instrumentStore(options.store, this.metrics, this.clock, config.opTimeoutMs, revisions);
+    this.store = instrumentStoreWithFloor(options.store, this.metrics, this.clock, config.opTimeoutMs, revisions);
     this.own = new WorkerView(
       this.store, jobPrefix(config.root, config.job), fingerprintHash(config.fingerprint), config.instance, (e) => this.fail(e), this.clock,
       (key, e) => this.unreadable(key, e),

@@ -41,8 +41,16 @@ export const UNKNOWN_ERROR_CODE = 'UNKNOWN';
  * already instrumented into the same recorder returns it as is: a call is
  * never counted twice.
  */
-export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock, deadlineMs?: number, revisions?: RevisionFloor): Store {
-  if (store instanceof InstrumentedStore && store.recorder === recorder && store.deadlineMs === deadlineMs && store.revisions === revisions) return store;
+export function instrumentStore(store: Store, recorder: StoreCallRecorder, clock: Clock = systemClock, deadlineMs?: number): Store {
+  if (store instanceof InstrumentedStore && store.recorder === recorder && store.deadlineMs === deadlineMs && store.revisions === undefined) return store;
+  return new InstrumentedStore(store, recorder, clock, deadlineMs);
+}
+
+/**
+ * `instrumentStore` with every write's answer held to `revisions` (revision-floor.ts).
+ * @internal The coordinator's one decorator (decision 0062).
+ */
+export function instrumentStoreWithFloor(store: Store, recorder: StoreCallRecorder, clock: Clock, deadlineMs: number, revisions: RevisionFloor): Store {
   return new InstrumentedStore(store, recorder, clock, deadlineMs, undefined, revisions);
 }
 
@@ -83,8 +91,13 @@ export class InstrumentedStore implements Store {
     readonly deadlineMs?: number,
     /** Names the calls in their TIMEOUT message (see `withCallOptions`); else the method's name. */
     readonly label?: string,
-    /** Holds every write's answer to the revisions known when it was sent (revision-floor.ts); none when undefined. */
-    readonly revisions?: RevisionFloor,
+    /** Holds every write's answer to the revisions known when it was sent (a RevisionFloor, revision-floor.ts; decision 0062); none when undefined. */
+    readonly revisions?: {
+      /** The highest revision answered so far. */
+      readonly known: number;
+      /** A write sent when `known` was `sentAt` was answered at `revision`. */
+      answered(sentAt: number, revision: number): void;
+    },
   ) {}
 
   /**
