@@ -35,7 +35,7 @@ async function runJob(job: string, handler: (h: SplitHandle) => Promise<void>, r
   try {
     for (const [i, store] of stores.entries()) {
       coordinators.push(await startCoordinator({
-        store, job, instance: `w${i}`, logger: silentLogger, maxInFlight: 2, maxAttempts: 4,
+        store, job, instance: `w${i}`, logger: silentLogger, maxInFlight: 2, maxAttempts: 4, layout: 'keys', // the split record is read after the verdict (a packed job folds it back)
         leaseDurationMs: 2000, opTimeoutMs: 500, drainDeadlineMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000,
         ...(retryBackoff ? { retryBackoff } : {}),
         planner: () => ({ splits: [{ id: 's-0', weight: 1 }], final: true }),
