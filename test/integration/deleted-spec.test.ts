@@ -13,6 +13,7 @@ import type { SplitHandle } from '../../src/coordinator/types.js';
 import { retrySplits } from '../../src/operator/retry.js';
 import { jobPrefix, specKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { firstSplitGate } from '../support/first-split-gate.js';
 import { waitUntil } from '../support/wait.js';
 
 const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
@@ -30,12 +31,9 @@ describe('a keys job\'s spec deleted by hand', () => {
     const prefix = jobPrefix('splitfleet', job);
     const ids = ['s-0', 's-1', 's-2', 's-3', 's-4'];
     const completed = new Set<string>();
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    let first: string | undefined;
+    const gate = firstSplitGate();
     const handler = async (split: SplitHandle) => {
-      first ??= split.id;
-      if (split.id === first) await gate;
+      await gate.hold(split.id);
       completed.add(split.id);
       await split.complete(null);
     };
@@ -48,11 +46,11 @@ describe('a keys job\'s spec deleted by hand', () => {
       return c;
     };
     const c = await start('w-0');
-    await waitUntil('the first split to run', () => first !== undefined);
-    const victim = ids.find((id) => id !== first)!;
+    await waitUntil('the first split to run', () => gate.first !== undefined);
+    const victim = ids.find((id) => id !== gate.first)!;
     const spec = (await store.get(specKey(prefix, victim)))!;
     await store.delete(spec.key);
-    open();
+    gate.open();
     await waitUntil('the others to complete', () => ids.filter((id) => id !== victim).every((id) => completed.has(id)));
     await waitUntil('the leader to say the split is parked', () => c.health().state === 'degraded' || c.health().state === 'stopped');
     expect(await c.done).toBe('stalled');

@@ -16,6 +16,7 @@ import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { firstSplitGate } from '../support/first-split-gate.js';
 import { waitUntil } from '../support/wait.js';
 
 const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
@@ -34,12 +35,9 @@ describe('a packed job\'s queue page deleted after the listing', () => {
     const fp = fingerprintHash(defaultFingerprint('splitfleet', job));
     const ids = Array.from({ length: 40 }, (_, i) => `s-${String(i).padStart(2, '0')}`);
     const completed = new Set<string>();
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    let first: string | undefined;
+    const gate = firstSplitGate();
     const handler = async (split: SplitHandle) => {
-      first ??= split.id;
-      if (split.id === first) await gate; // the page goes while this one runs
+      await gate.hold(split.id); // the page goes while this one runs
       completed.add(split.id);
       await split.complete(null);
     };
@@ -48,14 +46,14 @@ describe('a packed job\'s queue page deleted after the listing', () => {
       planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler, logger: silentLogger,
     });
     running.push(c);
-    await waitUntil('the first split to run', () => first !== undefined);
+    await waitUntil('the first split to run', () => gate.first !== undefined);
     // The page of another bucket, deleted by hand (as a bad restore or an `etcdctl del` would).
     const pages = (await store.list(`${prefix}queue.`)).kvs.map((kv) => ({ kv, ids: decodeRecord('queue', kv.key, kv.value, fp).ids }));
     expect(pages.length).toBeGreaterThan(1);
-    const victim = pages.find((p) => !p.ids.includes(first!))!;
+    const victim = pages.find((p) => !p.ids.includes(gate.first!))!;
     expect(parseKey(prefix, victim.kv.key).kind).toBe('queue');
     await store.delete(victim.kv.key);
-    open();
+    gate.open();
     const others = ids.filter((id) => !victim.ids.includes(id));
     await waitUntil('every split outside the deleted page to complete', () => others.every((id) => completed.has(id)), { timeoutMs: 20_000 });
     // Its splits wait, parked with the reason, through three backstops; the job has no verdict while they do.
