@@ -78,8 +78,34 @@ describe('a keys job\'s spec deleted by hand', () => {
     await waitUntil('a to be held', () => c.held.includes('a'));
     await store.delete(specKey(prefix, 'b'));
     const health = await waitUntil('degraded', () => (c.health().state === 'degraded' ? c.health() : undefined));
-    expect(health.reason).toMatch(/^part of the job cannot move: 1 split parked \("b": .*spec\.b was deleted/);
+    expect(health.reason).toMatch(/^part of the job cannot move: 1 split parked \("b": .*spec\.b is missing \(deleted by hand/);
     expect((await c.metrics.parked.get()).values[0]!.value).toBe(1);
     open();
+  }, 30_000);
+
+  test('a spec deleted while no leader ran is found at the next leader\'s listing, and parks its split the same way', async () => {
+    const store = new MemoryStore();
+    const job = 'deleted-spec-listing';
+    const prefix = jobPrefix('splitfleet', job);
+    const start = (instance: string, handler: (split: SplitHandle) => Promise<void>) => startCoordinator({
+      store, job, instance, maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
+      planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }), handler, logger: silentLogger,
+    });
+    // A first fleet seeds the job and goes away with both splits still to run.
+    const first = await start('w-0', (split) => new Promise<void>((resolve) => split.drainSignal.addEventListener('abort', () => resolve())));
+    await waitUntil('a split held', () => first.held.length > 0);
+    await first.close();
+    await store.delete(specKey(prefix, 'b'));
+    const reasons: string[] = [];
+    const c = await startCoordinator({
+      store, job, instance: 'w-1', maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
+      planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }),
+      handler: async (split) => { await split.complete(null); }, logger: silentLogger,
+      on: { health: ({ reason }) => { reasons.push(reason); } },
+    });
+    running.push(c);
+    // 'a' runs, 'b' is parked from the listing on: the job ends stalled, and the leader said why meanwhile.
+    expect(await c.done).toBe('stalled');
+    expect(reasons.some((r) => /^part of the job cannot move: 1 split parked \("b": .*spec\.b is missing/.test(r)), reasons.join('\n')).toBe(true);
   }, 30_000);
 });

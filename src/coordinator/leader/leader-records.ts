@@ -20,7 +20,7 @@
 import { SplitfleetError, storeFailure } from '../../errors.js';
 import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
 import { dueAt } from '../../protocol/retry-policy.js';
-import { parseKey, type KeyKind } from '../../protocol/keys.js';
+import { parseKey, specKey, type KeyKind } from '../../protocol/keys.js';
 import { PackedView } from './packed-view.js';
 import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
@@ -323,14 +323,11 @@ export class LeaderRecords {
         // restore. A split that has still to run cannot without it: parked with the reason, visibly
         // (health, inspect, splitfleet_parked_splits), until a spec is put back.
         const status = this.columns.statusOf(parsed.id);
-        if (status === 'runnable') {
-          const problem = `${key} was deleted (by hand, or by a restore): the split cannot run without its spec; put it back (the planner's weight and descriptor)`;
-          this.columns.setProblem(parsed.id, 'spec', problem);
-          this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', problem));
-        } else {
+        if (status === 'runnable') this.specMissing(parsed.id);
+        else {
           this.columns.clearProblem(parsed.id, 'spec');
+          this.columns.place(parsed.id, undefined, status);
         }
-        this.columns.place(parsed.id, undefined, status);
         return 'spec';
       }
       case 'split': {
@@ -362,6 +359,15 @@ export class LeaderRecords {
     if (rec) map.set(id, meta(rec, kv));
     else map.delete(id);
     return kind;
+  }
+
+  /** A keys job's runnable split whose spec is gone (deleted, or missing at a listing): parked with the reason, reported once. */
+  specMissing(id: string): void {
+    const key = specKey(this.prefix, id);
+    const problem = `${key} is missing (deleted by hand, or by a restore): the split cannot run without its spec; put it back (the planner's weight and descriptor)`;
+    this.columns.setProblem(id, 'spec', problem);
+    this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', problem));
+    this.columns.place(id, undefined, this.columns.statusOf(id));
   }
 
   /** Whether a presence or lease key lives on an etcd lease; one that does not is reported (as unreadable) and ignored. */

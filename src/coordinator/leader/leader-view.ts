@@ -225,6 +225,10 @@ export class LeaderView {
   async start(): Promise<void> {
     const revision = await this.list(listRanges(this.prefix), undefined, (kv) => this.records.put(kv.key, kv.value, kv.modRevision, kv.lease));
     if (this.failed || this.closed) return;
+    // Seeding writes a keys job's spec and record together: a runnable record with no spec after a
+    // whole listing is a spec deleted while no leader watched. Parked with the reason, as a deletion
+    // seen by the watch is (leader-records.ts), not left unassigned silently.
+    for (const id of this.records.columns.runnableWithoutSpec()) this.records.specMissing(id);
     this.records.floor = revision;
     this.otherRevision = Math.max(this.otherRevision, revision);
     this.saw(revision);

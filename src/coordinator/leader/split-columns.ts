@@ -129,6 +129,17 @@ export class SplitColumns {
     return out;
   }
 
+  /**
+   * A keys job's runnable splits that have a record and no spec (ids; a packed job's specs are
+   * copies, so none): after a complete listing, a spec that is missing (deleted while no leader ran).
+   */
+  runnableWithoutSpec(): string[] {
+    if (this.packed) return [];
+    const out: string[] = [];
+    for (const [id, status] of this.recordOnly) if (status === 'runnable' && !this.problems.has(id)) out.push(id);
+    return out;
+  }
+
   /** A record of split `id` cannot be read: it is parked until a readable value or a deletion replaces it. */
   setProblem(id: string, kind: string, problem: string): void {
     let p = this.problems.get(id);
