@@ -163,6 +163,7 @@ describe('the dashboard event stream', () => {
 
   test('clients that connect and never read lose their streams; a viewer then gets one, and a reading stream is kept', async () => {
     const { dashboard, store, streams } = await start(3, { stalledStreamMs: 400, members: 400 });
+    // Places: the reading stream and the two that never read; later, the two viewers in theirs.
     const reading = await openStream(dashboard.url);
     expect(reading).toHaveProperty('ids');
     streams.push(reading as Stream);
@@ -190,7 +191,7 @@ describe('the dashboard event stream', () => {
         await store.put(workerKey(P, 'a'), encodeRecord('worker', { ...base, instance: 'a', maxInFlight: 1 + (n % 50), nonce: 'n-a' }));
         await new Promise((r) => setTimeout(r, 10));
       }
-    })();
+    })().catch(() => undefined); // the store closes after a failed test: the loop just ends
     try {
       const viewer = await untilAsync(async () => {
         const s = await openStream(dashboard.url);
@@ -198,6 +199,13 @@ describe('the dashboard event stream', () => {
       }, 'a viewer gets a stream');
       streams.push(viewer);
       await until(() => viewer.ids.length > 0, 'the viewer has its first view');
+      // A second viewer gets a place only once the other one that never read is dropped too: resuming
+      // before that would let it read and be kept (CI saw that race under load, and the wait below hang).
+      const second = await untilAsync(async () => {
+        const s = await openStream(dashboard.url);
+        return 'ids' in s ? s : undefined;
+      }, 'a second viewer gets a stream');
+      streams.push(second);
       // The two that never read were dropped (their sockets end once read); the one that reads was not.
       for (const s of sockets) s.resume();
       await Promise.all(closed);
