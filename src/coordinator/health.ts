@@ -88,21 +88,21 @@ export function assessHealth(o: HealthObservations): { state: HealthState; reaso
  * all of it can: splits parked (a record of theirs cannot be read, or their
  * queue page could not be read while promoting them), queue pages that
  * cannot be read (their splits are unknown), and splits named but left
- * unclaimed by a member with a free lane (`unclaimed`, leader/unclaimed.ts). One example each (the smallest
- * id or key, so the reason does not change while the set does not), and the
+ * unclaimed by a member with a free lane (`unclaimed`, leader/unclaimed.ts). One example each (the first
+ * listed, so the reason does not change while the set does not), and the
  * counts: the substrate's "degraded while any part of the job cannot move".
  */
 export function stuckReason(parked: ReadonlyMap<string, ReadonlyMap<string, string>>, unreadablePages: ReadonlySet<string>, unclaimed?: string): string | undefined {
   const parts: string[] = [];
+  // The first of each in insertion order: O(1) on every view change of the leader (thousands may be parked),
+  // and unchanged while the set is.
   if (parked.size > 0) {
-    let first: string | undefined;
-    for (const id of parked.keys()) if (first === undefined || id < first) first = id;
-    const why = [...(parked.get(first!)?.values() ?? [])][0] ?? 'a record cannot be read';
+    const [first, problems] = parked.entries().next().value!;
+    const why = problems.values().next().value ?? 'a record cannot be read';
     parts.push(`${parked.size} split${parked.size === 1 ? '' : 's'} parked (${JSON.stringify(first)}: ${why})`);
   }
   if (unreadablePages.size > 0) {
-    let first: string | undefined;
-    for (const key of unreadablePages) if (first === undefined || key < first) first = key;
+    const first = unreadablePages.values().next().value!;
     parts.push(`${unreadablePages.size} queue page${unreadablePages.size === 1 ? '' : 's'} unreadable (${first}): their splits wait`);
   }
   if (unclaimed !== undefined) parts.push(unclaimed);

@@ -111,11 +111,11 @@ describe('HealthMonitor', () => {
 });
 
 describe('stuckReason: part of the job cannot move', () => {
-  it('says nothing when all of it can; else counts, with the smallest id and key as examples', () => {
+  it('says nothing when all of it can; else counts, with the first listed of each as the example', () => {
     expect(stuckReason(new Map(), new Set())).toBeUndefined();
     const parked = new Map([['s-9', new Map([['split', 'bad json']])], ['s-1', new Map([['queue', 'queue page q is gone']])]]);
     expect(stuckReason(parked, new Set(['/p/queue.1.0', '/p/queue.0.3']))).toBe(
-      'part of the job cannot move: 2 splits parked ("s-1": queue page q is gone); 2 queue pages unreadable (/p/queue.0.3): their splits wait');
+      'part of the job cannot move: 2 splits parked ("s-9": bad json); 2 queue pages unreadable (/p/queue.1.0): their splits wait');
     expect(stuckReason(new Map([['a', new Map()]]), new Set())).toBe('part of the job cannot move: 1 split parked ("a": a record cannot be read)');
   });
   it('makes a running coordinator degraded, after a leaderless job and before an unexpected error', () => {
