@@ -22,7 +22,7 @@
  *   final plan once every split is terminal, which is how every instance,
  *   idle standbys included, learns that the job is over.
  */
-import { wallTime, type Clock } from '../../clock.js';
+import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError, isSplitfleetError } from '../../errors.js';
 import { jobVerdict } from '../../protocol/completion.js';
@@ -34,8 +34,7 @@ import type { Compare, Store } from '../../store/store.js';
 import { background, type OnUnexpected } from '../background.js';
 import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
-import { stuckReason } from '../health.js';
-import { UNCLAIMED_INTERVALS, UnclaimedWatch } from './unclaimed.js';
+import { StuckParts } from './stuck-parts.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
@@ -101,12 +100,8 @@ export class Leader {
   /** The whole job, while this instance leads (built when the term starts). */
   private job: LeaderView | undefined;
   private writingVerdict = false;
-  /** What was last reported through onStuck. */
-  private stuck: string | undefined;
-  /** Splits named and left unclaimed at a member with a free lane (unclaimed.ts), looked at on a timer. */
-  private readonly unclaimed = new UnclaimedWatch();
-  private unclaimedReason: string | undefined;
-  private cancelUnclaimed: (() => void) | undefined;
+  /** What this leader says of parts of the job that cannot move (stuck-parts.ts). */
+  private readonly stuckParts: StuckParts;
   /** A plan is being seeded (publishing is paced meanwhile: publish-loop.ts). */
   private seeding = false;
   private readonly publisher: PublishLoop;
@@ -123,6 +118,7 @@ export class Leader {
     this.metrics = ctx.metrics;
     this.log = ctx.log;
     this.unexpected = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
+    this.stuckParts = new StuckParts({ clock: ctx.clock, reconcileIntervalMs: ctx.config.reconcileIntervalMs, log: ctx.log, ...(ctx.onStuck ? { onStuck: ctx.onStuck } : {}) });
     this.publisher = new PublishLoop({
       store: ctx.store, config: ctx.config, clock: ctx.clock, assigner: ctx.assigner, decide: ctx.decide, ...(ctx.ready ? { ready: ctx.ready } : {}), metrics: ctx.metrics, log: ctx.log, stats: this.stats,
       term: () => this.term,
@@ -269,7 +265,7 @@ export class Leader {
     job.onChange(() => background('leader view change', () => {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
-      this.reportStuck(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason));
+      this.stuckParts.viewChanged(job);
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
@@ -292,43 +288,15 @@ export class Leader {
       return;
     }
     this.log.info({ splits: job.splitCount, ms: this.clock.now() - started }, 'job view built');
-    this.watchUnclaimed(term, job);
+    this.stuckParts.start(job, () => this.term === term && this.job === job);
     background('plan', () => this.planLoop(term.abort.signal), this.unexpected);
     this.publisher.schedule();
     this.checkVerdict();
   }
 
-  /**
-   * Every reconcile interval while this term leads: splits named for a member with a free lane
-   * and left unclaimed for UNCLAIMED_INTERVALS of them (unclaimed.ts), into the stuck reason.
-   */
-  private watchUnclaimed(term: NonNullable<Leader['term']>, job: LeaderView): void {
-    const interval = this.config.reconcileIntervalMs;
-    const look = (): void => {
-      if (this.term !== term || this.job !== job) return;
-      this.unclaimedReason = this.unclaimed.look(job, this.clock.now(), wallTime(this.clock), UNCLAIMED_INTERVALS * interval);
-      this.reportStuck(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason));
-      this.cancelUnclaimed = this.clock.setTimer(interval, look);
-    };
-    this.cancelUnclaimed?.();
-    this.cancelUnclaimed = this.clock.setTimer(interval, look);
-  }
-
-  /** Says when part of the job cannot move, and when it can again (only on a change). */
-  private reportStuck(reason: string | undefined): void {
-    if (reason === this.stuck) return;
-    this.stuck = reason;
-    if (reason !== undefined) this.log.warn({ reason }, 'part of the job cannot move');
-    this.ctx.onStuck?.(reason);
-  }
-
   private depose(reason: string): void {
     if (!this.term) return;
-    this.cancelUnclaimed?.();
-    this.cancelUnclaimed = undefined;
-    this.unclaimed.clear();
-    this.unclaimedReason = undefined;
-    this.reportStuck(undefined);
+    this.stuckParts.stop();
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
     if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
     this.announced = undefined;
