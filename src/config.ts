@@ -71,6 +71,13 @@ export interface ConfigOptions {
    */
   heartbeatTimeoutMs?: number;
   /**
+   * Leader: the least weight a part of a divided split may be left with (decision 0063); a
+   * running split is asked to divide only when at least twice this is left. Default: the job's
+   * weight over 8 × the fleet's lanes (a part that small can shorten the job by less than an
+   * eighth of its lower bound). `Number.MAX_SAFE_INTEGER` asks for no division at all.
+   */
+  divideMinWeight?: number;
+  /**
    * How long a split waits after a failure report before it is offered again
    * (its `notBefore`; protocol/retry-policy.ts). Default 1 s doubling to 5 min, full jitter.
    */
@@ -113,8 +120,8 @@ export const RETRY_BACKOFF_DEFAULTS: Readonly<Required<RetryBackoff>> = Object.f
 /** The largest retryBackoff.factor: past it the ceiling reaches maxMs within a step or two anyway. */
 export const MAX_RETRY_FACTOR = 100;
 
-/** A validated configuration: every option present, but heartbeatTimeoutMs (absent when off) and buckets (absent when not given). */
-export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
+/** A validated configuration: every option present, but heartbeatTimeoutMs (absent when off), buckets and divideMinWeight (absent when not given). */
+export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets' | 'divideMinWeight'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets' | 'divideMinWeight'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
 
 /** The defaults of substrate.md's knob table, in milliseconds. */
 export const CONFIG_DEFAULTS = Object.freeze({
@@ -138,7 +145,7 @@ const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'prefetch', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
-  'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets',
+  'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets', 'divideMinWeight',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -244,6 +251,7 @@ export function resolveConfig(options: ConfigOptions): Config {
     // Absent when off, so a printed or serialised config reads as what was given.
     ...(t.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: t.heartbeatTimeoutMs }),
     ...(buckets === undefined ? {} : { buckets }),
+    ...(t.divideMinWeight === undefined ? {} : { divideMinWeight: t.divideMinWeight }),
   });
 }
 
@@ -316,6 +324,7 @@ interface Timings {
   reconcileIntervalMs: number | undefined;
   startTimeoutMs: number | undefined;
   heartbeatTimeoutMs: number | undefined;
+  divideMinWeight: number | undefined;
 }
 
 const TIMER_RULE = 'Node fires longer timers at once';
@@ -359,9 +368,16 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
       problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${TIMER_RULE} (got ${v})`);
     } else heartbeatTimeoutMs = v;
   }
+  let divideMinWeight: number | undefined;
+  if (given.divideMinWeight !== undefined) {
+    const v = given.divideMinWeight;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+      problems.push(`divideMinWeight: must be an integer ≥ 1 (a weight), or left out for the job's mean split weight (got ${describeValue(v)})`);
+    } else divideMinWeight = v;
+  }
   return {
     leaseDurationMs, opTimeoutMs, maxInFlight, prefetch, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
-    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, heartbeatTimeoutMs,
+    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, heartbeatTimeoutMs, divideMinWeight,
   };
 }
 

@@ -14,7 +14,10 @@ export { Coordinator, startCoordinator } from './coordinator/coordinator.js';
 export type { CoordinatorOptions } from './coordinator/coordinator.js';
 export type { RunOptions, RunResult } from './coordinator/run.js';
 export type { RunOutcome } from './coordinator/types.js';
-export type { FailOptions } from './coordinator/types.js';
+export type { CommitOptions, DivideCallback, DivisionProposal, DivisionRequest, FailOptions } from './coordinator/types.js';
+// Dividing a running split (decision 0063): the helper for ranges of numbered units.
+export { divisibleRange } from './divisible-range.js';
+export type { DivisibleRange, DivisibleRangeOptions, UnitRun } from './divisible-range.js';
 export type {
   JobVerdict,
   Json,

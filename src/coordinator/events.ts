@@ -20,6 +20,7 @@
  */
 import type { SplitfleetError } from '../errors.js';
 import type { DrainHandlerState } from '../protocol/reconcile.js';
+import type { Json } from '../protocol/records.js';
 import type { FailureKind } from '../protocol/retry-policy.js';
 import type { Health } from './health.js';
 import type { LaneEnd } from './lanes/lane.js';
@@ -69,6 +70,12 @@ export interface CoordinatorEventMap {
   'split-released': { instance: string; id: string; epoch: number; cause: ReleaseCause };
   /** The handler completed the split (terminal). */
   'split-completed': { instance: string; id: string; epoch: number };
+  /**
+   * A division of a held split landed (decision 0063): `residual` is a new split of `residualWeight`,
+   * the parent keeps `weight` up to `end` (its handler's own position type). `seq` numbers the
+   * parent's divisions from 1.
+   */
+  'split-divided': { instance: string; id: string; epoch: number; seq: number; residual: string; residualWeight: number; weight: number; end: Json | undefined };
   /**
    * The handler reported a failure (`fail()`, a throw, or its heartbeat timeout): one attempt
    * consumed; `attempts` is the count after it. `kind`: 'error', 'permanent' or 'timeout';

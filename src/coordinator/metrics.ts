@@ -177,6 +177,10 @@ export class Metrics implements StoreCallRecorder {
   readonly drainDuration: MetricHistogram;
   readonly assignmentLatency: MetricHistogram;
   readonly revocations: MetricCounter<'outcome'>;
+  /** Division requests this instance answered, by outcome (decision 0063). */
+  readonly divisions: MetricCounter<'outcome'>;
+  /** Division asks the leader made. */
+  readonly divisionAsks: MetricCounter;
   readonly claims: MetricCounter<'kind' | 'outcome'>;
   /** Worker: claims that landed in the transaction of a completion (decision 0055). */
   readonly claimsRidden: MetricCounter;
@@ -248,6 +252,8 @@ export class Metrics implements StoreCallRecorder {
     this.drainDuration = new Histogram({ name: 'splitfleet_drain_seconds', help: 'From a revocation beginning to the split being released.', buckets: seconds, registers });
     this.assignmentLatency = new Histogram({ name: 'splitfleet_assignment_latency_seconds', help: 'From a split being named in this instance\'s assignment to its claim.', buckets: seconds, registers });
     this.revocations = new Counter({ name: 'splitfleet_revocations_total', help: 'Revocations by outcome: cooperative, forced (deadline) or declined.', labelNames: ['outcome'], registers });
+    this.divisions = new Counter({ name: 'splitfleet_divisions_total', help: 'Division requests this instance answered (worker), by outcome: landed (a residual created), declined (the handler would not, or set no onDivide), not-landed (lost meanwhile, or the residual existed).', labelNames: ['outcome'], registers });
+    this.divisionAsks = new Counter({ name: 'splitfleet_division_asks_total', help: 'Divisions the leader asked of running splits while lanes would idle (leader).', registers });
     this.claims = new Counter({ name: 'splitfleet_claims_total', help: 'Claim transactions by kind (create, released, reclaim, expired) and outcome (won, lost).', labelNames: ['kind', 'outcome'], registers });
     this.claimsRidden = new Counter({ name: 'splitfleet_claims_in_completions_total', help: 'Claims that landed in the same transaction as the completion of the lane they took over (prefetch; also counted in splitfleet_claims_total).', registers });
     this.quarantined = new Counter({ name: 'splitfleet_quarantined_total', help: 'Splits this instance quarantined: a claim or a failure report that reached max_attempts, or a permanent failure.', registers });

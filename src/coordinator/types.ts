@@ -10,9 +10,10 @@
  * Both must be JSON types: use `type` aliases, not `interface`s (an interface
  * has no index signature, so TypeScript does not treat it as `Json`).
  */
+import type { DivisionProposal } from '../protocol/division.js';
 import type { Json } from '../protocol/records.js';
 
-export type { Json };
+export type { DivisionProposal, Json };
 
 /**
  * One split as the planner reports it. `descriptor` may be left out (it is
@@ -91,8 +92,13 @@ export interface FailOptions {
 export interface SplitHandle<Descriptor extends Json = Json, Progress extends Json = Json> {
   /** The split's id, as the planner gave it. */
   readonly id: string;
-  /** The split's weight, as the planner gave it. */
+  /** The split's weight, as the planner gave it; after a division, its primary part's (decision 0063). */
   readonly weight: number;
+  /**
+   * The end of this split's part after a division (what the handler's own proposal said), or
+   * undefined while the split is whole. A handler that takes over a divided split stops here.
+   */
+  readonly end: Json | undefined;
   /** The planner's descriptor for this split. */
   readonly descriptor: Descriptor;
   /** The last committed progress (null for a fresh split): resume from here. */
@@ -114,8 +120,12 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
    * safe boundary, make a final `commit`, then return from the handler.
    */
   readonly drainSignal: AbortSignal;
-  /** Fenced progress commit. Throws SplitfleetError('LEASE_LOST') when the split is no longer ours (nothing written). */
-  commit(progress: Progress): Promise<void>;
+  /**
+   * Fenced progress commit. Throws SplitfleetError('LEASE_LOST') when the split is no longer ours (nothing written).
+   * `options.done` (0 to 1): the share of this split's part now done, which the leader reads to
+   * choose what to divide (decision 0063). A number `progress` past a number `end` is refused (INVALID_INPUT).
+   */
+  commit(progress: Progress, options?: CommitOptions): Promise<void>;
   /** Terminal commit: the split is done. */
   complete(progress?: Progress): Promise<void>;
   /**
@@ -138,7 +148,44 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
    * Ignored once `signal` has aborted.
    */
   heartbeat(details?: Json): void;
+  /**
+   * Makes this split divisible (substrate.md, "Dividing a running split"): when the leader asks,
+   * `callback` gets the request and either calls `request.divide(proposal)` (its promise says
+   * whether the division landed; the handler must not process past the proposed end before it
+   * resolves) or returns without calling it, which declines. One callback per lane; a later call
+   * replaces it. Without one, every request is declined.
+   */
+  onDivide(callback: DivideCallback<Progress>): void;
 }
+
+/** `commit`'s options. */
+export interface CommitOptions {
+  /** The share of the split's current part done, 0 to 1 (what the leader reads to choose a split to divide). */
+  done?: number;
+}
+
+/** What a handler is asked when the leader would like its split divided (decision 0063). */
+export interface DivisionRequest<Progress extends Json = Json> {
+  /** The division's sequence number on this split (1 for its first): the residual's id ends in `÷{seq}`. */
+  readonly seq: number;
+  /** The share of the weight left the leader would like moved (0.5: half). */
+  readonly share: number;
+  /** The weight of the split's current part. */
+  readonly weight: number;
+  /** The last committed progress, and the current part's end (undefined while whole). */
+  readonly progress: Progress | null;
+  readonly end: Json | undefined;
+  /**
+   * Divides: one fenced transaction records `proposal.end` and creates the residual. Resolves true
+   * once it landed (the handle's `end` and `weight` are the primary part's from then on), false
+   * when it did not (the split stays whole; if it is no longer ours, `signal` has aborted).
+   * Rejects with INVALID_INPUT, naming the field, for a bad proposal (nothing written).
+   */
+  divide(proposal: DivisionProposal): Promise<boolean>;
+}
+
+/** A handler's answer to division requests: call `request.divide`, or return without calling it to decline. */
+export type DivideCallback<Progress extends Json = Json> = (request: DivisionRequest<Progress>) => void | Promise<void>;
 
 /**
  * Processes one split in one lane. Returning without `complete`/`fail`/

@@ -225,8 +225,11 @@ export function claimedRecord(prev: SplitRecord, me: string, claim: Claimable): 
  */
 export function progressRecord(split: SplitRecord, me: string, progress: Json, previous?: ProgressRecord): ProgressRecord {
   mustOwn(split, me, 'commit');
-  // Fields a newer minor version put on the previous record ride along (forward compatibility).
-  return { ...previous, v: SCHEMA_VERSION, fp: split.fp, id: split.id, epoch: split.epoch, progress };
+  // Fields a newer minor version put on the previous record ride along (forward compatibility), and so
+  // do a division's (its end and weight hold for every later tenancy); a decline is its tenancy's only.
+  const next: ProgressRecord = { ...previous, v: SCHEMA_VERSION, fp: split.fp, id: split.id, epoch: split.epoch, progress };
+  if (previous !== undefined && previous.epoch !== split.epoch) delete next.declined;
+  return next;
 }
 
 /** A graceful release (after a drain, or at shutdown): owner cleared, no attempt consumed. */

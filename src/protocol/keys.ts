@@ -25,7 +25,7 @@ import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
 export type KeyKind =
-  | 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign' | 'queue' | 'folded';
+  | 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign' | 'divide' | 'queue' | 'folded';
 
 /** Which kind of id, if any, follows the kind in a key: a page is `{bucket}.{page}` (the packed queue, decision 0037). */
 export type KeyIdKind = 'none' | 'instance' | 'split' | 'page';
@@ -65,6 +65,8 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'owner, nonce, epoch' },
   { kind: 'assign', pattern: 'assign.{instance}', idKind: 'instance', lifetime: 'durable', writtenBy: 'leader (guarded by leadership)',
     holds: 'the splits that instance should hold, the generation that wrote it' },
+  { kind: 'divide', pattern: 'divide.{instance}', idKind: 'instance', lifetime: 'durable', writtenBy: 'leader (guarded by leadership)',
+    holds: 'the divisions the leader asks of that instance\'s running splits (decision 0063)' },
   { kind: 'queue', pattern: 'queue.{bucket}.{page}', idKind: 'page', lifetime: 'durable', writtenBy: 'leader (create-if-absent, guarded; packed jobs only)',
     holds: 'up to 1,024 splits of one bucket, immutable: ids, weights, descriptors, plan generation' },
   { kind: 'folded', pattern: 'folded.{bucket}.{page}', idKind: 'page', lifetime: 'durable', writtenBy: 'leader (CAS, guarded; packed jobs only)',
@@ -216,6 +218,11 @@ export function assignKey(prefix: string, instance: string): string {
   return `${prefix}assign.${encodeId(checkId('instance id', instance))}`;
 }
 
+/** `<prefix>divide.{instance}`: the divisions the leader asks of that instance's running splits (decision 0063). */
+export function divideKey(prefix: string, instance: string): string {
+  return `${prefix}divide.${encodeId(checkId('instance id', instance))}`;
+}
+
 /** `<prefix>progress.{id}`: a split's committed progress, written in the owner's fenced transaction. */
 export function progressKey(prefix: string, id: string): string {
   return `${prefix}progress.${encodeId(checkId('split id', id))}`;
@@ -259,7 +266,7 @@ export type ParsedKey =
   | { kind: 'control' }
   | { kind: 'publish' }
   | { kind: 'summary' }
-  | { kind: 'worker' | 'assign'; id: string }
+  | { kind: 'worker' | 'assign' | 'divide'; id: string }
   | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
   | { kind: 'queue' | 'folded'; bucket: number; page: number }
   | { kind: 'unknown' };
@@ -297,5 +304,5 @@ export function parseKey(prefix: string, key: string): ParsedKey {
   }
   const id = decodeId(rest.slice(dot + 1));
   if (id === undefined) return { kind: 'unknown' };
-  return { kind: kind as 'worker' | 'assign' | 'spec' | 'split' | 'progress' | 'lease', id };
+  return { kind: kind as 'worker' | 'assign' | 'divide' | 'spec' | 'split' | 'progress' | 'lease', id };
 }

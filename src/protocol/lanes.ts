@@ -30,7 +30,7 @@ import type { LaneChange } from './txns.js';
 export type LaneEnd = 'released' | 'completed' | 'failed' | 'lost' | 'forced';
 
 /** A lane write: the handle's four, and the forced release of a revocation. */
-export type LaneWriteKind = 'commit' | 'complete' | 'fail' | 'release' | 'force';
+export type LaneWriteKind = 'commit' | 'complete' | 'fail' | 'release' | 'force' | 'divide' | 'decline';
 
 /** One lane write as decided: the records it writes (kept to adopt them once it lands) and its encoded change. */
 export interface LaneWrite extends LaneChange {
@@ -62,6 +62,10 @@ export interface LaneWriteArgs {
   reason?: string;
   /** A failure report's options (`fail(reason, options)`): permanent, retryInMs. */
   failure?: FailureOptions;
+  /** A division's or a decline's progress record and, for a division, its residual (protocol/division.ts). */
+  division?: { committed: ProgressRecord; also?: LaneChange['also'] };
+  /** The handler's report of the share of its part done (`commit(progress, { done })`). */
+  done?: number;
 }
 
 /**
@@ -76,6 +80,12 @@ export function laneWrite(kind: LaneWriteKind, lane: LaneState, args: LaneWriteA
   let endAs: LaneEnd | undefined;
   switch (kind) {
     case 'commit': break;
+    case 'divide':
+    case 'decline': {
+      // Not the handler's progress: what protocol/division.ts built, fenced like a commit.
+      const committed = args.division!.committed;
+      return { what: kind, record: undefined, committed, endAs: undefined, terminal: false, splitValue: undefined, progressValue: encodeRecord('progress', committed), also: args.division!.also };
+    }
     case 'complete': record = completedRecord(rec, me); endAs = 'completed'; break;
     case 'fail': {
       const report = failureReport(String(args.reason), args.failure ?? {}, rec.attempts + 1, lane.now, lane.retryBackoff, lane.draw);
@@ -92,7 +102,8 @@ export function laneWrite(kind: LaneWriteKind, lane: LaneState, args: LaneWriteA
   }
   // A fail and a forced release carry no progress: the last commit stands.
   const progress = kind === 'fail' || kind === 'force' ? undefined : args.progress;
-  const committed = progress === undefined ? undefined : progressRecord(rec, me, progress, lane.progressRecord);
+  let committed = progress === undefined ? undefined : progressRecord(rec, me, progress, lane.progressRecord);
+  if (committed && args.done !== undefined) committed = { ...committed, done: args.done };
   return {
     what: kind, record, committed, endAs, terminal: kind !== 'commit',
     splitValue: record ? encodeRecord('split', record) : undefined,

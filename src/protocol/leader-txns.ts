@@ -24,8 +24,8 @@
  * builders of store/store.ts), never a backend (decision 0016).
  */
 import { initialSplitRecord } from './claims.js';
-import { leaderKey, planKey, specKey, splitKey } from './keys.js';
-import { encodeRecord, PACKED_PLAN_VERSION, SCHEMA_VERSION, type JobLayout, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
+import { divideKey, leaderKey, planKey, specKey, splitKey } from './keys.js';
+import { encodeRecord, PACKED_PLAN_VERSION, SCHEMA_VERSION, type DivisionAsk, type JobLayout, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
 import type { Revisioned } from './txns.js';
 import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
 
@@ -142,4 +142,17 @@ export function reseedWrite(prefix: string, fp: string, id: string): Op {
 /** Seeding puts, created only where absent: leadership ∧ every written key absent → the puts. */
 export function seedTxn(leadership: Compare, puts: readonly Op[]): Txn {
   return { compares: [leadership, ...puts.map((o) => cmp.absent(o.key))], success: puts };
+}
+
+/**
+ * The leader's division asks (decision 0063): `divide.{instance}` records put (asks, sorted by id)
+ * or deleted (none left), guarded by leadership like every leader write.
+ */
+export function divideTxn(prefix: string, fp: string, leadership: Compare, generation: number, puts: ReadonlyMap<string, readonly DivisionAsk[]>, deletes: readonly string[]): Txn {
+  const success: Op[] = [];
+  for (const [instance, asks] of puts) {
+    success.push(op.put(divideKey(prefix, instance), encodeRecord('divide', { v: SCHEMA_VERSION, fp, instance, generation, asks: [...asks] })));
+  }
+  for (const instance of deletes) success.push(op.delete(divideKey(prefix, instance)));
+  return { compares: [leadership], success };
 }

@@ -74,6 +74,11 @@ const weight = () => z.custom<number>((v) => isValidWeight(v), {
     ? `must be an integer ≥ 0 (got ${describeStoredValue(iss.input)})`
     : `must be an integer 0 ≤ x ≤ Number.MAX_SAFE_INTEGER (got ${describeStoredValue(iss.input)})`),
 });
+/** A share of a split's work: a finite number 0 ≤ x ≤ 1. */
+const share = () => z.number({ error: (iss) => `must be a number 0 ≤ x ≤ 1 (got ${describeStoredValue(iss.input)})` })
+  .check(z.refine((n: number) => Number.isFinite(n) && n >= 0 && n <= 1, { error: (iss) => `must be a number 0 ≤ x ≤ 1 (got ${describeStoredValue(iss.input)})` }));
+/** The most divisions one `divide.{instance}` record asks for: one per running split, and no member runs more lanes than this. */
+export const MAX_DIVISION_ASKS = 1024;
 const str = () => z.string({ error: (iss) => `must be a string (got ${describeStoredValue(iss.input)})` });
 const idStr = () => str().check(z.refine((s: string) => idProblem(s) === undefined, {
   error: (iss) => `${idProblem(iss.input)} (got ${describeStoredValue(iss.input)})`,
@@ -150,7 +155,7 @@ export const SCHEMAS = {
     ...stamp, instance: idStr(), maxInFlight: int(1), prefetch: int(0).optional(),
     nonce: str().min(1, { error: 'must not be empty' }),
   }),
-  spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0) }),
+  spec: z.looseObject({ ...stamp, id: idStr(), weight: weight(), descriptor: json(), generation: int(0), parent: idStr().optional() }),
   split: z.looseObject({
     ...stamp, id: idStr(), epoch: int(0),
     status: z.enum(['runnable', 'completed', 'quarantined'], {
@@ -166,7 +171,10 @@ export const SCHEMAS = {
     // only after a claim (which bumps the epoch from 0).
     error: 'must be empty unless status is runnable and epoch ≥ 1', path: ['owner'],
   })),
-  progress: z.looseObject({ ...stamp, id: idStr(), epoch: int(1), progress: json() }),
+  progress: z.looseObject({
+    ...stamp, id: idStr(), epoch: int(1), progress: json(),
+    done: share().optional(), divisions: int(1).optional(), end: json().optional(), weight: weight().optional(), declined: int(1).optional(),
+  }),
   lease: z.looseObject({
     ...stamp, id: idStr(), owner: idStr(),
     nonce: str().min(1, { error: 'must not be empty' }), epoch: int(1),
@@ -177,6 +185,14 @@ export const SCHEMAS = {
     }),
   }).check(z.refine((r) => r.splits.every((s, i) => i === 0 || r.splits[i - 1]! < s), {
     error: 'must be sorted in JS string order with no duplicates', path: ['splits'],
+  })),
+  divide: z.looseObject({
+    ...stamp, instance: idStr(), generation: int(0),
+    asks: z.array(z.looseObject({ id: idStr(), epoch: int(1), seq: int(1), share: share() }), {
+      error: (iss) => `must be an array of { id, epoch, seq, share } (got ${describeStoredValue(iss.input)})`,
+    }).max(MAX_DIVISION_ASKS, { error: `must hold at most ${MAX_DIVISION_ASKS} asks` }),
+  }).check(z.refine((r) => r.asks.every((a, i) => i === 0 || r.asks[i - 1]!.id < a.id), {
+    error: 'must be sorted by id in JS string order, one ask per split', path: ['asks'],
   })),
   summary: z.looseObject({
     ...stamp, generation: int(0), writtenAt: int(0), planned: int(0),

@@ -68,7 +68,8 @@ export interface ControlRecord extends Stamp { paused: boolean; evacuated: Evacu
  * writes none and reads it as a newer minor's field, so a mixed fleet gives such members none.
  */
 export interface WorkerRecord extends Stamp { instance: string; maxInFlight: number; prefetch?: number; nonce: string }
-export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number }
+/** `parent`: a residual's (decision 0063): the split it was divided from; absent for a planned split. */
+export interface SpecRecord extends Stamp { id: string; weight: number; descriptor: Json; generation: number; parent?: string }
 /**
  * `owner` is '' when nobody holds the split; `attempts` counts consumed delivery attempts;
  * `notBefore` (epoch ms, set by a failure report) is when a failed split may be claimed again
@@ -79,8 +80,17 @@ export interface SplitRecord extends Stamp {
   /** The wait the failure asked for (ms), beside `notBefore`: a reader waits at most this long from when it saw the record (decision 0060). */
   waitMs?: number;
 }
-/** `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there. */
-export interface ProgressRecord extends Stamp { id: string; epoch: number; progress: Json }
+/**
+ * `progress.{id}`: the committed progress, and the epoch (tenancy) whose fenced write put it there.
+ * The division fields (decision 0063): `done`, the share of the split's current part its handler
+ * reported done (0 to 1); after a division, `divisions` (how many landed), `end` (the primary part's
+ * end, as the handler gave it) and `weight` (the primary part's weight); `declined`, the division
+ * the handler declined in this tenancy (its sequence number).
+ */
+export interface ProgressRecord extends Stamp {
+  id: string; epoch: number; progress: Json;
+  done?: number; divisions?: number; end?: Json; weight?: number; declined?: number;
+}
 export interface LeaseRecord extends Stamp { id: string; owner: string; nonce: string; epoch: number }
 /**
  * `summary`: the leader's compact summary of the job (decision 0040), what `jobs` and `inspect`
@@ -109,10 +119,15 @@ export interface FoldedRecord extends Stamp { bucket: number; page: number; bits
 /** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
 export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
 
+/** One division the leader asks for (decision 0063): of split `id` in tenancy `epoch`, its `seq`-th, moving about `share` of what is left. */
+export interface DivisionAsk { id: string; epoch: number; seq: number; share: number }
+/** `divide.{instance}`: the divisions the leader asks of that instance's running splits, sorted by id. */
+export interface DivideRecord extends Stamp { instance: string; generation: number; asks: DivisionAsk[] }
+
 /** Each key kind's record type. */
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
-  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; summary: SummaryRecord;
+  split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; divide: DivideRecord; summary: SummaryRecord;
   queue: QueueRecord; folded: FoldedRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;

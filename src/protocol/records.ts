@@ -35,12 +35,12 @@ import {
 import { describeStoredValue, FP_SHAPE, isJson, SCHEMAS } from './record-schemas.js';
 import {
   PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION,
-  type Json, type JobLayout, type QueueRecord, type FoldedRecord, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type AssignRecord, type RecordTypes, type RecordKind,
+  type Json, type JobLayout, type QueueRecord, type FoldedRecord, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type AssignRecord, type DivideRecord, type DivisionAsk, type RecordTypes, type RecordKind,
 } from './record-types.js';
 
 // The types' home is record-types.ts; the codec re-exports them, so a caller of encode/decode needs one import.
 export { PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION };
-export type { Json, JobLayout, QueueRecord, FoldedRecord, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, AssignRecord, RecordTypes, RecordKind };
+export type { Json, JobLayout, QueueRecord, FoldedRecord, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, AssignRecord, DivideRecord, DivisionAsk, RecordTypes, RecordKind };
 
 /**
  * The short, stable hash of a fingerprint that every record carries:
@@ -54,7 +54,7 @@ export function fingerprintHash(fingerprint: string): string {
 
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
-  plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance',
+  plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance', divide: 'instance',
   summary: undefined, queue: undefined, folded: undefined,
 };
 
@@ -96,11 +96,12 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   control: ['v', 'fp', 'paused', 'evacuated'],
   publish: ['v', 'fp', 'generation'],
   worker: ['v', 'fp', 'instance', 'maxInFlight', 'prefetch', 'nonce'],
-  spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation'],
+  spec: ['v', 'fp', 'id', 'weight', 'descriptor', 'generation', 'parent'],
   split: ['v', 'fp', 'id', 'epoch', 'status', 'owner', 'attempts', 'reason', 'notBefore', 'waitMs'],
-  progress: ['v', 'fp', 'id', 'epoch', 'progress'],
+  progress: ['v', 'fp', 'id', 'epoch', 'progress', 'done', 'divisions', 'end', 'weight', 'declined'],
   lease: ['v', 'fp', 'id', 'owner', 'nonce', 'epoch'],
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
+  divide: ['v', 'fp', 'instance', 'generation', 'asks'],
   summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
     'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes'],
   queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],

@@ -116,6 +116,8 @@ export interface LaneChange {
   readonly splitValue: string | undefined;
   readonly progressValue: string | undefined;
   readonly terminal: boolean;
+  /** More of the same transaction: a division's residual, created only if absent (protocol/division.ts). */
+  readonly also?: { readonly compares: readonly Compare[]; readonly success: readonly Op[] } | undefined;
 }
 
 /** The fenced transaction of a lane write: commit, complete, fail, release, forced release. */
@@ -127,7 +129,12 @@ export function laneTxn(f: LaneFence, change: LaneChange): Txn {
   if (change.splitValue !== undefined) success.push(op.put(sk, change.splitValue));
   if (change.progressValue !== undefined) success.push(op.put(pk, change.progressValue));
   if (change.terminal) success.push(op.delete(lk));
-  return { compares: [cmp.modRevision(sk, f.splitRevision), cmp.modRevision(pk, f.progressRevision), cmp.lease(lk, f.sessionLease)], success };
+  const compares = [cmp.modRevision(sk, f.splitRevision), cmp.modRevision(pk, f.progressRevision), cmp.lease(lk, f.sessionLease)];
+  if (change.also) {
+    compares.push(...change.also.compares);
+    success.push(...change.also.success);
+  }
+  return { compares, success };
 }
 
 /** Reads a split's three keys in one transaction (a lane write whose outcome is unknown, read back): split, progress, lease. */

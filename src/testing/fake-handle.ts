@@ -7,12 +7,17 @@
  * - after the lane ended (or `signal` aborted) every write rejects with
  *   LEASE_LOST and is recorded as refused, as a fenced write would be;
  * - `decline()` while draining forces the release at once (signal aborted);
- * - `heartbeat` is recorded, and ignored once `signal` has aborted.
+ * - `heartbeat` is recorded, and ignored once `signal` has aborted;
+ * - `divide()` asks the handler's `onDivide` callback as the leader would; a
+ *   division lands unless the lane ended, and a number commit past a number
+ *   `end` is refused, as in a lane.
  * The test drives it with `drain()` and `abort()`, or lets `runHandler`
  * (run-handler.ts) do so at given commits.
  */
 import { SplitfleetError } from '../errors.js';
-import type { Json, SplitHandle } from '../coordinator/types.js';
+import type { CommitOptions, DivideCallback, DivisionProposal, DivisionRequest, Json, SplitHandle } from '../coordinator/types.js';
+import { commitProblem, proposalProblem } from '../protocol/division.js';
+import { residualId } from '../protocol/residual-ids.js';
 
 /** The split a fake handle holds. */
 export interface FakeSplitOptions<Descriptor extends Json = Json, Progress extends Json = Json> {
@@ -28,7 +33,16 @@ export interface FakeSplitOptions<Descriptor extends Json = Json, Progress exten
   epoch?: number;
   /** Delivery attempts consumed before this claim (default 0). */
   attempts?: number;
+  /** The split's end after an earlier division (default: whole, undefined). */
+  end?: Json;
 }
+
+/** One division the fake handle was asked for, and what the handler made of it. */
+export type FakeDivision =
+  | { kind: 'divided'; seq: number; end: Json; residual: { id: string; descriptor: Json; weight: number }; weight: number }
+  | { kind: 'declined'; seq: number }
+  /** The handler proposed one after the lane ended: nothing landed. */
+  | { kind: 'not-landed'; seq: number };
 
 /** One call the handler made, or one thing done to it, in order. */
 export type FakeHandleEvent<Progress extends Json = Json> =
@@ -38,6 +52,7 @@ export type FakeHandleEvent<Progress extends Json = Json> =
   | { kind: 'release'; progress: Progress | undefined }
   | { kind: 'decline' }
   | { kind: 'heartbeat'; details: Json | undefined }
+  | { kind: 'divide'; division: FakeDivision }
   | { kind: 'drain' }
   | { kind: 'abort'; reason: string }
   | { kind: 'refused'; write: 'commit' | 'complete' | 'fail' | 'release'; reason: string };
@@ -68,6 +83,15 @@ export interface FakeSplit<Descriptor extends Json = Json, Progress extends Json
   drain(): void;
   /** The lane is lost or forced: `signal` aborts and every later write is refused. */
   abort(reason?: string): void;
+  /**
+   * Asks the handler to divide, as the leader would (`share` of what is left, default 0.5):
+   * resolves with what it did once its callback has returned (declined when it set none). A
+   * division lands unless the lane has ended; the handle's `end` and `weight` are then the
+   * primary part's, and the residual is what a worker would be given.
+   */
+  divide(share?: number): Promise<FakeDivision>;
+  /** Every division asked for, in order. */
+  readonly divisions: readonly FakeDivision[];
   /**
    * Called after each commit lands, before the handler's `await` returns (runHandler drains here).
    * @internal runHandler's hook.
@@ -122,19 +146,30 @@ export function fakeSplitHandle<Descriptor extends Json = Json, Progress extends
     return Promise.reject(e);
   };
   const jsonCopy = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
+  let weight = options.weight ?? 1;
+  let partEnd: Json | undefined = options.end;
+  let divider: DivideCallback<Progress> | undefined;
+  const divisions: FakeDivision[] = [];
 
   // Built apart from `split`: a method the handle type of an older build lacks is no excess property.
   const handle = {
     id,
-    weight: options.weight ?? 1,
+    get weight() {
+      return weight;
+    },
+    get end() {
+      return partEnd;
+    },
     descriptor: options.descriptor,
     progress: options.progress ?? null,
     epoch: options.epoch ?? 1,
     attempts: options.attempts ?? 0,
     signal: abort.signal,
     drainSignal: drain.signal,
-    async commit(progress: Progress) {
+    async commit(progress: Progress, commitOptions?: CommitOptions) {
       await (refuse('commit') ?? Promise.resolve());
+      const problem = commitProblem(progress, commitOptions, partEnd);
+      if (problem !== undefined) throw new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`);
       const count = commits.length + 1;
       const fenced = split.fenceCommit?.(count, progress);
       if (fenced !== undefined) {
@@ -178,6 +213,39 @@ export function fakeSplitHandle<Descriptor extends Json = Json, Progress extends
       if (abort.signal.aborted) return;
       events.push({ kind: 'heartbeat', details: jsonCopy(details) });
     },
+    onDivide(callback: DivideCallback<Progress>) {
+      divider = callback;
+    },
+  };
+  /** One request, answered as a lane answers it (answer-division.ts): the callback, then a decline if it proposed nothing. */
+  const askDivision = async (share: number): Promise<FakeDivision> => {
+    const seq = divisions.length + 1;
+    let outcome: FakeDivision | undefined;
+    const request: DivisionRequest<Progress> = {
+      seq, share, weight, progress: committed, end: partEnd,
+      divide: async (proposal: DivisionProposal) => {
+        if (outcome) throw new SplitfleetError('INVALID_INPUT', `split ${id}: divide() may be called once per request`);
+        const problem = proposalProblem(proposal);
+        if (problem !== undefined) throw new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`);
+        if (ended || abort.signal.aborted) {
+          outcome = { kind: 'not-landed', seq };
+          return false;
+        }
+        weight = proposal.weight ?? Math.max(1, weight - proposal.residual.weight);
+        partEnd = jsonCopy(proposal.end);
+        outcome = { kind: 'divided', seq, end: partEnd, weight, residual: { id: residualId(id, seq), descriptor: jsonCopy(proposal.residual.descriptor), weight: proposal.residual.weight } };
+        return true;
+      },
+    };
+    try {
+      if (divider && !ended) await divider(request);
+    } catch {
+      // a callback that throws declines, as in a lane
+    }
+    outcome ??= { kind: 'declined', seq };
+    divisions.push(outcome);
+    events.push({ kind: 'divide', division: outcome });
+    return outcome;
   };
   const split: FakeSplit<Descriptor, Progress> = {
     get commits() {
@@ -194,6 +262,12 @@ export function fakeSplitHandle<Descriptor extends Json = Json, Progress extends
     },
     get draining() {
       return drain.signal.aborted;
+    },
+    get divisions() {
+      return divisions;
+    },
+    divide(share = 0.5) {
+      return askDivision(share);
     },
     drain() {
       if (ended || drain.signal.aborted) return;

@@ -11,7 +11,7 @@
  * Add new exports as one line each.
  */
 export { fakeSplitHandle } from './fake-handle.js';
-export type { FakeHandleEnd, FakeHandleEvent, FakeSplit, FakeSplitOptions } from './fake-handle.js';
+export type { FakeDivision, FakeHandleEnd, FakeHandleEvent, FakeSplit, FakeSplitOptions } from './fake-handle.js';
 export { runHandler } from './run-handler.js';
 export type { CommitTrigger, HandlerOutcome, HandlerRun, RunHandlerOptions } from './run-handler.js';
 export { Ledger } from './ledger.js';

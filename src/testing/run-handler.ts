@@ -4,11 +4,12 @@
  * returning releases at the last commit, throwing reports a failure (a
  * retryable SplitfleetError releases without consuming an attempt), a drain
  * the handler does not finish within `drainDeadlineMs` is forced. So a unit
- * test shows a handler's drain and commit paths without a fleet or a store.
+ * test shows a handler's drain and commit paths without a fleet or a store,
+ * and, with `divideAt`, its division: both parts, as a worker would run them.
  */
 import { isSplitfleetError, SplitfleetError } from '../errors.js';
 import type { Json, SplitHandler } from '../coordinator/types.js';
-import { fakeSplitHandle, type FakeHandleEnd, type FakeHandleEvent, type FakeSplitOptions } from './fake-handle.js';
+import { fakeSplitHandle, type FakeDivision, type FakeHandleEnd, type FakeHandleEvent, type FakeSplitOptions } from './fake-handle.js';
 
 /** At which commit (1 for the first; 0: before the handler starts), or a test of each commit's count and progress (asked at commits only). */
 export type CommitTrigger<Progress extends Json = Json> = number | ((count: number, progress: Progress) => boolean);
@@ -19,6 +20,10 @@ export interface RunHandlerOptions<Descriptor extends Json = Json, Progress exte
   drainAt?: CommitTrigger<Progress>;
   /** This commit is fenced out (LEASE_LOST, nothing written, `signal` aborted), as when the split was lost; 0: lost before it starts. */
   abortAt?: CommitTrigger<Progress>;
+  /** Ask the handler to divide right after this commit lands, as the leader would (decision 0063); 0: before it starts. */
+  divideAt?: CommitTrigger<Progress>;
+  /** The share of what is left each division asks to move (default 0.5, the leader's). */
+  divideShare?: number;
   /** A drain not finished this long after it was requested is forced (`signal` aborted). Default 10 000, as the coordinator's. */
   drainDeadlineMs?: number;
 }
@@ -46,6 +51,10 @@ export interface HandlerRun<Progress extends Json = Json> {
   commitsAfterDrain: number;
   /** Everything in order: the handler's calls, the drain, the abort, refused writes. */
   events: FakeHandleEvent<Progress>[];
+  /** Each division asked for (`divideAt`), and what became of it: a landed one gives the residual a worker would run. */
+  divisions: FakeDivision[];
+  /** The split's end after its divisions (undefined while whole). */
+  end: Json | undefined;
 }
 
 function trigger<Progress extends Json>(field: string, t: CommitTrigger<Progress> | undefined): ((count: number, progress: Progress) => boolean) | undefined {
@@ -65,6 +74,10 @@ export async function runHandler<Descriptor extends Json = Json, Progress extend
   if (typeof handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'runHandler: handler must be a function (split) => Promise<void>');
   const drainAt = trigger('drainAt', options.drainAt);
   const abortAt = trigger('abortAt', options.abortAt);
+  const divideAt = trigger('divideAt', options.divideAt);
+  const share = options.divideShare ?? 0.5;
+  if (!(typeof share === 'number' && share > 0 && share < 1)) throw new SplitfleetError('INVALID_CONFIG', `runHandler: divideShare must be a number 0 < x < 1, got ${String(share)}`);
+  const asked: Promise<unknown>[] = [];
   const deadline = options.drainDeadlineMs ?? 10_000;
   if (!Number.isSafeInteger(deadline) || deadline < 0) {
     throw new SplitfleetError('INVALID_CONFIG', `runHandler: drainDeadlineMs must be a non-negative integer, got ${String(deadline)}`);
@@ -86,13 +99,17 @@ export async function runHandler<Descriptor extends Json = Json, Progress extend
   split.fenceCommit = (count, progress) => (abortAt?.(count, progress) ? `commit ${count} fenced out (abortAt)` : undefined);
   split.onCommit = (count) => {
     if (drainAt?.(count, split.committed!)) drain();
+    if (divideAt?.(count, split.committed!)) asked.push(split.divide(share));
   };
   if (options.abortAt === 0) split.abort('lost before the handler started (abortAt: 0)');
   else if (options.drainAt === 0) drain();
 
   let outcome: HandlerOutcome<Progress>;
   try {
+    // Asked before it starts: the handler's first turn sets its callback, the request comes after it.
+    if (options.divideAt === 0) asked.push(Promise.resolve().then(() => split.divide(share)));
     await handler(split.handle);
+    await Promise.all(asked);
     outcome = split.ended ? endOf(split.ended, forced) : { kind: 'returned' };
   } catch (error) {
     outcome = split.ended ? endOf(split.ended, forced) : { kind: 'threw', error, retryable: isSplitfleetError(error) && error.retryable };
@@ -106,6 +123,8 @@ export async function runHandler<Descriptor extends Json = Json, Progress extend
     drained: drainedAtCommit !== undefined,
     commitsAfterDrain: drainedAtCommit === undefined ? 0 : split.commits.length - drainedAtCommit,
     events: [...split.events],
+    divisions: [...split.divisions],
+    end: split.handle.end,
   };
 }
 

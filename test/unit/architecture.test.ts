@@ -28,7 +28,7 @@ export const LAYERS: readonly { rank: number; modules: readonly string[]; job: s
   { rank: 1, modules: ['config.ts', 'timeout.ts', 'store/store.ts'], job: 'options and validation; the one op deadline; the store contract (types, cmp/op builders, limits), which protocol/ builds transactions with' },
   { rank: 2, modules: ['protocol/', 'assignment/', 'store/'], job: 'the pure core (protocol, assignment); the store backends (base, memory, etcd, instrumented)' },
   { rank: 3, modules: ['coordinator/', 'operator/', 'inspect/'], job: 'what drives the core: the coordinator (one process of a fleet), operator actions, the inspector and dashboard' },
-  { rank: 4, modules: ['metrics-server.ts'], job: 'the opt-in metrics and health endpoint over a coordinator' },
+  { rank: 4, modules: ['metrics-server.ts', 'divisible-range.ts'], job: 'the opt-in metrics and health endpoint over a coordinator; the handler\'s helper for dividing a range of units' },
   { rank: 5, modules: ['index.ts', 'etcd.ts', 'http.ts', 'engine.ts', 'testing/'], job: 'the public surface: the entry points splitfleet, splitfleet/etcd, splitfleet/http, splitfleet/engine, splitfleet/testing' },
   { rank: 6, modules: ['demo/'], job: 'the demo: a tool over the public surface and the internals it drives' },
   { rank: 7, modules: ['cli/'], job: 'the command line' },

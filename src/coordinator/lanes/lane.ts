@@ -35,17 +35,28 @@ import type { DrainHandlerState } from '../../protocol/reconcile.js';
 import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../../protocol/retry-policy.js';
 import { boundReason } from '../../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../../protocol/records.js';
-import { joinTxns, laneTxn } from '../../protocol/txns.js';
+import { joinTxns, laneTxn, readBackTxn } from '../../protocol/txns.js';
 import type { KeyValue, Store, Txn } from '../../store/store.js';
 import { HeartbeatWatch } from './heartbeat.js';
 import { LaneGuards, type WriteOutcome } from './lane-guards.js';
-import type { SplitHandle } from '../types.js';
+import type { DivideCallback, SplitHandle } from '../types.js';
+import { commitProblem, partWeight } from '../../protocol/division.js';
 
 /** How a lane's ending write (release, failure report, forced release) is retried while the store fails: jittered, 250 ms doubling to 4 s. */
 export const TERMINAL_RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
 
 export type { LaneEnd };
 export type LaneState = 'running' | 'draining' | 'ended';
+
+/** The writes a handle (and the shell's ending of a lane) makes: all but a division's two. */
+type HandleWriteKind = Exclude<LaneWriteKind, 'divide' | 'decline'>;
+
+/** A lane's records as a division is built from them, when its turn in the lane's write order comes. */
+export interface HeldParts {
+  readonly record: SplitRecord;
+  readonly progressRecord: ProgressRecord | undefined;
+  readonly committed: Json;
+}
 
 /** What became of a claim that rode in a completion: its reads are the claim's own (the completion has none). */
 export type RideOutcome = { kind: 'won'; revision: number; reads: (KeyValue | undefined)[] } | { kind: 'lost' } | { kind: 'unknown' };
@@ -108,6 +119,8 @@ export class Lane {
   /** What the next write is guarded by, and the write of unknown outcome. */
   private readonly guards: LaneGuards;
   readonly handle: SplitHandle;
+  /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
+  divider: DivideCallback | undefined;
   /** Present when heartbeatTimeoutMs is set. */
   private readonly watch: HeartbeatWatch | undefined;
   /** Set when the heartbeat timeout aborted the handler: the failure report this lane owes. */
@@ -136,14 +149,23 @@ export class Lane {
     const resumeFrom = progress;
     this.handle = {
       id,
-      weight: spec.weight,
+      get weight() {
+        return partWeight(spec, lane.guards.progressRecord);
+      },
+      get end() {
+        return lane.guards.progressRecord?.end;
+      },
       descriptor: spec.descriptor,
       progress: resumeFrom,
       epoch: rec.epoch,
       attempts: rec.attempts,
       signal: this.abort.signal,
       drainSignal: this.drain.signal,
-      commit: (progress) => lane.write('commit', { progress }),
+      commit: (progress, options) => {
+        const problem = commitProblem(progress, options, lane.guards.progressRecord?.end);
+        if (problem !== undefined) return Promise.reject(new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`));
+        return lane.write('commit', { progress, ...(options?.done !== undefined ? { done: options.done } : {}) });
+      },
       complete: (progress) => lane.write('complete', { progress }),
       fail: (reason, options) => lane.fail(String(reason), options),
       release: (progress) => lane.write('release', { progress }),
@@ -155,6 +177,9 @@ export class Lane {
       heartbeat: (details) => {
         if (lane.endedAs || lane.abort.signal.aborted) return;
         lane.watch?.touch(details);
+      },
+      onDivide: (callback) => {
+        lane.divider = callback;
       },
     };
     const timeoutMs = ctx.config.heartbeatTimeoutMs;
@@ -292,7 +317,7 @@ export class Lane {
    * reported as the split's failure, a report refused is sent again with a
    * short reason and then released, a release refused ends the lane.
    */
-  private refused(kind: LaneWriteKind, args: LaneWriteArgs, raw: unknown): void {
+  private refused(kind: HandleWriteKind, args: LaneWriteArgs, raw: unknown): void {
     if (typeof raw === 'object' && raw !== null) this.answered.add(raw);
     const e = storeFailure(raw);
     const what = kind === 'force' ? 'release' : kind;
@@ -324,7 +349,7 @@ export class Lane {
    * `laneTxn` (protocol/txns.ts) guards it by the three revisions this lane
    * knows. All or nothing.
    */
-  private write(kind: LaneWriteKind, args: LaneWriteArgs, internal = false): Promise<void> {
+  private write(kind: HandleWriteKind, args: LaneWriteArgs, internal = false): Promise<void> {
     // A forced release is a release on the wire and in every message.
     const what = kind === 'force' ? 'release' : kind;
     const run = async (): Promise<void> => {
@@ -332,28 +357,11 @@ export class Lane {
         const why = this.timeoutFailure !== undefined ? `the lane timed out (${this.timeoutFailure})` : 'this lane no longer holds the split';
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, ${why}`);
       }
-      const { config } = this.ctx;
-      // A previous write of unknown outcome first: did it land? Then its revisions are our guards
-      // (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
-      const { guards } = this;
-      if (guards.unknown) {
-        const pending = guards.unknown;
-        const settled = await guards.readBack().catch((e: unknown) => {
-          if (e instanceof SplitfleetError && e.code === 'TIMEOUT' && guards.unknown === undefined) return 'not landed' as const;
-          throw e;
-        });
-        if (settled !== 'not landed') this.apply(pending, settled);
-        if (this.endedAs) {
-          throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
-        }
-      }
+      await this.settleUnknown(what);
       // Checked before anything is sent: a lane that does not own its record is a bug, not a race.
       let write: LaneWrite;
       try {
-        write = laneWrite(kind, {
-          me: config.instance, record: guards.record, progressRecord: guards.progressRecord, maxAttempts: config.maxAttempts,
-          retryBackoff: config.retryBackoff, now: wallTime(this.ctx.clock), draw: kind === 'fail' ? (this.ctx.random ?? Math.random)() : 0,
-        }, args);
+        write = laneWrite(kind, this.writerState(kind), args);
       } catch (e) {
         // Refused before it is sent (a record that cannot be encoded, too large): a refusal like the store's.
         this.refused(kind, args, e);
@@ -373,12 +381,101 @@ export class Lane {
   }
 
   /**
+   * A previous write of unknown outcome first: did it land? Then its revisions are our guards
+   * (and, if it was terminal, the lane has ended with it). A read that fails fails this write.
+   */
+  private async settleUnknown(what: string): Promise<void> {
+    const { guards } = this;
+    if (!guards.unknown) return;
+    const pending = guards.unknown;
+    const settled = await guards.readBack().catch((e: unknown) => {
+      if (e instanceof SplitfleetError && e.code === 'TIMEOUT' && guards.unknown === undefined) return 'not landed' as const;
+      throw e;
+    });
+    if (settled !== 'not landed') this.apply(pending, settled);
+    if (this.endedAs) {
+      throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
+    }
+  }
+
+  /**
+   * A division or a decline of this lane's split (protocol/division.ts builds it from the lane's
+   * records as they are when its turn comes): fenced like a commit, in this lane's write order.
+   * True once it landed; false when it did not: the residual's keys exist already (nothing was
+   * written, the lane goes on), the store refused it, or the split is no longer ours (the lane ends
+   * as lost). A reply lost is read back until the outcome is known or the lane ends, so the handler
+   * is never told "not landed" of a division that landed.
+   */
+  writeDivision(kind: 'divide' | 'decline', build: (held: HeldParts) => NonNullable<LaneWriteArgs['division']>): Promise<boolean> {
+    const run = async (): Promise<boolean> => {
+      if (this.endedAs || this.abort.signal.aborted || this.state === 'ended') return false;
+      await this.settleUnknown(kind);
+      const { guards } = this;
+      const write = laneWrite(kind, this.writerState('commit'), {
+        division: build({ record: guards.record, progressRecord: guards.progressRecord, committed: guards.committed }),
+      });
+      const fence = guards.fence;
+      const txn = laneTxn(fence, write);
+      let res;
+      try {
+        // The failure branch reads the fence back: a loss on the residual's keys alone leaves the lane whole.
+        res = await this.ctx.store.txn({ ...txn, failure: readBackTxn(this.ctx.prefix, this.id).success });
+      } catch (e) {
+        if (!isRetryable(e)) return false; // refused before it applied: nothing written
+        guards.unknown = write;
+        return this.divisionReadBack(write);
+      }
+      if (res.won) {
+        this.apply(write, res);
+        return true;
+      }
+      const [split, progress, lease] = res.reads;
+      const whole = split?.modRevision === fence.splitRevision && (progress?.modRevision ?? 0) === fence.progressRevision && lease?.lease === fence.sessionLease;
+      if (!whole) this.end('lost', `${kind === 'divide' ? 'division' : 'decline'} lost the fenced swap`);
+      return false;
+    };
+    const p = this.chain.then(run, run);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  /** A division whose reply was lost: read back until it is known to have landed or not, or the lane ends. */
+  private async divisionReadBack(write: LaneWrite): Promise<boolean> {
+    for (let attempt = 0; !this.endedAs; attempt++) {
+      try {
+        const settled = await this.guards.readBack();
+        if (!settled.won) {
+          this.end('lost', 'division lost the fenced swap');
+          return false;
+        }
+        this.apply(write, settled);
+        return true;
+      } catch {
+        if (this.guards.unknown === undefined) return false; // read back: it did not land
+        const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
+        await new Promise<void>((resolve) => this.ctx.clock.setTimer(delay, resolve));
+      }
+    }
+    return false;
+  }
+
+  /** What `laneWrite` needs of this lane for a write of `kind`. */
+  private writerState(kind: LaneWriteKind): Parameters<typeof laneWrite>[1] {
+    const { config } = this.ctx;
+    const { guards } = this;
+    return {
+      me: config.instance, record: guards.record, progressRecord: guards.progressRecord, maxAttempts: config.maxAttempts,
+      retryBackoff: config.retryBackoff, now: wallTime(this.ctx.clock), draw: kind === 'fail' ? (this.ctx.random ?? Math.random)() : 0,
+    };
+  }
+
+  /**
    * Sends one lane write and finds out its outcome: a write of unknown outcome is read back
    * (landed, it counts as won). A completion may carry the claim of the lane's next split
    * (decision 0055); joined, a loss does not say which part's compares failed, so the completion
    * is then sent alone. Rejects when the write was refused for good or is still unknown.
    */
-  private async send(kind: LaneWriteKind, args: LaneWriteArgs, write: LaneWrite): Promise<{ res: WriteOutcome; ride: RidingClaim | undefined; rode: Extract<RideOutcome, { kind: 'won' }> | undefined }> {
+  private async send(kind: HandleWriteKind, args: LaneWriteArgs, write: LaneWrite): Promise<{ res: WriteOutcome; ride: RidingClaim | undefined; rode: Extract<RideOutcome, { kind: 'won' }> | undefined }> {
     const { store } = this.ctx;
     const { guards } = this;
     const txn = laneTxn(guards.fence, write);

@@ -21,6 +21,7 @@ import { SplitfleetError, storeFailure } from '../../errors.js';
 import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
 import { dueAt } from '../../protocol/retry-policy.js';
 import { parseKey, specKey, type KeyKind } from '../../protocol/keys.js';
+import { isResidualId } from '../../protocol/residual-ids.js';
 import { PackedView } from './packed-view.js';
 import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordTypes, type WorkerRecord,
@@ -228,9 +229,12 @@ export class LeaderRecords {
         return this.pages.putPage(key, value) ? 'queue' : undefined;
       case 'folded':
         return this.pages.putFolded(key, value, modRevision) ? 'folded' : undefined;
+      case 'divide':
+        return undefined; // the leader's own asks (ask-divisions.ts keeps them): no decision reads them
       case 'spec': {
-        // A packed job's specs are copies for the workers: its weights are its pages'.
-        if (this.columns.packed) return undefined;
+        // A packed job's specs are copies for the workers: its weights are its pages'. A residual's
+        // (decision 0063) is in no page: its spec is where its weight is, as in a keys job.
+        if (this.columns.packed && !isResidualId(parsed.id)) return undefined;
         const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
         if (own?.kind === 'spec') {
           // Our own seeding write (its transaction's revision): what decoding it would give.
@@ -299,6 +303,7 @@ export class LeaderRecords {
         return 'leader';
       case 'publish':
       case 'summary':
+      case 'divide':
         return undefined;
       case 'control':
         this.control = undefined;
@@ -318,7 +323,7 @@ export class LeaderRecords {
         this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
         return 'lease';
       case 'spec': {
-        if (this.columns.packed) return undefined;
+        if (this.columns.packed && !isResidualId(parsed.id)) return undefined;
         // A keys job's spec is deleted by nobody (a job's delete takes its plan first): by hand, or a
         // restore. A split that has still to run cannot without it: parked with the reason, visibly
         // (health, inspect, splitfleet_parked_splits), until a spec is put back.

@@ -35,6 +35,7 @@ import { background, type OnUnexpected } from '../background.js';
 import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import { StuckParts } from './stuck-parts.js';
+import { DivisionAsker } from './ask-divisions.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
@@ -108,6 +109,8 @@ export class Leader {
   private readonly seeder: Seeder;
   /** A packed job's promotions and fold-backs (decision 0037). */
   private readonly packedQueue: PackedQueue;
+  /** Asks running splits to divide when lanes would idle (decision 0063). */
+  private readonly divisions: DivisionAsker;
 
   constructor(private readonly ctx: LeaderContext) {
     this.store = ctx.store;
@@ -126,6 +129,11 @@ export class Leader {
       job: () => this.job,
       seeding: () => this.seeding,
       promote: (job, ids) => this.packedQueue.promote(job, ids),
+      unexpected: (where, e) => this.unexpected(where, e),
+    });
+    this.divisions = new DivisionAsker({
+      store: ctx.store, clock: ctx.clock, config: ctx.config, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), log: ctx.log, metrics: ctx.metrics,
+      publishing: () => (this.term ? { generation: this.term.generation, guard: this.guard } : undefined),
       unexpected: (where, e) => this.unexpected(where, e),
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
@@ -266,6 +274,7 @@ export class Leader {
       if (this.job !== job || this.term !== term) return;
       this.metrics.parked.set(job.parked.size);
       this.stuckParts.viewChanged(job);
+      this.divisions.viewChanged();
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
@@ -289,6 +298,7 @@ export class Leader {
     }
     this.log.info({ splits: job.splitCount, ms: this.clock.now() - started }, 'job view built');
     this.stuckParts.start(job, () => this.term === term && this.job === job);
+    this.divisions.start(job);
     background('plan', () => this.planLoop(term.abort.signal), this.unexpected);
     this.publisher.schedule();
     this.checkVerdict();
@@ -297,6 +307,7 @@ export class Leader {
   private depose(reason: string): void {
     if (!this.term) return;
     this.stuckParts.stop();
+    this.divisions.stop();
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
     if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
     this.announced = undefined;

@@ -17,6 +17,7 @@
  */
 import { IdArena } from '../../assignment/id-arena.js';
 import type { Config } from '../../config.js';
+import { reservedIdProblem } from '../../protocol/residual-ids.js';
 import { SplitfleetError } from '../../errors.js';
 import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
 import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
@@ -119,6 +120,8 @@ export function validatePlanned(splits: readonly PlannedSplit[], start: number, 
   for (let i = start; i < end; i++) {
     const s = splits[i]!;
     if (!isValidId(s?.id)) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${idProblem(s?.id)}`);
+    const reserved = reservedIdProblem(s.id);
+    if (reserved !== undefined) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: ${reserved} (got ${JSON.stringify(s.id)})`);
     const twin = seen.rowOf(s.id);
     if (twin >= 0) throw new SplitfleetError('PLANNER_FAILURE', `planner split [${i}].id: "${s.id}" appears twice (first at [${twin}]); split ids must be unique`);
     seen.add(i, s.id);

@@ -17,9 +17,9 @@ import { SplitfleetError } from '../../errors.js';
 import type { Json } from '../../protocol/records.js';
 import {
   FLAG_ABORTED, FLAG_DRAINING, HEARTBEAT_FORWARD_MS, fromWire, toWire,
-  type CallMessage, type HandleMethod, type MainMessage, type SandboxReply, type SandboxTask, type SplitTask,
+  type CallMessage, type DivideOutcome, type DivideRequestMessage, type HandleMethod, type MainMessage, type SandboxReply, type SandboxTask, type SplitTask,
 } from './sandbox-wire.js';
-import type { FailOptions, SplitHandle, SplitHandler } from '../types.js';
+import type { CommitOptions, DivideCallback, DivisionRequest, FailOptions, SplitHandle, SplitHandler } from '../types.js';
 
 /** Imports `module` (the loader caches it per thread) and returns its `exportName` export, which must be a function. */
 async function load(module: string, exportName: string): Promise<SplitHandler> {
@@ -67,7 +67,11 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
   const flags = new Int32Array(task.flags);
   const abort = new AbortController();
   const drain = new AbortController();
-  const pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (value?: DivideOutcome) => void; reject: (e: Error) => void }>();
+  let divider: DivideCallback | undefined;
+  // The part's end and weight as the last landed division left them (decision 0063).
+  let end: Json | undefined = task.split.end;
+  let weight = task.split.weight;
   const calls = new Set<Promise<void>>();
   let seq = 0;
   let abortReason: Error | undefined;
@@ -87,10 +91,13 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
       case 'reply': {
         const p = pending.get(m.id);
         pending.delete(m.id);
-        if (m.ok) p?.resolve();
+        if (m.ok) p?.resolve(m.value);
         else p?.reject(fromWire(m.error));
         break;
       }
+      case 'divide-request':
+        void answer(m);
+        break;
       case 'drain':
         sync();
         break;
@@ -101,9 +108,9 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
     }
   });
 
-  const call = (method: HandleMethod, args: unknown[]): Promise<void> => {
+  const call = (method: HandleMethod, args: unknown[]): Promise<DivideOutcome | undefined> => {
     const n = ++seq;
-    const p = new Promise<void>((resolve, reject) => {
+    const p = new Promise<DivideOutcome | undefined>((resolve, reject) => {
       pending.set(n, { resolve, reject });
       const msg: CallMessage = { type: 'call', id: n, method, args };
       try {
@@ -133,10 +140,39 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
     void call('heartbeat', details === undefined ? [] : [details]).catch(() => undefined);
   };
 
+  // A division request from the main side: the handler's callback, then `undivided` if it did not divide.
+  const answer = async (m: DivideRequestMessage): Promise<void> => {
+    let proposed = false;
+    const request: DivisionRequest = {
+      seq: m.seq, share: m.share, weight: m.weight, progress: m.progress, end: m.end,
+      divide: async (proposal) => {
+        if (proposed) throw new SplitfleetError('INVALID_INPUT', `split ${id}: divide() may be called once per request`);
+        proposed = true;
+        const out = (await call('divide', [m.request, proposal]))!;
+        if (out.landed) {
+          end = out.end;
+          weight = out.weight;
+        }
+        return out.landed;
+      },
+    };
+    try {
+      if (divider) await divider(request);
+    } catch {
+      // A callback that throws declines (the main side logs nothing of the thread's: its own declines).
+    }
+    if (!proposed) await call('undivided', [m.request]).catch(() => undefined);
+  };
+
   const { split } = task;
   const handle: SplitHandle = {
     id: split.id,
-    weight: split.weight,
+    get weight() {
+      return weight;
+    },
+    get end() {
+      return end;
+    },
     descriptor: split.descriptor,
     progress: split.progress,
     epoch: split.epoch,
@@ -149,11 +185,24 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
       sync();
       return drain.signal;
     },
-    commit: (progress: Json) => call('commit', [progress]),
-    complete: (progress?: Json) => call('complete', [progress]),
+    commit: async (progress: Json, options?: CommitOptions) => {
+      await call('commit', options === undefined ? [progress] : [progress, options]);
+    },
+    complete: async (progress?: Json) => {
+      await call('complete', [progress]);
+    },
     // The options travel as data (a structured clone); the main side's real handle validates them.
-    fail: (reason: string, options?: FailOptions) => call('fail', options === undefined ? [String(reason)] : [String(reason), options]),
-    release: (progress?: Json) => call('release', [progress]),
+    fail: async (reason: string, options?: FailOptions) => {
+      await call('fail', options === undefined ? [String(reason)] : [String(reason), options]);
+    },
+    release: async (progress?: Json) => {
+      await call('release', [progress]);
+    },
+    onDivide: (callback) => {
+      const first = divider === undefined;
+      divider = callback as DivideCallback;
+      if (first) void call('onDivide', []).catch(() => undefined);
+    },
     decline: () => {
       void call('decline', []).catch(() => undefined);
     },

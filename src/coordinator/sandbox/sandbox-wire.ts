@@ -41,6 +41,8 @@ export interface SplitFields {
   progress: Json;
   epoch: number;
   attempts: number;
+  /** The split's end after a division (decision 0063); absent while whole. */
+  end?: Json;
 }
 
 /** Imports the module and checks the export, nothing else (`ready()`). */
@@ -68,7 +70,27 @@ export type SandboxTask = ProbeTask | SplitTask;
 export type SandboxReply = { ok: true } | { ok: false; stage: 'load' | 'handler'; error: WireError };
 
 /** The handle's methods the thread calls on the real handle. */
-export type HandleMethod = 'commit' | 'complete' | 'fail' | 'release' | 'decline' | 'heartbeat';
+export type HandleMethod = 'commit' | 'complete' | 'fail' | 'release' | 'decline' | 'heartbeat'
+  /** Division (decision 0063): the handler set a callback; it proposed a division of request n; it returned without one. */
+  | 'onDivide' | 'divide' | 'undivided';
+
+/** Main → thread: the leader asks the split to divide; `request` numbers it for the thread's answer. */
+export interface DivideRequestMessage {
+  type: 'divide-request';
+  request: number;
+  seq: number;
+  share: number;
+  weight: number;
+  progress: Json;
+  end?: Json;
+}
+
+/** The reply value of a `divide` call: whether it landed, and the part's end and weight as they are now. */
+export interface DivideOutcome {
+  landed: boolean;
+  end?: Json;
+  weight: number;
+}
 
 /** The thread forwards at most one heartbeat per this many ms (the latest details win), so a per-record heartbeat does not flood the port. */
 export const HEARTBEAT_FORWARD_MS = 100;
@@ -83,7 +105,8 @@ export interface CallMessage {
 
 /** Main → thread: a call's outcome, or a signal that aborted. */
 export type MainMessage =
-  | { type: 'reply'; id: number; ok: true }
+  | { type: 'reply'; id: number; ok: true; value?: DivideOutcome }
+  | DivideRequestMessage
   | { type: 'reply'; id: number; ok: false; error: WireError }
   | { type: 'drain' }
   | { type: 'abort'; reason: WireError };

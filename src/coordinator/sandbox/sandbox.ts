@@ -34,9 +34,9 @@ import type { Json } from '../../protocol/records.js';
 import { withThreadExecArgv } from '../../thread-argv.js';
 import {
   FLAG_ABORTED, FLAG_DRAINING, FLAG_SLOTS, fromWire, toWire,
-  type CallMessage, type MainMessage, type SandboxReply, type SplitTask,
+  type CallMessage, type DivideOutcome, type MainMessage, type SandboxReply, type SplitTask,
 } from './sandbox-wire.js';
-import type { FailOptions, SplitHandle, SplitHandler } from '../types.js';
+import type { CommitOptions, DivisionProposal, DivisionRequest, FailOptions, SplitHandle, SplitHandler } from '../types.js';
 
 /** How `sandboxedHandler` runs the module: threads, which export, how long a finished handler may take to return. */
 export interface SandboxOptions {
@@ -199,13 +199,37 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
       post({ type: 'abort', reason: toWire(split.signal.reason) });
       decide();
     };
+    // Division requests (decision 0063) the thread has still to answer: by number, the real request and what ends its wait.
+    const asked = new Map<number, { request: DivisionRequest; answered: () => void }>();
+    let requests = 0;
     const serve = async (m: CallMessage): Promise<void> => {
       const terminal = m.method === 'complete' || m.method === 'fail' || m.method === 'release';
       if (terminal) terminalPending++;
       try {
         const arg = m.args[0];
+        let value: DivideOutcome | undefined;
         switch (m.method) {
-          case 'commit': await split.commit(arg as Json); break;
+          case 'onDivide':
+            split.onDivide((request) => new Promise<void>((answered) => {
+              const n = ++requests;
+              asked.set(n, { request, answered });
+              post({ type: 'divide-request', request: n, seq: request.seq, share: request.share, weight: request.weight, progress: request.progress, ...(request.end !== undefined ? { end: request.end } : {}) });
+            }));
+            break;
+          case 'divide': {
+            const a = asked.get(arg as number);
+            if (!a) throw new SplitfleetError('INVALID_INPUT', `split ${split.id}: divide() called twice, or after its callback returned`);
+            asked.delete(arg as number);
+            const landed = a.request.divide(m.args[1] as DivisionProposal);
+            a.answered(); // proposed: the callback's wait ends, the division's own goes on
+            value = { landed: await landed, weight: split.weight, ...(split.end !== undefined ? { end: split.end } : {}) };
+            break;
+          }
+          case 'undivided':
+            asked.get(arg as number)?.answered();
+            asked.delete(arg as number);
+            break;
+          case 'commit': await split.commit(arg as Json, m.args[1] as CommitOptions | undefined); break;
           case 'complete': await split.complete(arg as Json | undefined); break;
           case 'fail': await split.fail(String(arg), m.args[1] as FailOptions | undefined); break;
           case 'release': await split.release(arg as Json | undefined); break;
@@ -213,7 +237,7 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
           case 'heartbeat': split.heartbeat(arg as Json | undefined); break;
         }
         if (terminal) ownEnd = true;
-        post({ type: 'reply', id: m.id, ok: true });
+        post({ type: 'reply', id: m.id, ok: true, ...(value !== undefined ? { value } : {}) });
       } catch (e) {
         post({ type: 'reply', id: m.id, ok: false, error: toWire(e) });
       } finally {
@@ -232,7 +256,10 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
 
     const task: SplitTask = {
       kind: 'split', module: url, exportName, flags: flags.buffer as SharedArrayBuffer, port: port2,
-      split: { id: split.id, weight: split.weight, descriptor: split.descriptor, progress: split.progress, epoch: split.epoch, attempts: split.attempts },
+      split: {
+        id: split.id, weight: split.weight, descriptor: split.descriptor, progress: split.progress, epoch: split.epoch, attempts: split.attempts,
+        ...(split.end !== undefined ? { end: split.end } : {}),
+      },
     };
     let reply: SandboxReply;
     try {

@@ -27,9 +27,9 @@
 import { wallTime, type Clock } from '../../clock.js';
 import { isSplitfleetError, SplitfleetError } from '../../errors.js';
 import { hasLease, leaselessProblem } from '../../protocol/ephemeral.js';
-import { assignKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../protocol/keys.js';
+import { assignKey, divideKey, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../protocol/keys.js';
 import {
-  decodeRecord, type AssignRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
+  decodeRecord, type AssignRecord, type DivideRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
   type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../../protocol/records.js';
 import { op, type KeyValue, type Store } from '../../store/store.js';
@@ -77,6 +77,8 @@ export class WorkerView {
   /** This instance's presence key, as the store holds it (ours, or another run's). */
   self: Seen<WorkerRecord> | undefined;
   assign: Seen<AssignRecord> | undefined;
+  /** Our `divide.{instance}` record: the divisions the leader asks of our running splits. */
+  divide: Seen<DivideRecord> | undefined;
   /** Highest store revision this view has seen (reads and events). */
   revision = 0;
   /** Watch updates applied, for the metrics (what this instance pays in watch traffic). */
@@ -122,6 +124,11 @@ export class WorkerView {
       this.follower(assignKey(prefix, instance), (u) => {
         this.assign = this.seen('assign', u, 'absent');
         this.notify('assign', instance);
+      }),
+      // The divisions the leader asks of our running splits (decision 0063); unreadable: none asked.
+      this.follower(divideKey(prefix, instance), (u) => {
+        this.divide = this.seen('divide', u, 'absent');
+        this.notify('divide', instance);
       }),
     ];
   }

@@ -35,6 +35,7 @@ import { Lane, type LaneEnd } from '../lanes/lane.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from '../session.js';
+import { Divisions } from './divisions.js';
 import { Revocations } from './revocations.js';
 import { recordLaneEnd, runLane } from './run-lane.js';
 import { OrphanSettler } from './settle-orphans.js';
@@ -81,6 +82,8 @@ export class Worker {
   private readonly claimer: Claimer;
   private readonly settler: OrphanSettler;
   private readonly revocations: Revocations;
+  /** The leader's division asks, answered on our lanes (divisions.ts). */
+  private readonly divisions: Divisions;
 
   private readonly store: Store;
   private readonly config: Config;
@@ -144,6 +147,9 @@ export class Worker {
       openLane: (id, spec, rec, rev, progress, progressRev) => void this.openLane(id, spec, rec, rev, progress, progressRev, true),
       schedule: () => this.schedule(),
       stopped: () => this.stopped,
+    });
+    this.divisions = new Divisions({
+      prefix: this.view.prefix, me: this.me, lanes: this.lanes, metrics: this.metrics, log: this.log, emit: () => this.emit, unexpected: this.unexpected,
     });
     this.revocations = new Revocations({
       lanes: this.lanes, clock: this.clock, drainDeadlineMs: this.config.drainDeadlineMs, log: this.log, emit: () => this.emit, unexpected: this.unexpected,
@@ -240,6 +246,7 @@ export class Worker {
     }
     if (claims.length > 0) background('claim', () => this.claimer.claimAll(claims as Extract<ReconcileDecision, { kind: 'claim' }>[]), this.unexpected);
     this.settler.settleOrphans(new Set(assignment ?? []), assignment !== undefined);
+    this.divisions.serviceDivisionAsks(this.view.divide?.rec.asks ?? []);
     this.hooks.reconciled?.();
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { test, fc } from '@fast-check/vitest';
 import {
-  KEY_LAYOUT, MAX_ID_BYTES, assignKey, idProblem, jobPrefix, kindPrefix, leaderKey, leaseKey, parseKey, planKey,
+  KEY_LAYOUT, MAX_ID_BYTES, assignKey, divideKey, idProblem, jobPrefix, kindPrefix, leaderKey, leaseKey, parseKey, planKey,
   progressKey, specKey, splitKey, utf8ByteLength, workerKey,
 } from '../../../src/protocol/keys.js';
 import { isSplitfleetError } from '../../../src/errors.js';
@@ -23,11 +23,12 @@ describe('key layout', () => {
     expect(progressKey(prefix, 's1')).toBe('splitfleet/job-1/progress.s1');
     expect(leaseKey(prefix, 's1')).toBe('splitfleet/job-1/lease.s1');
     expect(assignKey(prefix, 'pod-0')).toBe('splitfleet/job-1/assign.pod-0');
+    expect(divideKey(prefix, 'pod-0')).toBe('splitfleet/job-1/divide.pod-0');
     expect(kindPrefix(prefix, 'lease')).toBe('splitfleet/job-1/lease.');
     expect(kindPrefix(prefix, 'progress')).toBe('splitfleet/job-1/progress.');
     expect(KEY_LAYOUT.map((r) => r.pattern)).toEqual([
       'plan', 'leader', 'publish', 'control', 'summary', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'progress.{id}', 'lease.{id}', 'assign.{instance}',
-      'queue.{bucket}.{page}', 'folded.{bucket}.{page}',
+      'divide.{instance}', 'queue.{bucket}.{page}', 'folded.{bucket}.{page}',
     ]);
   });
 
