@@ -47,7 +47,7 @@ async function fleet(layout: 'keys' | 'packed', splits: { id: string; from: numb
       leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000,
       planner: () => ({ final: true, splits: splits.map((s) => ({ id: s.id, weight: s.to - s.from, descriptor: { from: s.from, to: s.to } })) }),
       handler,
-      on: { 'split-divided': (e) => { divided.push({ id: e.id, residual: e.residual, seq: e.seq }); if (process.env.DEBUG_DIVIDE) console.log(Date.now() % 100000, e); } },
+      on: { 'split-divided': (e) => { divided.push({ id: e.id, residual: e.residual, seq: e.seq }); } },
     });
     open.push(c);
     done.push(c.done);

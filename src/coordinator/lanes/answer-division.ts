@@ -10,6 +10,8 @@
  *   with none, declines: `declined` is written, so the leader stops asking.
  * - A bad proposal is refused (INVALID_INPUT, naming the field) before
  *   anything is written, and the request counts as declined.
+ * - A division that did not land on a lane still running (the residual's
+ *   keys existed) is declined too: the split stays whole in this tenancy.
  */
 import { SplitfleetError } from '../../errors.js';
 import { declineRecord, divisionWrite, proposalProblem, type DivisionProposal } from '../../protocol/division.js';
@@ -54,6 +56,11 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
     return { kind: 'declined' };
   }
   const landed = await proposed.catch(() => false);
-  if (!landed || !write) return { kind: 'not-landed' };
+  if (!landed || !write) {
+    // Still ours, so the residual's keys were there already (forged, or a restore): nothing was
+    // written; the decline tells the leader not to wait on this ask. Lost: the ask lapses with us.
+    if (lane.state === 'running') await lane.writeDivision('decline', (held) => ({ committed: declineRecord({ prefix, me, spec: lane.spec, ...held }, ask.seq) }));
+    return { kind: 'not-landed' };
+  }
   return { kind: 'landed', residual: write.residualId, residualWeight: write.residualWeight, weight: write.committed.weight!, end: write.committed.end };
 }

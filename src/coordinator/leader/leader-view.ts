@@ -289,6 +289,11 @@ export class LeaderView {
   }
 
   /** Resolves once at most `limit` of the leader's own seeding transactions have not echoed yet (own-writes.ts `atMost`). */
+  /** Whether some of this leader's own seeding writes have not echoed yet (the view does not hold them). */
+  get ownWritesPending(): boolean {
+    return this.records.own.size > 0;
+  }
+
   ownEchoesAtMost(limit: number): Promise<void> {
     return this.records.own.atMost(limit);
   }

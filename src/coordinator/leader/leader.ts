@@ -352,6 +352,9 @@ export class Leader {
     // A queue page that cannot be read holds splits whose state nobody knows (PackedView): no verdict
     // until the backstop reads it again, whether it was unreadable at the listing or went while promoting.
     if (job.unreadablePages.size > 0) return;
+    // Our own seeding writes not echoed yet: the plan's record (the other watch range) can come
+    // first, and a record of a split nobody planned (a forged one) would then stand in for them.
+    if (job.ownWritesPending) return;
     const verdict = jobVerdict(plan.rec, { counts: job.statusCounts, parked: [...job.parked.keys()].map((id) => job.statusOf(id)) });
     if (verdict === undefined) return;
     const counts = job.statusCounts;
