@@ -23,6 +23,7 @@ import { printable, printableJson } from './printable.js';
 import { formatWait, formatWeight } from './render.js';
 import { alignColumns, truncateDisplay } from './width.js';
 import { parseKey } from '../protocol/keys.js';
+import { residualId } from '../protocol/residual-ids.js';
 import type { Json } from '../protocol/records.js';
 import type { KeyValue } from '../store/store.js';
 
@@ -50,6 +51,10 @@ export interface SplitView {
   progress: { value: Json; epoch: number } | null;
   /** The last failure's reason (a quarantine's, or a retry's). */
   reason: string | null;
+  /** A residual's parent (its spec's `parent`, decision 0063); null for a planned split. */
+  parent: string | null;
+  /** A divided split's divisions (its residuals are `{id}÷1` … `{id}÷{divisions}`), its part's end and weight; null while whole. */
+  divided: { divisions: number; end: Json | null; weight: number | null } | null;
   /** Epoch ms before which a failed split is not claimed again; null when none is due. */
   notBefore: number | null;
   /** Ms until `notBefore`, from the view's `now`, when that is still ahead. */
@@ -125,6 +130,8 @@ export function splitViews(
       page: inPage ? { bucket: inPage.bucket, page: inPage.page, slot: inPage.slot, folded: inPage.folded } : null,
       progress: progress ? { value: progress.progress, epoch: progress.epoch } : null,
       reason: rec?.reason ?? null,
+      parent: spec?.parent ?? null,
+      divided: progress?.divisions === undefined ? null : { divisions: progress.divisions, end: progress.end ?? null, weight: progress.weight ?? null },
       notBefore,
       retryInMs: notBefore !== null && notBefore > now && rec?.status === 'runnable' ? notBefore - now : null,
       changedAt: at,
@@ -185,6 +192,14 @@ export function renderSplitTable(page: SplitPage, options: { progressWidth?: num
   return `${out.join('\n')}\n`;
 }
 
+/** A divided split's line: its residuals, and where its own part now ends. */
+function dividedText(id: string, d: NonNullable<SplitView['divided']>): string {
+  const residuals = Array.from({ length: Math.min(d.divisions, 3) }, (_, k) => printable(residualId(id, k + 1)));
+  const more = d.divisions > 3 ? `, … ${printable(residualId(id, d.divisions))}` : '';
+  const part = `its part now ends at ${d.end === null ? dash : printableJson(d.end)}${d.weight === null ? '' : `, weight ${formatWeight(d.weight)}`}`;
+  return `${d.divisions} time${d.divisions === 1 ? '' : 's'} (residuals ${residuals.join(', ')}${more}); ${part}`;
+}
+
 /** One split, field by field. */
 export function renderSplit(page: SplitPage, v: SplitView): string {
   const lease = v.lease === null
@@ -200,6 +215,8 @@ export function renderSplit(page: SplitPage, v: SplitView): string {
     ['descriptor', descriptorText(v, 200)],
     ...(v.page === null ? [] : [['queue page', `queue.${v.page.bucket}.${v.page.page}, slot ${v.page.slot}${v.page.folded ? ', folded back as completed' : ''}`] as [string, string]]),
     ['progress', v.progress === null ? 'none committed' : `${printableJson(v.progress.value)} (committed by epoch ${v.progress.epoch})`],
+    ...(v.parent === null ? [] : [['divided from', printable(v.parent)] as [string, string]]),
+    ...(v.divided === null ? [] : [['divided', dividedText(v.id, v.divided)] as [string, string]]),
     ['last reason', v.reason === null ? dash : printable(v.reason)],
     ['age', `${v.ageRevisions} revision${v.ageRevisions === 1 ? '' : 's'} since its last change (revision ${v.changedAt})`],
   ];

@@ -55,7 +55,7 @@ export interface SummaryReport {
   /** Live members (presence keys), by instance, with their lane budgets. */
   members: { instance: string; leader: boolean; maxInFlight: number }[];
   /** Splits by state. `backoff`: queued, waiting out a failure's backoff; `revoking`: held, no longer assigned (in flight). */
-  splits: { queued: number; backoff: number; held: number; revoking: number; completed: number; quarantined: number; parked: number; total: number };
+  splits: { queued: number; backoff: number; held: number; revoking: number; completed: number; quarantined: number; parked: number; total: number; residuals: number };
   /** Summed weights by state. */
   weights: { queued: number; backoff: number; held: number; completed: number; quarantined: number; total: number };
   /** Lanes the summary counted over its members (sum of `maxInFlight`). */
@@ -186,7 +186,7 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
         .map((w) => ({ instance: w.instance, leader: w.instance === leader?.instance, maxInFlight: w.maxInFlight })),
       splits: {
         queued: sum.queued, backoff: sum.backoff, held: sum.held, revoking: sum.revoking,
-        completed: sum.completed, quarantined: sum.quarantined, parked: sum.parked, total,
+        completed: sum.completed, quarantined: sum.quarantined, parked: sum.parked, total, residuals: sum.residuals ?? 0,
       },
       weights: {
         queued: sum.queuedWeight, backoff: sum.backoffWeight, held: sum.heldWeight,

@@ -34,6 +34,8 @@ export function renderSummaryReport(raw: SummaryReport, options: { color?: boole
     + `${s.quarantined > 0 ? c('red', `quarantined ${s.quarantined}`) : 'quarantined 0'}  (total ${s.total})`);
   out.push(`weight     queued ${formatWeight(w.queued)}  backoff ${formatWeight(w.backoff)}  held ${formatWeight(w.held)}  `
     + `completed ${formatWeight(w.completed)}  quarantined ${formatWeight(w.quarantined)}  (total ${formatWeight(w.total)})`);
+  // Residuals (decision 0063) are splits like the others, counted in the states above.
+  if (s.residuals > 0) out.push(`divided    ${s.residuals} residual${s.residuals === 1 ? '' : 's'} of running splits divided while lanes would idle (inspect --split ID shows parent and residuals)`);
   if (s.parked > 0) out.push(c('red', `parked     ${s.parked} split${s.parked === 1 ? '' : 's'} with a record this build cannot read (inspect --splits names them)`));
   out.push(`in flight  ${s.revoking === 0 ? 'no revocations' : c('yellow', `${s.revoking} revocation${s.revoking === 1 ? '' : 's'} (held, no longer assigned)`)}`);
 

@@ -200,7 +200,7 @@ export const SCHEMAS = {
     queued: int(0), queuedWeight: total(), backoff: int(0), backoffWeight: total(),
     held: int(0), heldWeight: total(), revoking: int(0),
     completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
-    members: int(0), lanes: int(0),
+    members: int(0), lanes: int(0), residuals: int(1).optional(),
   }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
   queue: z.looseObject({
     ...stamp, bucket: int(0), page: int(0), generation: int(0), ids: z.array(z.unknown()), weights: z.array(z.unknown()), descriptors: z.array(z.unknown()),

@@ -106,6 +106,8 @@ export interface SummaryRecord extends Stamp {
   held: number; heldWeight: number; revoking: number;
   completed: number; completedWeight: number; quarantined: number; quarantinedWeight: number; parked: number;
   members: number; lanes: number;
+  /** Residuals of divided splits the leader knows (decision 0063), counted in the states above; absent when none. */
+  residuals?: number;
 }
 /**
  * `queue.{bucket}.{page}`: one immutable page of a packed job's queue (decision 0037): up to

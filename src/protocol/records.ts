@@ -103,7 +103,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
   divide: ['v', 'fp', 'instance', 'generation', 'asks'],
   summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
-    'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes'],
+    'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes', 'residuals'],
   queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],
   folded: ['v', 'fp', 'bucket', 'page', 'bits'],
 };

@@ -57,6 +57,8 @@ export interface SummaryFigures {
   readonly parked: number;
   /** The live members' lane budgets (`maxInFlight`), one entry per member. */
   readonly lanes: Iterable<number>;
+  /** Residuals of divided splits known (decision 0063); counted among the states above. */
+  readonly residuals?: number;
 }
 
 const whole = (n: number) => Math.max(0, Math.round(n));
@@ -81,6 +83,7 @@ export function summaryRecord(f: SummaryFigures): SummaryRecord {
     completed: whole(f.completed.splits), completedWeight: weight(f.completed.weight),
     quarantined: whole(f.quarantined.splits), quarantinedWeight: weight(f.quarantined.weight),
     parked: whole(f.parked), members, lanes,
+    ...(whole(f.residuals ?? 0) > 0 ? { residuals: whole(f.residuals ?? 0) } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ import { divisibleRange } from '../../src/divisible-range.js';
 import { jobPrefix, leaseKey, progressKey, specKey, splitKey } from '../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { defaultFingerprint } from '../../src/config.js';
+import { readSplit } from '../../src/inspect/split-read.js';
+import { renderSplit } from '../../src/inspect/splits.js';
 import { EtcdStore } from '../../src/store/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
@@ -69,7 +71,7 @@ async function runJob(job: string, layout: 'keys' | 'packed', splits: ({ id: str
       }));
     }
     const verdicts = await Promise.all(coordinators.map((c) => c.done));
-    return { verdicts, divided, claimed, admin, prefix, fp };
+    return { verdicts, divided, claimed, admin, prefix, fp, job };
   } finally {
     await Promise.all(coordinators.map((c) => c.close().catch(() => undefined)));
     await Promise.all(stores.map((s) => s.close()));
@@ -90,6 +92,17 @@ describe.each(['keys', 'packed'] as const)('dividing a running split on etcd (%s
       every(units, 8000);
       expect(r.divided.length).toBeGreaterThanOrEqual(2);
       for (const d of r.divided) expect(r.claimed.has(d.residual), d.residual).toBe(true);
+      // inspect --split: a residual names its parent (both layouts: residuals are never folded back);
+      // a keys job's parent keeps its division record (a packed job folds its records away).
+      const first = r.divided.find((d) => d.id === 'big')!;
+      const residual = await readSplit({ store: r.admin, root: 'splitfleet', job: r.job, id: first.residual });
+      expect(residual.split?.parent).toBe('big');
+      expect(renderSplit(residual.page, residual.split!)).toMatch(/divided from +big/);
+      if (layout === 'keys') {
+        const parent = await readSplit({ store: r.admin, root: 'splitfleet', job: r.job, id: 'big' });
+        expect(parent.split?.divided?.divisions).toBe(r.divided.filter((d) => d.id === 'big').length);
+        expect(renderSplit(parent.page, parent.split!)).toMatch(/divided +\d+ times? \(residuals big÷1/);
+      }
     } finally {
       await r.admin.close();
     }

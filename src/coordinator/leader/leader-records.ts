@@ -76,6 +76,8 @@ export class LeaderRecords {
   /** The leader's own seeding writes whose echo has not arrived: applied from what was written (own-writes.ts). */
   readonly own = new OwnWrites();
   unknownKeys = 0;
+  /** Residuals of divided splits whose spec has been seen (the summary's count; decision 0063). */
+  readonly residuals = new Set<string>();
   /** A packed job's pages and folded records (packed-view.ts). */
   readonly pages: PackedView;
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
@@ -173,6 +175,7 @@ export class LeaderRecords {
     this.columns.clear();
     this.own.clear();
     this.pages.clear();
+    this.residuals.clear();
   }
 
   /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
@@ -234,7 +237,9 @@ export class LeaderRecords {
       case 'spec': {
         // A packed job's specs are copies for the workers: its weights are its pages'. A residual's
         // (decision 0063) is in no page: its spec is where its weight is, as in a keys job.
-        if (this.columns.packed && !isResidualId(parsed.id)) return undefined;
+        const residual = isResidualId(parsed.id);
+        if (this.columns.packed && !residual) return undefined;
+        if (residual) this.residuals.add(parsed.id);
         const own = this.own.size > 0 ? this.own.take(modRevision, key) : undefined;
         if (own?.kind === 'spec') {
           // Our own seeding write (its transaction's revision): what decoding it would give.

@@ -289,6 +289,11 @@ export class LeaderView {
   }
 
   /** Resolves once at most `limit` of the leader's own seeding transactions have not echoed yet (own-writes.ts `atMost`). */
+  /** Residuals of divided splits whose spec this view has seen (decision 0063). */
+  get residualCount(): number {
+    return this.records.residuals.size;
+  }
+
   /** Whether some of this leader's own seeding writes have not echoed yet (the view does not hold them). */
   get ownWritesPending(): boolean {
     return this.records.own.size > 0;
