@@ -12,7 +12,8 @@
  * - A division splits at or after the last unit handed out, so nothing
  *   handed out is in the residual; while it is in flight, nothing past its
  *   proposed end is handed out, and once it is known (landed or not) the
- *   end is the primary's or the old one.
+ *   end is the primary's or the old one. A division whose outcome the lane
+ *   could not learn (the split lost) ends the hand-out: nothing more.
  * - The residual's descriptor is the split's with the range replaced (or
  *   what `options.residual` makes), its weight the part's pro rata.
  */
@@ -69,6 +70,7 @@ export function divisibleRange(split: SplitHandle, options: DivisibleRangeOption
   let end = typeof split.end === 'number' ? split.end : to;
   /** A division in flight: its proposed end, and its outcome. */
   let pending: { at: number; landed: Promise<boolean> } | undefined;
+  let lost = false;
 
   split.onDivide(async (request) => {
     if (pending) return; // one at a time (the lane asks one at a time too)
@@ -84,6 +86,8 @@ export function divisibleRange(split: SplitHandle, options: DivisibleRangeOption
     pending = { at, landed };
     try {
       if (await landed) end = at;
+    } catch {
+      lost = true; // no longer ours, the outcome unknown: hand out nothing more
     } finally {
       pending = undefined;
     }
@@ -104,7 +108,7 @@ export function divisibleRange(split: SplitHandle, options: DivisibleRangeOption
       // A division in flight whose end we have reached: its outcome decides where the part ends.
       while (pending && position >= pending.at) await pending.landed.catch(() => false);
       const limit = pending ? Math.min(end, pending.at) : end;
-      if (position >= limit) return undefined;
+      if (lost || position >= limit) return undefined;
       const run = { from: position, to: Math.min(limit, position + maxUnits) };
       position = run.to;
       return run;

@@ -178,8 +178,9 @@ export interface DivisionRequest<Progress extends Json = Json> {
   /**
    * Divides: one fenced transaction records `proposal.end` and creates the residual. Resolves true
    * once it landed (the handle's `end` and `weight` are the primary part's from then on), false
-   * when it did not (the split stays whole; if it is no longer ours, `signal` has aborted).
-   * Rejects with INVALID_INPUT, naming the field, for a bad proposal (nothing written).
+   * when it did not and the split is still ours and whole (go on to the old end). Rejects with
+   * LEASE_LOST when the split is no longer ours (stop: the outcome may be either), and with
+   * INVALID_INPUT, naming the field, for a bad proposal (nothing written).
    */
   divide(proposal: DivisionProposal): Promise<boolean>;
 }

@@ -41,8 +41,8 @@ export interface FakeSplitOptions<Descriptor extends Json = Json, Progress exten
 export type FakeDivision =
   | { kind: 'divided'; seq: number; end: Json; residual: { id: string; descriptor: Json; weight: number }; weight: number }
   | { kind: 'declined'; seq: number }
-  /** The handler proposed one after the lane ended: nothing landed. */
-  | { kind: 'not-landed'; seq: number };
+  /** The handler proposed one after the lane ended: nothing landed, and `divide()` rejected with LEASE_LOST. */
+  | { kind: 'lost'; seq: number };
 
 /** One call the handler made, or one thing done to it, in order. */
 export type FakeHandleEvent<Progress extends Json = Json> =
@@ -228,8 +228,9 @@ export function fakeSplitHandle<Descriptor extends Json = Json, Progress extends
         const problem = proposalProblem(proposal);
         if (problem !== undefined) throw new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`);
         if (ended || abort.signal.aborted) {
-          outcome = { kind: 'not-landed', seq };
-          return false;
+          // As a lane: the split is no longer ours, so the handler must stop.
+          outcome = { kind: 'lost', seq };
+          throw lost('divide');
         }
         weight = proposal.weight ?? Math.max(1, weight - proposal.residual.weight);
         partEnd = jsonCopy(proposal.end);

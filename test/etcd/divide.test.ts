@@ -4,7 +4,7 @@
  * - one large split on idle lanes is divided, in both layouts; every unit runs exactly once
  *   (no fault), residuals are claimed and completed as ordinary splits, the verdict covers them;
  * - a division whose fence is gone (the lease key deleted under the lane) lands nowhere: no
- *   residual, no end, the split stays whole and runs on elsewhere;
+ *   residual, no end, `divide()` rejects with LEASE_LOST, the split stays whole and runs on elsewhere;
  * - a residual forged before its parent divides costs its own split only: the division does not
  *   land, the parent runs whole, every unit of it once;
  * - a sandboxed handler divides too (its callback runs in the worker thread).
@@ -113,7 +113,7 @@ describe('division fences (etcd)', () => {
   it('a division whose lease key is gone lands nowhere: no residual, no end; the split runs whole elsewhere', async () => {
     const units = new Map<number, number>();
     let cut = false;
-    let outcome: boolean | undefined;
+    let outcome: unknown;
     let admin: EtcdStore | undefined;
     let prefix = '';
     const handler = async (split: SplitHandle) => {
@@ -124,7 +124,8 @@ describe('division fences (etcd)', () => {
         cut = true;
         // The lane's lease key goes (an expiry, an operator) between the ask and the division.
         await admin!.delete(leaseKey(prefix, split.id));
-        outcome = await request.divide({ end: pos + 100, residual: { descriptor: { from: pos + 100, to: d.to }, weight: d.to - pos - 100 } });
+        outcome = await request.divide({ end: pos + 100, residual: { descriptor: { from: pos + 100, to: d.to }, weight: d.to - pos - 100 } })
+          .catch((e: { code?: string }) => e.code);
       });
       while (pos < d.to && !split.signal.aborted) {
         await new Promise((r) => setTimeout(r, 5));
@@ -141,7 +142,8 @@ describe('division fences (etcd)', () => {
     });
     try {
       expect(cut).toBe(true);
-      expect(outcome).toBe(false);
+      // Not ours any more: divide() rejects (LEASE_LOST), so the handler stops rather than go on.
+      expect(outcome).toBe('LEASE_LOST');
       expect(r.verdicts).toEqual(['complete', 'complete']);
       expect(r.divided).toEqual([]);
       expect(await r.admin.get(splitKey(r.prefix, 'big÷1'))).toBeUndefined();

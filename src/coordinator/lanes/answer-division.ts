@@ -17,7 +17,7 @@ import { SplitfleetError } from '../../errors.js';
 import { declineRecord, divisionWrite, proposalProblem, type DivisionProposal } from '../../protocol/division.js';
 import type { DivisionAsk, Json } from '../../protocol/records.js';
 import type { DivisionRequest } from '../types.js';
-import type { Lane } from './lane.js';
+import type { DivisionWritten, Lane } from './lane.js';
 
 /** What became of one ask. */
 export type DivisionOutcome =
@@ -28,7 +28,7 @@ export type DivisionOutcome =
 
 /** Answers `ask` on `lane` (whose split and epoch it names); resolves once the answer is written or known lost. */
 export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: string, me: string): Promise<DivisionOutcome> {
-  let proposed: Promise<boolean> | undefined;
+  let proposed: Promise<DivisionWritten> | undefined;
   let write: ReturnType<typeof divisionWrite> | undefined;
   const request: DivisionRequest = {
     seq: ask.seq, share: ask.share, weight: lane.handle.weight, progress: lane.committed, end: lane.handle.end,
@@ -40,7 +40,11 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
         write = divisionWrite({ prefix, me, spec: lane.spec, ...held }, ask, proposal);
         return { committed: write.committed, also: write.also };
       });
-      return proposed;
+      // Lost: the split is no longer ours and the outcome may be either; the handler must stop.
+      return proposed.then((w) => {
+        if (w === 'lost') throw new SplitfleetError('LEASE_LOST', `split ${lane.id}: the division's outcome is unknown or fenced out, and the split is no longer ours`);
+        return w === 'landed';
+      });
     },
   };
   const callback = lane.divider;
@@ -55,7 +59,7 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
     await lane.writeDivision('decline', (held) => ({ committed: declineRecord({ prefix, me, spec: lane.spec, ...held }, ask.seq) }));
     return { kind: 'declined' };
   }
-  const landed = await proposed.catch(() => false);
+  const landed = (await proposed.catch(() => 'lost' as const)) === 'landed';
   if (!landed || !write) {
     // Still ours, so the residual's keys were there already (forged, or a restore): nothing was
     // written; the decline tells the leader not to wait on this ask. Lost: the ask lapses with us.

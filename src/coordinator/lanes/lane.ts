@@ -51,6 +51,9 @@ export type LaneState = 'running' | 'draining' | 'ended';
 /** The writes a handle (and the shell's ending of a lane) makes: all but a division's two. */
 type HandleWriteKind = Exclude<LaneWriteKind, 'divide' | 'decline'>;
 
+/** What became of a division's (or a decline's) write: see `Lane.writeDivision`. */
+export type DivisionWritten = 'landed' | 'not-landed' | 'lost';
+
 /** A lane's records as a division is built from them, when its turn in the lane's write order comes. */
 export interface HeldParts {
   readonly record: SplitRecord;
@@ -401,14 +404,15 @@ export class Lane {
   /**
    * A division or a decline of this lane's split (protocol/division.ts builds it from the lane's
    * records as they are when its turn comes): fenced like a commit, in this lane's write order.
-   * True once it landed; false when it did not: the residual's keys exist already (nothing was
-   * written, the lane goes on), the store refused it, or the split is no longer ours (the lane ends
-   * as lost). A reply lost is read back until the outcome is known or the lane ends, so the handler
-   * is never told "not landed" of a division that landed.
+   * 'landed'; 'not-landed' when the lane is still whole and ours (the residual's keys exist
+   * already, or the store refused the request: nothing was written); 'lost' when the split is no
+   * longer ours (the lane ends as lost), which is also the answer when a reply was lost and the
+   * lane ended before the read-back knew: the handler is never told "not landed" of a division
+   * that may have landed.
    */
-  writeDivision(kind: 'divide' | 'decline', build: (held: HeldParts) => NonNullable<LaneWriteArgs['division']>): Promise<boolean> {
-    const run = async (): Promise<boolean> => {
-      if (this.endedAs || this.abort.signal.aborted || this.state === 'ended') return false;
+  writeDivision(kind: 'divide' | 'decline', build: (held: HeldParts) => NonNullable<LaneWriteArgs['division']>): Promise<DivisionWritten> {
+    const run = async (): Promise<DivisionWritten> => {
+      if (this.endedAs || this.abort.signal.aborted || this.state === 'ended') return 'lost';
       await this.settleUnknown(kind);
       const { guards } = this;
       const write = laneWrite(kind, this.writerState('commit'), {
@@ -421,18 +425,19 @@ export class Lane {
         // The failure branch reads the fence back: a loss on the residual's keys alone leaves the lane whole.
         res = await this.ctx.store.txn({ ...txn, failure: readBackTxn(this.ctx.prefix, this.id).success });
       } catch (e) {
-        if (!isRetryable(e)) return false; // refused before it applied: nothing written
+        if (!isRetryable(e)) return 'not-landed'; // refused before it applied: nothing written
         guards.unknown = write;
         return this.divisionReadBack(write);
       }
       if (res.won) {
         this.apply(write, res);
-        return true;
+        return 'landed';
       }
       const [split, progress, lease] = res.reads;
       const whole = split?.modRevision === fence.splitRevision && (progress?.modRevision ?? 0) === fence.progressRevision && lease?.lease === fence.sessionLease;
-      if (!whole) this.end('lost', `${kind === 'divide' ? 'division' : 'decline'} lost the fenced swap`);
-      return false;
+      if (whole) return 'not-landed';
+      this.end('lost', `${kind === 'divide' ? 'division' : 'decline'} lost the fenced swap`);
+      return 'lost';
     };
     const p = this.chain.then(run, run);
     this.chain = p.catch(() => undefined);
@@ -440,23 +445,23 @@ export class Lane {
   }
 
   /** A division whose reply was lost: read back until it is known to have landed or not, or the lane ends. */
-  private async divisionReadBack(write: LaneWrite): Promise<boolean> {
+  private async divisionReadBack(write: LaneWrite): Promise<DivisionWritten> {
     for (let attempt = 0; !this.endedAs; attempt++) {
       try {
         const settled = await this.guards.readBack();
         if (!settled.won) {
           this.end('lost', 'division lost the fenced swap');
-          return false;
+          return 'lost';
         }
         this.apply(write, settled);
-        return true;
+        return 'landed';
       } catch {
-        if (this.guards.unknown === undefined) return false; // read back: it did not land
+        if (this.guards.unknown === undefined) return 'not-landed'; // read back: it did not land
         const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
         await new Promise<void>((resolve) => this.ctx.clock.setTimer(delay, resolve));
       }
     }
-    return false;
+    return 'lost';
   }
 
   /** What `laneWrite` needs of this lane for a write of `kind`. */
