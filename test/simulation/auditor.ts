@@ -38,6 +38,9 @@
  *   (test/support/packed-invariants.ts, first in the replay, so that the
  *   deletions a keys job may never make are judged by its layout; reported as
  *   packed-audit.ts says).
+ * - divisions (decision 0063): each is one revision of the parent's owner
+ *   creating its residual, no commit passes a divided split's end, and a
+ *   residual's units start at its `from` (divisions.ts).
  * - bounded replay, and completion (checked by the caller when the run
  *   finished): replay.ts.
  *
@@ -58,6 +61,7 @@ import { onlyRevisions, replayHistory, type Revision } from '../support/history-
 import { invariantCheckers } from '../support/invariants.js';
 import { packedChecker } from '../support/packed-invariants.js';
 import { AssignedOnce } from './assigned-once.js';
+import { DivisionFacts } from './divisions.js';
 import { packedEndViolations, packedViolations } from './packed-audit.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
@@ -77,6 +81,8 @@ export interface AuditStats {
   /** A packed job's promotions and fold-backs (0 for the keys layout). */
   promotions: number;
   folds: number;
+  /** Divisions landed (decision 0063). */
+  divisions: number;
 }
 
 export interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
@@ -146,7 +152,7 @@ export class Auditor {
   /** Replays the recorded history and returns every property violation (empty when all hold). */
   audit(sizes: ReadonlyMap<string, number>, commitEvery: number): { violations: Violation[]; stats: AuditStats } {
     const v: Violation[] = [];
-    const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0 };
+    const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0, divisions: 0 };
     const P = this.prefix;
     const state = new Map<string, { value: string; lease?: string }>();
     const tenancies = new Map<string, Tenancy[]>();
@@ -160,10 +166,14 @@ export class Auditor {
       m.set(u.unit, [...(m.get(u.unit) ?? []), u.instance]);
     }
     const instanceOf = (proc: string | undefined) => (proc === undefined ? undefined : this.procInstance.get(proc));
+    // Divisions (divisions.ts): residuals start at their `from`, divided splits end at their last end.
+    const divisions = new DivisionFacts(this.changes, P);
+    /** A committed progress as a position: nothing committed (null) is where the split's units start. */
+    const at = (id: string, p: unknown): number => (typeof p === 'number' ? p : divisions.startOf(id));
     /** Committed progress of split `id` as `state` holds it (before the revision being replayed). */
     const committed = (id: string): number => {
       const kv = state.get(`${P}progress.${id}`);
-      return kv ? prog((JSON.parse(kv.value) as ProgressRec).progress) : 0;
+      return at(id, kv ? (JSON.parse(kv.value) as ProgressRec).progress : undefined);
     };
 
     /** Whether the tenancy of `epoch` committed progress (progress.{id} names it), as `state` holds it. */
@@ -241,7 +251,8 @@ export class Auditor {
             if (writer !== undefined) fail('layout', `control written by ${writer}: only operators write it`);
             break;
           case 'spec':
-            guarded(`spec.${id}`);
+            // A residual's spec is its dividing owner's, in the division's revision (checked with its parent's progress).
+            if (!divisions.isDivision(id, group)) guarded(`spec.${id}`);
             // A packed job's fold-back deletes it (packed-invariants.ts judges it); a keys job's never goes.
             if (c.type === 'delete' && packed.layout === 'keys') fail('monotone', `spec.${id} deleted`);
             else if (c.type === 'put' && before) fail('monotone', `spec.${id} rewritten`);
@@ -253,6 +264,10 @@ export class Auditor {
             break;
           case 'assign':
             guarded(`assign.${id}`);
+            break;
+          case 'divide':
+            // The leader's division asks (decision 0063): its alone, like the assignment records.
+            guarded(`divide.${id}`);
             break;
           case 'worker':
             if (c.type === 'put') {
@@ -280,7 +295,12 @@ export class Auditor {
             }
             const next = JSON.parse(c.value!) as ProgressRec;
             const prevRaw = before && (JSON.parse(before.value) as ProgressRec);
-            const from = prog(prevRaw?.progress);
+            const from = at(id, prevRaw?.progress);
+            const endBefore = typeof (prevRaw as { end?: unknown } | undefined)?.end === 'number'
+              ? (prevRaw as unknown as { end: number }).end
+              : divisions.residuals.get(id)?.to ?? sizes.get(id);
+            for (const m of divisions.progressProblems(id, prevRaw, next, group, endBefore)) fail('division', m, { prev: prevRaw, next });
+            if (((next as { divisions?: number }).divisions ?? 0) > ((prevRaw as { divisions?: number } | undefined)?.divisions ?? 0)) stats.divisions++;
             // Progress and its epoch never going back: progressNeverRegresses, below.
             // Only the owner of the split's current tenancy commits, at its epoch, under its live lease key.
             const splitBefore = state.get(`${P}split.${id}`);
@@ -304,13 +324,13 @@ export class Auditor {
             }
             // No loss: the committed step is covered by this tenancy's processing.
             const done = processed.get(`${id}\u0000${sr.epoch}`);
-            for (let u = from + 1; u <= prog(next.progress); u++) {
+            for (let u = from + 1; u <= at(id, next.progress); u++) {
               if (!done?.get(u)?.includes(writer ?? '')) {
                 fail('no-loss', `progress.${id} committed unit ${u} at epoch ${sr.epoch} that its tenancy never processed`, { prev: prevRaw, next });
                 break;
               }
             }
-            if (t) t.last = prog(next.progress);
+            if (t) t.last = at(id, next.progress);
             break;
           }
           case 'split': {
@@ -324,7 +344,7 @@ export class Auditor {
             const next = JSON.parse(c.value!) as SplitRec;
             if ('progress' in next) fail('layout', `split.${id} carries progress (it belongs in progress.${id})`, { next });
             if (!before) {
-              guarded(`seeding split.${id}`);
+              if (!divisions.isDivision(id, group)) guarded(`seeding split.${id}`);
               if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable') fail('monotone', `split.${id} created non-initial`, { next });
               if (state.has(`${P}progress.${id}`)) fail('monotone', `split.${id} seeded over an existing progress.${id}`);
               tenancies.set(id, []);
@@ -473,7 +493,13 @@ export class Auditor {
     }
 
     // Bounded replay: replay.ts.
-    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), sizes, commitEvery, stats, this.foreignWrites()));
+    // Units in each split's whole range (a residual's from its `from`); a later owner of a divided split stops at its end.
+    const parts = divisions.sizes(sizes);
+    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), parts.ranges, commitEvery, stats, this.foreignWrites(), parts.starts));
+    for (const u of this.ledger.units) {
+      const past = divisions.pastEnd(u.id, u.epoch, u.unit);
+      if (past !== undefined) v.push({ property: 'division', message: past });
+    }
     return { violations: v, stats };
   }
 
@@ -491,6 +517,8 @@ export class Auditor {
     // A packed job's folded splits have no records left: their last ones are what the fold-back deleted.
     const packed = packedChecker();
     replayHistory(this.changes, [packed]);
-    return [...finalStateViolations(this.changes, this.prefix, sizes, packed.folds), ...packedEndViolations(packed, sizes)];
+    // Every part ends at its own size: a divided split at its last end, each residual at its `to`.
+    const parts = new DivisionFacts(this.changes, this.prefix).sizes(sizes);
+    return [...finalStateViolations(this.changes, this.prefix, parts.sizes, packed.folds), ...packedEndViolations(packed, sizes)];
   }
 }

@@ -19,6 +19,12 @@ export interface HandlerOptions {
   drain: DrainBehaviour;
   /** With 'slow': virtual ms before the final commit. */
   slowDrainMs: number;
+  /**
+   * Divisible (decision 0063): answers the leader's asks by moving the share asked of the
+   * units left to a residual `{ units: end, from: at }`, and never passes a proposed end
+   * before the division's outcome is known.
+   */
+  divide?: boolean;
 }
 
 function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
@@ -44,9 +50,28 @@ function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
  */
 export function simHandler(proc: { id: string; clock: Clock }, auditor: Auditor, o: HandlerOptions): SplitHandler {
   return async (split: SplitHandle) => {
-    const units = (split.descriptor as { units: number }).units;
-    let done = typeof split.progress === 'number' ? split.progress : 0;
+    // A residual covers units (from, units] of its root's numbering; a divided split ends at `end`.
+    const d = split.descriptor as { units: number; from?: number };
+    let units = typeof split.end === 'number' ? split.end : d.units;
+    let done = typeof split.progress === 'number' ? split.progress : (d.from ?? 0);
     let committed = done;
+    let pending: { at: number; landed: Promise<boolean> } | undefined;
+    if (o.divide) {
+      split.onDivide(async (request) => {
+        if (pending) return;
+        const at = done + Math.ceil((units - done) * (1 - request.share));
+        if (at >= units || at <= done) return; // nothing to move: declines
+        const landed = request.divide({ end: at, residual: { descriptor: { units, from: at }, weight: (units - at) * 1000 } });
+        pending = { at, landed };
+        try {
+          if (await landed) units = at;
+        } catch {
+          // no longer ours: the lane's signal has aborted, and the loop stops
+        } finally {
+          pending = undefined;
+        }
+      });
+    }
     const exit = (how: string) => auditor.exit({ split: split.id, epoch: split.epoch, proc: proc.id, how, progress: done, at: proc.clock.now() });
     try {
       while (done < units) {
@@ -61,6 +86,10 @@ export function simHandler(proc: { id: string; clock: Clock }, auditor: Auditor,
           if (done > committed) await split.commit(done);
           return exit('drained');
         }
+        // Never past a proposed end before the division's outcome is known.
+        while (pending && done >= pending.at) await pending.landed.catch(() => false);
+        if (split.signal.aborted) return exit('aborted');
+        if (done >= units) break;
         await sleep(proc.clock, o.unitMs, split.signal);
         if (split.signal.aborted) return exit('aborted');
         done++;

@@ -94,6 +94,8 @@ export interface FleetOptions {
     maxAttempts: number;
     /** Open plans (`waves`) are planned again this often; the library's default otherwise. */
     replanIntervalMs?: number;
+    /** The least part of a divided split (decision 0063); the library's default otherwise. */
+    divideMinWeight?: number;
   };
   /** The job's layout (decision 0037): 'packed' keeps its splits in queue pages; default 'keys'. */
   layout?: 'keys' | 'packed';

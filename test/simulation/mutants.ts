@@ -33,6 +33,20 @@ export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
   }),
 };
 
+/** A division (decision 0063): the lane's fenced write with a residual's spec created (by a worker, never with a lease key). */
+const divides = (txn: Txn) => txn.success.some((o) => o.op === 'put' && o.key.includes('/progress.')) && txn.success.some((o) => o.op === 'put' && o.key.includes('/spec.'));
+
+/**
+ * Deliberately broken divisions (decision 0063), run on dividing schedules:
+ * - 'division-drops-residual': the division lands without creating its residual, so the
+ *   units past the new end belong to nobody;
+ * - 'division-unfenced': the division drops the lane's guards, so a stale owner's division lands.
+ */
+export const DIVIDE_MUTANTS: Record<string, (txn: Txn) => Txn> = {
+  'division-drops-residual': (txn) => (divides(txn) ? { ...txn, success: txn.success.filter((o) => !(o.op === 'put' && (o.key.includes('/spec.') || o.key.includes('/split.')))) } : txn),
+  'division-unfenced': (txn) => (divides(txn) ? { ...txn, compares: txn.compares.filter((c) => !/\/(split|progress|lease)\./.test(c.key) || c.target === 'absent') } : txn),
+};
+
 const promotes = (txn: Txn) => txn.success.some((o) => o.op === 'put' && o.key.includes('/spec.')) && !txn.success.some((o) => o.key.includes('/lease.'));
 const folds = (txn: Txn) => txn.success.some((o) => o.op === 'put' && o.key.includes('/folded.'));
 

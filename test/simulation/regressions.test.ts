@@ -18,7 +18,7 @@ import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { exactKey } from '../../src/store/store.js';
 import { FaultClock, FaultStore, flush } from '../../src/testing/faults.js';
-import { MUTANTS, PACKED_MUTANTS, packedScheduleArb, runSchedule, scheduleArb, type Schedule } from './schedule.js';
+import { DIVIDE_MUTANTS, divideScheduleArb, MUTANTS, PACKED_MUTANTS, packedScheduleArb, runSchedule, scheduleArb, type Schedule } from './schedule.js';
 
 const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconcileIntervalMs' | 'lanes' | 'drains' | 'restartAtEnd'> = {
   seed: 0, commitEvery: 1, drainDeadlineMs: 200, reconcileIntervalMs: 300, lanes: [1], drains: ['cooperate'], restartAtEnd: false,
@@ -430,6 +430,22 @@ describe('the auditor catches a broken packed leader', () => {
       expect(out.failed).toBe(true);
       console.log(`packed mutant ${mutant}: caught at schedule ${out.numRuns}`);
     }, 600_000); // 1,521 schedules: 120-225 s in CI, beyond 300 s on a machine running two suites
+  }
+});
+
+describe('the auditor catches a broken division', () => {
+  // Caught by the divisions' own property (a division without its residual) or by the fence's
+  // (a stale owner's division), not merely by a job that fails to finish.
+  const property: Record<string, readonly string[]> = { 'division-drops-residual': ['division'], 'division-unfenced': ['one-owner-per-epoch', 'monotone', 'division'] };
+  for (const mutant of Object.keys(DIVIDE_MUTANTS)) {
+    test(mutant, async () => {
+      const out = await fc.check(
+        fc.asyncProperty(divideScheduleArb, async (s) => !(await runSchedule(s, { mutant })).violations.some((v) => property[mutant]!.includes(v.property))),
+        { numRuns: 600, seed: 7, endOnFailure: true },
+      );
+      expect(out.failed).toBe(true);
+      console.log(`division mutant ${mutant}: caught at schedule ${out.numRuns}`);
+    }, 300_000);
   }
 });
 

@@ -32,6 +32,8 @@ export function replayViolations(
   stats: AuditStats,
   /** Per split, revisions written from outside the fleet to its keys (each may fence its owner out). */
   foreignWrites: ReadonlyMap<string, number> = new Map(),
+  /** Per residual (decision 0063), the unit its part starts after: its units are start+1..size. */
+  starts: ReadonlyMap<string, number> = new Map(),
 ): Violation[] {
   const v: Violation[] = [];
   const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
@@ -67,8 +69,9 @@ export function replayViolations(
       v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases + foreign writes)` });
     }
     const size = sizes.get(id);
+    const start = starts.get(id) ?? 0;
     for (const u of counts.keys()) {
-      if (size === undefined || u < 1 || u > size) v.push({ property: 'no-loss', message: `split.${id}: processed unit ${u} outside 1..${size}` });
+      if (size === undefined || u <= start || u > size) v.push({ property: 'no-loss', message: `split.${id}: processed unit ${u} outside ${start + 1}..${size}` });
     }
   }
   return v;

@@ -24,10 +24,10 @@ import type { Violation, AuditStats } from './auditor.js';
 import { Fleet, type DrainBehaviour, type FleetSplit } from './harness.js';
 import { HOSTILE_KINDS, HostileWriter, MUTATIONS, PACKED_HOSTILE_KINDS, type HostileKind, type Mutation } from './hostile.js';
 import { inject, MAX_FLEET, restartable, type Injector } from './inject.js';
-import { MUTANTS, PACKED_MUTANTS } from './mutants.js';
+import { DIVIDE_MUTANTS, MUTANTS, PACKED_MUTANTS } from './mutants.js';
 import { recoverFromStall, release } from './operator.js';
 
-export { MAX_FLEET, MUTANTS, PACKED_MUTANTS };
+export { DIVIDE_MUTANTS, MAX_FLEET, MUTANTS, PACKED_MUTANTS };
 
 export type Fault =
   | { kind: 'crash'; target: number }
@@ -88,6 +88,11 @@ export interface Schedule {
    * absent: chosen from the first plan, which gives these few splits one).
    */
   buckets?: number;
+  /**
+   * Divisible handlers (decision 0063): the leader asks running splits to divide while lanes
+   * would idle, down to one unit a part. Absent (schedules recorded before): none divides.
+   */
+  divide?: boolean;
 }
 /** Virtual time the fleet gets after the faults to finish the job. */
 export const QUIET_MS = 30 * 60_000;
@@ -167,6 +172,14 @@ export const packedScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =
     waves: fc.integer({ min: 1, max: 4 }), waveMs: fc.integer({ min: 200, max: 4000 }), replanIntervalMs: fc.integer({ min: 300, max: 3000 }),
     buckets: fc.constantFrom(1, 2, 4, 8),
   }).map((w) => ({ ...s, layout: 'packed' as const, ...w })));
+
+/**
+ * Divisible handlers (decision 0063): the same fleets and faults, fewer and larger splits so
+ * that lanes idle while some still run and the leader asks them to divide; keys and packed jobs.
+ */
+export const divideScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) =>
+  fc.record({ splits: fc.integer({ min: 1, max: 6 }), maxUnits: fc.integer({ min: 20, max: 120 }), packed: fc.boolean() })
+    .map(({ splits, maxUnits, packed }) => ({ ...s, splits, maxUnits, divide: true, ...(packed ? { layout: 'packed' as const } : {}) })));
 
 const hostileFaultOf = (kinds: readonly HostileKind[]): fc.Arbitrary<Fault> => fc.record(
   {
@@ -268,6 +281,8 @@ function fleetFor(s: Schedule, splits: FleetSplit[], options: RunOptions): Fleet
       // (killed four times before its first commit) is retried by the operator once the faults end.
       maxAttempts: 4,
       ...(s.replanIntervalMs !== undefined ? { replanIntervalMs: s.replanIntervalMs } : {}),
+      // A unit weighs 1000: every part keeps at least one unit, so tails divide as far as they can.
+      ...(s.divide ? { divideMinWeight: 1000 } : {}),
     },
     ...(s.layout ? { layout: s.layout } : {}),
     ...(s.buckets !== undefined ? { buckets: s.buckets } : {}),
@@ -279,10 +294,11 @@ function fleetFor(s: Schedule, splits: FleetSplit[], options: RunOptions): Fleet
       commitEvery: s.commitEvery,
       drain: s.drains[num(instance) % s.drains.length]!,
       slowDrainMs: Math.floor(s.drainDeadlineMs * 0.75),
+      ...(s.divide ? { divide: true } : {}),
     }),
     ...(options.engine ? { engine: options.engine } : {}),
     ...(options.trace ? { trace: true } : {}),
-    ...(options.mutant ? { mutate: (MUTANTS[options.mutant] ?? PACKED_MUTANTS[options.mutant])! } : {}),
+    ...(options.mutant ? { mutate: (MUTANTS[options.mutant] ?? PACKED_MUTANTS[options.mutant] ?? DIVIDE_MUTANTS[options.mutant])! } : {}),
   });
 }
 

@@ -21,7 +21,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { AuditStats } from './auditor.js';
-import { MUTANTS, PACKED_MUTANTS, packedScheduleArb, report, runSchedule, scheduleArb, type Schedule } from './schedule.js';
+import { divideScheduleArb, MUTANTS, PACKED_MUTANTS, packedScheduleArb, report, runSchedule, scheduleArb, type Schedule } from './schedule.js';
 
 const env = process.env;
 const seed = env.SIM_SEED !== undefined ? Number(env.SIM_SEED) : undefined;
@@ -46,12 +46,17 @@ describe('simulation', () => {
   // Packed jobs: fewer schedules than the keys layout's (each costs about as much), within a smaller budget.
   test('packed fleet schedules keep every property and complete', () =>
     property('simulation (packed)', packedScheduleArb, Number(env.SIM_PACKED_RUNS ?? 4000), Number(env.SIM_PACKED_BUDGET_MS ?? 90_000)), 600_000);
+
+  // Divisible handlers (decision 0063), keys and packed jobs: divisions racing takeovers, drains,
+  // lease losses, leader changes and pauses; the auditor's divisions.ts holds each to its rules.
+  test('dividing fleet schedules keep every property and complete', () =>
+    property('simulation (dividing)', divideScheduleArb, Number(env.SIM_DIVIDE_RUNS ?? 2000), Number(env.SIM_DIVIDE_BUDGET_MS ?? 60_000), true), 600_000);
 });
 
 /** Runs `numRuns` schedules of `arb` (or fewer, when `budgetMs` is spent), failing on the first with a violation; prints totals. */
-async function property(name: string, arb: fc.Arbitrary<Schedule>, numRuns: number, budgetMs: number): Promise<void> {
+async function property(name: string, arb: fc.Arbitrary<Schedule>, numRuns: number, budgetMs: number, dividing = false): Promise<void> {
   const totals: AuditStats & { runs: number; virtualMs: number; faults: number } = {
-    runs: 0, virtualMs: 0, faults: 0, revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0,
+    runs: 0, virtualMs: 0, faults: 0, revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0, divisions: 0,
   };
   const started = performance.now();
   await fc.assert(
@@ -60,7 +65,7 @@ async function property(name: string, arb: fc.Arbitrary<Schedule>, numRuns: numb
       totals.runs++;
       totals.virtualMs += r.virtualMs;
       totals.faults += r.faultsDuringWork;
-      for (const k of ['revisions', 'claims', 'takeovers', 'releases', 'forcedReleases', 'duplicates', 'leaderTerms', 'promotions', 'folds'] as const) totals[k] += r.stats[k];
+      for (const k of ['revisions', 'claims', 'takeovers', 'releases', 'forcedReleases', 'duplicates', 'leaderTerms', 'promotions', 'folds', 'divisions'] as const) totals[k] += r.stats[k];
       if (r.violations.length > 0) throw new Error(report(s, r));
     }),
     {
@@ -76,7 +81,10 @@ async function property(name: string, arb: fc.Arbitrary<Schedule>, numRuns: numb
       `${totals.faults} faults injected while work remained; ${totals.revisions} revisions, ${totals.claims} claims, ` +
       `${totals.takeovers} takeovers, ${totals.releases} releases (${totals.forcedReleases} not cooperative), ` +
       `${totals.duplicates} duplicate units, ${totals.leaderTerms} leader terms` +
-      (totals.promotions > 0 ? `; ${totals.promotions} promotions, ${totals.folds} fold-backs` : ''),
+      (totals.promotions > 0 ? `; ${totals.promotions} promotions, ${totals.folds} fold-backs` : '') +
+      (totals.divisions > 0 ? `; ${totals.divisions} divisions` : ''),
   );
   expect(totals.runs).toBeGreaterThan(0);
+  // The dividing schedules must divide: an ask or an answer that never happens would pass every check.
+  if (dividing) expect(totals.divisions).toBeGreaterThan(0);
 }

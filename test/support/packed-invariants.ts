@@ -248,8 +248,12 @@ export class PackedChecker implements InvariantChecker {
   private checkKeyed(id: string, rev: number, group: readonly HistoryEvent[]): void {
     const split = group.find(isPut('split', id));
     const spec = group.find(isPut('spec', id));
-    if ((split && !this.splits.has(id)) || (spec && !this.specs.has(id))) this.checkPromotion(id, rev, split, spec);
-    else if (spec) this.problem('promote-keyed', id, [rev], `spec.${id} written again`);
+    // A residual's records (decision 0063) are a division's, by the parent's owner: in no page, never promoted.
+    const division = spec?.rec?.parent !== undefined;
+    if (!division) {
+      if ((split && !this.splits.has(id)) || (spec && !this.specs.has(id))) this.checkPromotion(id, rev, split, spec);
+      else if (spec) this.problem('promote-keyed', id, [rev], `spec.${id} written again`);
+    }
     if (split?.rec?.status === 'completed' && this.splits.get(id)?.status !== 'completed') {
       const n = (this.completions.get(id) ?? 0) + 1;
       this.completions.set(id, n);
