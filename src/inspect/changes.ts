@@ -21,6 +21,7 @@
 import type {
   AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitRecord, WorkerRecord,
 } from '../protocol/records.js';
+import { isResidualId, parentOf } from '../protocol/residual-ids.js';
 import { printableDeep } from './printable.js';
 import type { JobRecords } from './report.js';
 
@@ -34,6 +35,8 @@ export type ChangeEvent =
   | { kind: 'revocation-end'; split: string; holder: string; outcome: 'handed-over' | 'released' | 'kept'; next: string | null }
   | { kind: 'claim'; split: string; holder: string; previous: string }
   | { kind: 'quarantine'; split: string; attempts: number; reason: string | null }
+  /** A residual appeared (decision 0063): a running split was divided; `parent` null when its id does not say. */
+  | { kind: 'divided'; residual: string; parent: string | null }
   | { kind: 'verdict'; verdict: 'complete' | 'stalled' };
 
 /** One record's change: its decoded value before and after (undefined: absent, or unreadable). */
@@ -99,6 +102,7 @@ export class ChangeTracker {
           this.assignee.delete(c.id);
           this.holder.delete(c.id);
         }
+        if (a && !c.before && isResidualId(c.id)) return [{ kind: 'divided', residual: c.id, parent: parentOf(c.id) ?? null }];
         if (a?.status !== 'quarantined' || c.before?.status === 'quarantined') return [];
         return [{ kind: 'quarantine', split: c.id, attempts: a.attempts, reason: a.reason ?? null }];
       }
@@ -168,6 +172,7 @@ export function describeChange(event: ChangeEvent): string {
       return `revocation of ${e.split} from ${e.holder} ended: ${how}`;
     }
     case 'claim': return `${e.split} claimed by ${e.holder} (held by ${e.previous} before)`;
+    case 'divided': return e.parent === null ? `${e.residual} divided from a running split` : `${e.parent} divided: ${e.residual} takes the rest`;
     case 'quarantine': return `${e.split} quarantined after ${e.attempts} attempts${e.reason !== null ? `: ${e.reason}` : ''}`;
     case 'verdict': return `verdict: ${e.verdict}`;
   }

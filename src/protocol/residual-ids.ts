@@ -38,6 +38,12 @@ export function isResidualId(id: string): boolean {
   return id.indexOf(RESIDUAL_MARK) >= 0 && RESIDUAL_FORM.test(id);
 }
 
+/** The parent a residual id names, or undefined (not a residual, or one whose parent was too long and is hashed). */
+export function parentOf(id: string): string | undefined {
+  if (!isResidualId(id) || id.startsWith(`${RESIDUAL_MARK}h`)) return undefined;
+  return id.slice(0, id.lastIndexOf(RESIDUAL_MARK));
+}
+
 /** Why a planner may not plan `id` (it has a residual's form), or undefined. */
 export function reservedIdProblem(id: string): string | undefined {
   return isResidualId(id)

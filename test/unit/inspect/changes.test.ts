@@ -145,6 +145,15 @@ describe('ChangeTracker', () => {
     expect(job.change({ kind: 'plan', before: { ...plan, verdict: 'stalled' }, after: { ...plan, verdict: 'stalled' } })).toEqual([]);
   });
 
+  test('a residual appearing is a division of its parent (decision 0063), said once', () => {
+    const job = twoMembers();
+    expect(job.change({ kind: 'split', id: 'big÷2', before: undefined, after: split('big÷2', 'runnable') }))
+      .toEqual([{ kind: 'divided', residual: 'big÷2', parent: 'big' }]);
+    expect(job.change({ kind: 'split', id: 'big÷2', before: split('big÷2', 'runnable'), after: split('big÷2', 'runnable') })).toEqual([]);
+    expect(job.change({ kind: 'split', id: 'plain', before: undefined, after: split('plain', 'runnable') })).toEqual([]);
+    expect(describeChange({ kind: 'divided', residual: 'big÷2', parent: 'big' })).toBe('big divided: big÷2 takes the rest');
+  });
+
   test('it reads records and never changes them', () => {
     const job = twoMembers();
     const before = JSON.stringify([...job.records.assigns, ...job.records.leases, ...job.records.workers]);
