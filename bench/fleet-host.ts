@@ -30,7 +30,7 @@ import { appendFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import { EtcdStore } from '../src/etcd.js';
 import {
-  isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
+  divisibleRange, isSplitfleetError, jobPrefix, silentLogger, defaultLogger, startCoordinator,
   type Coordinator, type PlanResult, type SplitHandle,
 } from '../src/index.js';
 import { addCounts, countingStore, emptyCounts, type StoreCounts } from './fleet-store.js';
@@ -51,6 +51,8 @@ export interface FleetHostConfig {
   lanes: number;
   handlerMs: number;
   commitEveryMs: number;
+  /** The first `giants` splits are giants (decision 0063): 1,000× the median weight and duration, their handlers divisible. */
+  giants?: number;
   /** Coordinator knobs (leaseDurationMs, …); absent ones take the library's defaults. `layout`: a new job's (decision 0037). */
   knobs: Record<string, number>; layout?: 'keys' | 'packed';
   /** How many coordinators of this process may be starting at once. */
@@ -125,13 +127,16 @@ const PLAN_PAGE = 10_000, PLAN_CALL = 500_000;
 
 /** A final plan of `n` splits, weights 1–64 MiB log-uniform, no descriptor, in pages with a cursor as a real planner lists a
  * bucket (a 10M plan made whole is held whole by the leader), a turn per PLAN_PAGE (the bench's cost, not the library's). */
-async function plan(n: number, seed: number, cursor: unknown): Promise<PlanResult> {
+async function plan(n: number, seed: number, cursor: unknown, giants: number, handlerMs: number): Promise<PlanResult> {
   const width = String(n - 1).length;
   const from = typeof cursor === 'number' ? cursor : 0, to = Math.min(n, from + PLAN_CALL);
-  const splits = new Array<{ id: string; weight: number }>(to - from);
+  const splits = new Array<{ id: string; weight: number; descriptor?: { from: number; to: number } }>(to - from);
   for (let i = from; i < to; i++) {
     const id = `s-${String(i).padStart(width, '0')}`;
-    splits[i - from] = { id, weight: Math.round(1048576 * Math.pow(2, unit(id, seed) * 6)) };
+    // A giant: 1,000× the median weight (2^3 MiB) and the median handler's duration, as ms units to divide.
+    splits[i - from] = i < giants
+      ? { id, weight: 1000 * 8 * 1048576, descriptor: { from: 0, to: 1000 * handlerMs } }
+      : { id, weight: Math.round(1048576 * Math.pow(2, unit(id, seed) * 6)) };
     if ((i + 1) % PLAN_PAGE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
   }
   return to < n ? { final: false, more: true, cursor: to, expected: n, splits } : { final: true, splits };
@@ -211,6 +216,33 @@ async function main(): Promise<void> {
   let refills: number[] = [];
   let firstHeld = false;
 
+  /** A giant's work, `commitEveryMs` at a time through divisibleRange, committing each step (the lane accounting is handlerFor's). */
+  const divisibleWork = async (h: SplitHandle): Promise<void> => {
+    const range = divisibleRange(h);
+    try {
+      for (let run; (run = await range.next(cfg.commitEveryMs)); ) {
+        if (h.drainSignal.aborted || h.signal.aborted) {
+          if (!h.signal.aborted) await range.commit();
+          return;
+        }
+        await sleep(run.to - run.from, [h.signal]);
+        await range.commit();
+        totals.commits++;
+      }
+      await range.complete();
+      totals.completions++;
+    } catch (e) {
+      if (isSplitfleetError(e, 'LEASE_LOST')) {
+        totals.lost++;
+        return;
+      }
+      totals.errors++;
+      throw e;
+    } finally {
+      account(-1);
+    }
+  };
+
   const handlerFor = (m: Member) => async (h: SplitHandle): Promise<void> => {
     const startedAt = Date.now();
     account(+1);
@@ -230,6 +262,8 @@ async function main(): Promise<void> {
     }
     const freed = m.pending.shift();
     if (freed !== undefined) refills.push(startedAt - freed);
+    // A giant or one of its residuals (descriptor { from, to } in ms of work): divisible (decision 0063).
+    if (h.descriptor !== null && typeof h.descriptor === 'object' && 'to' in h.descriptor) return divisibleWork(h);
     const total = Math.round(cfg.handlerMs * (0.8 + 0.4 * unit(h.id, cfg.seed + 1)));
     const progress = h.progress as { doneMs?: unknown } | null;
     let done = typeof progress?.doneMs === 'number' ? progress.doneMs : 0;
@@ -289,7 +323,7 @@ async function main(): Promise<void> {
         const coordinator = await startCoordinator({
           store, job: cfg.job, instance: m.instance, maxInFlight: cfg.lanes, ...cfg.knobs, ...(cfg.layout ? { layout: cfg.layout } : {}),
           // Built only if this member leads (the leader process; a host only after a failover).
-          planner: ({ cursor }) => plan(cfg.splits, cfg.seed, cursor),
+          planner: ({ cursor }) => plan(cfg.splits, cfg.seed, cursor, cfg.giants ?? 0, cfg.handlerMs),
           handler: handlerFor(m),
           logger: process.env.BENCH_LOG ? defaultLogger({ instance: m.instance }) : silentLogger,
         });

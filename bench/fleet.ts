@@ -35,6 +35,8 @@
  *   [--baseline-duration-s 30] [--warmup-s 15] [--probes 3] [--start-concurrency 8] [--knobs JSON]
  *   [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed]
  *   [--host-nice 10] (the member hosts' nice value: the leader, probes and etcd stay at 0; 0 to share the CPU evenly)
+ *   [--giants K] (the first K splits are 1,000× the median weight and duration, their handlers divisible: decision 0063)
+ *   [--until-done] (after the window, run to the verdict and measure the tail after the queue empties, in median splits)
  * --leader-prof DIR: the leader's CPU profile, and its stalls with more than 20 ms of its own CPU
  * (stalls-<run>.jsonl); `node dist/bench/stall-profile.js DIR` shows what ran in each.
  */
@@ -96,6 +98,10 @@ interface Options {
   layout: 'keys' | 'packed';
   /** The hosts' nice value (members only; the leader, the probes and etcd stay at 0). */
   hostNice: number;
+  /** The first `giants` splits are 1,000× the median weight and duration, divisible (decision 0063). */
+  giants: number;
+  /** After the steady window, wait for the verdict and measure the tail after the queue empties. */
+  untilDone: boolean;
 }
 
 function options(): Options {
@@ -126,6 +132,8 @@ function options(): Options {
       // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
       layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
       'host-nice': { type: 'string', default: '10' },
+      giants: { type: 'string', default: '0' },
+      'until-done': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -169,6 +177,8 @@ function options(): Options {
     leaderProf: values['leader-prof'],
     hostNice: Math.min(19, Math.round(num('host-nice', values['host-nice'], 0))),
     layout: values.layout === 'packed' ? 'packed' : 'keys',
+    giants: Math.round(num('giants', values.giants, 0)),
+    untilDone: values['until-done'] === true,
   };
   if (values.layout !== 'keys' && values.layout !== 'packed') throw new Error(`--layout: keys or packed (got ${values.layout})`);
   if (o.hosts > o.members) throw new Error(`--hosts (${o.hosts}) must not exceed --members (${o.members})`);
@@ -179,7 +189,8 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
   [--lanes 4] [--handler-seconds 10] [--commit-every-ms 1000] [--duration-s 120]
   [--compaction off|on|both] [--compaction-retention 15s] [--baseline-splits 10000]
   [--baseline-duration-s 30] [--warmup-s handler+5] [--probes 3] [--start-concurrency 8] [--knobs JSON]
-  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed] [--host-nice 10]`;
+  [--seed 1] [--timeout-s 900] [--json FILE] [--leader-heap default|MiB] [--leader-prof DIR] [--layout keys|packed] [--host-nice 10]
+  [--giants K] [--until-done]`;
 
 // ---- child processes -----------------------------------------------------------
 
@@ -357,14 +368,23 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
     etcdAt[name] = { t: Date.now(), ...(await etcdMetrics(etcd.endpoint)) };
     return etcdAt[name];
   };
-  let plan: { final: boolean; planned: number; at: number } | undefined;
+  let plan: { final: boolean; planned: number; at: number; verdict?: string } | undefined;
+  /** The leader's summary: when it first said nothing is queued (after seeding), and the residuals it counted last. */
+  let queueEmptyAt: number | undefined;
+  let residuals = 0;
   const leaderKeys: number[] = [];
   try {
     await sampleEtcd('start');
     for (const [key, apply] of [
       [`${prefix}plan`, (v: string) => {
-        const rec = JSON.parse(v) as { final?: boolean; planned?: number };
-        plan = { final: rec.final === true, planned: rec.planned ?? 0, at: Date.now() };
+        const rec = JSON.parse(v) as { final?: boolean; planned?: number; verdict?: string };
+        plan = { final: rec.final === true, planned: rec.planned ?? 0, at: Date.now(), ...(rec.verdict !== undefined ? { verdict: rec.verdict } : {}) };
+      }],
+      [`${prefix}summary`, (v: string) => {
+        // Summaries come at most every 2 s: the queue's end is known to that.
+        const rec = JSON.parse(v) as { queued?: number; backoff?: number; final?: boolean; seeded?: number; residuals?: number };
+        residuals = rec.residuals ?? residuals;
+        if (queueEmptyAt === undefined && rec.final === true && (rec.seeded ?? 0) > 0 && (rec.queued ?? 1) + (rec.backoff ?? 0) === 0) queueEmptyAt = Date.now();
       }],
       [`${prefix}leader`, () => leaderKeys.push(Date.now())],
     ] as const) {
@@ -373,7 +393,7 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       await h.ready;
     }
     const base = {
-      endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs,
+      endpoint: etcd.endpoint, job, splits: p.splits, seed: o.seed, lanes: o.lanes, handlerMs: o.handlerMs, giants: Math.min(o.giants, p.splits),
       commitEveryMs: o.commitEveryMs, knobs: o.knobs, layout: o.layout, tickMs: 1000, deadlineAt: deadline + 30_000,
     };
     const child = (role: FleetRole, name: string, instances: string[], execArgv: string[], stallLog?: string) => {
@@ -467,6 +487,12 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       clearInterval(progressTimer);
     }
     const t1 = Date.now();
+    // --until-done: the job to its verdict, and the tail after the queue emptied (the giants' divisions at work).
+    let tail: { queueEmptyAt: number; verdictAt: number; verdict: string } | undefined;
+    if (o.untilDone) {
+      await until('the verdict', () => plan?.verdict !== undefined, deadline, procs, () => `queue empty at ${queueEmptyAt ?? 'not yet'}; residuals ${residuals}`);
+      tail = { queueEmptyAt: queueEmptyAt ?? plan!.at, verdictAt: plan!.at, verdict: plan!.verdict! };
+    }
     for (const c of procs) c.mark('end');
     etcdSeries.push(await sampleEtcd('steady-end'));
     await until('every process to report the steady window', () => procs.every((c) => c.phase('steady')), Math.min(deadline, Date.now() + 60_000), procs);
@@ -553,6 +579,8 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       label: p.label, splits: p.splits, memberCount: o.members, hosts: o.hosts, lanesPerMember: o.lanes, fleetLanes: lanes,
       handlerMs: o.handlerMs, commitEveryMs: o.commitEveryMs, windowS, compaction: p.compaction ? `periodic ${o.compactionRetention}` : 'off',
       wallS: (Date.now() - runStarted) / 1000,
+      giants: Math.min(o.giants, p.splits), residuals,
+      ...(tail ? { tail: { verdict: tail.verdict, afterQueueEmptyS: round((tail.verdictAt - tail.queueEmptyAt) / 1000), medianSplitS: o.handlerMs / 1000, ratio: round((tail.verdictAt - tail.queueEmptyAt) / o.handlerMs, 2) } } : {}),
       load: { start: loadStart, end: loadEnd },
       seed: { ms: seedMs, fromElectionMs: seededAt - (leader.find((l) => l.ev === 'leading')!.t as number) },
       leader: {
@@ -681,6 +709,8 @@ function table(runs: Figures[]): string {
     ['splits', (f) => f.splits.toLocaleString('en')],
     ['members × lanes (fleet lanes)', (f) => `${f.memberCount} × ${f.lanesPerMember} (+ leader, ${f.probe.count} probes) = ${f.fleetLanes}`],
     ['etcd auto-compaction', (f) => f.compaction],
+    ['giants (1,000× the median) / residuals divided off', (f) => `${f.giants} / ${f.residuals}`],
+    ['tail after the queue empties (--until-done): s, × the median split', (f) => (f.tail ? `${f.tail.afterQueueEmptyS} s, ${f.tail.ratio}× (verdict ${f.tail.verdict})` : '–')],
     ['load average at start → end', (f) => `${f.load.start.map((x: number) => x.toFixed(1)).join(' ')} → ${f.load.end.map((x: number) => x.toFixed(1)).join(' ')}`],
     ['time to seed: leader spawned (elected) → plan final', (f) => `${(f.seed.ms / 1000).toFixed(1)} s (${(f.seed.fromElectionMs / 1000).toFixed(1)} s)`],
     ['leader RSS: seeded / steady max / overall max', (f) => `${f.leader.rssSeededMiB} / ${f.leader.rssSteadyMaxMiB} / ${f.leader.rssMaxMiB} MiB`],
