@@ -33,6 +33,8 @@ export type SplitfleetErrorCode =
   | 'PLANNER_FAILURE'
   /** The coordinator or pool was used after it was closed. */
   | 'CLOSED'
+  /** A job of that name is already defined differently (another kind or parameters), or runs under another fingerprint: nothing was written (decision 0064). */
+  | 'JOB_CONFLICT'
   /** The job was deleted under a running process (`splitfleet delete --force`): it stops. */
   | 'JOB_DELETED'
   /** The store answered below a revision it had already reported: restored from an old snapshot (or another cluster). The process stops. */

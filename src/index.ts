@@ -15,6 +15,14 @@ export type { CoordinatorOptions } from './coordinator/coordinator.js';
 export type { RunOptions, RunResult } from './coordinator/run.js';
 export type { RunOutcome } from './coordinator/types.js';
 export type { CommitOptions, DivideCallback, DivisionProposal, DivisionRequest, FailOptions } from './coordinator/types.js';
+// Jobs as data and standing fleets (decision 0064).
+export { serve } from './coordinator/serve.js';
+export type { ServedJob, ServedKind, ServeOptions, Server } from './coordinator/serve.js';
+export { submitJob } from './operator/submit.js';
+export type { SubmitJobOptions, SubmittedJob } from './operator/submit.js';
+export { waitForJob } from './operator/wait.js';
+export type { JobResult, WaitForJobOptions } from './operator/wait.js';
+export type { DefinitionRecord } from './protocol/definitions.js';
 // Dividing a running split (decision 0063): the helper for ranges of numbered units.
 export { divisibleRange } from './divisible-range.js';
 export type { DivisibleRange, DivisibleRangeOptions, UnitRun } from './divisible-range.js';
@@ -101,7 +109,7 @@ export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport,
 export { splitStatus } from './inspect/packed-records.js';
 export type { FoldedSlots, QueueRecords } from './inspect/packed-records.js';
 export type {
-  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, WorkerRecord,
+  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, SummaryRecord, WorkerRecord,
 } from './protocol/records.js';
 export { renderReport } from './inspect/render.js';
 export { printable, printableJson } from './inspect/printable.js';

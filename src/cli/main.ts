@@ -17,6 +17,7 @@ import { EXIT_FAILURE, EXIT_REFUSED, exitCodesHelp } from './exit-codes.js';
 import { registerInspect } from './inspect.js';
 import { registerOperate } from './operate.js';
 import { registerPlan } from './plan.js';
+import { registerSubmit } from './submit.js';
 
 function version(): string {
   try {
@@ -54,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
   registerDemo(program);
   registerInspect(program);
   registerOperate(program);
+  registerSubmit(program);
 
   let running = 'splitfleet';
   for (const command of program.commands) command.configureOutput(errorOutput(`splitfleet ${command.name()}`));
@@ -72,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
     }
     const message = e instanceof Error ? e.message : String(e);
     process.stderr.write(`${running}: ${oneLine(message)}\n`);
-    return isSplitfleetError(e, 'INVALID_INPUT') ? EXIT_REFUSED : EXIT_FAILURE;
+    return isSplitfleetError(e, 'INVALID_INPUT') || isSplitfleetError(e, 'JOB_CONFLICT') ? EXIT_REFUSED : EXIT_FAILURE;
   }
 }
 

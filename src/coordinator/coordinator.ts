@@ -119,7 +119,8 @@ export class Coordinator {
   private readonly rejoiner: Rejoiner;
 
   constructor(private readonly options: CoordinatorOptions, config: Config) {
-    this.config = config;
+    // A copy the lane budget may change in (setLaneBudget): every part reads maxInFlight and prefetch at use.
+    this.config = { ...config };
     this.clock = options.clock ?? systemClock;
     // Warnings are de-duplicated per key by their callers, and rate-limited overall here (log.ts).
     this.log = rateLimitWarnings(options.logger ?? defaultLogger({ job: config.job, instance: config.instance }), this.clock);
@@ -383,6 +384,22 @@ export class Coordinator {
    */
   run(options?: RunOptions): Promise<RunResult> {
     return runCoordinator(this, this.log, options);
+  }
+
+  /**
+   * Changes this process's lane budget in the job (decision 0064: a serving fleet shares its lanes
+   * among its jobs): the presence record advertises the new `maxInFlight` (and `prefetch`, default
+   * unchanged), the leader balances within it at its next decision, and splits held beyond it are
+   * drained as the new assignment drops them. A sandboxed handler keeps its thread count.
+   */
+  async setLaneBudget(maxInFlight: number, prefetch: number = this.config.prefetch): Promise<void> {
+    if (!Number.isSafeInteger(maxInFlight) || maxInFlight < 1) throw new SplitfleetError('INVALID_CONFIG', `setLaneBudget maxInFlight: must be an integer ≥ 1 (got ${String(maxInFlight)})`);
+    if (!Number.isSafeInteger(prefetch) || prefetch < 0) throw new SplitfleetError('INVALID_CONFIG', `setLaneBudget prefetch: must be an integer ≥ 0 (got ${String(prefetch)})`);
+    if (maxInFlight === this.config.maxInFlight && prefetch === this.config.prefetch) return;
+    Object.assign(this.config as { maxInFlight: number; prefetch: number }, { maxInFlight, prefetch });
+    this.metrics.laneCapacity.set(maxInFlight);
+    await this.session?.rewritePresence();
+    this.worker?.schedule();
   }
 
   /** Graceful stop: drain and release every lane, resign leadership, revoke the lease. */

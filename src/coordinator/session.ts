@@ -147,6 +147,18 @@ export class Session {
     }
   }
 
+  /**
+   * Rewrites our presence record after the lane budget changed (`Coordinator.setLaneBudget`),
+   * guarded by the revision we last wrote: a key that moved meanwhile (another run, deleted)
+   * is left to `ensurePresence` and the presence check. True when it landed.
+   */
+  async rewritePresence(): Promise<boolean> {
+    if (this.ended) return false;
+    const res = await this.store.compareAndSwap(this.presenceKey, this.presenceRevision, this.presenceValue(), this.leaseId);
+    if (res.won) this.presenceRevision = res.revision;
+    return res.won;
+  }
+
   /** Called when the end (loss or close) happens; at most once. */
   onEnd(listener: (end: SessionEnd) => void): void {
     if (this.ended) listener(this.ended);

@@ -13,8 +13,12 @@
  * listing again until nothing is left (a straggler's write may land between).
  * Both transactions are built by protocol/operator-txns.ts (`planDeleteTxn`,
  * `teardownTxn`; why the teardown needs no guard: decision 0038).
+ * A submitted job's definition (`<root>/~jobs/<job>`, decision 0064) goes
+ * first, so that no serving fleet joins the job again; a job submitted and
+ * never started (no plan) is deleted by deleting its definition.
  */
 import { SplitfleetError } from '../errors.js';
+import { definitionKey } from '../protocol/definitions.js';
 import { leaderKey, type KeyKind } from '../protocol/keys.js';
 import { planDeleteTxn, teardownTxn } from '../protocol/operator-txns.js';
 import { jobKeyRanges } from '../protocol/scope.js';
@@ -91,8 +95,19 @@ export async function previewDelete(options: JobTarget): Promise<DeletePreview> 
  * stop) a job without a verdict or with live processes unless `force`.
  */
 export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
-  const job = await findJob(options);
   const { store } = options;
+  // A submitted job's definition (decision 0064) goes first: no serving fleet may join it again.
+  const definition = definitionKey(options.root ?? 'splitfleet', options.job);
+  const defined = await store.get(definition);
+  let job: FoundJob;
+  try {
+    job = await findJob(options);
+  } catch (e) {
+    // Submitted, never started (no plan): its definition is all there is.
+    if (!defined || !(e instanceof SplitfleetError) || e.code !== 'INVALID_INPUT') throw e;
+    await store.deleteIf(definition, defined.modRevision);
+    return { deleted: 1, stopped: [], verdict: null };
+  }
   const verdict = job.plan.verdict ?? null;
   const stops = await whatDeleteStops(store, job);
   const running = verdict === null || stops.members.length > 0 || stops.leader !== null;
@@ -106,6 +121,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
     throw new SplitfleetError('INVALID_INPUT', `force: job "${job.job}" is not finished and idle (${what}); deleting it stops every process of it: pass --force to delete it anyway`);
   }
   let deleted = 0;
+  if (defined && (await store.deleteIf(definition, defined.modRevision)).won) deleted++;
   if (running) {
     // The plan first, alone: its disappearance is what stops every process of the job.
     const res = await store.txn(planDeleteTxn(job.prefix, job.planKv.modRevision));
