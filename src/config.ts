@@ -70,6 +70,8 @@ export interface ConfigOptions {
    * reports a failure (one attempt). Default: off.
    */
   heartbeatTimeoutMs?: number;
+  /** How often a lane commits what its handler `advance()`d, in ms. Default 1000. */
+  autoCommitMs?: number;
   /**
    * Leader: the least weight a part of a divided split may be left with (decision 0063); a
    * running split is asked to divide only when at least twice this is left. Default: the job's
@@ -135,6 +137,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   replanIntervalMs: 60_000,
   reconcileIntervalMs: 30_000,
   startTimeoutMs: 60_000,
+  autoCommitMs: 1000,
   layout: 'packed' as 'keys' | 'packed',
 });
 
@@ -145,7 +148,7 @@ const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'prefetch', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
-  'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets', 'divideMinWeight',
+  'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets', 'divideMinWeight', 'autoCommitMs',
 ];
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -246,6 +249,7 @@ export function resolveConfig(options: ConfigOptions): Config {
     replanIntervalMs: t.replanIntervalMs!,
     reconcileIntervalMs: t.reconcileIntervalMs!,
     startTimeoutMs: t.startTimeoutMs!,
+    autoCommitMs: t.autoCommitMs!,
     retryBackoff: retryBackoff!,
     layout: layout as 'keys' | 'packed',
     // Absent when off, so a printed or serialised config reads as what was given.
@@ -323,6 +327,7 @@ interface Timings {
   replanIntervalMs: number | undefined;
   reconcileIntervalMs: number | undefined;
   startTimeoutMs: number | undefined;
+  autoCommitMs: number | undefined;
   heartbeatTimeoutMs: number | undefined;
   divideMinWeight: number | undefined;
 }
@@ -359,6 +364,8 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
   const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
   const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
   const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, TIMER_RULE);
+  // Zero would commit on every turn of the loop.
+  const autoCommitMs = int('autoCommitMs', 1, MAX_TIMER_MS, TIMER_RULE);
   let heartbeatTimeoutMs: number | undefined;
   if (given.heartbeatTimeoutMs !== undefined) {
     const v = given.heartbeatTimeoutMs;
@@ -377,7 +384,7 @@ function resolveTimings(given: Record<string, unknown>, problems: string[]): Tim
   }
   return {
     leaseDurationMs, opTimeoutMs, maxInFlight, prefetch, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
-    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, heartbeatTimeoutMs, divideMinWeight,
+    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, autoCommitMs, heartbeatTimeoutMs, divideMinWeight,
   };
 }
 

@@ -126,6 +126,13 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
    * choose what to divide (decision 0063). A number `progress` past a number `end` is refused (INVALID_INPUT).
    */
   commit(progress: Progress, options?: CommitOptions): Promise<void>;
+  /**
+   * Says the handler has processed up to `progress`, without waiting for a write: the lane commits
+   * the latest advance every `autoCommitMs` (default 1 s), and its release (the handler returning,
+   * a drain) carries it, so a handler needs no commit timer. `complete()` without progress
+   * completes at the latest advance. Bad options throw INVALID_INPUT.
+   */
+  advance(progress: Progress, options?: CommitOptions): void;
   /** Terminal commit: the split is done. */
   complete(progress?: Progress): Promise<void>;
   /**

@@ -25,9 +25,18 @@ describe('resolveConfig', () => {
       fingerprint: defaultFingerprint('splitfleet', 'orders-backfill'),
       leaseDurationMs: 30_000, opTimeoutMs: 10_000, maxInFlight: 8, prefetch: 8, maxAttempts: 4,
       rebalanceDelayMs: 20_000, drainDeadlineMs: 10_000, replanIntervalMs: 60_000, reconcileIntervalMs: 30_000,
-      startTimeoutMs: 60_000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 }, layout: 'packed',
+      startTimeoutMs: 60_000, autoCommitMs: 1000, retryBackoff: { initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 }, layout: 'packed',
     });
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('takes autoCommitMs ≥ 1 and divideMinWeight ≥ 1 (absent: the job\'s share rule), and names the rule otherwise', () => {
+    expect(resolveConfig({ ...base, autoCommitMs: 250 }).autoCommitMs).toBe(250);
+    expect(() => resolveConfig({ ...base, autoCommitMs: 0 })).toThrow('autoCommitMs: must be an integer ≥ 1 (got 0)');
+    expect(resolveConfig({ ...base, divideMinWeight: 5 }).divideMinWeight).toBe(5);
+    expect(resolveConfig(base).divideMinWeight).toBeUndefined();
+    expect(() => resolveConfig({ ...base, divideMinWeight: 0 })).toThrow('divideMinWeight: must be an integer ≥ 1');
+    expect(() => resolveConfig({ ...base, divideMinWeight: 1.5 })).toThrow('divideMinWeight: must be an integer ≥ 1');
   });
 
   it('takes a prefetch depth ≥ 0, by default one per lane, and names the rule otherwise', () => {

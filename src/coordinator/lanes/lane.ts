@@ -37,6 +37,7 @@ import { boundReason } from '../../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../../protocol/records.js';
 import { joinTxns, laneTxn, readBackTxn } from '../../protocol/txns.js';
 import type { KeyValue, Store, Txn } from '../../store/store.js';
+import { AutoCommit } from './auto-commit.js';
 import { HeartbeatWatch } from './heartbeat.js';
 import { LaneGuards, type WriteOutcome } from './lane-guards.js';
 import type { DivideCallback, SplitHandle } from '../types.js';
@@ -124,6 +125,8 @@ export class Lane {
   readonly handle: SplitHandle;
   /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
   divider: DivideCallback | undefined;
+  /** The commits of `advance()` (auto-commit.ts). */
+  private readonly autoCommit: AutoCommit;
   /** Present when heartbeatTimeoutMs is set. */
   private readonly watch: HeartbeatWatch | undefined;
   /** Set when the heartbeat timeout aborted the handler: the failure report this lane owes. */
@@ -150,6 +153,7 @@ export class Lane {
     );
     const lane = this;
     const resumeFrom = progress;
+    this.autoCommit = new AutoCommit(ctx.clock, ctx.config.autoCommitMs, (a) => lane.write('commit', { progress: a.progress, ...(a.done !== undefined ? { done: a.done } : {}) }));
     this.handle = {
       id,
       get weight() {
@@ -167,9 +171,16 @@ export class Lane {
       commit: (progress, options) => {
         const problem = commitProblem(progress, options, lane.guards.progressRecord?.end);
         if (problem !== undefined) return Promise.reject(new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`));
+        lane.autoCommit.noteCommitted(progress);
         return lane.write('commit', { progress, ...(options?.done !== undefined ? { done: options.done } : {}) });
       },
-      complete: (progress) => lane.write('complete', { progress }),
+      advance: (progress, options) => {
+        const problem = commitProblem(progress, options, lane.guards.progressRecord?.end);
+        if (problem !== undefined) throw new SplitfleetError('INVALID_INPUT', `split ${id}: ${problem}`);
+        lane.autoCommit.advance({ progress, done: options?.done });
+      },
+      // Without progress: at the latest advance, if the handler advanced.
+      complete: (progress) => lane.write('complete', { progress: progress ?? lane.autoCommit.last?.progress }),
       fail: (reason, options) => lane.fail(String(reason), options),
       release: (progress) => lane.write('release', { progress }),
       decline: () => {
@@ -242,7 +253,10 @@ export class Lane {
   async finishNormally(): Promise<void> {
     if (this.timeoutFailure !== undefined) return this.reportTimeout();
     this.watch?.stop(); // the handler is done: a slow ending write is the store's, not a hung handler
-    await this.untilWritten(() => this.handle.release());
+    this.autoCommit.stop();
+    // Released at the latest advance (a cooperative drain replays nothing), else at the last commit.
+    const advanced = this.autoCommit.uncommitted;
+    await this.untilWritten(() => this.handle.release(advanced?.progress));
   }
 
   /**
@@ -551,6 +565,7 @@ export class Lane {
 
   private end(as: LaneEnd, reason: string): void {
     if (this.endedAs) return;
+    this.autoCommit.stop();
     this.endedAs = as;
     this.state = 'ended';
     this.watch?.stop();

@@ -188,6 +188,10 @@ function threadHandle(task: SplitTask): { handle: SplitHandle; settle: () => Pro
     commit: async (progress: Json, options?: CommitOptions) => {
       await call('commit', options === undefined ? [progress] : [progress, options]);
     },
+    // Forwarded, not awaited: the main side's lane commits it on its own timer.
+    advance: (progress: Json, options?: CommitOptions) => {
+      void call('advance', options === undefined ? [progress] : [progress, options]).catch(() => undefined);
+    },
     complete: async (progress?: Json) => {
       await call('complete', [progress]);
     },

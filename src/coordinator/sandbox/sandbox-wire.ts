@@ -70,7 +70,7 @@ export type SandboxTask = ProbeTask | SplitTask;
 export type SandboxReply = { ok: true } | { ok: false; stage: 'load' | 'handler'; error: WireError };
 
 /** The handle's methods the thread calls on the real handle. */
-export type HandleMethod = 'commit' | 'complete' | 'fail' | 'release' | 'decline' | 'heartbeat'
+export type HandleMethod = 'commit' | 'advance' | 'complete' | 'fail' | 'release' | 'decline' | 'heartbeat'
   /** Division (decision 0063): the handler set a callback; it proposed a division of request n; it returned without one. */
   | 'onDivide' | 'divide' | 'undivided';
 

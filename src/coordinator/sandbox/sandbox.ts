@@ -230,6 +230,7 @@ export function sandboxedHandler(module: string | URL, options: SandboxOptions =
             asked.delete(arg as number);
             break;
           case 'commit': await split.commit(arg as Json, m.args[1] as CommitOptions | undefined); break;
+          case 'advance': split.advance(arg as Json, m.args[1] as CommitOptions | undefined); break;
           case 'complete': await split.complete(arg as Json | undefined); break;
           case 'fail': await split.fail(String(arg), m.args[1] as FailOptions | undefined); break;
           case 'release': await split.release(arg as Json | undefined); break;
