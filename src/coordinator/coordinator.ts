@@ -283,6 +283,7 @@ export class Coordinator {
       assigner: this.options.assigner, decide: (pool) => this.engine.decide(pool), ready: (pool) => this.engine.ready(pool), metrics: this.metrics, log: this.log,
       onFatal: (e) => this.fail(e), emit: this.events.emit, unexpected: this.unexpected, random: this.random,
       onStuck: (stuck) => this.observe({ stuck }),
+      ...(this.options.onJobFinished ? { onJobFinished: this.options.onJobFinished } : {}),
     });
     session.onRenewal((error) => {
       if (this.session !== session) return;

@@ -13,6 +13,7 @@ import type { CoordinatorListeners } from './events.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Assigner } from './leader/publish.js';
+import type { JobFinished } from './leader/finished-hook.js';
 import type { Json, Planner, SplitHandler } from './types.js';
 
 /**
@@ -56,10 +57,18 @@ export interface CoordinatorOptions<Descriptor extends Json = Json, Progress ext
   assigner?: Assigner;
   /** Lifecycle event listeners attached before start-up, so its events (health, a first term, first claims) are seen too. */
   on?: CoordinatorListeners;
+  /**
+   * Runs once per verdict across the whole fleet, on the leader (decision 0065): the job's
+   * processes stay until it returned and the leader recorded it. A leader lost while it runs is
+   * replaced by one that runs it again (at least once: `finished.key` names the verdict, for a
+   * hook that must stay idempotent); a hook that throws is run again (1 s doubling to 60 s).
+   * Give it to every process of the job.
+   */
+  onJobFinished?: (finished: JobFinished) => unknown;
 }
 
 /** The options that are parts, not knobs: left out of `resolveConfig`. */
-const PARTS = new Set(['store', 'planner', 'handler', 'handlerModule', 'clock', 'logger', 'metrics', 'assigner', 'on']);
+const PARTS = new Set(['store', 'planner', 'handler', 'handlerModule', 'clock', 'logger', 'metrics', 'assigner', 'on', 'onJobFinished']);
 
 /** Checks the options and resolves the knobs; throws INVALID_CONFIG naming the option and the rule. */
 export function resolveOptions(options: CoordinatorOptions): Config {

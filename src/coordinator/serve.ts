@@ -26,6 +26,7 @@ import { jobPrefix, planKey } from '../protocol/keys.js';
 import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { startCoordinator, type Coordinator } from './coordinator.js';
+import type { JobFinished } from './leader/finished-hook.js';
 import type { CoordinatorOptions } from './options.js';
 import type { JobVerdict, PlannerContext, PlanResult, SplitHandle } from './types.js';
 
@@ -42,6 +43,8 @@ export interface ServedKind<Params extends Json = Json> {
   planner: (params: Params, context: PlannerContext & { job: string }) => PlanResult | Promise<PlanResult>;
   /** Processes one split of one of this kind's jobs, as a coordinator's handler does; `job` says which. */
   handler: (split: SplitHandle, job: ServedJob<Params>) => Promise<void>;
+  /** Runs once per verdict of each of this kind's jobs, across the fleet (decision 0065; `onJobFinished`). */
+  onFinished?: (finished: JobFinished, job: ServedJob<Params>) => unknown;
   /** Coordinator knobs for this kind's jobs (maxAttempts, layout, …); the fleet's own options win for the instance and lanes. */
   options?: Partial<Omit<CoordinatorOptions, 'store' | 'job' | 'instance' | 'planner' | 'handler' | 'handlerModule' | 'fingerprint' | 'root' | 'maxInFlight'>>;
 }
@@ -163,6 +166,7 @@ class Serving implements Server {
       maxInFlight: entry.lanes,
       planner: (context) => kind.planner(def.params, { ...context, job: entry.job }),
       handler: (split) => kind.handler(split, served),
+      ...(kind.onFinished ? { onJobFinished: (f: JobFinished) => kind.onFinished!(f, served) } : {}),
     });
     if (this.closed || !this.joined.has(entry.job)) {
       await c.stop().catch(() => undefined);

@@ -54,7 +54,9 @@ export type JobOutcome =
 
 export function jobOutcome(plan: PlanRecord | undefined, planSeen: boolean): JobOutcome {
   if (planSeen && !plan) return { kind: 'deleted' };
-  if (plan?.final && plan.verdict !== undefined) return { kind: 'finished', verdict: plan.verdict };
+  // A verdict whose onJobFinished hook has still to run (decision 0065): the processes stay, idle,
+  // so that a leader lost while running it is replaced by one that runs it again.
+  if (plan?.final && plan.verdict !== undefined && plan.hook !== 'pending') return { kind: 'finished', verdict: plan.verdict };
   return { kind: 'running' };
 }
 

@@ -81,10 +81,22 @@ export function resignTxn(prefix: string, leaderRevision: number): Txn {
   return { compares: [cmp.modRevision(key, leaderRevision)], success: [op.delete(key)] };
 }
 
-/** The job's verdict on the plan record: leadership ∧ the plan at the revision it was decided on. */
-export function verdictTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, verdict: JobVerdictRecord): Txn {
+/**
+ * The job's verdict on the plan record: leadership ∧ the plan at the revision it was decided on.
+ * `hook`: the leader has an `onJobFinished` hook, so the verdict goes with `hook: 'pending'`
+ * (decision 0065); without one the record is what it always was.
+ */
+export function verdictTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, verdict: JobVerdictRecord, hook = false): Txn {
   const key = planKey(prefix);
-  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', { ...plan.rec, verdict }))] };
+  // The hook's key names this verdict: the generation that decided it and the plan's revision it was decided on.
+  const rec: PlanRecord = { ...plan.rec, verdict, ...(hook ? { hook: 'pending' as const, hookKey: `${prefix}verdict@${plan.rec.generation}.${plan.modRevision}` } : {}) };
+  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', rec))] };
+}
+
+/** The hook ran (decision 0065): the plan record at the revision read, `hook: 'ran'`, guarded by leadership. */
+export function hookRanTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>): Txn {
+  const key = planKey(prefix);
+  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', { ...plan.rec, hook: 'ran' }))] };
 }
 
 /** What a planner's run leaves on the plan record. */

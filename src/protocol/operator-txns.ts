@@ -78,7 +78,8 @@ export function clearedStalledPlan(plan: PlanRecord): PlanRecord {
   if (plan.verdict !== 'stalled') {
     throw new SplitfleetError('INVALID_RECORD', `cannot clear the verdict of the plan record: it is ${plan.verdict ?? 'without a verdict'}, not stalled; only a stalled verdict is cleared by retry`);
   }
-  const { verdict: _verdict, ...rest } = plan;
+  // The hook's state goes with the verdict it was for: the next verdict has its own.
+  const { verdict: _verdict, hook: _hook, hookKey: _hookKey, ...rest } = plan;
   return rest;
 }
 

@@ -133,8 +133,14 @@ export const SCHEMAS = {
     verdict: z.enum(['complete', 'stalled'], {
       error: (iss) => `must be 'complete' or 'stalled' (got ${describeStoredValue(iss.input)})`,
     }).optional(),
+    hook: z.enum(['pending', 'ran'], {
+      error: (iss) => `must be 'pending' or 'ran' (got ${describeStoredValue(iss.input)})`,
+    }).optional(),
+    hookKey: str().optional(),
   }).check(z.refine((r) => r.verdict === undefined || r.final, {
     error: 'only a final plan has a verdict', path: ['verdict'],
+  }), z.refine((r) => r.hook === undefined || r.verdict !== undefined, {
+    error: 'only a plan with a verdict has a hook state', path: ['hook'],
   }), z.refine((r) => (r.v === 2) === (r.layout === 'packed'), {
     error: 'a packed plan (layout \'packed\') is schema version 2, and only a packed plan is', path: ['layout'],
   }), z.refine((r) => r.buckets === undefined || (r.layout === 'packed' && r.buckets <= 65536 && (r.buckets & (r.buckets - 1)) === 0), {

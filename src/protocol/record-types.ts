@@ -51,6 +51,14 @@ export interface PlanRecord extends Omit<Stamp, 'v'> {
   buckets?: number;
   /** Written by the leader once a final plan's splits are all terminal, so no worker holds the job to know it. */
   verdict?: JobVerdictRecord;
+  /**
+   * The job's `onJobFinished` hook (decision 0065): 'pending' with the verdict when the leader has
+   * one, 'ran' once a leader ran it. The job's processes stay (idle) while it is pending, so a
+   * leader that dies running it is replaced by one that runs it again.
+   */
+  hook?: 'pending' | 'ran';
+  /** Names the verdict the hook runs for, the same on every run of it (written with `hook`). */
+  hookKey?: string;
 }
 export interface LeaderRecord extends Stamp { instance: string; generation: number }
 /** `publish`: the leader's publication fence; only its revision matters (decision 0015). */

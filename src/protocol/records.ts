@@ -91,7 +91,7 @@ function keyTail(key: string): { kind: string; id: string | null | undefined } {
 
 /** Field order of each record: the canonical encoding writes exactly these, in this order. */
 const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
-  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict', 'layout', 'buckets'],
+  plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict', 'layout', 'buckets', 'hook', 'hookKey'],
   leader: ['v', 'fp', 'instance', 'generation'],
   control: ['v', 'fp', 'paused', 'evacuated'],
   publish: ['v', 'fp', 'generation'],

@@ -2,7 +2,7 @@
  * Jobs as data and a standing fleet on a real etcd (issue 50; decision 0064): two processes
  * serve two kinds; a third process, which runs nothing, submits three jobs of those kinds and
  * awaits each verdict. Each job runs with its planner given its parameters; the serving
- * processes share their lanes among the jobs they joined; a submission repeated is idempotent,
+ * processes share their lanes among the jobs they joined; each job's onFinished runs once; a submission repeated is idempotent,
  * a different one under a taken name is refused with both shown.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +28,7 @@ describe('a standing fleet serves submitted jobs (etcd)', () => {
     const root = `sf${Date.now().toString(36)}`;
     const ran = new Map<string, string[]>(); // job → split ids handled
     const lanesSeen: number[][] = [];
+    const finished: string[] = [];
     const record = (job: string, id: string) => ran.set(job, [...(ran.get(job) ?? []), id]);
     const kinds = {
       export: {
@@ -53,8 +54,8 @@ describe('a standing fleet serves submitted jobs (etcd)', () => {
           store, root, instance: `pod-${i}`, maxInFlight: 4,
           options: { logger: silentLogger, leaseDurationMs: 2000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000, layout: 'keys' },
           kinds: {
-            export: { planner: kinds.export.planner, handler: async (s, job) => { record(job.job, s.id); await kinds.export.handler(s); } },
-            reindex: { planner: kinds.reindex.planner, handler: async (s, job) => { record(job.job, s.id); lanesSeen.push(servers.map((x) => x.jobs().map((j) => j.lanes).reduce((a, b) => a + b, 0))); await kinds.reindex.handler(s); } },
+            export: { planner: kinds.export.planner, handler: async (s, job) => { record(job.job, s.id); await kinds.export.handler(s); }, onFinished: (f) => { finished.push(f.job); } },
+            reindex: { planner: kinds.reindex.planner, onFinished: (f) => { finished.push(f.job); }, handler: async (s, job) => { record(job.job, s.id); lanesSeen.push(servers.map((x) => x.jobs().map((j) => j.lanes).reduce((a, b) => a + b, 0))); await kinds.reindex.handler(s); } },
           },
         }));
       }
@@ -79,6 +80,10 @@ describe('a standing fleet serves submitted jobs (etcd)', () => {
       expect([...(ran.get('reindex-1') ?? [])].sort()).toEqual(['x', 'y', 'z']);
       // While jobs ran together, each process's shares summed to its lanes (4), one at least per job.
       for (const seen of lanesSeen) for (const total of seen) if (total > 0) expect(total).toBeGreaterThanOrEqual(2);
+      // Each job's onJobFinished ran once across the two processes (the fleet waits for it).
+      for (let i = 0; i < 200 && finished.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300));
+      expect([...finished].sort()).toEqual(['export-a', 'export-b', 'reindex-1']);
       // A waiter on a finished job answers at once, from the records.
       expect((await waitForJob({ store: submitter, root, job: 'export-b' })).verdict).toBe('complete');
     } finally {

@@ -36,6 +36,7 @@ import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
 import { StuckParts } from './stuck-parts.js';
 import { DivisionAsker } from './ask-divisions.js';
+import { FinishedHook, type JobFinished } from './finished-hook.js';
 import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
@@ -71,6 +72,8 @@ export interface LeaderContext {
   emit?: Emit;
   /** Part of the job cannot move (health.ts `stuckReason`), or all of it can again (undefined); only while leading. */
   onStuck?: (reason: string | undefined) => void;
+  /** The job's hook, run once per verdict across the fleet (finished-hook.ts, decision 0065). */
+  onJobFinished?: (finished: JobFinished) => unknown;
   /** An error that escaped a background path (background.ts); default: logged. */
   unexpected?: OnUnexpected;
   /** The jitter stream of the campaign's retries (protocol/backoff.ts); default: Math.random. */
@@ -111,6 +114,8 @@ export class Leader {
   private readonly packedQueue: PackedQueue;
   /** Asks running splits to divide when lanes would idle (decision 0063). */
   private readonly divisions: DivisionAsker;
+  /** The job's onJobFinished hook (decision 0065). */
+  private readonly finishedHook: FinishedHook;
 
   constructor(private readonly ctx: LeaderContext) {
     this.store = ctx.store;
@@ -130,6 +135,10 @@ export class Leader {
       seeding: () => this.seeding,
       promote: (job, ids) => this.packedQueue.promote(job, ids),
       unexpected: (where, e) => this.unexpected(where, e),
+    });
+    this.finishedHook = new FinishedHook({
+      store: ctx.store, clock: ctx.clock, log: ctx.log, root: ctx.config.root, job: ctx.config.job, prefix: ctx.view.prefix, hook: ctx.onJobFinished,
+      guard: () => (this.term ? this.guard : undefined), random: ctx.random ?? Math.random,
     });
     this.divisions = new DivisionAsker({
       store: ctx.store, clock: ctx.clock, config: ctx.config, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), log: ctx.log, metrics: ctx.metrics,
@@ -173,7 +182,10 @@ export class Leader {
     }
     this.dropOrphanKey();
     if (!leader && !this.campaigning && this.session.alive) background('campaign', () => this.campaign(), this.unexpected);
-    if (this.term) this.checkVerdict();
+    if (this.term) {
+      this.checkVerdict();
+      this.finishedHook.check(this.view.plan);
+    }
   }
 
   /** The backstop while leading: re-list members, leases and assignments, then decide again. */
@@ -275,6 +287,7 @@ export class Leader {
       this.metrics.parked.set(job.parked.size);
       this.stuckParts.viewChanged(job);
       this.divisions.viewChanged();
+      this.finishedHook.check(this.view.plan);
       this.publisher.schedule();
       this.checkVerdict();
       this.reseed();
@@ -308,6 +321,7 @@ export class Leader {
     if (!this.term) return;
     this.stuckParts.stop();
     this.divisions.stop();
+    this.finishedHook.stop();
     this.log.warn({ generation: this.term.generation, reason }, 'no longer leading');
     if (this.announced === this.term.generation) this.ctx.emit?.('leadership-lost', { generation: this.term.generation, reason });
     this.announced = undefined;
@@ -359,7 +373,7 @@ export class Leader {
     if (verdict === undefined) return;
     const counts = job.statusCounts;
     this.writingVerdict = true;
-    const txn = verdictTxn(this.view.prefix, this.guard, plan, verdict);
+    const txn = verdictTxn(this.view.prefix, this.guard, plan, verdict, this.finishedHook.configured);
     background('verdict', async () => {
       try {
         const res = await this.store.txn(txn);
