@@ -4,7 +4,10 @@
  * - examples/minimal.mjs: a custom planner and handler on the MemoryStore;
  * - examples/checksum/worker.mjs: two processes on a throwaway etcd checksum
  *   a temp directory (nested, a space in a name, an empty file, files of
- *   several chunks); every file's line must match node:crypto.
+ *   several chunks); every file's line must match node:crypto;
+ * - examples/standing-fleet/: two serving processes, three jobs of two kinds
+ *   submitted and awaited by a third; onFinished once per job, and a checksum
+ *   job's parts (divided or not) cover each file once.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -99,6 +102,54 @@ describe('examples', () => {
       for (const c of chunks) tree.update(Buffer.from(c, 'hex'));
       expect(byPath.get(path), path).toEqual({ path, size: bytes.length, chunkBytes: chunk, chunkSha256: chunks, treeSha256: tree.digest('hex') });
       if (bytes.length > 0 && bytes.length <= chunk) expect(chunks[0]).toBe(createHash('sha256').update(bytes).digest('hex'));
+    }
+  });
+
+  test('standing-fleet: two serving processes, three jobs of two kinds submitted from a third, each awaited; onFinished once per job', async () => {
+    etcd ??= await startEtcd();
+    const data = join(dir, 'fleet');
+    mkdirSync(data, { recursive: true });
+    const words: Record<string, string> = { 'w1.txt': 'one two three', 'w2.txt': 'a b\nc d e\n', 'w3.txt': '' };
+    for (const [f, t] of Object.entries(words)) writeFileSync(join(data, f), t);
+    const big = randomBytes(3 * 1024 * 1024);
+    writeFileSync(join(data, 'big.bin'), big);
+    writeFileSync(join(data, 'small.bin'), randomBytes(1000));
+    const out = join(dir, 'fleet.jsonl');
+    const workers = ['a', 'b'].map((instance) => spawn(process.execPath, [join(root, 'examples/standing-fleet/worker.mjs'), '--etcd', etcd!.endpoint, '--instance', instance, '--out', out, '--lanes', '3'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] }));
+    try {
+      const submit = (job: string, kind: string, files: string[]) => run('examples/standing-fleet/submit.mjs', ['--etcd', etcd!.endpoint, '--job', job, '--kind', kind, ...files.map((f) => join(data, f))]);
+      const results = await Promise.all([
+        submit('wc-1', 'wordcount', ['w1.txt', 'w2.txt']),
+        submit('wc-2', 'wordcount', ['w3.txt']),
+        submit('sums', 'checksum', ['big.bin', 'small.bin']),
+      ]);
+      for (const r of results) {
+        expect(r.code, r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'complete' });
+      }
+      // onFinished lines come after the verdict, once per job: wait for the three.
+      const lines = async () => readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      for (let i = 0; i < 100 && (await lines()).filter((l) => l.finished).length < 3; i++) await new Promise((r) => setTimeout(r, 100));
+      const all = await lines();
+      expect(all.filter((l) => l.finished).map((l) => l.job).sort()).toEqual(['sums', 'wc-1', 'wc-2']);
+      const count = (job: string, file: string) => all.find((l) => l.job === job && l.file === join(data, file))?.words;
+      expect([count('wc-1', 'w1.txt'), count('wc-1', 'w2.txt'), count('wc-2', 'w3.txt')]).toEqual([3, 5, 0]);
+      // Every part of every file hashes its own byte range, and the parts cover the file once.
+      for (const [file, bytes] of [['big.bin', big], ['small.bin', readFileSync(join(data, 'small.bin'))]] as const) {
+        const parts = all.filter((l) => l.job === 'sums' && l.file === join(data, file)) as { from: number; to: number; sha256: string; part: string }[];
+        const byPart = new Map(parts.map((p) => [p.part, p])); // at-least-once: a replayed part writes the same line
+        const sorted = [...byPart.values()].sort((x, y) => x.from - y.from);
+        let at = 0;
+        for (const p of sorted) {
+          expect(p.from, `${file} ${p.part}`).toBe(at);
+          expect(p.sha256).toBe(createHash('sha256').update(bytes.subarray(p.from, p.to)).digest('hex'));
+          at = p.to;
+        }
+        expect(at).toBe(bytes.length);
+      }
+    } finally {
+      for (const w of workers) w.kill('SIGTERM');
+      await Promise.all(workers.map((w) => new Promise((r) => (w.exitCode !== null ? r(undefined) : w.on('close', r)))));
     }
   });
 });
