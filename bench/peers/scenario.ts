@@ -4,8 +4,8 @@ import { writeFileSync } from 'node:fs';
  * one job per item; locks: the `todo` set; splitfleet: nothing, its leader
  * plans), start the workers as OS processes, send `go` to all at once (t0),
  * apply the scenario's fault at its share of the work (SIGKILL, SIGSTOP and
- * SIGCONT, a joiner), stop when every item is done (or at the cap), SIGKILL
- * the workers and measure from their lines.
+ * SIGCONT, a joiner), stop when every item (and every residual a division
+ * made) is done (or at the cap), SIGKILL the workers and measure from their lines.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ import { peerItems, type ItemsSpec, type PeerLine, type PeerWorkerConfig, type S
 import { measure, type PeerFigures } from './measure.js';
 
 export interface Scenario {
-  name: 'skewed' | 'kill' | 'stall' | 'join' | 'tiny';
+  name: 'skewed' | 'kill' | 'stall' | 'join' | 'tiny' | 'giant';
   items: ItemsSpec;
   workers: number;
   lanes: number;
@@ -28,6 +28,8 @@ export interface Scenario {
   stallMs?: number;
   /** Give up after this long (the figures say complete: false). */
   capMs: number;
+  /** measure's lower bound: 'lanes' for total / lanes alone (giant: its item is meant to be divided). */
+  bound?: 'lanes';
 }
 
 export interface Endpoints {
@@ -144,13 +146,18 @@ export async function runScenario(system: SystemName, s: Scenario, ep: Endpoints
   const totalUnits = items.reduce((a, i) => a + i.units, 0);
   const lines: PeerLine[] = [];
   const processed = new Set<string>();
+  // Parts (items, and the residuals of divisions) done, and those known but not done yet.
   const done = new Set<string>();
+  const open = new Set(items.map((i) => i.id));
   const errors: string[] = [];
   let wake: () => void = () => undefined;
   const onLine = (l: PeerLine) => {
     lines.push(l);
     if (l.ev === 'unit') processed.add(`${l.id}#${l.u}`);
-    else if (l.ev === 'done' && l.ok) done.add(l.id!);
+    else if (l.ev === 'done' && l.ok) {
+      done.add(l.p ?? l.id!);
+      open.delete(l.p ?? l.id!);
+    } else if (l.ev === 'divided' && l.r !== undefined && !done.has(l.r)) open.add(l.r);
     else if (l.ev === 'error' && errors.length < 5) errors.push(`${l.w}: ${l.message}`);
     wake();
   };
@@ -208,12 +215,12 @@ export async function runScenario(system: SystemName, s: Scenario, ep: Endpoints
       }
     }
     // A stalled worker's late writes land after it resumes: keep watching a moment past that.
-    await until(() => (done.size === items.length || inStore) && (resumeAt === 0 || Date.now() > resumeAt + 1500));
+    await until(() => (open.size === 0 || inStore) && (resumeAt === 0 || Date.now() > resumeAt + 1500));
     await new Promise((r) => setTimeout(r, 100)); // the last batched lines
     const lanes = s.workers * s.lanes;
     // SPLITFLEET_PEERS_LINES=DIR keeps every worker line of each run (DIR/<scenario>-<system>.jsonl), to see where lanes idle.
     if (process.env.SPLITFLEET_PEERS_LINES) writeFileSync(`${process.env.SPLITFLEET_PEERS_LINES}/${s.name}-${system}.jsonl`, `${JSON.stringify({ t0 })}\n${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
-    const figures = measure(lines, { items, lanes, unitMs: s.unitMs, t0, storeDone: inStore, ...(fault ? { fault } : {}), ...(join ? { join } : {}) });
+    const figures = measure(lines, { items, lanes, unitMs: s.unitMs, t0, storeDone: inStore, ...(fault ? { fault } : {}), ...(join ? { join } : {}), ...(s.bound ? { bound: s.bound } : {}) });
     return { ...figures, workers: s.workers, lanes, items: items.length, totalUnits, errors };
   } finally {
     polling = false;

@@ -2,9 +2,10 @@
  * What the three worker processes of bench:peers share: the configuration
  * (SPLITFLEET_PEER), the JSON lines on stdout, the parent's `go` over IPC,
  * exiting when the parent goes, and the one paced handler: a loop over an
- * item's units from its committed progress, committing every `commitEvery`
- * units through whatever the system offers, stopping when its attempt is
- * aborted (lease or lock lost) or drained (splitfleet's cooperative release).
+ * item's units (or, divided, a part's) from its committed progress, committing
+ * every `commitEvery` units through whatever the system offers, stopping when
+ * its attempt is aborted (lease or lock lost) or drained (splitfleet's
+ * cooperative release).
  */
 import { peerItems, sleep, type Item, type PeerLine, type PeerWorkerConfig } from './items.js';
 
@@ -40,6 +41,14 @@ export interface Attempt {
   item: Item;
   /** Committed progress the attempt starts from (units already done). */
   from: number;
+  /**
+   * Where the attempt's units come from when it runs a part of the item (splitfleet's divisible
+   * range): the part's end as it stands (a division moves it) and the next unit handed out
+   * (1-based), undefined when the part has ended. Absent: the item's units in order up to its count.
+   */
+  range?: { end(): number; next(): Promise<number | undefined> };
+  /** The part's id when it is not the item itself (a residual of a division): `p` on the attempt's lines. */
+  part?: string;
   /** Aborted when the system says the attempt no longer holds the item. */
   signal?: AbortSignal;
   /** Aborted when the system asks for a cooperative release (splitfleet's drain). */
@@ -51,38 +60,48 @@ export interface Attempt {
 let attempts = 0;
 
 /**
- * Runs one attempt; 'done' when every unit is processed (the caller completes),
- * 'aborted' or 'drained' otherwise. Returns the attempt's number for the lines
+ * Runs one attempt; 'done' when every unit of the item (or of its part) is processed (the caller
+ * completes), 'aborted' or 'drained' otherwise. Returns the attempt's number for the lines
  * the caller adds (`done`).
  */
 export async function runAttempt(cfg: PeerWorkerConfig, a: Attempt): Promise<{ status: 'done' | 'aborted' | 'drained'; n: number; units: number }> {
   const n = ++attempts;
   const id = a.item.id;
-  emit(cfg, { ev: 'start', id, from: a.from, n });
+  const p = a.part === undefined ? {} : { p: a.part };
+  emit(cfg, { ev: 'start', id, ...p, from: a.from, n });
   let done = a.from;
   let committed = done;
+  const end = a.range ? () => a.range!.end() : () => a.item.units;
+  // A range hands a unit out before it is processed: drain and abort are checked before asking for one.
+  const take = a.range ? () => a.range!.next() : () => Promise.resolve(done + 1);
   const commit = async (): Promise<boolean> => {
     const s = Date.now();
     const ok = await a.commit(done).catch(() => false);
-    emit(cfg, { ev: 'commit', id, u: done, ok, n, s });
+    emit(cfg, { ev: 'commit', id, ...p, u: done, ok, n, s });
     if (ok) committed = done;
     return ok;
   };
-  while (done < a.item.units) {
+  while (done < end()) {
     if (a.signal?.aborted) {
-      emit(cfg, { ev: 'abort', id, n });
+      emit(cfg, { ev: 'abort', id, ...p, n });
       return { status: 'aborted', n, units: done };
     }
     if (a.drain?.aborted) {
       if (done > committed && !(await commit())) return { status: 'aborted', n, units: done };
       return { status: 'drained', n, units: done };
     }
+    const u = await take();
+    // The part ended where it is (a division landed at the position), or the split was lost meanwhile (the top of the loop says so).
+    if (u === undefined) {
+      if (a.signal?.aborted) continue;
+      break;
+    }
     await sleep(cfg.unitMs, a.signal);
     if (a.signal?.aborted) continue;
-    done++;
-    emit(cfg, { ev: 'unit', id, u: done, n });
-    if (done - committed >= cfg.commitEvery && done < a.item.units && !(await commit())) {
-      emit(cfg, { ev: 'abort', id, n });
+    done = u;
+    emit(cfg, { ev: 'unit', id, ...p, u: done, n });
+    if (done - committed >= cfg.commitEvery && done < end() && !(await commit())) {
+      emit(cfg, { ev: 'abort', id, ...p, n });
       return { status: 'aborted', n, units: done };
     }
   }
