@@ -95,6 +95,8 @@ class Serving implements Server {
   private readonly ended = new Set<string>();
   private watch: WatchHandle | undefined;
   private closed = false;
+  /** Coordinators of jobs let go, still closing (their sessions end): `close()` waits for them. */
+  private readonly closing = new Set<Promise<unknown>>();
 
   constructor(private readonly o: ServeOptions) {
     this.root = o.root ?? 'splitfleet';
@@ -125,6 +127,7 @@ class Serving implements Server {
       await j.coordinator?.stop().catch(() => undefined);
     }));
     this.joined.clear();
+    await Promise.all([...this.closing]);
   }
 
   private report(e: unknown): void {
@@ -183,6 +186,12 @@ class Serving implements Server {
     if (this.joined.get(entry.job) !== entry) return;
     this.joined.delete(entry.job);
     this.ended.add(entry.job);
+    // Its coordinator has stopped itself (its verdict) or failed: let its session end before close() returns.
+    if (entry.coordinator) {
+      const closing = entry.coordinator.close().catch(() => undefined);
+      this.closing.add(closing);
+      void closing.finally(() => this.closing.delete(closing));
+    }
     if (error) this.report(error);
     this.o.onJobEnded?.(entry.job, verdict, error);
     if (!this.closed) void this.reshare().catch((e: unknown) => this.report(e));

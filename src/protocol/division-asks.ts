@@ -12,8 +12,11 @@
  *   not asked again in that tenancy.
  * - New asks go to the splits with the most weight left (their part's
  *   weight less the share their handler reported done), ties by id, one per
- *   idle lane less the asks outstanding, and only of a split with at least
- *   twice `minWeight` left, so that each part keeps at least `minWeight`.
+ *   idle lane, and only of a split with at least twice `minWeight` left, so
+ *   that each part keeps at least `minWeight`. An ask outstanding takes an
+ *   idle lane's place only while it is expected to be answered (`answering`):
+ *   a handler that never divides leaves its ask unanswered, and must not keep
+ *   the others from being asked.
  * - An ask moves half of what is left: an idle lane takes the residual, and
  *   k idle lanes are filled in about log2(k + 1) rounds, each part divided
  *   again while lanes still idle.
@@ -49,6 +52,11 @@ export interface DivisionRound {
   readonly outstanding: ReadonlyMap<string, DivisionAsk & { readonly owner: string }>;
   /** Least weight a part may be left with (each side of a division). */
   readonly minWeight: number;
+  /**
+   * Of the asks outstanding, those still expected to be answered (asked recently): each takes an
+   * idle lane's place until it is. An older one stands unanswered (a handler that never divides).
+   */
+  readonly answering?: number;
 }
 
 /** The weight a running split has left: its part's weight less what its handler reported done. */
@@ -68,7 +76,7 @@ export function divisionAsks(round: DivisionRound): Map<string, DivisionAsk[]> {
   const byId = new Map(round.running.map((s) => [s.id, s]));
   const standing: (DivisionAsk & { owner: string })[] = [];
   for (const ask of round.outstanding.values()) if (!settled(ask, byId.get(ask.id))) standing.push(ask);
-  const room = round.idleLanes - standing.length;
+  const room = round.idleLanes - Math.min(round.answering ?? 0, standing.length);
   if (room > 0) {
     const asked = new Set(standing.map((a) => a.id));
     const floor = 2 * Math.max(1, round.minWeight);

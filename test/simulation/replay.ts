@@ -4,7 +4,8 @@
  * - bounded replay: per tenancy, units processed beyond its last committed
  *   progress ≤ one commit interval; a cooperative drain replays nothing; per
  *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
- *   releases); no unit outside the split's size;
+ *   releases + handler runs after a tenancy's first, an adoption); no unit
+ *   outside the split's size;
  * - completion: every split completed with `progress.{id}` at its full size,
  *   written by the tenancy that completed it (a packed job's folded split: as
  *   its fold-back found them), no ephemeral key left behind.
@@ -37,6 +38,10 @@ export function replayViolations(
 ): Violation[] {
   const v: Violation[] = [];
   const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
+  // Handlers run per tenancy: more than one means its lane was lost (a write of its own, read back as
+  // not landed, landed later and fenced the next) and the split adopted by the same session.
+  const runs = new Map<string, number>();
+  for (const e of exits) runs.set(`${e.id}\u0000${e.epoch}`, (runs.get(`${e.id}\u0000${e.epoch}`) ?? 0) + 1);
   for (const [id, ts] of tenancies) {
     let causes = foreignWrites.get(id) ?? 0;
     for (const t of ts) {
@@ -52,6 +57,8 @@ export function replayViolations(
         v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: a cooperative drain left ${tail} units uncommitted`, context: { tenancy: t } });
       }
       if (t.takeover) causes++;
+      // Each handler run after the tenancy's first (an adoption) may replay one commit interval.
+      causes += Math.max(0, (runs.get(`${id}\u0000${t.epoch}`) ?? 0) - 1);
       if (t.end === 'released') {
         stats.releases++;
         if (how !== 'drained') {

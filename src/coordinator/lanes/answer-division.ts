@@ -6,8 +6,11 @@
  * Invariants:
  * - A request is answered once per (split, epoch, seq): the worker keeps
  *   the asks it has answered and the lane ignores a second while one runs.
- * - A callback that returns (or throws) without calling `divide`, or a lane
- *   with none, declines: `declined` is written, so the leader stops asking.
+ * - A callback that returns (or throws) without calling `divide` declines:
+ *   `declined` is written, so the leader stops asking this tenancy. A lane
+ *   whose handler set no callback answers nothing and writes nothing: its
+ *   ask stands, unanswered, until the tenancy ends (a handler that never
+ *   divides costs no write, and the leader asks it once a tenancy).
  * - A bad proposal is refused (INVALID_INPUT, naming the field) before
  *   anything is written, and the request counts as declined.
  * - A division that did not land on a lane still running (the residual's
@@ -23,6 +26,8 @@ import type { DivisionWritten, Lane } from './lane.js';
 export type DivisionOutcome =
   | { kind: 'landed'; residual: string; residualWeight: number; weight: number; end: Json | undefined }
   | { kind: 'declined' }
+  /** The handler set no onDivide: nothing written, the ask left standing. */
+  | { kind: 'unanswered' }
   /** Proposed but not landed: the split stays whole (lost meanwhile, or the residual's keys already exist). */
   | { kind: 'not-landed' };
 
@@ -48,7 +53,8 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
     },
   };
   const callback = lane.divider;
-  if (callback && lane.state === 'running') {
+  if (!callback) return { kind: 'unanswered' };
+  if (lane.state === 'running') {
     try {
       await callback(request);
     } catch {

@@ -30,6 +30,8 @@ import type { LeaderView } from './leader-view.js';
 export const DIVISION_ROUND_MS = 100;
 /** A round every this often regardless (handlers' `done` shares move without the leader seeing them). */
 export const DIVISION_LOOK_MS = 1000;
+/** How long an ask is expected to be answered (its idle lane kept for it); after, it stands unanswered. */
+export const ANSWER_WAIT_MS = 2000;
 /** Running splits whose progress one round reads, at most, beyond the asks outstanding: the heaviest by weight. */
 const CANDIDATES = 64;
 
@@ -52,6 +54,8 @@ export class DivisionAsker {
   /** The asks as written (or found at the term's start), by instance. */
   private written = new Map<string, readonly DivisionAsk[]>();
   private outstanding = new Map<string, Outstanding>();
+  /** When each outstanding ask was first written (this leader's clock). */
+  private askedAt = new Map<string, number>();
   private job: LeaderView | undefined;
   private running: Promise<void> | undefined;
   private again = false;
@@ -96,6 +100,7 @@ export class DivisionAsker {
     this.cancelTimer = this.cancelLook = undefined;
     this.written = new Map();
     this.outstanding = new Map();
+    this.askedAt = new Map();
     this.again = false;
   }
 
@@ -132,7 +137,10 @@ export class DivisionAsker {
     const running = await this.readRunning(job, idleLanes);
     if (this.job !== job) return;
     const minWeight = this.ctx.config.divideMinWeight ?? defaultMinWeight(job);
-    const wanted = divisionAsks({ idleLanes, running, outstanding: this.outstanding, minWeight });
+    const now = this.ctx.clock.now();
+    let answering = 0;
+    for (const id of this.outstanding.keys()) if (now - (this.askedAt.get(id) ?? now) < ANSWER_WAIT_MS) answering++;
+    const wanted = divisionAsks({ idleLanes, running, outstanding: this.outstanding, minWeight, answering });
     const puts = new Map<string, readonly DivisionAsk[]>();
     for (const [instance, asks] of wanted) if (!sameAsks(this.written.get(instance), asks)) puts.set(instance, asks);
     const deletes = [...this.written.keys()].filter((i) => !wanted.has(i));
@@ -147,6 +155,8 @@ export class DivisionAsker {
     for (const instance of deletes) this.written.delete(instance);
     this.outstanding = new Map();
     for (const [instance, asks] of wanted) for (const a of asks) this.outstanding.set(a.id, { ...a, owner: instance });
+    for (const id of [...this.askedAt.keys()]) if (!this.outstanding.has(id)) this.askedAt.delete(id);
+    for (const id of this.outstanding.keys()) if (!this.askedAt.has(id)) this.askedAt.set(id, now);
     if (asked > 0) {
       this.ctx.metrics.divisionAsks.inc(asked);
       this.ctx.log.info({ asked, idleLanes }, 'asked running splits to divide');

@@ -54,6 +54,7 @@ export class Divisions {
 
   private async answer(lane: Lane, ask: DivisionAsk): Promise<void> {
     const out = await answerDivision(lane, ask, this.ctx.prefix, this.ctx.me);
+    if (out.kind === 'unanswered') return; // no onDivide: nothing written, nothing to count
     this.ctx.metrics.divisions.inc({ outcome: out.kind });
     if (out.kind !== 'landed') {
       this.ctx.log.debug({ split: ask.id, seq: ask.seq, outcome: out.kind }, 'division not made');

@@ -33,8 +33,11 @@ describe('divisionAsks', () => {
     const ask = { id: 'a', epoch: 1, seq: 1, share: DIVISION_SHARE, owner: 'w0' };
     const outstanding = new Map([['a', ask]]);
     const pending = divisionAsks({ idleLanes: 1, running: [split('a', 1000), split('b', 900)], outstanding, minWeight: 1 });
-    // The one idle lane is spoken for by the ask outstanding: b is not asked.
-    expect(pending.get('w0')).toEqual([{ id: 'a', epoch: 1, seq: 1, share: DIVISION_SHARE }]);
+    // While it is expected to be answered, the ask outstanding takes the one idle lane: b waits.
+    expect(divisionAsks({ idleLanes: 1, running: [split('a', 1000), split('b', 900)], outstanding, minWeight: 1, answering: 1 }).get('w0'))
+      .toEqual([{ id: 'a', epoch: 1, seq: 1, share: DIVISION_SHARE }]);
+    // Unanswered past that (a handler that never divides), it stands but no longer keeps b from being asked.
+    expect(pending.get('w0')).toEqual([{ id: 'a', epoch: 1, seq: 1, share: DIVISION_SHARE }, { id: 'b', epoch: 1, seq: 1, share: DIVISION_SHARE }]);
     const landed = divisionAsks({ idleLanes: 1, running: [split('a', 500, { divisions: 1 })], outstanding, minWeight: 1 });
     expect(landed.get('w0')).toEqual([{ id: 'a', epoch: 1, seq: 2, share: DIVISION_SHARE }]);
     const declined = divisionAsks({ idleLanes: 1, running: [split('a', 1000, { declined: { seq: 1, epoch: 1 } })], outstanding, minWeight: 1 });
@@ -54,7 +57,7 @@ describe('divisionAsks', () => {
     const asks = divisionAsks({ idleLanes, running, outstanding: none, minWeight });
     const all = [...asks.values()].flat();
     expect(new Set(all.map((a) => a.id)).size).toBe(all.length);
-    expect(all.length).toBeLessThanOrEqual(Math.max(0, idleLanes));
+    expect(all.length).toBeLessThanOrEqual(Math.max(0, idleLanes)); // none outstanding here: new asks only
     const byId = new Map(running.map((s) => [s.id, s]));
     for (const a of all) expect(weightLeft(byId.get(a.id)!)).toBeGreaterThanOrEqual(2 * minWeight);
     for (const [owner, list] of asks) {
