@@ -160,7 +160,8 @@ export interface SplitHandle<Descriptor extends Json = Json, Progress extends Js
    * `callback` gets the request and either calls `request.divide(proposal)` (its promise says
    * whether the division landed; the handler must not process past the proposed end before it
    * resolves) or returns without calling it, which declines. One callback per lane; a later call
-   * replaces it. Without one, every request is declined.
+   * replaces it. Without one, a request is left unanswered and nothing is written: the split
+   * runs whole.
    */
   onDivide(callback: DivideCallback<Progress>): void;
 }
