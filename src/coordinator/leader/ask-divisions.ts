@@ -136,6 +136,8 @@ export class DivisionAsker {
     if (idleLanes <= 0 && this.outstanding.size === 0 && this.written.size === 0) return;
     const running = await this.readRunning(job, idleLanes);
     if (this.job !== job) return;
+    // A divided part weighs what its progress record says, in the decisions and the totals below.
+    for (const s of running) if (s.divisions > 0) job.setPartWeight(s.id, s.weight);
     const minWeight = this.ctx.config.divideMinWeight ?? defaultMinWeight(job);
     const now = this.ctx.clock.now();
     let answering = 0;

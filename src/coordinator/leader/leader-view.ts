@@ -289,6 +289,17 @@ export class LeaderView {
   }
 
   /** Resolves once at most `limit` of the leader's own seeding transactions have not echoed yet (own-writes.ts `atMost`). */
+  /**
+   * A divided split's part weight (its progress record's `weight`, decision 0063), read by a
+   * division round: the decisions and totals weigh the part, not the whole the spec says, or every
+   * residual would count twice (its own weight, and again in its parent's).
+   */
+  setPartWeight(id: string, weight: number): void {
+    const status = this.records.columns.statusOf(id);
+    if (status === undefined || this.records.columns.weightOf(id) === undefined || this.records.columns.weightOf(id) === weight) return;
+    this.records.columns.place(id, weight, status);
+  }
+
   /** Residuals of divided splits whose spec this view has seen (decision 0063). */
   get residualCount(): number {
     return this.records.residuals.size;
