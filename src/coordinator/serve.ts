@@ -125,6 +125,8 @@ class Serving implements Server {
     await Promise.all([...this.joined.values()].map(async (j) => {
       await j.starting.catch(() => undefined);
       await j.coordinator?.stop().catch(() => undefined);
+      // stop() returns at once when the coordinator is already ending (its verdict): `done` settles when it has.
+      await j.coordinator?.done.catch(() => undefined);
     }));
     this.joined.clear();
     await Promise.all([...this.closing]);

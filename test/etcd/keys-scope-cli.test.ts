@@ -17,7 +17,8 @@ import { EtcdStore } from '../../src/store/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
-const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000, maxAttempts: 1 };
+// A keys job: the dry run below counts its spec and split records (a packed job folds its completed ones back).
+const fast = { leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 2000, reconcileIntervalMs: 1000, maxAttempts: 1, layout: 'keys' as const };
 const A = jobPrefix('splitfleet', 'a');
 const X = jobPrefix('splitfleet/a', 'x');
 

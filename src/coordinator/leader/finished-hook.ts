@@ -51,6 +51,8 @@ export interface FinishedHookContext {
 
 export class FinishedHook {
   private running = false;
+  /** The plan revision this process ran the hook for: its view may show it pending a while after the 'ran' write. */
+  private ranFor: number | undefined;
   private failures = 0;
   private retry: (() => void) | undefined;
 
@@ -63,7 +65,7 @@ export class FinishedHook {
 
   /** The plan as this leader sees it: a verdict with the hook pending is run (or marked, without a hook). */
   check(plan: Seen<PlanRecord> | undefined): void {
-    if (!plan || plan.rec.verdict === undefined || plan.rec.hook !== 'pending' || this.running || this.retry) return;
+    if (!plan || plan.rec.verdict === undefined || plan.rec.hook !== 'pending' || this.running || this.retry || plan.modRevision === this.ranFor) return;
     const guard = this.ctx.guard();
     if (!guard) return;
     this.running = true;
@@ -96,7 +98,10 @@ export class FinishedHook {
     }
     try {
       const res = await this.ctx.store.txn(hookRanTxn(this.ctx.prefix, guard, plan));
-      if (res.won) this.ctx.log.info({ key: finished.key }, 'onJobFinished ran');
+      if (res.won) {
+        this.ranFor = plan.modRevision;
+        this.ctx.log.info({ key: finished.key }, 'onJobFinished ran');
+      }
       // Lost: leadership went (the next leader runs it again), or the plan moved (seen again).
     } catch (e) {
       this.ctx.log.warn({ err: (e as Error).message }, 'recording that onJobFinished ran failed; the hook runs again');
