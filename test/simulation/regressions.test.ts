@@ -441,7 +441,7 @@ describe('the auditor catches a broken division', () => {
     test(mutant, async () => {
       const out = await fc.check(
         fc.asyncProperty(divideScheduleArb, async (s) => !(await runSchedule(s, { mutant })).violations.some((v) => property[mutant]!.includes(v.property))),
-        { numRuns: 600, seed: 7, endOnFailure: true },
+        { numRuns: Number(process.env.SIM_DIVIDE_MUTANT_RUNS ?? 2000), seed: 7, endOnFailure: true },
       );
       expect(out.failed).toBe(true);
       console.log(`division mutant ${mutant}: caught at schedule ${out.numRuns}`);
