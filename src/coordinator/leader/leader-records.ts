@@ -248,10 +248,7 @@ export class LeaderRecords {
         }
         const spec = this.readable('spec', key, value, parsed.id);
         this.columns.place(parsed.id, spec?.weight, this.columns.statusOf(parsed.id));
-        if (residual && spec && !this.residuals.has(parsed.id)) {
-          this.residuals.add(parsed.id);
-          this.lighten(spec.parent, spec.weight);
-        }
+        if (residual && spec) this.residuals.add(parsed.id);
         return 'spec';
       }
       case 'split':
@@ -372,20 +369,6 @@ export class LeaderRecords {
     if (rec) map.set(id, meta(rec, kv));
     else map.delete(id);
     return kind;
-  }
-
-  /**
-   * A residual of `parent` appeared (decision 0063): the parent's part is its weight less the
-   * residual's (the division's default; a division round reads the exact part weight from the
-   * progress record later), so the very decision that places the residual does not count its
-   * weight twice, in the residual and again in its parent.
-   */
-  private lighten(parent: string | undefined, residualWeight: number): void {
-    if (parent === undefined) return;
-    const weight = this.columns.weightOf(parent);
-    const status = this.columns.statusOf(parent);
-    if (weight === undefined || status !== 'runnable') return;
-    this.columns.place(parent, Math.max(1, weight - residualWeight), status);
   }
 
   /** A keys job's runnable split whose spec is gone (deleted, or missing at a listing): parked with the reason, reported once. */
