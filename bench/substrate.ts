@@ -23,12 +23,13 @@ import { performance } from 'node:perf_hooks';
 import { startCoordinator, type Coordinator } from '../src/coordinator/coordinator.js';
 import { silentLogger } from '../src/coordinator/log.js';
 import { defaultFingerprint } from '../src/config.js';
-import { classifyClaim, claimedRecord, initialSplitRecord } from '../src/protocol/claims.js';
-import { jobPrefix, leaseKey, specKey, splitKey } from '../src/protocol/keys.js';
+import { classifyClaim, initialSplitRecord } from '../src/protocol/claims.js';
+import { claimTxn } from '../src/protocol/txns.js';
+import { jobPrefix, specKey, splitKey } from '../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../src/protocol/records.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { shuffled } from '../src/prng.js';
-import { cmp, op, type Op } from '../src/store/store.js';
+import { op, type Op } from '../src/store/store.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
 import { waitUntil } from '../test/support/wait.js';
@@ -75,16 +76,14 @@ async function claimTxnBench(endpoint: string, n: number, workers: number, race:
   await Promise.all(clients.map(async (client, w) => {
     const me = `w-${w}`;
     for (let i = 0, id = next(w, i); id !== undefined; id = next(w, ++i)) {
-      // The worker's claim: the record at the revision its view holds, the lease key absent.
+      // The worker's own claim transaction (protocol/txns.ts claimTxn, the progress read included), on the
+      // record at the revision its view holds: what the fleet sends, not a lighter copy (issue 51).
       const rec = initialSplitRecord(id, fp);
       const c = classifyClaim(rec, undefined, me, 4);
       if (c.kind === 'unclaimable') continue;
-      const next = claimedRecord(rec, me, c);
-      const lease = encodeRecord('lease', { v: SCHEMA_VERSION, fp, id, owner: me, nonce: me, epoch: next.epoch });
-      const res = await client.txn({
-        compares: [cmp.modRevision(splitKey(prefix, id), revisions.get(id)!), cmp.absent(leaseKey(prefix, id))],
-        success: [op.put(splitKey(prefix, id), encodeRecord('split', next)), op.put(leaseKey(prefix, id), lease, leases[w])],
-      });
+      const writer = { prefix, me, nonce: me, sessionLease: leases[w]!, fp };
+      const { txn } = claimTxn(writer, id, { kind: 'claim', claim: c.kind, consumesAttempt: c.consumesAttempt }, { rec, modRevision: revisions.get(id)! }, undefined, 4);
+      const res = await client.txn(txn);
       if (res.won) won++;
       else lost++;
     }
