@@ -22,6 +22,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { AssignmentPool, ColumnarPool } from '../src/engine.js';
 import { coldInput } from './inputs.js';
+import { quantile } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -78,7 +79,6 @@ for (let i = 1; i <= D; i++) {
     if (i === D) console.log(`RSS growth per decision after the first: ${((rss - rss1) / 1048576 / Math.max(1, D - 1)).toFixed(2)} MiB; load ${load()}`);
   }
 }
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 if (wall.length > 0) {
   console.log(`decision ms (decisions 3-${D}): median ${quantile(wall, 0.5).toFixed(1)}, p90 ${quantile(wall, 0.9).toFixed(1)}`);
   console.log(`caller's turn ms (the snapshot): median ${quantile(turn, 0.5).toFixed(2)}, p90 ${quantile(turn, 0.9).toFixed(2)}, max ${Math.max(...turn).toFixed(2)}`);

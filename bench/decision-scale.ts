@@ -23,6 +23,7 @@ import { AssignmentPool } from '../src/assignment/pool.js';
 import { DefaultEngine } from '../src/coordinator/leader/decide.js';
 import type { AssignedRows } from '../src/assignment/wire.js';
 import { prng } from '../src/prng.js';
+import { quantile } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +38,6 @@ const D = Number(values.decisions);
 const ADDING = Number(values.adding);
 let added = 0;
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
 /** A pool of `n` lognormal splits (as bench/inputs.ts `coldInput`), members of 4 lanes. */
 function poolOf(n: number): ColumnarPool {

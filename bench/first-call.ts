@@ -11,10 +11,10 @@ import os from 'node:os';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { coldInput, rng, settledFrom } from './inputs.js';
+import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
 const extra = argv.includes('--extra') ? Number(argv[argv.indexOf('--extra') + 1]) : 0;
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 const base = coldInput(1_000_000, 10_000, 'lognormal');
 const held: AssignmentInput[] = [];

@@ -51,6 +51,7 @@ import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
 import { firstTouchUs } from './on-cpu-stalls.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
+import { quantile } from './stats.js';
 
 const HOST = fileURLToPath(new URL('./fleet-host.js', import.meta.url));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -303,11 +304,6 @@ const lastTick = (c: Child): number => (lastOf(c, 'tick')?.lanesOpen as number |
 
 // ---- figures -------------------------------------------------------------------
 
-const quantile = (xs: number[], q: number): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
-};
 
 function histogramDelta(a: HistogramState | null, b: HistogramState | null): HistogramState | null {
   if (!b) return null;

@@ -15,6 +15,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ColumnarPool } from '../src/engine.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,7 +32,6 @@ if (!gc) {
 }
 const mib = (b: number) => (b / 1048576).toFixed(1);
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Split i's id, decoded from bytes as a watch event's key is (a flat string, not a concatenation). */
 const bytes = Buffer.alloc(L, 'x');

@@ -22,6 +22,7 @@
  * Usage: npm run build:ts && node dist/bench/move-rules.js [--seeds 7]
  */
 import { prng } from '../src/prng.js';
+import { median } from './stats.js';
 
 type Rule = 'best-gain' | 'heaviest' | 'keeps-most';
 const RULES: Rule[] = ['best-gain', 'heaviest', 'keeps-most'];
@@ -93,12 +94,6 @@ function decide(w: number[], m: number, owner0: Int32Array, rule: Rule): { owner
     moves++;
   }
   return { owner, moves };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function main(): void {

@@ -21,6 +21,7 @@
  */
 import { churn, desiredAssignment, type AssignmentInput, type EngineName, type SplitInput } from '../src/engine.js';
 import { prng } from '../src/prng.js';
+import { median } from './stats.js';
 
 interface Options {
   seeds: number;
@@ -110,12 +111,6 @@ function runOnce(seed: number, memberCount: number, perMember: number, cap: numb
     leaveMoves: left.stats.improvingMoves,
     leaveMoved: leaveChurn.movedCount,
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function main(): void {

@@ -12,6 +12,7 @@
 import { cpus, loadavg } from 'node:os';
 import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/engine.js';
 import { prng } from '../src/prng.js';
+import { median } from './stats.js';
 
 function coldInput(splitCount: number, memberCount: number, seed: number): AssignmentInput {
   const rand = prng(seed);
@@ -39,12 +40,6 @@ function joinInput(cold: AssignmentInput, assignment: Record<string, string[]>):
       return { ...s, leaseOwner: o, recordOwner: o, previous: o };
     }),
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function main(): void {

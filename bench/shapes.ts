@@ -25,6 +25,7 @@ import { desiredAssignment } from '../src/assignment/engine.js';
 import { AssignmentPool } from '../src/assignment/pool.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape } from './inputs.js';
+import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => {
@@ -60,10 +61,6 @@ export interface ShapeRow {
   busyMaxMs?: number;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 function sortYardstick(n: number): number {
   const src = Float64Array.from({ length: n }, rng(n));
