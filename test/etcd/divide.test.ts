@@ -180,7 +180,8 @@ describe('division fences (etcd)', () => {
     const module = fileURLToPath(new URL('../fixtures/divisible-handler.mjs', import.meta.url));
     const handler = sandboxedHandler(module, { threads: 4 });
     try {
-      const r = await runJob(`divide-sandbox-${Date.now().toString(36)}`, 'keys', [{ id: 'big', from: 0, to: 4000 }], handler);
+      // Long enough (about 1.2 s of work) that the leader's first round asks it while it runs, whatever the load.
+      const r = await runJob(`divide-sandbox-${Date.now().toString(36)}`, 'keys', [{ id: 'big', from: 0, to: 12000 }], handler);
       try {
         expect(r.verdicts).toEqual(['complete', 'complete']);
         expect(r.divided.length).toBeGreaterThanOrEqual(1);
@@ -190,7 +191,7 @@ describe('division fences (etcd)', () => {
           const p = (JSON.parse(kv.value) as { progress: { ran: [number, number][] } }).progress;
           for (const [a, b] of p.ran) for (let u = a; u < b; u++) seen.set(u, (seen.get(u) ?? 0) + 1);
         }
-        every(seen, 4000);
+        every(seen, 12000);
       } finally {
         await r.admin.close();
       }
