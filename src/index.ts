@@ -18,6 +18,7 @@ export type { CommitOptions, DivideCallback, DivisionProposal, DivisionRequest, 
 // Jobs as data and standing fleets (decision 0064).
 export { serve } from './coordinator/serve.js';
 export type { ServedJob, ServedKind, ServeOptions, Server } from './coordinator/serve.js';
+export type { ExpositionSource } from './coordinator/merged-metrics.js';
 export type { JobFinished } from './coordinator/leader/finished-hook.js';
 export { submitJob } from './operator/submit.js';
 export type { SubmitJobOptions, SubmittedJob } from './operator/submit.js';

@@ -11,6 +11,12 @@
  * to startTimeoutMs for the store): a liveness probe must not kill a process
  * that is only waiting for etcd, so `/healthz` answers `starting` from process
  * start, and `attach(coordinator)` hands over once it is there.
+ *
+ * A serving process (`serve()`, many jobs) attaches the same way:
+ * `attach(server)` serves `server.registry` (every joined job's metrics,
+ * merged, labelled by job) and `server.health()` (running while it serves,
+ * zero jobs included; decision 0068). Anything with a `registry` and a
+ * `health()` method is attached as one.
  */
 import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -39,10 +45,10 @@ export interface MetricsSource {
 export interface ServeMetricsOptions {
   /** The metrics to serve (`coordinator.metrics`); or give `registry`. */
   metrics?: Metrics;
-  /** A registry to serve instead of `metrics.registry` (one holding several coordinators' metrics, say). */
+  /** A registry to serve instead of `metrics.registry`: a serving process's `server.registry` (every job it serves), or one of your own. */
   registry?: MetricsSource;
   /**
-   * Called on every `/healthz` and `/readyz` request (`() => coordinator.health()`).
+   * Called on every `/healthz` and `/readyz` request (`() => coordinator.health()`, or `() => server.health()` for `serve()`).
    * Without it those two paths answer 404: the server cannot know.
    */
   health?: () => HealthReport;
@@ -65,7 +71,8 @@ export interface MetricsServer {
   /**
    * Once, on a server started with `attachLater`: serve these metrics and this
    * health from now on. A coordinator is one (`attach(coordinator)`: its
-   * `metrics` and `health()`).
+   * `metrics` and `health()`), and so is a serving process (`attach(server)`:
+   * its `registry` and `health()`).
    */
   attach(source: Pick<ServeMetricsOptions, 'metrics' | 'registry' | 'health'>): void;
   /** Stops listening and ends open connections. */
@@ -93,7 +100,7 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
     await next();
   });
   app.get('/metrics', async (c) => {
-    if (!source) return c.text('splitfleet metrics endpoint: nothing attached yet (the coordinator is starting)\n', 503);
+    if (!source) return c.text('splitfleet metrics endpoint: nothing attached yet (the coordinator or serving process is starting)\n', 503);
     return c.body(await source.metrics(), 200, { 'content-type': source.contentType });
   });
   // A registry whose collect callback throws: say so, without hono's default console.error.
@@ -101,7 +108,7 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
   // The attached object itself, so that a coordinator's `health()` is called as a method.
   let healthSource: Pick<ServeMetricsOptions, 'health'> | undefined = options.health ? { health: options.health } : undefined;
   let attached = !late;
-  const waiting = (): HealthReport => ({ state: 'starting', reason: 'the coordinator is starting (nothing attached yet)' });
+  const waiting = (): HealthReport => ({ state: 'starting', reason: 'the coordinator (or serving process) is starting: nothing attached yet' });
   if (healthSource || late) {
     const current = (): (() => HealthReport) | undefined =>
       healthSource?.health ? () => healthSource!.health!() : attached ? undefined : waiting;
@@ -137,7 +144,7 @@ export async function serveMetrics(options: ServeMetricsOptions): Promise<Metric
       if (!late) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() needs a server started with `attachLater: true`');
       if (attached) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() was already called');
       const registry = what?.registry ?? what?.metrics?.registry;
-      if (!registry && !source) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() needs `metrics` (a coordinator) or `registry`');
+      if (!registry && !source) throw new SplitfleetError('INVALID_CONFIG', 'serveMetrics: attach() needs `metrics` (a coordinator) or `registry` (a serving process, or your own)');
       if (registry) source = registry;
       if (typeof what.health === 'function') healthSource = what;
       attached = true;

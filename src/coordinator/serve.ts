@@ -19,6 +19,11 @@
  *   reported through `onError`; a definition that cannot be read is reported
  *   and skipped.
  * - `close()` stops every job's coordinator gracefully (drains) and the watch.
+ * - Each job's coordinator records into metrics of its own, its series
+ *   labelled `splitfleet_job` and `splitfleet_kind`; `registry` serves every
+ *   joined job's in one exposition, and `health()` the process's state
+ *   (serving-health.ts), so `serveMetrics(...).attach(server)` exposes a
+ *   serving process as it does a coordinator (decision 0068).
  */
 import { SplitfleetError, storeFailure } from '../errors.js';
 import { decodeDefinition, definitionsPrefix, jobOfDefinitionKey, type DefinitionRecord } from '../protocol/definitions.js';
@@ -26,8 +31,12 @@ import { jobPrefix, planKey } from '../protocol/keys.js';
 import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { startCoordinator, type Coordinator } from './coordinator.js';
+import type { Health } from './health.js';
 import type { JobFinished } from './leader/finished-hook.js';
+import { mergedSource, type ExpositionSource } from './merged-metrics.js';
+import { Metrics } from './metrics.js';
 import type { CoordinatorOptions } from './options.js';
+import { assessServing } from './serving-health.js';
 import type { JobVerdict, PlannerContext, PlanResult, SplitHandle } from './types.js';
 
 /** The job a served planner or handler works for. */
@@ -45,8 +54,11 @@ export interface ServedKind<Params extends Json = Json> {
   handler: (split: SplitHandle, job: ServedJob<Params>) => Promise<void>;
   /** Runs once per verdict of each of this kind's jobs, across the fleet (decision 0065; `onJobFinished`). */
   onFinished?: (finished: JobFinished, job: ServedJob<Params>) => unknown;
-  /** Coordinator knobs for this kind's jobs (maxAttempts, layout, …); the fleet's own options win for the instance and lanes. */
-  options?: Partial<Omit<CoordinatorOptions, 'store' | 'job' | 'instance' | 'planner' | 'handler' | 'handlerModule' | 'fingerprint' | 'root' | 'maxInFlight'>>;
+  /**
+   * Coordinator knobs for this kind's jobs (maxAttempts, layout, …); the fleet's own options win for the instance and lanes.
+   * No `metrics`: each job records into its own, labelled by job (`Server.registry` serves them all).
+   */
+  options?: Partial<Omit<CoordinatorOptions, 'store' | 'job' | 'instance' | 'planner' | 'handler' | 'handlerModule' | 'fingerprint' | 'root' | 'maxInFlight' | 'metrics'>>;
 }
 
 /** What `serve` serves, and where. */
@@ -70,10 +82,24 @@ export interface ServeOptions {
   onError?: (error: Error) => void;
 }
 
-/** A standing fleet member: the jobs it serves now, and its end. */
+/** A standing fleet member: the jobs it serves now, its health and metrics, and its end. */
 export interface Server {
   /** Jobs joined now, with each one's lane share. */
   jobs(): { job: string; kind: string; lanes: number }[];
+  /**
+   * The process's state, in a coordinator's states (serving-health.ts): `running`
+   * while it serves, zero jobs included; `degraded` while a joined job's
+   * coordinator is, after a job was left on an error, or once the definitions'
+   * watch stopped; `stopping`, `stopped` from close(). What `/healthz` and
+   * `/readyz` answer (`serveMetrics(...).attach(server)`).
+   */
+  health(): Health;
+  /**
+   * Prometheus text of every joined job's coordinator (series labelled
+   * `splitfleet_job`, `splitfleet_kind`) and `splitfleet_served_jobs`, merged:
+   * one family per name. A job's series go when the process lets it go.
+   */
+  readonly registry: ExpositionSource;
   /** Stops serving: every job's coordinator drains and stops, the watch ends. */
   close(): Promise<void>;
 }
@@ -85,7 +111,7 @@ export async function serve(options: ServeOptions): Promise<Server> {
   return s;
 }
 
-interface Joined { job: string; kind: string; coordinator: Coordinator | undefined; lanes: number; starting: Promise<void> }
+interface Joined { job: string; kind: string; coordinator: Coordinator | undefined; metrics: Metrics | undefined; lanes: number; starting: Promise<void> }
 
 class Serving implements Server {
   private readonly root: string;
@@ -93,8 +119,15 @@ class Serving implements Server {
   private readonly joined = new Map<string, Joined>();
   /** Jobs let go (finished, failed): not joined again while this process serves. */
   private readonly ended = new Set<string>();
+  /** Jobs left after an error (a deletion aside), and why: the process is degraded until their definitions go. */
+  private readonly failed = new Map<string, string>();
   private watch: WatchHandle | undefined;
+  private watchError: string | undefined;
+  /** close() has begun; `stopped`: it has returned. */
   private closed = false;
+  private stopped = false;
+  private current: Health = { state: 'running', reason: '', since: Date.now() };
+  readonly registry: ExpositionSource;
   /** Coordinators of jobs let go, still closing (their sessions end): `close()` waits for them. */
   private readonly closing = new Set<Promise<unknown>>();
 
@@ -103,20 +136,44 @@ class Serving implements Server {
     this.lanes = o.maxInFlight ?? 8;
     if (!Number.isSafeInteger(this.lanes) || this.lanes < 1) throw new SplitfleetError('INVALID_CONFIG', `serve maxInFlight: must be an integer ≥ 1 (got ${String(o.maxInFlight)})`);
     if (Object.keys(o.kinds).length === 0) throw new SplitfleetError('INVALID_CONFIG', 'serve kinds: must name at least one kind ({ kind: { planner, handler } })');
+    // Only started coordinators: a job still joining has recorded nothing, and may never start.
+    this.registry = mergedSource(
+      () => [...this.joined.values()].flatMap((j) => (j.coordinator && j.metrics ? [j.metrics.registry] : [])),
+      () => `# HELP splitfleet_served_jobs Jobs this serving process has joined now (serve()).\n# TYPE splitfleet_served_jobs gauge\nsplitfleet_served_jobs ${this.joined.size}\n`,
+    );
   }
 
   async start(): Promise<void> {
     const prefix = definitionsPrefix(this.root);
     this.watch = this.o.store.snapshotAndWatch(prefix, {
       onSnapshot: (kvs: KeyValue[]) => { for (const kv of kvs) this.seen(kv.key, kv.value); },
-      onEvent: (e) => { if (e.type === 'put') this.seen(e.key, e.value!); },
-      onError: (e) => this.report(e),
+      onEvent: (e) => {
+        if (e.type === 'put') this.seen(e.key, e.value!);
+        else this.forgotten(e.key);
+      },
+      onError: (e) => {
+        this.watchError = e.message;
+        this.report(e);
+      },
     });
     await this.watch.ready;
   }
 
   jobs(): { job: string; kind: string; lanes: number }[] {
     return [...this.joined.values()].map((j) => ({ job: j.job, kind: j.kind, lanes: j.lanes }));
+  }
+
+  health(): Health {
+    const next = assessServing({
+      closed: this.stopped, closing: this.closed, kinds: Object.keys(this.o.kinds),
+      ...(this.watchError !== undefined ? { watchError: this.watchError } : {}),
+      jobs: [...this.joined.values()].map((j) => ({ job: j.job, health: j.coordinator?.health() })),
+      failed: [...this.failed].map(([job, reason]) => ({ job, reason })),
+    });
+    // `since` moves with the state only, as a coordinator's does.
+    if (next.state !== this.current.state) this.current = { ...next, since: Date.now() };
+    else if (next.reason !== this.current.reason) this.current = { ...next, since: this.current.since };
+    return this.current;
   }
 
   async close(): Promise<void> {
@@ -130,10 +187,17 @@ class Serving implements Server {
     }));
     this.joined.clear();
     await Promise.all([...this.closing]);
+    this.stopped = true;
   }
 
   private report(e: unknown): void {
     this.o.onError?.(e instanceof Error ? e : new Error(String(e)));
+  }
+
+  /** A definition deleted: a job left after an error no longer counts against this process's health. */
+  private forgotten(key: string): void {
+    const job = jobOfDefinitionKey(this.root, key);
+    if (job !== undefined) this.failed.delete(job);
   }
 
   /** A definition seen: join its job if it is of our kinds, not joined, not finished. */
@@ -149,7 +213,7 @@ class Serving implements Server {
     }
     const kind = this.o.kinds[def.kind];
     if (!kind) return; // another fleet's kind
-    const entry: Joined = { job, kind: def.kind, coordinator: undefined, lanes: 1, starting: Promise.resolve() };
+    const entry: Joined = { job, kind: def.kind, coordinator: undefined, metrics: undefined, lanes: 1, starting: Promise.resolve() };
     this.joined.set(job, entry);
     entry.starting = this.join(entry, def, kind).catch((e: unknown) => this.letGo(entry, undefined, storeFailure(e)));
   }
@@ -165,10 +229,12 @@ class Serving implements Server {
     const shares = this.shares();
     entry.lanes = shares.get(entry.job) ?? 1;
     const served: ServedJob = { job: entry.job, kind: entry.kind, params: def.params };
+    // Labelled, so that every job's series can share one exposition (`registry`) without colliding.
+    entry.metrics = new Metrics({ labels: { splitfleet_job: entry.job, splitfleet_kind: entry.kind } });
     const c = await startCoordinator({
       ...this.o.options, ...kind.options,
       store: this.o.store, root: this.root, job: entry.job, instance: this.o.instance, fingerprint: def.fingerprint,
-      maxInFlight: entry.lanes,
+      maxInFlight: entry.lanes, metrics: entry.metrics,
       planner: (context) => kind.planner(def.params, { ...context, job: entry.job }),
       handler: (split) => kind.handler(split, served),
       ...(kind.onFinished ? { onJobFinished: (f: JobFinished) => kind.onFinished!(f, served) } : {}),
@@ -195,6 +261,8 @@ class Serving implements Server {
       void closing.finally(() => this.closing.delete(closing));
     }
     if (error) this.report(error);
+    // A deleted job is the operator's doing, not this process's trouble.
+    if (error && !(error instanceof SplitfleetError && error.code === 'JOB_DELETED')) this.failed.set(entry.job, error.message);
     this.o.onJobEnded?.(entry.job, verdict, error);
     if (!this.closed) void this.reshare().catch((e: unknown) => this.report(e));
   }
