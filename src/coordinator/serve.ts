@@ -25,7 +25,8 @@
  *   (serving-health.ts), so `serveMetrics(...).attach(server)` exposes a
  *   serving process as it does a coordinator (decision 0068).
  */
-import { SplitfleetError, storeFailure } from '../errors.js';
+import { CONFIG_DEFAULTS } from '../config.js';
+import { isRetryable, SplitfleetError, storeFailure } from '../errors.js';
 import { decodeDefinition, definitionsPrefix, jobOfDefinitionKey, type DefinitionRecord } from '../protocol/definitions.js';
 import { jobPrefix, planKey } from '../protocol/keys.js';
 import { decodeRecord, fingerprintHash, type Json } from '../protocol/records.js';
@@ -104,7 +105,11 @@ export interface Server {
   close(): Promise<void>;
 }
 
-/** Starts serving `options.kinds` under the root; resolves once the definitions there have been read. */
+/**
+ * Starts serving `options.kinds` under the root; resolves once the definitions
+ * there have been read. A store that cannot be reached yet is retried for up
+ * to `options.startTimeoutMs` (default 60 s), then the last failure rejects.
+ */
 export async function serve(options: ServeOptions): Promise<Server> {
   const s = new Serving(options);
   await s.start();
@@ -143,20 +148,49 @@ class Serving implements Server {
     );
   }
 
+  /**
+   * Follows the definitions. While the store cannot be reached (a pod that
+   * starts before its etcd), retries a retryable failure for up to
+   * `startTimeoutMs` (as startCoordinator does; 0: fail at the first), then
+   * rejects with the last one.
+   */
   async start(): Promise<void> {
+    const timeoutMs = this.o.options?.startTimeoutMs ?? CONFIG_DEFAULTS.startTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    for (let delayMs = 250; ; delayMs = Math.min(2 * delayMs, 5000)) {
+      try {
+        return await this.follow();
+      } catch (e) {
+        if (!isRetryable(e) || Date.now() + delayMs > deadline) throw storeFailure(e);
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
+  }
+
+  private async follow(): Promise<void> {
     const prefix = definitionsPrefix(this.root);
-    this.watch = this.o.store.snapshotAndWatch(prefix, {
+    let established = false;
+    const watch = this.o.store.snapshotAndWatch(prefix, {
       onSnapshot: (kvs: KeyValue[]) => { for (const kv of kvs) this.seen(kv.key, kv.value); },
       onEvent: (e) => {
         if (e.type === 'put') this.seen(e.key, e.value!);
         else this.forgotten(e.key);
       },
       onError: (e) => {
+        // Before it is established, the failure is start()'s to retry or throw.
+        if (!established) return;
         this.watchError = e.message;
         this.report(e);
       },
     });
-    await this.watch.ready;
+    try {
+      await watch.ready;
+    } catch (e) {
+      await watch.close().catch(() => undefined);
+      throw e;
+    }
+    established = true;
+    this.watch = watch;
   }
 
   jobs(): { job: string; kind: string; lanes: number }[] {

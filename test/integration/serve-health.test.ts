@@ -5,6 +5,7 @@
  * labelled by job and kind, one HELP per name; a job left after an error
  * (its planner threw) makes it unready but live until that job is deleted; a
  * job let go takes its series with it; closed, it is neither live nor ready.
+ * serve() retries a store it cannot reach yet, up to startTimeoutMs.
  */
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/coordinator/log.js';
@@ -12,7 +13,9 @@ import { serve } from '../../src/coordinator/serve.js';
 import { serveMetrics } from '../../src/metrics-server.js';
 import { deleteJob } from '../../src/operator/delete.js';
 import { submitJob } from '../../src/operator/submit.js';
+import { SplitfleetError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import type { Store } from '../../src/store/store.js';
 
 const until = async (what: string, pred: () => boolean | Promise<boolean>, describe: () => unknown = () => '', ms = 10_000) => {
   const end = Date.now() + ms;
@@ -100,4 +103,44 @@ describe('serveMetrics attached to a serving process', () => {
       await http.close();
     }
   }, 30_000);
+});
+
+describe('serve() start-up against a store not there yet', () => {
+  /** A store whose first `failures` watches fail as an unreachable etcd's do. */
+  const flaky = (failures: number): { store: Store; attempts: () => number } => {
+    const inner = new MemoryStore();
+    let n = 0;
+    const store = Object.create(inner) as Store;
+    store.snapshotAndWatch = (prefix, handler, options) => {
+      if (++n > failures) return inner.snapshotAndWatch(prefix, handler, options);
+      const e = new SplitfleetError('STORE_UNAVAILABLE', `unreachable (attempt ${n})`, { retryable: true });
+      handler.onError?.(e);
+      return { ready: Promise.reject(e), close: async () => undefined };
+    };
+    return { store, attempts: () => n };
+  };
+  const kinds = { k: { planner: () => ({ final: true, splits: [] }), handler: async () => undefined } };
+
+  it('retries until the store answers, and reports nothing meanwhile', async () => {
+    const { store, attempts } = flaky(2);
+    const errors: Error[] = [];
+    const server = await serve({ store, instance: 'pod-0', kinds, options: { startTimeoutMs: 10_000 }, onError: (e) => errors.push(e) });
+    try {
+      expect(attempts()).toBe(3);
+      expect(errors).toEqual([]);
+      expect(server.health()).toMatchObject({ state: 'running', reason: 'serving no job: idle, waiting for jobs of kind k' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('rejects with the last failure once startTimeoutMs has passed (0: at the first)', async () => {
+    const { store, attempts } = flaky(100);
+    await expect(serve({ store, instance: 'pod-0', kinds, options: { startTimeoutMs: 0 } })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: 'unreachable (attempt 1)' });
+    expect(attempts()).toBe(1);
+    const t = Date.now();
+    await expect(serve({ store, instance: 'pod-0', kinds, options: { startTimeoutMs: 600 } })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(attempts()).toBeGreaterThanOrEqual(3);
+    expect(Date.now() - t).toBeLessThan(3000);
+  });
 });
