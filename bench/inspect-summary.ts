@@ -17,7 +17,7 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDashboard } from '../src/inspect/serve.js';
+import { serveDashboard } from '../src/dashboard/serve.js';
 import { readFullReport, readJobReport } from '../src/inspect/summary-read.js';
 import { listJobs } from '../src/operator/jobs.js';
 import { foldedKey, jobPrefix, leaderKey, planKey, specKey, splitKey, summaryKey, workerKey } from '../src/protocol/keys.js';

@@ -5,12 +5,14 @@
  * status, revocations in flight, plan finality and progress. `--json` prints
  * the same report as one JSON object per line; `--watch` re-lists on every
  * watch event (at most twice a second) until interrupted; `--serve PORT`
- * serves the same live as a web dashboard (src/inspect/serve.ts). `--split ID`
+ * serves the same live as a web dashboard (src/dashboard/), the list of every
+ * job under the root when `--job` is not given, with the operator actions
+ * when `--actions` is. `--split ID`
  * shows one split; `--splits` a page of them as a table (`--limit`, `--after`),
  * reading only those splits' records (src/inspect/split-read.ts); a packed
  * job's queued and folded splits are read from their queue pages.
  *
- * Read-only: it never writes to the store. It never prints credentials: the
+ * Read-only: it never writes to the store (but for the dashboard's actions, with `--actions`). It never prints credentials: the
  * store options are built in connect.ts and go nowhere but the store.
  * Argument parsing and output only: the report is the public API's
  * (`readJobRecords`, `jobReport`, `renderReport`).
@@ -28,12 +30,14 @@ import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './c
 import { exitCodesHelp } from './exit-codes.js';
 
 export interface InspectOptions extends EtcdCliOptions {
-  job: string;
+  /** Required but with --serve (which then lists every job). */
+  job?: string;
   root?: string;
   json?: boolean;
   watch?: boolean;
   serve?: string;
   host?: string;
+  actions?: boolean;
   split?: string;
   splits?: boolean;
   limit?: string;
@@ -47,12 +51,13 @@ export function registerInspect(program: Command): void {
   const command = program
     .command('inspect')
     .description('print the state of one job on etcd: leader, members, assignments vs holdings, splits, revocations, progress')
-    .requiredOption('--job <name>', 'the job\'s name')
+    .option('--job <name>', 'the job\'s name (with --serve, optional: without it the dashboard opens on the list of jobs)')
     .option('--root <prefix>', 'key prefix root the job lives under (env SPLITFLEET_ROOT)', 'splitfleet')
     .option('--json', 'print the report as one JSON object (one per refresh with --watch)')
     .option('--watch', 'keep watching and refresh on every change (Ctrl-C to stop)')
     .option('--serve <port>', 'serve a live, read-only web dashboard of the job on this port (0: any free port) until Ctrl-C')
     .option('--host <address>', 'address the dashboard binds (with --serve)', '127.0.0.1')
+    .option('--actions', 'with --serve: offer pause, resume and retry on the dashboard (off by default: read-only)')
     .option('--split <id>', 'show one split: status, owner, epoch, attempts, lease, weight, progress, last reason, age')
     .option('--splits', 'show a page of the job\'s splits as a table, in id order (a packed job\'s: queue page order), with --limit, --after')
     .option('--limit <n>', `splits per page with --splits (1 to ${MAX_SPLIT_PAGE})`, '50')
@@ -104,8 +109,26 @@ function formatReport(result: InspectResult, json: boolean, color: boolean): str
 /** Runs `inspect` with parsed options. */
 export async function inspect(options: InspectOptions): Promise<void> {
   const root = options.root ?? 'splitfleet';
-  checkNames(options.job, root);
   const port = options.serve === undefined ? undefined : servePort(options);
+  if (options.actions && port === undefined) throw new SplitfleetError('INVALID_INPUT', '--actions: needs --serve (the dashboard\'s buttons)');
+  if (port !== undefined) {
+    checkNames(options.job ?? 'x', root);
+    splitsLimit(options); // refuses --split, --splits, --watch beside --serve
+    const store = new EtcdStore(etcdStoreOptions(options));
+    try {
+      await serve(store, root, port, options);
+    } finally {
+      await store.close();
+    }
+    return;
+  }
+  if (options.job === undefined) throw new SplitfleetError('INVALID_INPUT', '--job: required (only --serve lists every job)');
+  await inspectJob({ ...options, job: options.job }, root);
+}
+
+/** Everything `inspect` does but serve: one job, named. */
+async function inspectJob(options: InspectOptions & { job: string }, root: string): Promise<void> {
+  checkNames(options.job, root);
   const limit = splitsLimit(options);
   const store = new EtcdStore(etcdStoreOptions(options));
   try {
@@ -122,10 +145,6 @@ export async function inspect(options: InspectOptions): Promise<void> {
       const page = await readSplitPage({ store, root, job: options.job, limit, ...(options.after !== undefined ? { after: options.after } : {}) });
       if (!page.exists) throw noSuchJob(options.job, root, page.prefix);
       process.stdout.write(options.json ? `${printableJson(page)}\n` : renderSplitTable(page));
-      return;
-    }
-    if (port !== undefined) {
-      await serve(store, root, port, options);
       return;
     }
     if (options.watch) {
@@ -176,11 +195,13 @@ function servePort(options: InspectOptions): number {
 /** Serves the dashboard until SIGINT or SIGTERM. */
 async function serve(store: Store, root: string, port: number, options: InspectOptions): Promise<void> {
   const host = options.host ?? '127.0.0.1';
-  const dashboard = await serveDashboard({ store, job: options.job, root, host, port });
+  const actions = options.actions === true;
+  const dashboard = await serveDashboard({ store, root, host, port, actions, ...(options.job !== undefined ? { job: options.job } : {}) });
   try {
-    process.stdout.write(`dashboard of ${jobPrefix(root, options.job)} at ${dashboard.url} (read-only; Ctrl-C to stop)\n`);
+    const what = options.job !== undefined ? jobPrefix(root, options.job) : `the jobs under ${root}/`;
+    process.stdout.write(`dashboard of ${what} at ${dashboard.url} (${actions ? 'with pause, resume and retry' : 'read-only'}; Ctrl-C to stop)\n`);
     if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
-      process.stderr.write(`splitfleet inspect: the dashboard has no authentication: anyone who can reach ${host}:${dashboard.port} can read the job's state\n`);
+      process.stderr.write(`splitfleet inspect: the dashboard has no authentication: anyone who can reach ${host}:${dashboard.port} can read the jobs' state${actions ? ' and pause, resume and retry them' : ''}\n`);
     }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
@@ -196,7 +217,7 @@ function useColor(options: InspectOptions): boolean {
 }
 
 /** Re-lists on watch events, at most every 500 ms, until SIGINT or SIGTERM. */
-async function watch(store: Store, root: string, options: InspectOptions): Promise<void> {
+async function watch(store: Store, root: string, options: InspectOptions & { job: string }): Promise<void> {
   const tty = process.stdout.isTTY === true && !options.json;
   const prefix = jobPrefix(root, options.job);
   let dirty = true;

@@ -10,8 +10,14 @@
  *   reasons come from the store, written by anyone with access to it).
  * - It reads fields it does not know defensively (optional access), so a
  *   report with more fields (`paused`, `evacuated`) or fewer still renders.
- * - serve.ts hashes DASHBOARD_SCRIPT and DASHBOARD_STYLE into its
+ * - dashboard/app.ts hashes DASHBOARD_SCRIPT and DASHBOARD_STYLE into its
  *   Content-Security-Policy: the page runs exactly this script and no other.
+ *   What differs between two servings (where the job list is, whether the
+ *   host enabled actions) is in the body's data attributes, never the script.
+ * - Every URL is relative to the page (`events`, `api/split`,
+ *   `actions/<name>`), so it works wherever a host mounts the dashboard.
+ * - Operator buttons exist only when the body says `data-actions="true"`;
+ *   the server refuses actions it was not given anyway (dashboard/actions.ts).
  */
 
 export const DASHBOARD_STYLE = `
@@ -66,6 +72,13 @@ td.loadcell { width: 38%; }
 .empty { color: var(--dim); font-style: italic; }
 .reason { color: #f3a09e; }
 .big { font-size: 22px; font-weight: 600; }
+a { color: var(--blue); }
+button { background: #0b1015; color: var(--fg); border: 1px solid var(--line); border-radius: 4px; padding: 2px 10px; font: inherit; cursor: pointer; }
+button:hover { border-color: var(--blue); }
+input { background: #0b1015; color: var(--fg); border: 1px solid var(--line); border-radius: 4px; padding: 3px 8px; font: inherit; min-width: 24ch; }
+#actions { display: inline-flex; gap: 6px; align-items: baseline; }
+#action-result.ok { color: var(--green); }
+.fields td:first-child { color: var(--dim); width: 14ch; }
 `;
 
 export const DASHBOARD_SCRIPT = `
@@ -211,7 +224,8 @@ function renderLists(r) {
   $('quarantined-body').replaceChildren(...(q.length === 0
     ? [el('tr', {}, el('td', { colspan: 3, class: 'empty', text: 'none' }))]
     : q.map((s) => el('tr', { 'data-split': s.id }, el('td', { class: 'id', text: s.id }), el('td', { class: 'num', text: s.attempts }),
-      el('td', { class: 'reason', text: s.reason ?? '(no reason recorded)' })))));
+      el('td', { class: 'reason', text: s.reason ?? '(no reason recorded)' }),
+      actionsOn ? el('td', {}, el('button', { type: 'button', 'data-retry': s.id, text: 'retry' })) : null))));
   const t = r.retrying || [];
   $('retrying-count').textContent = String(num(r.retryingTotal ?? t.length));
   $('retrying-body').replaceChildren(...(t.length === 0
@@ -233,7 +247,7 @@ function renderLists(r) {
 function renderLog(events) {
   const list = $('log');
   if (events.length === 0) {
-    list.replaceChildren(el('li', { class: 'empty', text: 'nothing has happened since the dashboard started' }));
+    list.replaceChildren(el('li', { class: 'empty', text: 'nothing has happened since the dashboard started following this job' }));
     return;
   }
   list.replaceChildren(...events.slice().reverse().map((e) => el('li', { 'data-kind': e.kind, 'data-seq': e.seq },
@@ -241,11 +255,84 @@ function renderLog(events) {
     el('span', { class: 'text', text: e.text }))));
 }
 
+const actionsOn = document.body.dataset.actions === 'true';
+/** What an action did, in a few words (its result is the library's: ControlResult or RetryResult). */
+function actionText(name, r) {
+  if (name === 'retry') return 'retried ' + (r.retried || []).length + ' split(s)' + (r.verdictCleared ? '; the stalled verdict is cleared' : '');
+  return (r.changed ? '' : 'already ') + (r.paused ? 'paused' : 'not paused');
+}
+async function act(name, body) {
+  const out = $('action-result');
+  out.className = 'dim';
+  out.textContent = name + '…';
+  try {
+    // The header marks the request as the page's own (dashboard/actions.ts): a form or another site cannot send it.
+    const res = await fetch('actions/' + name, { method: 'POST', headers: { 'content-type': 'application/json', 'x-splitfleet-action': '1' }, body: JSON.stringify(body || {}) });
+    const answer = await res.json();
+    out.className = answer.ok ? 'ok' : 'reason';
+    out.textContent = answer.ok ? name + ': ' + actionText(name, answer.result || {}) : name + ' refused: ' + answer.error;
+  } catch (e) {
+    out.className = 'reason';
+    out.textContent = name + ' failed: ' + e.message;
+  }
+}
+function renderActions(r) {
+  if (!actionsOn) return;
+  $('actions').hidden = false;
+  const paused = flagText(r.paused) !== null;
+  $('pause').hidden = paused || !!(r.progress && r.progress.verdict);
+  $('resume').hidden = !paused;
+  $('retry-all').hidden = num(r.quarantinedTotal) === 0;
+}
+
+const SPLIT_FIELDS = ['status', 'owner', 'epoch', 'attempts', 'lease', 'weight', 'progress', 'reason', 'retryInMs', 'parent', 'divided', 'page', 'descriptor'];
+const fieldText = (v) => (v === null || v === undefined ? '–' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+async function findSplit(id) {
+  const out = $('split-result');
+  if (!id) { out.replaceChildren(); return; }
+  out.replaceChildren(el('div', { class: 'dim', text: 'reading ' + id + '…' }));
+  try {
+    const res = await fetch('api/split?id=' + encodeURIComponent(id), { cache: 'no-store' });
+    const answer = await res.json();
+    if (!answer.ok) { out.replaceChildren(el('div', { class: 'reason', id: 'split-missing', text: answer.error })); return; }
+    const s = answer.split;
+    out.replaceChildren(el('table', { class: 'fields', 'data-split': s.id },
+      el('tbody', {}, el('tr', { 'data-field': 'id' }, el('td', { text: 'split' }), el('td', { class: 'id', text: s.id })),
+        ...SPLIT_FIELDS.filter((f) => f in s).map((f) => el('tr', { 'data-field': f }, el('td', { text: f }), el('td', { class: 'mono', text: fieldText(s[f]) }))))));
+  } catch (e) {
+    out.replaceChildren(el('div', { class: 'reason', text: 'cannot read split ' + id + ': ' + e.message }));
+  }
+}
+$('split-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const id = $('split-id').value.trim();
+  // The search is in the address, so it can be shared and reloaded.
+  history.replaceState(null, '', id ? '?split=' + encodeURIComponent(id) : location.pathname);
+  findSplit(id);
+});
+if (actionsOn) {
+  $('pause').addEventListener('click', () => act('pause'));
+  $('resume').addEventListener('click', () => act('resume'));
+  $('retry-all').addEventListener('click', () => act('retry', { allQuarantined: true }));
+  $('quarantined-body').addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-retry]');
+    if (button) act('retry', { split: button.dataset.retry });
+  });
+}
+{
+  const wanted = new URLSearchParams(location.search).get('split');
+  if (wanted) {
+    $('split-id').value = wanted;
+    findSplit(wanted);
+  }
+}
+
 function render(view) {
   renderHeader(view);
   renderProgress(view.report);
   renderMembers(view.report);
   renderLists(view.report);
+  renderActions(view.report);
   renderLog(view.events || []);
   document.body.dataset.revision = String(num(view.report.revision));
   $('updated').textContent = 'updated ' + clock(view.generatedAt);
@@ -259,7 +346,13 @@ source.onerror = () => {
 };
 `;
 
-export const DASHBOARD_HTML = `<!doctype html>
+/**
+ * The job page. `home`: the dashboard's base relative to the page ('' when the page is the base,
+ * `../../` under `job/<name>/`), for the link to the job list; `actions`: show the operator buttons.
+ * Why one function: it is one HTML document with two values put in; cut in parts it would be read in parts.
+ */
+export function dashboardHtml(home: string, actions: boolean): string {
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -268,12 +361,19 @@ export const DASHBOARD_HTML = `<!doctype html>
 <link rel="icon" href="data:,">
 <style>${DASHBOARD_STYLE}</style>
 </head>
-<body>
+<body data-actions="${actions ? 'true' : 'false'}">
 <header>
+  <a id="all-jobs" href="${home}jobs/">all jobs</a>
   <h1 id="job">splitfleet</h1>
   <span id="meta" class="dim mono">connecting…</span>
   <span id="status"></span>
   <span id="updated" class="dim"></span>
+  <span id="actions" hidden>
+    <button type="button" id="pause" hidden>pause</button>
+    <button type="button" id="resume" hidden>resume</button>
+    <button type="button" id="retry-all" hidden>retry all quarantined</button>
+    <span id="action-result" class="dim"></span>
+  </span>
 </header>
 <div id="banners"></div>
 <main>
@@ -318,6 +418,11 @@ export const DASHBOARD_HTML = `<!doctype html>
       <tbody id="quarantined-body"></tbody>
     </table>
   </section>
+  <section class="wide" id="find">
+    <h2>Find a split</h2>
+    <form id="split-form"><input id="split-id" name="split" placeholder="split id" autocomplete="off"> <button type="submit">find</button></form>
+    <div id="split-result"></div>
+  </section>
   <section class="wide" id="problems" hidden>
     <h2>Records this build cannot read</h2>
     <ul id="problems-list"></ul>
@@ -327,3 +432,4 @@ export const DASHBOARD_HTML = `<!doctype html>
 </body>
 </html>
 `;
+}

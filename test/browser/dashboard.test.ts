@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
-import { serveDashboard } from '../../src/inspect/serve.js';
+import { serveDashboard } from '../../src/dashboard/serve.js';
 import { jobPrefix, leaderKey, planKey, summaryKey, workerKey } from '../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { summaryRecord } from '../../src/protocol/summary.js';

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { DashboardView } from '../../src/inspect/dashboard-view.js';
-import { serveDashboard, type Dashboard } from '../../src/inspect/serve.js';
+import { serveDashboard, type Dashboard } from '../../src/dashboard/serve.js';
 import { assignKey, jobPrefix, leaderKey, leaseKey, planKey, specKey, splitKey, workerKey } from '../../src/protocol/keys.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';

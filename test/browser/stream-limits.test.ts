@@ -13,7 +13,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
-import { serveDashboard, type Dashboard } from '../../src/inspect/serve.js';
+import { serveDashboard, type Dashboard } from '../../src/dashboard/serve.js';
 import { jobPrefix, workerKey } from '../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';

@@ -28,7 +28,7 @@ export const LAYERS: readonly { rank: number; modules: readonly string[]; job: s
   { rank: 1, modules: ['config.ts', 'timeout.ts', 'store/store.ts'], job: 'options and validation; the one op deadline; the store contract (types, cmp/op builders, limits), which protocol/ builds transactions with' },
   { rank: 2, modules: ['protocol/', 'assignment/', 'store/'], job: 'the pure core (protocol, assignment); the store backends (base, memory, etcd, instrumented)' },
   { rank: 3, modules: ['coordinator/', 'operator/', 'inspect/'], job: 'what drives the core: the coordinator (one process of a fleet), operator actions, the inspector and dashboard' },
-  { rank: 4, modules: ['metrics-server.ts', 'divisible-range.ts'], job: 'the opt-in metrics and health endpoint over a coordinator; the handler\'s helper for dividing a range of units' },
+  { rank: 4, modules: ['metrics-server.ts', 'divisible-range.ts', 'dashboard/'], job: 'the opt-in metrics and health endpoint over a coordinator; the handler\'s helper for dividing a range of units; the dashboard (job list, job pages, actions) over the inspector and the operator actions' },
   { rank: 5, modules: ['index.ts', 'etcd.ts', 'http.ts', 'engine.ts', 'testing/'], job: 'the public surface: the entry points splitfleet, splitfleet/etcd, splitfleet/http, splitfleet/engine, splitfleet/testing' },
   { rank: 6, modules: ['demo/'], job: 'the demo: a tool over the public surface and the internals it drives' },
   { rank: 7, modules: ['cli/'], job: 'the command line' },
@@ -47,8 +47,8 @@ export const ONLY_IMPORTS: Readonly<Record<string, readonly string[]>> = {
  */
 export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   etcd3: ['store/etcd.ts'],
-  hono: ['metrics-server.ts', 'inspect/serve.ts'],
-  '@hono/node-server': ['metrics-server.ts', 'inspect/serve.ts'],
+  hono: ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
+  '@hono/node-server': ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   'prom-client': ['coordinator/metrics.ts'],
   // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
   piscina: ['assignment/pool.ts', 'assignment/thread.ts', 'coordinator/sandbox/sandbox.ts'],
@@ -468,7 +468,7 @@ describe('the checker fails when it should', () => {
       { 'newthing/x.ts': [], 'store/memory.ts': [], 'coordinator/log.ts': [] },
       { 'store/memory.ts': ['etcd3'], 'coordinator/log.ts': ['hono', 'prom-client'] },
     ))).toEqual([
-      'coordinator/log.ts imports hono: only metrics-server.ts, inspect/serve.ts may',
+      'coordinator/log.ts imports hono: only metrics-server.ts, dashboard/app.ts, dashboard/mount.ts, dashboard/view-stream.ts may',
       'coordinator/log.ts imports prom-client: only coordinator/metrics.ts may',
       'newthing/x.ts: module newthing/ is in no layer (add it to LAYERS and docs/architecture.md)',
       'store/memory.ts imports etcd3: only store/etcd.ts may',

@@ -78,7 +78,7 @@ describe('entry points', () => {
     const { packages, names } = load('splitfleet/http');
     expect(packages.has('hono')).toBe(true);
     expect(packages.has('etcd3')).toBe(false);
-    expect(names).toEqual(['serveDashboard', 'serveMetrics']);
+    expect(names).toEqual(['createDashboard', 'mountDashboard', 'serveDashboard', 'serveMetrics']);
   }, 30_000);
 
   it('splitfleet/engine exports the assignment and loads none of the three', () => {
