@@ -1,9 +1,10 @@
 /**
  * The Kubernetes example's manifests (examples/kubernetes/*.yaml), parsed with
- * the `yaml` package, and the worker container's environment resolved as the
- * kubelet would (`value`, and `fieldRef: metadata.name` as the pod's name);
- * and a way to run examples/kubernetes/worker.mjs with exactly that
- * environment. Shared by the manifest test and the one on etcd.
+ * the `yaml` package, and a container's environment resolved as the kubelet
+ * would (`value`, and `fieldRef: metadata.name` as the pod's name); a way to
+ * run examples/kubernetes/worker.mjs with exactly that environment, and the
+ * submit Job's commands as arguments of the CLI. Shared by the manifest test
+ * and the one on etcd.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -30,16 +31,30 @@ export function find(docs: Manifest[], kind: string, name: string): Manifest {
   return doc;
 }
 
-/** The environment the pod `ordinal` of `set` gets: every entry resolved, anything else refused. */
-export function podEnv(set: Manifest, ordinal = 0): Record<string, string> {
-  const container = set.spec.template.spec.containers[0];
+/** A Deployment's pod name: the workload's, a ReplicaSet hash, and a suffix of the pod's own. */
+export const podName = (workload: Manifest, suffix = 'x7k2p'): string => `${workload.metadata.name}-5d8f9c7b6d-${suffix}`;
+
+/** The environment `container` gets in the pod `pod`: every entry resolved, anything else refused. */
+export function containerEnv(container: Manifest, pod: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const e of container.env as { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[]) {
     if (typeof e.value === 'string') env[e.name] = e.value;
-    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = `${set.metadata.name}-${ordinal}`;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = pod;
     else throw new Error(`env ${e.name}: not a value or metadata.name (the test cannot resolve it as the kubelet would)`);
   }
   return env;
+}
+
+/** The environment of the workload's (first) container in one of its pods. */
+export function podEnv(workload: Manifest, pod = podName(workload)): Record<string, string> {
+  return containerEnv(workload.spec.template.spec.containers[0], pod);
+}
+
+/** A container's command as `splitfleet` arguments: the CLI's binary first, then what it is given. */
+export function cliArgs(container: Manifest): string[] {
+  const [bin, ...args] = container.command as string[];
+  if (!/(^|\/)splitfleet$/.test(bin!)) throw new Error(`${container.name}: runs ${bin}, not the splitfleet CLI`);
+  return args;
 }
 
 export interface RunningWorker {
