@@ -8,8 +8,12 @@
  *   moving away from it;
  * - the poisoned split appears under Quarantined with its reason, and the
  *   verdict `stalled` appears when the job ends;
- * - the server answers only GET, and only to loopback Host names.
- * A screenshot taken mid-run is written to docs/dashboard.png.
+ * - the server answers only GET, and only to loopback Host names;
+ * - without --job, the job list: kinds, states, progress; with --actions, says so;
+ * - the list links each job's page, which finds a split by id (kept in the
+ *   address) and, with actions enabled, pauses, resumes and retries.
+ * A screenshot taken mid-run is written to docs/dashboard.png, one of the
+ * job list to docs/dashboard-jobs.png.
  *
  * Needs etcd and chromium (Debian's, at /usr/bin/chromium, or `chromium` on
  * PATH; CHROMIUM_PATH overrides); either missing is a failure, never a skip.
@@ -29,10 +33,12 @@ import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protoco
 import { summaryRecord } from '../../src/protocol/summary.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
+import { writeJobs } from './jobs-fixture.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(root, 'dist/src/cli/main.js');
 const SCREENSHOT = join(root, 'docs/dashboard.png');
+const LIST_SCREENSHOT = join(root, 'docs/dashboard-jobs.png');
 // Each run has its own etcd, so a fixed name cannot collide; it is the name the screenshot shows.
 const JOB = 'demo-dashboard';
 const WAIT = 90_000;
@@ -235,6 +241,82 @@ describe('splitfleet inspect --serve', () => {
       expect(await page.textContent('#conn')).toBe('live');
       expect(served.view().source).toMatchObject({ kind: 'summary', generation: 3, followsRecords: false });
       expect(served.view().report.splits.total).toBe(300_000);
+    } finally {
+      await page.close();
+      await served.close();
+      await store.close();
+    }
+  });
+
+  test('without --job: the job list of the root, with the demo job stalled (--actions says so)', async () => {
+    const listing = run(['inspect', '--etcd', etcd!.endpoint, '--serve', '0', '--actions']);
+    try {
+      const line = (await waitForOutput(listing, /dashboard of the jobs under splitfleet\/ at (http:\/\/127\.0\.0\.1:\d+\/) \(with pause, resume and retry/, 'the list URL'));
+      const jobs = await (await fetch(`${line[1]!}api/jobs`)).json() as { jobs: { job: string; state: string; kind: string | null }[] };
+      expect(jobs.jobs.find((j) => j.job === JOB)).toMatchObject({ state: 'stalled', kind: null });
+      expect(await raw(line[1]!, 'GET', 'attacker.example')).toBe(421);
+    } finally {
+      listing.child.kill('SIGINT');
+      expect(await listing.exited).toBe(0);
+    }
+  });
+
+  test('the job list links each job; a job\'s page finds a split and, with actions, pauses, resumes and retries', async () => {
+    const store = new MemoryStore();
+    await writeJobs(store);
+    const served = await serveDashboard({ store, refreshMs: 50, listRefreshMs: 100, actions: true });
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    try {
+      await page.goto(served.url);
+      await page.waitForSelector('tr[data-job="gamma"]', { timeout: WAIT });
+      const rows = await page.$$eval('tr[data-job]', (trs) => trs.map((tr) => [
+        tr.getAttribute('data-job'), tr.querySelector('.kind')!.textContent, tr.getAttribute('data-state'), tr.querySelector('.done')!.textContent,
+      ]));
+      expect(rows).toEqual([['alpha', '–', 'running', '1 / 3'], ['beta', 'export', 'submitted', '0 / 0'], ['gamma', 'report', 'paused', '0 / 2']]);
+      await page.screenshot({ path: LIST_SCREENSHOT });
+
+      await page.click('tr[data-job="alpha"] a');
+      await page.waitForSelector('tr[data-member="w1"]', { timeout: WAIT });
+      expect(new URL(page.url()).pathname).toBe('/job/alpha/');
+      expect(await page.textContent('#job')).toBe('job alpha');
+
+      // One split by id; the search is kept in the address, so a reload shows it again.
+      await page.fill('#split-id', 's2');
+      await page.click('#split-form button');
+      await page.waitForSelector('#split-result tr[data-field="status"]', { timeout: WAIT });
+      expect(await page.textContent('#split-result tr[data-field="status"]')).toContain('quarantined');
+      expect(await page.textContent('#split-result tr[data-field="reason"]')).toContain('poisoned: bad row 7');
+      expect(new URL(page.url()).search).toBe('?split=s2');
+      await page.reload();
+      await page.waitForSelector('#split-result tr[data-field="status"]', { timeout: WAIT });
+      await page.fill('#split-id', 'nope');
+      await page.click('#split-form button');
+      await page.waitForSelector('#split-missing', { timeout: WAIT });
+      expect(await page.textContent('#split-missing')).toBe('job alpha has no split "nope"');
+      // The one console line so far: the browser's own for that 404.
+      expect(errors).toEqual([expect.stringContaining('status of 404')]);
+      errors.length = 0;
+
+      // The actions, through the page's buttons; the watch shows what they did.
+      await page.click('#pause');
+      await page.waitForSelector('#paused', { timeout: WAIT });
+      expect(await page.textContent('#action-result')).toBe('pause: paused');
+      await page.click('#resume');
+      await page.waitForFunction(() => document.querySelector('#paused') === null, undefined, { timeout: WAIT });
+      await page.click('#quarantined-body button[data-retry="s2"]');
+      await page.waitForFunction(() => document.querySelector('#quarantined-body tr[data-split]') === null, undefined, { timeout: WAIT });
+      expect(await page.textContent('#action-result')).toBe('retry: retried 1 split(s)');
+
+      await page.click('#all-jobs');
+      await page.waitForSelector('tr[data-job="alpha"][data-state="running"]', { timeout: WAIT });
+      expect(new URL(page.url()).pathname).toBe('/jobs/');
+      expect(await page.getAttribute('tr[data-job="beta"] a', 'href')).toBe('../job/beta/');
+      expect(errors).toEqual([]);
     } finally {
       await page.close();
       await served.close();
