@@ -14,6 +14,13 @@
  * - An orphan we are assigned, with a lane free, is adopted: a lane opens on
  *   the tenancy that landed, no claim is sent and no attempt is consumed.
  * - Any other orphan is released (owner cleared, lease key deleted, guarded).
+ * - A claim of unknown outcome is not forgotten while `split.{id}` is still at
+ *   the revision it compared: a request can be delayed in flight past its
+ *   timeout and past a later read, and land after it (found by the dividing
+ *   simulation: a worker then held one split more than its lanes). Only the
+ *   record moving on fences it for good. Meanwhile its lane stays spent; if
+ *   the split is still ours to claim and a lane is free for it, the same
+ *   claim is sent again (whichever of the two lands first fences the other).
  *
  * Pure: no I/O, no clock.
  */
@@ -23,6 +30,8 @@ import type { LeaseRecord, SplitRecord } from './records.js';
 export interface OrphanObservation {
   /** `split.{id}`, if observed. */
   readonly record: SplitRecord | undefined;
+  /** `split.{id}`'s mod revision as observed (0: absent). */
+  readonly recordRevision: number;
   /** The live `lease.{id}` record and the etcd lease it is attached to, if any. */
   readonly lease: { readonly rec: LeaseRecord; readonly leaseId: string | undefined } | undefined;
 }
@@ -34,8 +43,18 @@ export interface OrphanContext {
   readonly nonce: string;
   /** Whether our assignment names the split. */
   readonly assigned: boolean;
-  /** Whether a lane is free for it (held + draining + claiming below maxInFlight). */
+  /**
+   * Whether a lane is free for it (held + draining + claiming below maxInFlight; for a claim sent
+   * again, every other claim that may still land counted too: a claim that rode in a completion
+   * shares that lane, which is free only once the completion's outcome is known).
+   */
   readonly laneFree: boolean;
+  /**
+   * The revision of `split.{id}` a claim of ours whose outcome is unknown compared (undefined: the
+   * write of unknown outcome was not a claim, or no claim is pending). Such a claim can still land
+   * while the record stays at that revision.
+   */
+  readonly claimedAt?: number | undefined;
 }
 
 export type OrphanDecision =
@@ -45,6 +64,8 @@ export type OrphanDecision =
   | { kind: 'release' }
   /** The write did not land, or the split has moved on: stop following it. */
   | { kind: 'forget' }
+  /** Our claim may still land and the split is ours to claim: send the same claim again (its lane is already spent). */
+  | { kind: 'claim-again' }
   /** Not observed yet, or the record and lease disagree for now: look again on the next change. */
   | { kind: 'wait' };
 
@@ -52,7 +73,11 @@ export type OrphanDecision =
 export function settleOrphan(observed: OrphanObservation, ctx: OrphanContext): OrphanDecision {
   const { record, lease } = observed;
   if (!lease || lease.leaseId !== ctx.sessionLease || lease.rec.owner !== ctx.me || lease.rec.nonce !== ctx.nonce) {
-    return { kind: 'forget' };
+    if (ctx.claimedAt === undefined || observed.recordRevision !== ctx.claimedAt) return { kind: 'forget' };
+    // The record is where our claim found it: the claim may be in flight still. Claiming again
+    // is pointless while another's live lease key stands (the claim compares it absent).
+    const foreignLive = lease !== undefined && lease.leaseId !== undefined;
+    return ctx.assigned && ctx.laneFree && !foreignLive ? { kind: 'claim-again' } : { kind: 'wait' };
   }
   if (!record) return { kind: 'wait' };
   // Our lease key with a record that does not (yet) name our tenancy: the watch of one key lags

@@ -439,12 +439,32 @@ describe('the auditor catches a broken packed leader', () => {
 // claim another split, and the late claim then lands: three lease keys on two lanes. This test asserts
 // the auditor still finds it, so that the fix (settle an uncertain claim on a read that postdates it)
 // turns it into a regression that expects no violation.
-describe('known defect: a lost claim reply under a slow link can exceed the lane budget', () => {
-  test('the auditor finds it (lane-budget)', async () => {
+describe('a claim delayed in flight past its timeout and a later read', () => {
+  // settle-orphans.ts (the dividing simulation, issue 49): a slow link held a claim on its way to
+  // the store past its timeout; the orphan settler's read-back (sent after the link healed)
+  // overtook it and showed the split unclaimed, so the settler forgot it and the worker claimed
+  // another split; the first claim then landed: three lease keys on two lanes. A claim of unknown
+  // outcome is now forgotten only once the split's record moved past the revision it compared,
+  // and sent again meanwhile if the split is still ours to claim (protocol/orphans.ts).
+  test('keeps every property (lane-budget)', async () => {
     const s = {"seed":2036333721,"fleet":4,"splits":4,"maxUnits":60,"commitEvery":1,"unitMs":148,"leaseSeconds":1,"rebalanceDelayMs":0,"drainDeadlineMs":207,"reconcileIntervalMs":2325,"lanes":[2,4,5,2],"prefetch":[2],"drains":["decline","ignore","ignore"],"steps":[{"gapMs":1273,"fault":{"kind":"slow","target":20,"latencyMs":706,"durationMs":163}},{"gapMs":235,"fault":{"kind":"leaderKill"}},{"gapMs":426,"fault":{"kind":"pause","target":48,"tenths":12}},{"gapMs":360,"fault":{"kind":"delay","target":12,"latencyMs":2912,"durationMs":421}},{"gapMs":740,"fault":{"kind":"pause","target":4,"tenths":2}},{"gapMs":1368,"fault":{"kind":"operator","action":"evacuate","target":7}},{"gapMs":109,"fault":{"kind":"pause","target":23,"tenths":15}},{"gapMs":1381,"fault":{"kind":"operator","action":"evacuate","target":47}},{"gapMs":253,"fault":{"kind":"operator","action":"evacuate","target":33}}],"restartAtEnd":false,"divide":true} as Schedule;
     const r = await runSchedule(s);
-    expect(r.violations.map((v) => v.property)).toContain('lane-budget');
+    expect(r.violations).toEqual([]);
   });
+});
+
+describe('a claim of unknown outcome sent again takes a free lane only', () => {
+  // settle-orphans.ts (CI seed, found by the fix above before it counted lanes): a claim that rode
+  // in a completion (decision 0055) shares the completing lane; both had an unknown outcome, and
+  // sending the claim again while that lane's lease key still stood held two splits on one lane.
+  // A claim is sent again only when a lane is free for it, every other claim that may still land
+  // counted. The second schedule (packed) is the same defect on a larger fleet.
+  for (const [name, s] of Object.entries({ keys: {"seed":0,"fleet":2,"splits":5,"maxUnits":1,"commitEvery":1,"unitMs":50,"leaseSeconds":1,"rebalanceDelayMs":50,"drainDeadlineMs":200,"reconcileIntervalMs":300,"lanes":[1],"prefetch":[0,1,0],"drains":["cooperate"],"steps":[{"gapMs":0,"fault":{"kind":"crash","target":0}},{"gapMs":0,"fault":{"kind":"slow","target":0,"latencyMs":402,"durationMs":100}},{"gapMs":250,"fault":{"kind":"expire","target":0}}],"restartAtEnd":false}, packed: {"seed":2,"fleet":6,"splits":24,"maxUnits":2,"commitEvery":2,"unitMs":754,"leaseSeconds":2,"rebalanceDelayMs":148,"drainDeadlineMs":3520,"reconcileIntervalMs":3144,"lanes":[2,3,5],"prefetch":[1,0,1],"drains":["decline"],"steps":[{"gapMs":154,"fault":{"kind":"restart","target":62}},{"gapMs":690,"fault":{"kind":"leaderKill"}},{"gapMs":326,"fault":{"kind":"crash","target":9}},{"gapMs":1034,"fault":{"kind":"pause","target":44,"tenths":25}},{"gapMs":405,"fault":{"kind":"leave","target":23}},{"gapMs":997,"fault":{"kind":"pause","target":15,"tenths":1}},{"gapMs":560,"fault":{"kind":"crash","target":53}},{"gapMs":154,"fault":{"kind":"slow","target":11,"latencyMs":601,"durationMs":5047}},{"gapMs":295,"fault":{"kind":"delay","target":9,"latencyMs":146,"durationMs":1032}},{"gapMs":604,"fault":{"kind":"slow","target":13,"latencyMs":101,"durationMs":2615}}],"restartAtEnd":false,"layout":"packed","waves":2,"waveMs":424,"replanIntervalMs":423,"buckets":2} })) {
+    test(name, async () => {
+      const r = await runSchedule(s as Schedule);
+      expect(r.violations).toEqual([]);
+    });
+  }
 });
 
 describe('the auditor catches a broken division', () => {

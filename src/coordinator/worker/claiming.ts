@@ -18,8 +18,10 @@
  *   split and lease-key revisions it was based on): while the watch lags
  *   that would be a hot loop of doomed transactions.
  * - A claim whose outcome is unknown (timed out, reply lost) makes its splits
- *   uncertain: the orphan settler finds out whether it landed. It is never
- *   claimed again meanwhile.
+ *   uncertain: the orphan settler finds out whether it landed (it is handed
+ *   the claim, which may still land while the record stays where the claim
+ *   found it). Only the settler sends it again (`claimAgain`), never a
+ *   reconciliation: the lane it may take is already spent.
  */
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
@@ -49,6 +51,8 @@ export interface PreparedClaim {
   id: string;
   kind: ClaimKind;
   basis: string;
+  /** The revision of `split.{id}` the claim compares: while the record stays there, it may land. */
+  recordRevision: number;
   spec: SpecRecord;
   next: SplitRecord;
   quarantine: boolean;
@@ -74,8 +78,8 @@ export interface WorkerParts {
 export interface ClaimerContext extends WorkerParts {
   /** Whether the worker has a lane on `id`. */
   hasLane: (id: string) => boolean;
-  /** A claim of unknown outcome, or a claimed split whose progress cannot be read: follow it. */
-  uncertain: (id: string) => void;
+  /** A claim of unknown outcome (with the claim, which may still land), or a claimed split whose progress cannot be read: follow it. */
+  uncertain: (id: string, claim?: PreparedClaim) => void;
   /** A claim landed: open its lane (progress as read in the claim's transaction). */
   won: (p: PreparedClaim, revision: number, progress: KeyValue | undefined) => void;
   /** Reconcile again (after claims finish, won or not). */
@@ -157,8 +161,8 @@ export class Claimer {
     try {
       for (let i = 0; i < prepared.length; i += CLAIMS_PER_TXN) {
         const batch = prepared.slice(i, i + CLAIMS_PER_TXN);
-        const won = await this.send(batch, batch.length === 1);
-        if (won || batch.length === 1) continue;
+        const outcome = await this.send(batch, batch.length === 1);
+        if (outcome !== 'lost' || batch.length === 1) continue;
         for (const p of batch) await this.send([p], true);
       }
     } finally {
@@ -198,7 +202,7 @@ export class Claimer {
             this.unreadable(claim.id, e);
           }
         } else if (outcome.kind === 'unknown') {
-          this.ctx.uncertain(claim.id);
+          this.ctx.uncertain(claim.id, claim);
         }
         this.ctx.schedule();
       },
@@ -315,11 +319,26 @@ export class Claimer {
       ? { kind: 'claim' as const, claim: d.claim, consumesAttempt: d.consumesAttempt, ...progress }
       : { kind: 'quarantine' as const, claim: d.claim, consumesAttempt: true, ...progress };
     const c = claimTxn(writer, d.id, order, record, seen.lease, config.maxAttempts);
-    return { id: d.id, kind: d.claim, basis, spec, next: c.next, quarantine: c.quarantine, txn: c.txn };
+    return { id: d.id, kind: d.claim, basis, recordRevision: record.modRevision, spec, next: c.next, quarantine: c.quarantine, txn: c.txn };
   }
 
-  /** Sends claims as one transaction; true when it won (or failed in a way retrying one by one would repeat). */
-  private async send(batch: PreparedClaim[], alone: boolean): Promise<boolean> {
+  /**
+   * Sends a claim of unknown outcome again, unchanged (the orphan settler's `claim-again`): the
+   * split's record is still where the claim found it, so the claim has not landed yet, and
+   * whichever of the two lands first fences the other. Won, its lane opens as any claim's.
+   */
+  async claimAgain(p: PreparedClaim): Promise<'won' | 'lost' | 'unknown'> {
+    if (this.claiming.has(p.id) || this.ctx.hasLane(p.id)) return 'unknown';
+    this.claiming.add(p.id);
+    try {
+      return await this.send([p], true);
+    } finally {
+      this.claiming.delete(p.id);
+    }
+  }
+
+  /** Sends claims as one transaction: 'lost' when a compare failed, 'unknown' when the outcome is (retrying one by one would repeat the failure). */
+  private async send(batch: PreparedClaim[], alone: boolean): Promise<'won' | 'lost' | 'unknown'> {
     const { store, metrics, log, emit } = this.ctx;
     const what = alone ? `claim of ${batch[0]!.id}` : `claim of ${batch.length} splits`;
     try {
@@ -329,7 +348,7 @@ export class Claimer {
           metrics.claims.inc({ kind: batch[0]!.kind, outcome: 'lost' });
           this.lostClaims.set(batch[0]!.id, batch[0]!.basis);
         }
-        return false;
+        return 'lost';
       }
       let read = 0;
       for (const p of batch) {
@@ -348,15 +367,16 @@ export class Claimer {
           this.unreadable(p.id, e);
         }
       }
-      return true;
+      return 'won';
     } catch (e) {
-      // Unknown outcome: follow these splits until the view says whether the claim landed.
-      for (const p of batch) this.ctx.uncertain(p.id);
+      // Unknown outcome: follow these splits until the view says whether the claim landed (a
+      // quarantine takes no lane, so it is not sent again).
+      for (const p of batch) this.ctx.uncertain(p.id, p.quarantine ? undefined : p);
       // The claim wrote its lease key under our session lease and the store says that lease is
       // gone: the session is lost (the coordinator rejoins). Retrying would spin on the same error.
       if (isSplitfleetError(e, 'LEASE_LOST')) this.ctx.session.lose(`${what} found the session lease gone: ${e.message}`);
       else if (!isRetryable(e)) log.error({ err: e }, `${what} failed`);
-      return true; // not a lost race: retrying one by one would repeat the failure
+      return 'unknown'; // not a lost race: retrying one by one would repeat the failure
     }
   }
 }

@@ -11,7 +11,9 @@
  *   delivery attempt for a lost reply): it is adopted (a lane on the tenancy
  *   that landed, no attempt) or released.
  * - Only a read made after a write's outcome became unknown may say it did
- *   not land (`confirm`); a watch may not show it yet.
+ *   not land (`confirm`); a watch may not show it yet. A claim is forgotten
+ *   only once its split's record has moved past the revision it compared: a
+ *   request delayed in flight can land after that read (protocol/orphans.ts).
  * - An attempt that failed on one observation is retried only once the view
  *   moves, or after a short wait at the latest (a quiet job would stall).
  * - With no assignment record at all nothing is released: no record means hold.
@@ -22,7 +24,7 @@ import { settleOrphan } from '../../protocol/orphans.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
 import { adoptTxn, orphanReleaseTxn, type Writer } from '../../protocol/txns.js';
 import { background } from '../background.js';
-import type { WorkerParts } from './claiming.js';
+import type { PreparedClaim, WorkerParts } from './claiming.js';
 
 export interface SettlerContext extends WorkerParts {
   clock: Clock;
@@ -34,6 +36,8 @@ export interface SettlerContext extends WorkerParts {
   openLane: (id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: ProgressRecord | undefined, progressRev: number) => void;
   schedule: () => void;
   stopped: () => boolean;
+  /** Sends a claim of unknown outcome again, unchanged (Claimer.claimAgain). */
+  claimAgain: (p: PreparedClaim) => Promise<'won' | 'lost' | 'unknown'>;
 }
 
 export class OrphanSettler {
@@ -42,6 +46,8 @@ export class OrphanSettler {
    * until the view shows whether the store still names us.
    */
   readonly uncertain = new Set<string>();
+  /** The claims among them: each may land while its split's record stays at the revision it compared. */
+  private readonly claims = new Map<string, PreparedClaim>();
   /** Orphaned lease keys being given back. */
   readonly releasing = new Set<string>();
   /** Orphans being adopted (their progress being read). */
@@ -61,6 +67,19 @@ export class OrphanSettler {
     return { prefix: view.prefix, me: config.instance, nonce: session.nonce, sessionLease: session.leaseId, fp: fingerprintHash(config.fingerprint) };
   }
 
+  /** Follows a split whose last write by this session (a claim: `claim`) had an unknown outcome. */
+  follow(id: string, claim?: PreparedClaim): void {
+    this.uncertain.add(id);
+    if (claim) this.claims.set(id, claim);
+    else this.claims.delete(id);
+  }
+
+  /** Stops following a split: settled. */
+  private settled(id: string): void {
+    this.uncertain.delete(id);
+    this.claims.delete(id);
+  }
+
   /** Splits this session owns in the store with no lane: held, as far as reconciliation counts. */
   orphans(): string[] {
     return [...this.uncertain].filter((id) => !this.ctx.hasLane(id) && this.ctx.view.split(id)?.lease?.lease === this.ctx.session.leaseId);
@@ -77,20 +96,29 @@ export class OrphanSettler {
       if (this.tried.get(id) === this.basis(id)) continue;
       this.tried.delete(id);
       const lanesInUse = this.ctx.lanesInUse() + this.adopting.size;
+      const claim = this.claims.get(id);
+      // A claim sent again counts every other claim that may still land: each may take a lane.
+      const pending = claim ? [...this.claims.keys()].filter((o) => o !== id && !this.ctx.hasLane(o) && !this.ctx.isClaiming(o)).length : 0;
       const d = settleOrphan(
-        { record: seen.record?.rec, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
-        { me: config.instance, sessionLease: session.leaseId, nonce: session.nonce, assigned: assigned.has(id), laneFree: lanesInUse < config.maxInFlight },
+        { record: seen.record?.rec, recordRevision: seen.record?.modRevision ?? 0, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
+        {
+          me: config.instance, sessionLease: session.leaseId, nonce: session.nonce, assigned: assigned.has(id), laneFree: lanesInUse + pending < config.maxInFlight,
+          claimedAt: claim?.recordRevision,
+        },
       );
       switch (d.kind) {
         case 'forget':
           if (this.confirmed.has(id)) {
             this.confirmed.delete(id);
-            this.uncertain.delete(id);
+            this.settled(id);
           } else {
             this.confirm(id);
           }
           break;
         case 'wait':
+          break;
+        case 'claim-again':
+          if (claim) this.claimAgain(id, claim);
           break;
         case 'adopt':
           background('adopt', () => this.adopt(id), this.ctx.unexpected);
@@ -104,6 +132,31 @@ export class OrphanSettler {
         }
       }
     }
+  }
+
+  /**
+   * Sends our claim of unknown outcome again: it has not landed (the record is where it found
+   * it) and may still. Won, the lane opens and the first claim can never land; lost, the record
+   * moved (perhaps by the first claim landing): read it back and settle on what it shows.
+   */
+  private claimAgain(id: string, claim: PreparedClaim): void {
+    const basis = this.basis(id);
+    void this.ctx.claimAgain(claim)
+      .then((outcome) => {
+        if (outcome === 'won') {
+          this.settled(id);
+        } else if (outcome === 'lost') {
+          this.tried.set(id, basis);
+          this.confirm(id);
+        } else {
+          this.againLater(id);
+        }
+      })
+      .catch((e) => {
+        this.ctx.unexpected('claim again', e);
+        this.againLater(id);
+      })
+      .finally(() => this.ctx.schedule());
   }
 
   /** Reads a split of unknown outcome back, then settles it on what the read showed. */
@@ -140,7 +193,7 @@ export class OrphanSettler {
       // Still the tenancy we are adopting? (Its record may have moved while we read.) If not, the
       // view's change that shows it settles the split; trying again before that would loop.
       if (view.split(id)?.record?.modRevision !== record.modRevision || this.ctx.stopped() || !session.alive) return;
-      this.uncertain.delete(id);
+      this.settled(id);
       // Should this lane be fenced at once (the view lags the store), the split comes back here:
       // adopt it again once the view has moved, or after a jittered wait at the latest. Waiting for
       // the view alone stalls the split for good when the fence is one the view never shows: a
@@ -167,7 +220,7 @@ export class OrphanSettler {
     this.ctx.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
     void this.ctx.store.txn(orphanReleaseTxn(this.writer, id, record))
       .then((res) => {
-        if (res.won) this.uncertain.delete(id);
+        if (res.won) this.settled(id);
         else this.tried.set(id, this.basis(id));
       })
       .catch(() => this.againLater(id))

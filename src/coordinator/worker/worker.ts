@@ -133,7 +133,7 @@ export class Worker {
     this.claimer = new Claimer({
       ...common,
       hasLane: (id) => this.lanes.has(id),
-      uncertain: (id) => this.settler.uncertain.add(id),
+      uncertain: (id, claim) => this.settler.follow(id, claim),
       won: (p, revision, progress) => this.claimWon(p, revision, progress),
       schedule: () => this.schedule(),
       clock: this.clock,
@@ -147,6 +147,7 @@ export class Worker {
       openLane: (id, spec, rec, rev, progress, progressRev) => void this.openLane(id, spec, rec, rev, progress, progressRev, true),
       schedule: () => this.schedule(),
       stopped: () => this.stopped,
+      claimAgain: (p) => this.claimer.claimAgain(p),
     });
     this.divisions = new Divisions({
       prefix: this.view.prefix, me: this.me, lanes: this.lanes, metrics: this.metrics, log: this.log, emit: () => this.emit, unexpected: this.unexpected,
@@ -403,7 +404,7 @@ export class Worker {
     // and try to reclaim a split we just finished.
     if (lane.terminalWrite) this.view.ownTerminalWrite(lane.id, lane.terminalWrite.splitValue, lane.terminalWrite.revision);
     // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
-    if (end === 'lost' && this.session.alive) this.settler.uncertain.add(lane.id);
+    if (end === 'lost' && this.session.alive) this.settler.follow(lane.id);
     this.metrics.lanes.set(this.lanes.size);
     recordLaneEnd(this.metrics, this.clock, lane, end);
     this.revocations.ended(lane.id);
