@@ -1,6 +1,6 @@
 /**
  * The CLI's exit codes, one table for every command (decision 0035; the same
- * table is in docs/operations.md and the README):
+ * table is in docs/operations.md and docs/cli.md):
  *   0  the command did what it says;
  *   1  a failure: etcd unreachable or timing out, a write lost to a race,
  *      anything unexpected (and, for `demo`, a lost unit or a stalled job);

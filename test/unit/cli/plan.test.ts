@@ -4,7 +4,7 @@
  * `npm run build:ts` (or `npx tsc -p tsconfig.json`).
  *
  * Success from a file and from stdin, --output, --pretty, --engine, the
- * README's example; every refusal exits 2 with one line on stderr naming the
+ * manual's example (docs/cli.md); every refusal exits 2 with one line on stderr naming the
  * field and the rule, nothing on stdout and no --output file.
  */
 import { spawnSync } from 'node:child_process';
@@ -133,11 +133,11 @@ describe('splitfleet plan: success', () => {
     expect(out.assignment['constructor']).toEqual(['toString']);
   });
 
-  test("README's example input prints README's example output", () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  test("the manual's example input prints the manual's example output (docs/cli.md)", () => {
+    const manual = readFileSync(join(root, 'docs/cli.md'), 'utf8');
     const block = (marker: string): string => {
-      const m = new RegExp(`<!-- ${marker} -->\\s*\`\`\`(?:json|sh|console)?\\n([\\s\\S]*?)\`\`\``).exec(readme);
-      if (m === null) throw new Error(`README.md has no block marked <!-- ${marker} -->`);
+      const m = new RegExp(`<!-- ${marker} -->\\s*\`\`\`(?:json|sh|console)?\\n([\\s\\S]*?)\`\`\``).exec(manual);
+      if (m === null) throw new Error(`docs/cli.md has no block marked <!-- ${marker} -->`);
       return m[1]!;
     };
     const input = block('plan-example-input');
