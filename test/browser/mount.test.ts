@@ -137,6 +137,33 @@ describe('createDashboard in a Node server', () => {
     expect(row.etaMs).toBeLessThan(2_000);
   });
 
+  test('follows at most maxOpenJobs jobs: one more closes one nobody views, or is refused while each has a viewer', async () => {
+    const store = await withJobs();
+    const d = await dashboardOf({ store, maxOpenJobs: 1 });
+    const get = (path: string) => d.fetch(new Request(`http://dash${path}`));
+    expect((await get('/job/alpha/api/state')).status).toBe(200);
+    // alpha is idle (its request is answered): gamma takes its place.
+    expect((await get('/job/gamma/api/state')).status).toBe(200);
+    const stream = await get('/job/gamma/events');
+    const reader = stream.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toMatch(/^event: state\n/);
+    const refused = await get('/job/alpha/api/state');
+    expect([refused.status, await refused.text()]).toEqual([503, expect.stringContaining('1 jobs are followed already, each with a viewer')]);
+    await reader.cancel();
+    for (let i = 0; i < 100 && (await get('/job/alpha/api/state')).status !== 200; i++) await new Promise((r) => setTimeout(r, 20));
+    expect((await get('/job/alpha/api/state')).status).toBe(200);
+  });
+
+  test('a job named with dots only is reached through its ~ segment', async () => {
+    const store = await withJobs();
+    await putSplit(store, '..', 'x1', 'runnable');
+    const d = await dashboardOf({ store });
+    const list = await (await d.fetch(new Request('http://dash/api/jobs'))).json() as JobListView;
+    expect(list.jobs.map((j) => j.job)).toContain('..');
+    const view = await (await d.fetch(new Request('http://dash/job/~../api/state'))).json() as DashboardView;
+    expect([view.job, view.prefix]).toEqual(['..', 'splitfleet/../']);
+  });
+
   test('refuses a bad base path and a bad job name', async () => {
     const store = await withJobs();
     await expect(createDashboard({ store, basePath: 'ops' })).rejects.toThrow(/basePath must be a path starting with '\/'/);
