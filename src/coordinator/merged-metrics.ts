@@ -15,7 +15,9 @@
 
 /** What serves Prometheus text: a prom-client `Registry` or anything shaped like one. */
 export interface ExpositionSource {
+  /** The `Content-Type` the text is served with. */
   readonly contentType: string;
+  /** The exposition text of every series, read now. */
   metrics(): Promise<string>;
 }
 
