@@ -36,7 +36,7 @@ import type { Health } from './health.js';
 import type { JobFinished } from './leader/finished-hook.js';
 import { mergedSource, type ExpositionSource } from './merged-metrics.js';
 import { Metrics } from './metrics.js';
-import type { CoordinatorOptions } from './options.js';
+import { resolveOptions, type CoordinatorOptions } from './options.js';
 import { assessServing } from './serving-health.js';
 import type { JobVerdict, PlannerContext, PlanResult, SplitHandle } from './types.js';
 
@@ -109,6 +109,8 @@ export interface Server {
  * Starts serving `options.kinds` under the root; resolves once the definitions
  * there have been read. A store that cannot be reached yet is retried for up
  * to `options.startTimeoutMs` (default 60 s), then the last failure rejects.
+ * Each kind's coordinator options are checked first (INVALID_CONFIG, naming
+ * the kind), so a bad knob fails here rather than every job of the kind.
  */
 export async function serve(options: ServeOptions): Promise<Server> {
   const s = new Serving(options);
@@ -141,6 +143,19 @@ class Serving implements Server {
     this.lanes = o.maxInFlight ?? 8;
     if (!Number.isSafeInteger(this.lanes) || this.lanes < 1) throw new SplitfleetError('INVALID_CONFIG', `serve maxInFlight: must be an integer ≥ 1 (got ${String(o.maxInFlight)})`);
     if (Object.keys(o.kinds).length === 0) throw new SplitfleetError('INVALID_CONFIG', 'serve kinds: must name at least one kind ({ kind: { planner, handler } })');
+    // Each kind's coordinator options, checked now: a bad knob would otherwise fail every job of the kind, one by one, when it is joined.
+    for (const [name, kind] of Object.entries(o.kinds)) {
+      try {
+        resolveOptions({
+          ...o.options, ...kind.options, store: o.store, root: this.root, job: 'serve-options-check', instance: o.instance,
+          maxInFlight: this.lanes, planner: () => ({ final: true, splits: [] }), handler: async () => undefined,
+        });
+        if (typeof kind.planner !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'planner: must be a function (params, context) => { splits, final }');
+        if (typeof kind.handler !== 'function') throw new SplitfleetError('INVALID_CONFIG', 'handler: must be a function (split, job) => Promise<void>');
+      } catch (e) {
+        throw new SplitfleetError('INVALID_CONFIG', `serve kinds.${name}: ${(e as Error).message}`, { cause: e });
+      }
+    }
     // Only started coordinators: a job still joining has recorded nothing, and may never start.
     this.registry = mergedSource(
       () => [...this.joined.values()].flatMap((j) => (j.coordinator && j.metrics ? [j.metrics.registry] : [])),

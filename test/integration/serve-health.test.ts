@@ -134,6 +134,17 @@ describe('serve() start-up against a store not there yet', () => {
     }
   });
 
+  it("refuses a kind's bad coordinator options at once, naming the kind, before touching the store", async () => {
+    const { store, attempts } = flaky(0);
+    await expect(serve({ store, instance: 'pod-0', kinds, options: { drainDeadlineMs: 3000 } })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG', message: expect.stringMatching(/^serve kinds\.k: .*drainDeadlineMs: must be ≥ opTimeoutMs/),
+    });
+    await expect(serve({ store, instance: 'pod-0', kinds: { ...kinds, other: { ...kinds.k, options: { maxAttempts: 0 } } } })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG', message: expect.stringMatching(/^serve kinds\.other: .*maxAttempts/),
+    });
+    expect(attempts()).toBe(0);
+  });
+
   it('rejects with the last failure once startTimeoutMs has passed (0: at the first)', async () => {
     const { store, attempts } = flaky(100);
     await expect(serve({ store, instance: 'pod-0', kinds, options: { startTimeoutMs: 0 } })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: 'unreachable (attempt 1)' });
