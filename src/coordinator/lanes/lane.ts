@@ -35,11 +35,12 @@ import type { DrainHandlerState } from '../../protocol/reconcile.js';
 import { failureOptionsProblem, type FailureKind, type FailureOptions } from '../../protocol/retry-policy.js';
 import { boundReason } from '../../protocol/reason.js';
 import type { Json, ProgressRecord, SpecRecord, SplitRecord } from '../../protocol/records.js';
-import { joinTxns, laneTxn, readBackTxn } from '../../protocol/txns.js';
+import { joinTxns, laneTxn } from '../../protocol/txns.js';
 import type { KeyValue, Store, Txn } from '../../store/store.js';
 import { AutoCommit } from './auto-commit.js';
 import { HeartbeatWatch } from './heartbeat.js';
 import { LaneGuards, type WriteOutcome } from './lane-guards.js';
+import { writeDivision, type DivisionLane, type DivisionWritten, type HeldParts } from './lane-division.js';
 import type { DivideCallback, SplitHandle } from '../types.js';
 import { commitProblem, partWeight } from '../../protocol/division.js';
 
@@ -52,15 +53,7 @@ export type LaneState = 'running' | 'draining' | 'ended';
 /** The writes a handle (and the shell's ending of a lane) makes: all but a division's two. */
 type HandleWriteKind = Exclude<LaneWriteKind, 'divide' | 'decline'>;
 
-/** What became of a division's (or a decline's) write: see `Lane.writeDivision`. */
-export type DivisionWritten = 'landed' | 'not-landed' | 'lost';
-
-/** A lane's records as a division is built from them, when its turn in the lane's write order comes. */
-export interface HeldParts {
-  readonly record: SplitRecord;
-  readonly progressRecord: ProgressRecord | undefined;
-  readonly committed: Json;
-}
+export type { DivisionWritten, HeldParts };
 
 /** What became of a claim that rode in a completion: its reads are the claim's own (the completion has none). */
 export type RideOutcome = { kind: 'won'; revision: number; reads: (KeyValue | undefined)[] } | { kind: 'lost' } | { kind: 'unknown' };
@@ -416,66 +409,29 @@ export class Lane {
   }
 
   /**
-   * A division or a decline of this lane's split (protocol/division.ts builds it from the lane's
-   * records as they are when its turn comes): fenced like a commit, in this lane's write order.
-   * 'landed'; 'not-landed' when the lane is still whole and ours (the residual's keys exist
-   * already, or the store refused the request: nothing was written); 'lost' when the split is no
-   * longer ours (the lane ends as lost), which is also the answer when a reply was lost and the
-   * lane ended before the read-back knew: the handler is never told "not landed" of a division
-   * that may have landed.
+   * A division or a decline of this lane's split, in this lane's write order: see
+   * lane-division.ts (`writeDivision`) for what each answer means.
    */
   writeDivision(kind: 'divide' | 'decline', build: (held: HeldParts) => NonNullable<LaneWriteArgs['division']>): Promise<DivisionWritten> {
-    const run = async (): Promise<DivisionWritten> => {
-      if (this.endedAs || this.abort.signal.aborted || this.state === 'ended') return 'lost';
-      await this.settleUnknown(kind);
-      const { guards } = this;
-      const write = laneWrite(kind, this.writerState('commit'), {
-        division: build({ record: guards.record, progressRecord: guards.progressRecord, committed: guards.committed }),
-      });
-      const fence = guards.fence;
-      const txn = laneTxn(fence, write);
-      let res;
-      try {
-        // The failure branch reads the fence back: a loss on the residual's keys alone leaves the lane whole.
-        res = await this.ctx.store.txn({ ...txn, failure: readBackTxn(this.ctx.prefix, this.id).success });
-      } catch (e) {
-        if (!isRetryable(e)) return 'not-landed'; // refused before it applied: nothing written
-        guards.unknown = write;
-        return this.divisionReadBack(write);
-      }
-      if (res.won) {
-        this.apply(write, res);
-        return 'landed';
-      }
-      const [split, progress, lease] = res.reads;
-      const whole = split?.modRevision === fence.splitRevision && (progress?.modRevision ?? 0) === fence.progressRevision && lease?.lease === fence.sessionLease;
-      if (whole) return 'not-landed';
-      this.end('lost', `${kind === 'divide' ? 'division' : 'decline'} lost the fenced swap`);
-      return 'lost';
+    const lane: DivisionLane = {
+      id: this.id,
+      store: this.ctx.store,
+      prefix: this.ctx.prefix,
+      clock: this.ctx.clock,
+      random: this.ctx.random ?? Math.random,
+      guards: this.guards,
+      readBackRetry: TERMINAL_RETRY,
+      closed: () => this.endedAs !== undefined,
+      ended: () => this.endedAs !== undefined || this.abort.signal.aborted || this.state === 'ended',
+      settleUnknown: (what) => this.settleUnknown(what),
+      writerState: () => this.writerState('commit'),
+      apply: (w, res) => this.apply(w, res),
+      lose: (reason) => this.end('lost', reason),
     };
+    const run = () => writeDivision(lane, kind, build);
     const p = this.chain.then(run, run);
     this.chain = p.catch(() => undefined);
     return p;
-  }
-
-  /** A division whose reply was lost: read back until it is known to have landed or not, or the lane ends. */
-  private async divisionReadBack(write: LaneWrite): Promise<DivisionWritten> {
-    for (let attempt = 0; !this.endedAs; attempt++) {
-      try {
-        const settled = await this.guards.readBack();
-        if (!settled.won) {
-          this.end('lost', 'division lost the fenced swap');
-          return 'lost';
-        }
-        this.apply(write, settled);
-        return 'landed';
-      } catch {
-        if (this.guards.unknown === undefined) return 'not-landed'; // read back: it did not land
-        const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
-        await new Promise<void>((resolve) => this.ctx.clock.setTimer(delay, resolve));
-      }
-    }
-    return 'lost';
   }
 
   /** What `laneWrite` needs of this lane for a write of `kind`. */
