@@ -64,6 +64,12 @@ export class Session {
       await session.createPresence(stopping);
     } catch (e) {
       await store.revokeLease(leaseId).catch(() => undefined);
+      // Our fresh lease expired before the presence key was written (the process or the store
+      // stalled past the lease; found by the step nemesis): a new session may well open, so the
+      // start-up and rejoin loops retry it rather than failing the process.
+      if (isSplitfleetError(e, 'LEASE_LOST')) {
+        throw new SplitfleetError('LEASE_LOST', `the new session's lease expired before its presence key was written: ${e.message}`, { retryable: true, cause: e });
+      }
       throw e;
     }
     session.schedule();

@@ -8,7 +8,8 @@
  *   events are held; on resume all of it runs in due order, as a stopped
  *   process finds its world moved on when it wakes. A request already on its
  *   way (sent before the pause, or by a continuation already running) still
- *   reaches the store;
+ *   reaches the store, unless the member was paused *at* that request
+ *   (`holdAtCall`): then it is sent on resume, after the world moved on;
  * - CRASHED (SIGKILL): its timers never fire again, nothing it asks of the
  *   store is executed or answered, its watches stop; it writes nothing, does
  *   not release or revoke, and its leases expire on their own;
@@ -99,6 +100,12 @@ export interface FaultStoreOptions {
   world?: Clock;
   /** Called before each request is sent, with what it is (`get`, `txn put k, …`): a hook to crash or pause mid-call. */
   onCall?: (what: string) => void;
+  /**
+   * Called after `onCall`: true holds this request itself, unsent, until the member resumes (a
+   * member paused *at* this call, between deciding and writing). Without it, a request made while
+   * paused is sent at once, as a request already on its way would be.
+   */
+  holdAtCall?: (what: string) => boolean;
   /** Rewrites each transaction before it is sent (a mutant of the code under test). */
   mutate?: (txn: Txn) => Txn;
   /** Called when a request made a revision (MemoryStore applies a request synchronously: at most one). */
@@ -208,6 +215,7 @@ export class FaultStore extends BaseStore {
     };
     const back = rtt - Math.floor(rtt / 2);
     const reply = (fn: () => void) => (back === 0 ? this.answer(fn) : this.world.setTimer(back, () => this.answer(fn)));
+    const hold = this.options.holdAtCall?.(what) === true && this.paused;
     return new Promise<T>((resolve, reject) => {
       const go = () =>
         send().then(
@@ -218,8 +226,10 @@ export class FaultStore extends BaseStore {
           (e) => reply(() => reject(e)),
         );
       // In flight on the world's clock: a request sent before a crash or pause still arrives.
-      if (rtt === 0) go();
-      else this.world.setTimer(Math.floor(rtt / 2), go);
+      const launch = () => (rtt === 0 ? go() : void this.world.setTimer(Math.floor(rtt / 2), go));
+      // Held at the call: sent on resume (in order with held answers), never once crashed.
+      if (hold) this.held.push(launch);
+      else launch();
     });
   }
 

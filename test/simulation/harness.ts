@@ -47,6 +47,8 @@ export class SimProcess {
   error: unknown;
   readonly clock: FaultClock;
   readonly store: FaultStore;
+  /** Whether to hold the request just made, unsent, with a pause that begins at it (Fleet.trapAt). */
+  atCall: ((what: string) => boolean) | undefined;
 
   constructor(
     readonly instance: string,
@@ -61,6 +63,7 @@ export class SimProcess {
     this.store = new FaultStore(inner, this.clock, {
       world: shared,
       onCall: (what) => onCall(this, what),
+      holdAtCall: (what) => this.atCall?.(what) ?? false,
       ...(mutate ? { mutate } : {}),
       onWrite: (revision, what) => auditor.attribute(revision, this.id, what),
       onLease: (id) => auditor.noteLease(id, this.id),
@@ -153,6 +156,8 @@ export class Fleet {
   /** Terms ended as deposed while the store's leader key still named them (a view judged too early: defect 26). */
   readonly falseDepositions: string[] = [];
   private readonly callsSinceFlush = new Map<SimProcess, number>();
+  /** Consulted at each store call of every process: true pauses it *at* that call (step-trap.ts). */
+  atCall: ((p: SimProcess, what: string) => boolean) | undefined;
   private agenda: AgendaItem[] = [];
   private seq = 0;
   private runs = new Map<string, number>();
@@ -172,6 +177,7 @@ export class Fleet {
     const run = (this.runs.get(instance) ?? 0) + 1;
     this.runs.set(instance, run);
     const p = new SimProcess(instance, run, this.clock, this.store, this.auditor, (q, what) => this.guard(q, what), this.options.mutate);
+    p.atCall = (what) => this.atCall?.(p, what) ?? false;
     this.auditor.noteProc(p.id, instance, this.options.maxInFlight(instance));
     this.procs.push(p);
     this.note(`start ${p.id}`);

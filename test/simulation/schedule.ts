@@ -21,7 +21,7 @@
 import fc from 'fast-check';
 import { prng } from '../../src/prng.js';
 import type { Violation, AuditStats } from './auditor.js';
-import { Fleet, type DrainBehaviour, type FleetSplit } from './harness.js';
+import { Fleet, type DrainBehaviour, type FleetSplit, type SimProcess } from './harness.js';
 import { HOSTILE_KINDS, HostileWriter, MUTATIONS, PACKED_HOSTILE_KINDS, type HostileKind, type Mutation } from './hostile.js';
 import { inject, MAX_FLEET, restartable, type Injector } from './inject.js';
 import { DIVIDE_MUTANTS, MUTANTS, PACKED_MUTANTS } from './mutants.js';
@@ -245,7 +245,11 @@ export function report(s: Schedule, r: RunResult): string {
 }
 
 /** What a run may add: a trace, an engine, a look at the fleet before it closes, a broken coordinator (mutants.ts). */
-export type RunOptions = { trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string };
+export type RunOptions = {
+  trace?: boolean; engine?: 'reference' | 'wasm'; inspect?: (fleet: Fleet) => void; mutant?: string;
+  /** Given the fleet, what to do at each store call of a process (step-trap.ts): true pauses it at that call. */
+  atCall?: (fleet: Fleet) => (p: SimProcess, what: string) => boolean;
+};
 
 /** Plays one schedule on a fresh fleet. */
 export async function runSchedule(s: Schedule, options: RunOptions = {}): Promise<RunResult> {
@@ -306,6 +310,7 @@ async function playSchedule(s: Schedule, options: RunOptions): Promise<RunResult
   const splits = splitsOf(s);
   const leaseMs = s.leaseSeconds * 1000;
   const fleet = fleetFor(s, splits, options);
+  if (options.atCall) fleet.atCall = options.atCall(fleet);
   const hostile = new HostileWriter(fleet.store, fleet.prefix, (rev) => fleet.auditor.external(rev));
   let nextId = 0;
   const newInstance = () => `w${nextId++}`;
