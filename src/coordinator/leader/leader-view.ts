@@ -301,6 +301,11 @@ export class LeaderView {
   }
 
   /** Residuals of divided splits whose spec this view has seen (decision 0063). */
+  get residuals(): ReadonlySet<string> {
+    return this.records.residuals;
+  }
+
+  /** Residuals of divided splits whose spec this view has seen (decision 0063). */
   get residualCount(): number {
     return this.records.residuals.size;
   }

@@ -30,6 +30,7 @@ import { assignKey } from '../../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../protocol/records.js';
 import { operatorHold, type OperatorHold } from '../../protocol/control.js';
 import { assignmentBudget, decisionInputs, publicationPlan } from '../../protocol/publication.js';
+import { residualPlacement } from '../../protocol/residual-placement.js';
 import type { ReservedWindowState } from '../../protocol/reserved.js';
 import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../../protocol/txns.js';
 import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store } from '../../store/store.js';
@@ -123,6 +124,7 @@ export function prepareDecision(
   for (const id of previousIds) if (!d.previous.has(id)) pool.setPrevious(id, null);
   previousIds.clear();
   for (const [id, instance] of d.previous) if (pool.setPrevious(id, instance)) previousIds.add(id);
+  for (const [id, instance] of residualHints(view, d.previous, d.members)) if (pool.setPrevious(id, instance)) previousIds.add(id);
   const hidden: [string, string][] = [];
   for (const [id, owner] of d.hidden) if (pool.setLeaseOwner(id, null)) hidden.push([id, owner]);
   // A split waiting out its backoff is withheld like a reserved one, but kept in no record (`reserved` below).
@@ -136,6 +138,23 @@ export function prepareDecision(
       for (const [id, owner] of hidden) if (view.leases.get(id)?.rec.owner === owner) pool.setLeaseOwner(id, owner);
     },
   };
+}
+
+/**
+ * Residuals nobody holds or is named for, offered to members with a lane no split is named for
+ * (protocol/residual-placement.ts); `members` are this decision's (live, not evacuated).
+ */
+function residualHints(view: LeaderView, previous: ReadonlyMap<string, string>, members: readonly { id: string }[]): Map<string, string> {
+  if (view.residuals.size === 0 || members.length === 0) return new Map();
+  const fresh: { id: string; weight: number }[] = [];
+  for (const id of view.residuals) {
+    if (previous.has(id) || view.leases.has(id) || view.statusOf(id) !== 'runnable') continue;
+    fresh.push({ id, weight: view.weightOf(id) ?? 0 });
+  }
+  if (fresh.length === 0) return new Map();
+  const lanes = new Map([...view.workers.values()].map((w) => [w.rec.instance, w.rec.maxInFlight] as const));
+  const placement = members.map((m) => ({ id: m.id, lanes: lanes.get(m.id) ?? 0, named: view.assigns.get(m.id)?.rec.splits.length ?? 0 }));
+  return residualPlacement(fresh, placement);
 }
 
 /** The view as the pure rules read it (plain maps; the columns stay in the pool). */
