@@ -63,6 +63,7 @@ export type { Clock } from './clock.js';
 
 // Stores (EtcdStore: splitfleet/etcd).
 export { MemoryStore } from './store/memory.js';
+export { BaseStore } from './store/base.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export { cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
 export { InstrumentedStore, instrumentStore } from './store/instrumented.js';

@@ -15,7 +15,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, op, type Compare, type Op, type Store, type WatchEvent } from '../../src/store/store.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { sleep } from '../support/wait.js';
-import { storeContract } from './store-contract.js';
+import { storeContract } from '../../src/store/contract.js';
 
 let etcd: EtcdHandle;
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { WatchEvent } from '../../src/store/store.js';
-import { memoryContractFixture, storeContract } from './store-contract.js';
+import { memoryContractFixture, storeContract } from '../../src/store/contract.js';
 
 /** Lets queued microtasks and timers run. */
 const settle = () => new Promise<void>((r) => setImmediate(r));

@@ -6,7 +6,7 @@
  * Before: the leader named the ghost member splits that never ran (the job
  * never finished), and a split whose lease key was put by hand was never
  * claimed again. MemoryStore on a VirtualClock; the contract suite holds
- * etcd to the same lease reporting (test/contract/store-contract.ts).
+ * etcd to the same lease reporting (src/store/contract.ts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';

@@ -29,7 +29,7 @@ export const LAYERS: readonly { rank: number; modules: readonly string[]; job: s
   { rank: 2, modules: ['protocol/', 'assignment/', 'store/'], job: 'the pure core (protocol, assignment); the store backends (base, memory, etcd, instrumented)' },
   { rank: 3, modules: ['coordinator/', 'operator/', 'inspect/'], job: 'what drives the core: the coordinator (one process of a fleet), operator actions, the inspector and dashboard' },
   { rank: 4, modules: ['metrics-server.ts', 'divisible-range.ts', 'dashboard/'], job: 'the opt-in metrics and health endpoint over a coordinator; the handler\'s helper for dividing a range of units; the dashboard (job list, job pages, actions) over the inspector and the operator actions' },
-  { rank: 5, modules: ['index.ts', 'etcd.ts', 'http.ts', 'engine.ts', 'testing/'], job: 'the public surface: the entry points splitfleet, splitfleet/etcd, splitfleet/http, splitfleet/engine, splitfleet/testing' },
+  { rank: 5, modules: ['index.ts', 'etcd.ts', 'http.ts', 'engine.ts', 'testing/', 'store-contract.ts'], job: 'the public surface: the entry points splitfleet, splitfleet/etcd, splitfleet/http, splitfleet/engine, splitfleet/testing, splitfleet/store-contract' },
   { rank: 6, modules: ['demo/'], job: 'the demo: a tool over the public surface and the internals it drives' },
   { rank: 7, modules: ['cli/'], job: 'the command line' },
 ];
@@ -50,6 +50,8 @@ export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   hono: ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   '@hono/node-server': ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   'prom-client': ['coordinator/metrics.ts'],
+  // The store contract suite, exported as splitfleet/store-contract (vitest: an optional peer of that entry).
+  vitest: ['store/contract.ts', 'store/contract-fixture.ts'],
   // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
   piscina: ['assignment/pool.ts', 'assignment/thread.ts', 'coordinator/sandbox/sandbox.ts'],
   WebAssembly: ['assignment/wasm.ts'],

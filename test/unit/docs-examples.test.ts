@@ -1,8 +1,8 @@
 /**
  * The docs' code examples stay true to the package (issue 50, item 6): every ```js block of the
- * README and docs/ parses as an ES module (`node --check`), and every name it imports from
- * 'splitfleet', 'splitfleet/etcd', 'splitfleet/http', 'splitfleet/engine' or 'splitfleet/testing'
- * is exported by that entry point of the build (`dist/`, which `npm run build` makes).
+ * README and docs/ parses as an ES module (`node --check`), and every name it imports from an
+ * entry point of package.json's `exports` ('splitfleet', 'splitfleet/etcd', …) is exported by that
+ * entry point of the build (`dist/`, which `npm run build` makes).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,10 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const ENTRY: Record<string, string> = {
-  splitfleet: 'dist/src/index.js', 'splitfleet/etcd': 'dist/src/etcd.js', 'splitfleet/http': 'dist/src/http.js',
-  'splitfleet/engine': 'dist/src/engine.js', 'splitfleet/testing': 'dist/src/testing/index.js',
-};
+/** Each entry point of package.json's `exports` (its `default` file), so that a new entry is checked without a change here. */
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, string | { default?: string }> };
+const ENTRY: Record<string, string> = Object.fromEntries(
+  Object.entries(pkg.exports).flatMap(([key, target]) =>
+    typeof target === 'object' && target.default !== undefined ? [[`splitfleet${key.slice(1)}`, target.default.replace(/^\.\//, '')]] : []),
+);
 const docs = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const blocks = docs.flatMap((file) => [...readFileSync(join(root, file), 'utf8').matchAll(/```js\n([\s\S]*?)```/g)].map((m, i) => ({ file, i, code: m[1]! })));
 const dir = mkdtempSync(join(tmpdir(), 'splitfleet-docs-'));

@@ -45,6 +45,6 @@ describe('the package', () => {
     expect(pkg.repository.url).toMatch(/^git\+https:\/\/github\.com\//);
     expect(pkg.homepage).toMatch(/^https:\/\//);
     expect(pkg.keywords).toEqual(expect.arrayContaining(['etcd']));
-    expect(Object.keys(pkg.exports).sort()).toEqual(['.', './engine', './etcd', './http', './package.json', './testing']);
+    expect(Object.keys(pkg.exports).sort()).toEqual(['.', './engine', './etcd', './http', './package.json', './store-contract', './testing']);
   });
 });

@@ -15,7 +15,7 @@ import { SplitfleetError } from '../../../src/errors.js';
 import { InstrumentedStore, instrumentStore, type StoreCall } from '../../../src/store/instrumented.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { cmp, op, type KeyValue, type Store, type WatchEvent, type WatchHandle, type WatchOptions } from '../../../src/store/store.js';
-import { memoryContractFixture, storeContract } from '../../contract/store-contract.js';
+import { memoryContractFixture, storeContract } from '../../../src/store/contract.js';
 
 const settle = () => new Promise<void>((r) => setImmediate(r));
 

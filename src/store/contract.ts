@@ -1,6 +1,9 @@
 /**
  * THE behavioural suite of the store contract, run on every backend
- * (memory.test.ts, etcd.test.ts). A new backend passes this suite or it is
+ * (test/contract/memory.test.ts, etcd.test.ts), and exported as
+ * `splitfleet/store-contract` so that a backend written outside this
+ * repository is held to it too (a vitest suite: vitest is an optional peer
+ * dependency of that entry alone). A new backend passes this suite or it is
  * not a store. Each test works under its own key prefix and asserts things a
  * wrong backend would get wrong: races, stale revisions, atomicity, expiry,
  * ordering, pagination, limits. Time is abstracted by the fixture (a virtual
@@ -8,22 +11,35 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cmp, exactKey, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from '../../src/store/store.js';
-import { waitUntil } from '../support/wait.js';
-import { expectCode, type ContractFixture } from './fixture.js';
+import { cmp, exactKey, isCompactedError, op, type KeyValue, type Store, type WatchEvent } from './store.js';
+import { expectCode, type ContractFixture } from './contract-fixture.js';
 
 // The suite's importers find the fixtures here too.
-export { memoryContractFixture, type ContractFixture } from './fixture.js';
+export { expectCode, memoryContractFixture, type ContractFixture } from './contract-fixture.js';
 
 let prefixCounter = 0;
 const MiB = 1024 * 1024;
 
-/** Polls until `check` holds; the deadline only turns a hang into a readable failure. */
-const waitFor = (what: string, check: () => boolean | Promise<boolean>) => waitUntil(what, check, { timeoutMs: 8_000 });
+/** Polls until `check` holds; the deadline only turns a hang into a readable failure (no timing is asserted). */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 8_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after 8000 ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
 
-/** Runs the contract against the store made by `setup`, fresh for each test. */
+/**
+ * Runs the contract against the store made by `setup`, fresh for each test.
+ *
+ * Why one function: it is one vitest `describe` whose tests share the fixture, the store and the
+ * key prefix its `beforeEach` makes; each `it` is a statement of the contract read on its own.
+ */
 export function storeContract(name: string, setup: () => Promise<ContractFixture>): void {
-  describe(`store contract: ${name}`, () => {
+  describe(
+    `store contract: ${name}`,
+    // Why one function: the tests of one describe share its fixture, store and prefix (above).
+    () => {
     let f: ContractFixture;
     let store: Store;
     let p: string;
@@ -397,5 +413,6 @@ export function storeContract(name: string, setup: () => Promise<ContractFixture
       await expectCode(store.put(`${p}x`, '2'), 'CLOSED');
       await expect(store.watch(p, { onEvent: () => undefined }).ready).rejects.toMatchObject({ code: 'CLOSED' });
     });
-  });
+    },
+  );
 }

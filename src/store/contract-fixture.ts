@@ -1,14 +1,14 @@
 /**
- * What the store contract suite (store-contract.ts) is given and uses: the
+ * What the store contract suite (contract.ts) is given and uses: the
  * fixture a backend provides, the MemoryStore fixture (optionally through a
  * decorator, so a decorator is held to the same contract), and the assertion
  * that a call fails with a given SplitfleetError code.
  */
 import { expect } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
-import { isSplitfleetError } from '../../src/errors.js';
-import { MemoryStore } from '../../src/store/memory.js';
-import type { Store } from '../../src/store/store.js';
+import { VirtualClock } from '../clock.js';
+import { isSplitfleetError } from '../errors.js';
+import { MemoryStore } from './memory.js';
+import type { Store } from './store.js';
 
 /** What a backend provides to the suite. */
 export interface ContractFixture {
