@@ -18,8 +18,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { sendsPasswordInClear, type EtcdStoreOptions } from '../etcd.js';
-import { SplitfleetError } from '../index.js';
+import { EtcdStore, sendsPasswordInClear, type EtcdStoreOptions } from '../etcd.js';
+import { SplitfleetError, type Store } from '../index.js';
 
 export interface EtcdCliOptions {
   etcd?: string;
@@ -212,4 +212,12 @@ export function etcdStoreOptions(
     throw new SplitfleetError('INVALID_INPUT', '--password: needs --user');
   }
   return options;
+}
+
+/**
+ * The store a command works on: the one place the CLI opens one (a second backend is wired here,
+ * not in each command; docs/architecture.md, "Where a change goes").
+ */
+export function openStore(o: EtcdCliOptions): Store {
+  return new EtcdStore(etcdStoreOptions(o));
 }

@@ -18,7 +18,6 @@
  * (`readJobRecords`, `jobReport`, `renderReport`).
  */
 import type { Command } from 'commander';
-import { EtcdStore } from '../etcd.js';
 import { serveDashboard } from '../http.js';
 import {
   inJobScope, isSplitfleetError, jobPrefix, jobSpan, MAX_SPLIT_PAGE, printable, printableJson, readFullReport, readJobReport, readSplit,
@@ -26,7 +25,7 @@ import {
   type InspectResult, type JobReport, type Store,
 } from '../index.js';
 import { colorEnabled } from './color.js';
-import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 
 export interface InspectOptions extends EtcdCliOptions {
@@ -114,7 +113,7 @@ export async function inspect(options: InspectOptions): Promise<void> {
   if (port !== undefined) {
     checkNames(options.job ?? 'x', root);
     splitsLimit(options); // refuses --split, --splits, --watch beside --serve
-    const store = new EtcdStore(etcdStoreOptions(options));
+    const store = openStore(options);
     try {
       await serve(store, root, port, options);
     } finally {
@@ -130,7 +129,7 @@ export async function inspect(options: InspectOptions): Promise<void> {
 async function inspectJob(options: InspectOptions & { job: string }, root: string): Promise<void> {
   checkNames(options.job, root);
   const limit = splitsLimit(options);
-  const store = new EtcdStore(etcdStoreOptions(options));
+  const store = openStore(options);
   try {
     if (options.split !== undefined) {
       const { page, split } = await readSplit({ store, root, job: options.job, id: options.split });

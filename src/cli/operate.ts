@@ -6,12 +6,11 @@
  * one line on stderr with exit code 2 (main.ts).
  */
 import type { Command } from 'commander';
-import { EtcdStore } from '../etcd.js';
 import {
   alignColumns, deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
-import { addConnectionOptions, etcdStoreOptions, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 
 interface Common extends EtcdCliOptions {
@@ -28,7 +27,7 @@ function common(command: Command, ok: string, refused = 'no such job'): Command 
 }
 
 async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Promise<T>): Promise<T> {
-  const store = new EtcdStore(etcdStoreOptions(options));
+  const store = openStore(options);
   try {
     return await run(store);
   } finally {
