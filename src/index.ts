@@ -24,6 +24,8 @@ export { submitJob } from './operator/submit.js';
 export type { SubmitJobOptions, SubmittedJob } from './operator/submit.js';
 export { waitForJob } from './operator/wait.js';
 export type { JobResult, WaitForJobOptions } from './operator/wait.js';
+export { MAX_FINAL_PROGRESS_LIMIT, readFinalProgress } from './operator/final-progress.js';
+export type { FinalProgress, FinalProgressPage, ReadFinalProgressOptions } from './operator/final-progress.js';
 export type { DefinitionRecord } from './protocol/definitions.js';
 // Dividing a running split (decision 0063): the helper for ranges of numbered units.
 export { divisibleRange } from './divisible-range.js';

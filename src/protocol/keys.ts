@@ -25,10 +25,13 @@ import { SplitfleetError } from '../errors.js';
 
 /** Every kind of key in a job's prefix. */
 export type KeyKind =
-  | 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign' | 'divide' | 'queue' | 'folded';
+  | 'plan' | 'leader' | 'control' | 'publish' | 'summary' | 'worker' | 'spec' | 'split' | 'progress' | 'lease' | 'assign' | 'divide' | 'queue' | 'folded' | 'result';
 
-/** Which kind of id, if any, follows the kind in a key: a page is `{bucket}.{page}` (the packed queue, decision 0037). */
-export type KeyIdKind = 'none' | 'instance' | 'split' | 'page';
+/**
+ * Which kind of id, if any, follows the kind in a key: a page is `{bucket}.{page}` (the packed
+ * queue, decision 0037), a fold is `{generation}.{seq}` (a fold-back's results, decision 0069).
+ */
+export type KeyIdKind = 'none' | 'instance' | 'split' | 'page' | 'fold';
 
 export interface KeyLayoutRow {
   readonly kind: KeyKind;
@@ -71,6 +74,8 @@ export const KEY_LAYOUT: readonly KeyLayoutRow[] = [
     holds: 'up to 1,024 splits of one bucket, immutable: ids, weights, descriptors, plan generation' },
   { kind: 'folded', pattern: 'folded.{bucket}.{page}', idKind: 'page', lifetime: 'durable', writtenBy: 'leader (CAS, guarded; packed jobs only)',
     holds: 'the splits of that queue page folded back as completed (a bitset)' },
+  { kind: 'result', pattern: 'result.{generation}.{seq}', idKind: 'fold', lifetime: 'durable', writtenBy: 'leader (create-if-absent, in a fold-back; packed jobs only)',
+    holds: 'the final committed progress of the splits one fold-back folded (decision 0069), immutable' },
 ];
 
 const ID_KIND: ReadonlyMap<string, KeyIdKind> = new Map(KEY_LAYOUT.map((r) => [r.kind, r.idKind]));
@@ -250,6 +255,21 @@ export function foldedKey(prefix: string, bucket: number, page: number): string 
   return `${prefix}folded.${checkPage(bucket, page)}`;
 }
 
+/** The largest leader generation or fold sequence number a `result` key names (ten decimal digits). */
+export const MAX_FOLD_NUMBER = 9_999_999_999;
+
+/**
+ * `<prefix>result.{generation}.{seq}`: the final progress of the splits folded by the `seq`-th
+ * fold-back of the leader of `generation` (decision 0069). Unique by construction: a generation
+ * has one leader, which numbers its own fold-backs.
+ */
+export function resultKey(prefix: string, generation: number, seq: number): string {
+  if (!Number.isInteger(generation) || generation < 0 || generation > MAX_FOLD_NUMBER || !Number.isInteger(seq) || seq < 0 || seq > MAX_FOLD_NUMBER) {
+    throw new SplitfleetError('INVALID_INPUT', `result ${generation}.${seq}: generation and seq must be integers 0 ≤ x ≤ ${MAX_FOLD_NUMBER}`);
+  }
+  return `${prefix}result.${generation}.${seq}`;
+}
+
 /** The prefix under which every queue page of one bucket lives (`<prefix>queue.{bucket}.`). */
 export function bucketPrefix(prefix: string, bucket: number): string {
   return `${prefix}queue.${checkPage(bucket, 0).split('.')[0]}.`;
@@ -269,6 +289,7 @@ export type ParsedKey =
   | { kind: 'worker' | 'assign' | 'divide'; id: string }
   | { kind: 'spec' | 'split' | 'progress' | 'lease'; id: string }
   | { kind: 'queue' | 'folded'; bucket: number; page: number }
+  | { kind: 'result'; generation: number; seq: number }
   | { kind: 'unknown' };
 
 /** A canonical decimal below `limit` (no sign, no leading zero), or undefined. */
@@ -295,6 +316,13 @@ export function parseKey(prefix: string, key: string): ParsedKey {
     return dot < 0 ? { kind: kind as 'plan' | 'leader' | 'control' | 'publish' | 'summary' } : { kind: 'unknown' };
   }
   if (dot < 0) return { kind: 'unknown' };
+  if (idKind === 'fold') {
+    const [g, q, more] = rest.slice(dot + 1).split('.');
+    const generation = decimal(g ?? '', MAX_FOLD_NUMBER + 1);
+    const seq = decimal(q ?? '', MAX_FOLD_NUMBER + 1);
+    if (generation === undefined || seq === undefined || more !== undefined) return { kind: 'unknown' };
+    return { kind: 'result', generation, seq };
+  }
   if (idKind === 'page') {
     const [b, p, more] = rest.slice(dot + 1).split('.');
     const bucket = decimal(b ?? '', MAX_BUCKETS);

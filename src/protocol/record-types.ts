@@ -133,11 +133,18 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 export interface DivisionAsk { id: string; epoch: number; seq: number; share: number }
 /** `divide.{instance}`: the divisions the leader asks of that instance's running splits, sorted by id. */
 export interface DivideRecord extends Stamp { instance: string; generation: number; asks: DivisionAsk[] }
+/** One split's final committed progress as a fold-back kept it: its progress record's `progress` (null when it committed none) and `end` when divided. */
+export interface ResultEntry { id: string; progress: Json; end?: Json }
+/**
+ * `result.{generation}.{seq}`: the final committed progress of the splits one fold-back folded
+ * (decision 0069), written in that fold-back's transaction and never rewritten. Ids are unique.
+ */
+export interface ResultRecord extends Stamp { generation: number; seq: number; splits: ResultEntry[] }
 
 /** Each key kind's record type. */
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; divide: DivideRecord; summary: SummaryRecord;
-  queue: QueueRecord; folded: FoldedRecord;
+  queue: QueueRecord; folded: FoldedRecord; result: ResultRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;

@@ -262,6 +262,12 @@ export class Auditor {
             // A packed job's pages and folded bits (decision 0037): the leader's alone; the rest is packed-invariants.ts's.
             guarded(`${kind}.${id}`);
             break;
+          case 'result':
+            // A fold-back's kept results (decision 0069): the leader's, in a fold-back's revision; the rest
+            // (what they hold, never rewritten or deleted) is packed-invariants.ts's.
+            guarded(`${kind}.${id}`);
+            if (!group.some((x) => x.key.startsWith(`${P}folded.`) && x.type === 'put')) fail('fold-back', `${c.key} written outside a fold-back`);
+            break;
           case 'assign':
             guarded(`assign.${id}`);
             break;

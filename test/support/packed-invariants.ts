@@ -14,6 +14,11 @@
  * - fold-back: a bit newly set names a split of its page that was completed,
  *   unleased and named by no assignment record, and the same revision deletes
  *   its `split`, `spec` and `progress` ('fold-*');
+ * - the fold-back's results record (decision 0069) is created in that same
+ *   revision, once, never rewritten or deleted, and holds exactly the splits
+ *   newly folded, each with the `progress` (and `end`) its deleted progress
+ *   record held, null when it had none ('fold-results-*'); no other
+ *   revision writes one;
  * - a folded bit is never cleared, a folded record never deleted
  *   ('folded-bit-cleared');
  * - `split`, `spec` and `progress` keys are deleted only by a fold-back of
@@ -32,7 +37,7 @@
  * guard a range against new keys; nor is it needed: a claim needs the split
  * record a fold-back deletes.
  *
- * On a `keys` job it only reports a queue or folded record ('packed-record-in-keys-job');
+ * On a `keys` job it only reports a queue, folded or result record ('packed-record-in-keys-job');
  * the suites' own rules (no split record ever deleted) stand there.
  *
  * Records are read as recorded (HistoryEvent.rec, lenient JSON), never through
@@ -112,11 +117,13 @@ export class PackedChecker implements InvariantChecker {
   private readonly leases = new Set<string>();
   private readonly assigns = new Map<string, string[]>();
   private readonly completions = new Map<string, number>();
+  /** Results records written (decision 0069), by key, with their revision. */
+  private readonly results = new Map<string, number>();
 
   revision({ rev, events: group }: Revision): void {
     for (const e of group) if (e.kind === 'plan' && e.type === 'put' && e.rec) this.notePlan(e.rec, rev);
     if (this.layout === 'keys') {
-      for (const e of group) if (e.kind === 'queue' || e.kind === 'folded') this.problem('packed-record-in-keys-job', '', [rev], `${e.key} written in a job of the keys layout`);
+      for (const e of group) if (e.kind === 'queue' || e.kind === 'folded' || e.kind === 'result') this.problem('packed-record-in-keys-job', '', [rev], `${e.key} written in a job of the keys layout`);
       this.apply(group);
       return;
     }
@@ -130,6 +137,7 @@ export class PackedChecker implements InvariantChecker {
       if (e.type === 'put') for (const id of this.foldPut(e, rev, group)) newlyFolded.add(id);
       else this.problem('folded-bit-cleared', '', [rev], `${e.key} deleted`);
     }
+    this.checkResults(rev, group, newlyFolded);
     const ids = new Set<string>();
     for (const e of group) {
       if ((e.kind !== 'split' && e.kind !== 'spec' && e.kind !== 'progress') || e.id === undefined) continue;
@@ -242,6 +250,44 @@ export class PackedChecker implements InvariantChecker {
     const kept = (['split', 'spec', 'progress'] as const).filter((k) => this.keyed(k).has(id) && !group.some(isDelete(k, id)));
     if (kept.length > 0) this.problem('fold-kept-keys', id, [rev], `split ${id} folded back but ${kept.map((k) => `${k}.${id}`).join(', ')} not deleted in the same revision`);
     this.folds.set(id, { rev, split: s, progress: this.progress.get(id) });
+  }
+
+  /**
+   * The results records of revision `rev` (decision 0069): only beside a fold-back that folds splits,
+   * one per such revision, created once, naming exactly the splits it folds with the progress their
+   * deleted records held. A fold-back that only writes back forgotten bits (decision 0061) folds none.
+   */
+  private checkResults(rev: number, group: readonly HistoryEvent[], newlyFolded: ReadonlySet<string>): void {
+    const puts = group.filter((e) => e.kind === 'result');
+    for (const e of puts) {
+      if (e.type === 'delete') this.problem('fold-results-deleted', '', [rev], `${e.key} deleted`);
+      else if (this.results.has(e.key)) this.problem('fold-results-rewritten', '', [this.results.get(e.key)!, rev], `${e.key} written again`);
+      else this.results.set(e.key, rev);
+    }
+    const written = puts.filter((e) => e.type === 'put');
+    if (newlyFolded.size === 0) {
+      for (const e of written) this.problem('fold-results-outside-fold', '', [rev], `${e.key} written by a revision that folds no split`);
+      return;
+    }
+    if (written.length !== 1) {
+      this.problem('fold-results-missing', [...newlyFolded][0] ?? '', [rev], `a fold-back of ${newlyFolded.size} splits wrote ${written.length} results records (one expected)`);
+      return;
+    }
+    const entries: Rec[] = Array.isArray(written[0]!.rec?.splits) ? written[0]!.rec!.splits : [];
+    const named = new Map(entries.map((x) => [String(x?.id), x]));
+    if (named.size !== entries.length) this.problem('fold-results-mismatch', '', [rev], `${written[0]!.key} names a split twice`);
+    for (const id of newlyFolded) {
+      const entry = named.get(id);
+      if (!entry) {
+        this.problem('fold-results-mismatch', id, [rev], `split ${id} folded back, but ${written[0]!.key} has no entry for it`);
+        continue;
+      }
+      const kept = this.progress.get(id);
+      if (!same(entry.progress, kept?.progress ?? null) || !same(entry.end, kept?.end)) {
+        this.problem('fold-results-mismatch', id, [rev], `${written[0]!.key} keeps ${JSON.stringify({ progress: entry.progress, end: entry.end })} for ${id}; its deleted progress record held ${JSON.stringify({ progress: kept?.progress ?? null, end: kept?.end })}`);
+      }
+    }
+    for (const id of named.keys()) if (!newlyFolded.has(id)) this.problem('fold-results-mismatch', id, [rev], `${written[0]!.key} has an entry for ${id}, which this revision does not fold`);
   }
 
   /** Split `id`'s split and spec writes at `rev`: a creation is a promotion; a completion is counted. */

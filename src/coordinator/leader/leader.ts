@@ -147,7 +147,8 @@ export class Leader {
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
     this.packedQueue = new PackedQueue({
-      store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading, log: ctx.log,
+      store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading,
+      generation: () => this.term?.generation, log: ctx.log,
     });
   }
 

@@ -18,12 +18,19 @@
  *   this leader's is in flight or unseen by its view (one decided before a
  *   completion may name the split); one fold-back is in flight at a time
  *   (two on one page would race on its folded record).
+ * - A fold-back keeps what it deletes (decision 0069): each folded split's
+ *   final progress, read just before and compared at that revision, goes
+ *   into the fold-back's `result.{generation}.{seq}` record in the same
+ *   transaction. A split whose progress cannot be read, or is too large for
+ *   a fold-back, is not folded: it keeps its keys.
  */
 import { SplitfleetError } from '../../errors.js';
-import { foldedKey, queueKey } from '../../protocol/keys.js';
+import { cutFoldBatch, resultEntry } from '../../protocol/fold-results.js';
+import { foldedKey, progressKey, queueKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
-import { FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
-import { decodeRecord, type QueueRecord } from '../../protocol/records.js';
+import { FOLD_FIXED_OPS, FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, promoteTxn, type FoldedSplit, type FoldedWrite, type PromotedSplit } from '../../protocol/packed-txns.js';
+import { decodeRecord, type QueueRecord, type ResultEntry } from '../../protocol/records.js';
+import { op } from '../../store/store.js';
 import type { Json } from '../../protocol/record-types.js';
 import type { Compare, Store } from '../../store/store.js';
 import type { Logger } from '../log.js';
@@ -65,12 +72,21 @@ function cachedPage(rec: QueueRecord): CachedPage {
   return { generation: rec.generation, weights: Float64Array.from(rec.weights), descriptors };
 }
 
+/** A split a fold-back may take: its id, its place in its page, its record's revision as the view holds it. */
+interface FoldCandidate {
+  readonly id: string;
+  readonly location: number;
+  readonly revision: number;
+}
+
 export interface PackedQueueContext {
   store: Store;
   prefix: string;
   fp: string;
   /** The leadership guard of the current term. */
   guard: () => Compare;
+  /** The current term's generation (undefined: not leading): a fold-back's results record is named by it. */
+  generation: () => number | undefined;
   leading: () => boolean;
   log: Logger;
 }
@@ -94,6 +110,8 @@ export class PackedQueue {
   private folding: Promise<void> | undefined;
   /** The one fold-back transaction in flight, if any: what a promotion waits for (not the whole run of batches). */
   private foldTxn: Promise<unknown> | undefined;
+  /** The generation the fold-backs are numbered under, and the next number: `result.{generation}.{seq}` is unique. */
+  private resultsOf = { generation: -1, seq: 0 };
 
   constructor(private readonly ctx: PackedQueueContext) {}
 
@@ -236,25 +254,35 @@ export class PackedQueue {
     for (;;) {
       // Leading, and no publication of ours unseen or in flight (one may name a split completed since its decision).
       if (!this.ctx.leading() || !settled()) return;
-      const batch = this.foldCandidates(view);
-      if (batch.length === 0) return;
+      const candidates = this.foldCandidates(view);
+      if (candidates.length === 0) return;
+      const batch = await this.withResults(view, candidates);
+      if (batch === undefined) return;
+      if (batch.length === 0) continue; // every candidate was left with its keys: the next ones
+      if (!this.ctx.leading() || !settled()) return;
+      const generation = this.ctx.generation();
+      if (generation === undefined) return;
+      if (this.resultsOf.generation !== generation) this.resultsOf = { generation, seq: 0 };
+      const seq = this.resultsOf.seq++;
       const packed = view.packed!;
       const byPage = new Map<number, { ids: string[]; slots: number[] }>();
       const splits: FoldedSplit[] = [];
-      for (const { id, location, revision } of batch) {
+      const entries: ResultEntry[] = [];
+      for (const { id, location, revision, progressRevision, entry } of batch) {
         const where = packed.describe(location);
         let p = byPage.get(where.pageIndex);
         if (!p) byPage.set(where.pageIndex, (p = { ids: [], slots: [] }));
         p.ids.push(id);
         p.slots.push(where.slot);
-        splits.push({ id, splitRevision: revision });
+        splits.push({ id, splitRevision: revision, progressRevision });
+        entries.push(entry);
       }
       const writes: (FoldedWrite & { ids: string[] })[] = [...byPage].map(([pageIndex, p]) => {
         const { bucket, page } = packed.describe(PackedPages.location(pageIndex, 0));
         const folded = packed.foldedOf(pageIndex);
         return { bucket, page, pageIndex, modRevision: folded.modRevision, bits: folded.bits.with(p.slots), ids: p.ids };
       });
-      const sent = this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), writes, splits));
+      const sent = this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), writes, splits, { generation, seq, entries }));
       this.foldTxn = sent;
       let res;
       try {
@@ -269,11 +297,42 @@ export class PackedQueue {
     }
   }
 
-  /** Completed splits with a record, no live lease and no assignment naming them: the next fold-back's batch. */
-  private foldCandidates(view: LeaderView): { id: string; location: number; revision: number }[] {
+  /**
+   * The candidates' final progress (decision 0069), read in one request, and the part of them one
+   * fold-back can carry. A split whose progress record cannot be read, or whose progress cannot fit
+   * a fold-back, leaves the candidates for this term and keeps its keys (its record still says it
+   * is completed, and readers find its progress there). Undefined when leadership went meanwhile.
+   */
+  private async withResults(view: LeaderView, candidates: readonly FoldCandidate[]): Promise<(FoldCandidate & { progressRevision: number; entry: ResultEntry })[] | undefined> {
+    const { store, prefix, fp } = this.ctx;
+    const read = await store.txn({ compares: [], success: candidates.map((c) => op.get(progressKey(prefix, c.id))) });
+    if (!this.ctx.leading()) return undefined;
     const packed = view.packed!;
-    const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - 1) / FOLD_OPS_PER_SPLIT));
-    const out: { id: string; location: number; revision: number }[] = [];
+    const withEntries: (FoldCandidate & { progressRevision: number; entry: ResultEntry })[] = [];
+    for (const [i, c] of candidates.entries()) {
+      const kv = read.reads[i];
+      const progress = kv === undefined ? undefined : readable(() => decodeRecord('progress', kv.key, kv.value, fp));
+      if (kv !== undefined && progress === undefined) {
+        packed.foldable.delete(c.id);
+        this.ctx.log.warn({ split: c.id, key: kv.key }, 'a completed split\'s progress record cannot be read; it keeps its keys instead of being folded back');
+        continue;
+      }
+      withEntries.push({ ...c, progressRevision: kv?.modRevision ?? 0, entry: resultEntry(c.id, progress) });
+    }
+    const cut = cutFoldBatch(prefix, withEntries.map((c) => c.entry), store.limits.maxRequestBytes);
+    for (const id of cut.tooLarge) {
+      packed.foldable.delete(id);
+      this.ctx.log.warn({ split: id }, 'a completed split\'s final progress is too large for a fold-back; it keeps its keys instead of being folded back');
+    }
+    const tooLarge = new Set(cut.tooLarge);
+    return withEntries.slice(0, cut.take).filter((c) => !tooLarge.has(c.id));
+  }
+
+  /** Completed splits with a record, no live lease and no assignment naming them: the next fold-back's batch. */
+  private foldCandidates(view: LeaderView): FoldCandidate[] {
+    const packed = view.packed!;
+    const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - FOLD_FIXED_OPS) / FOLD_OPS_PER_SPLIT));
+    const out: FoldCandidate[] = [];
     for (const id of packed.foldable) {
       if (out.length >= limit) break;
       const revision = packed.keyed.get(id);

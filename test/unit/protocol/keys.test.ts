@@ -28,7 +28,7 @@ describe('key layout', () => {
     expect(kindPrefix(prefix, 'progress')).toBe('splitfleet/job-1/progress.');
     expect(KEY_LAYOUT.map((r) => r.pattern)).toEqual([
       'plan', 'leader', 'publish', 'control', 'summary', 'worker.{instance}', 'spec.{id}', 'split.{id}', 'progress.{id}', 'lease.{id}', 'assign.{instance}',
-      'divide.{instance}', 'queue.{bucket}.{page}', 'folded.{bucket}.{page}',
+      'divide.{instance}', 'queue.{bucket}.{page}', 'folded.{bucket}.{page}', 'result.{generation}.{seq}',
     ]);
   });
 

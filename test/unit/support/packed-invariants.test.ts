@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../../src/protocol/packed.js';
 import { replayHistory, revisionsOf } from '../../support/history-replay.js';
 import { packedChecker, type PackedChecker } from '../../support/packed-invariants.js';
-import { FP, History, P } from '../../support/hand-history.js';
+import { FP, History, P, type HandKind } from '../../support/hand-history.js';
 
 const plan = (over: Record<string, unknown> = {}) => ({ v: 2, fp: FP, generation: 1, final: true, planned: 2, layout: 'packed', buckets: 1, ...over });
 const page = (ids: string[], bucket = 0, n = 0) => ({
@@ -29,6 +29,12 @@ const spec = (id: string, descriptor: unknown = { units: 1, id }) => ({ v: 1, fp
 const split = (id: string, epoch: number, owner: string, status = 'runnable') => ({ v: 1, fp: FP, id, epoch, status, owner, attempts: 0 });
 const lease = (id: string, owner: string, epoch: number) => ({ v: 1, fp: FP, id, owner, nonce: owner, epoch });
 const assign = (instance: string, splits: string[]) => ({ v: 1, fp: FP, instance, generation: 1, splits });
+let seqs = 0;
+/** A fold-back's results record (decision 0069): each of `ids` with `progress` (what run() commits: 1). */
+const kept = (ids: string[], progress: unknown = 1): [HandKind, string, Record<string, unknown>] => {
+  const seq = seqs++;
+  return ['result', `1.${seq}`, { v: 1, fp: FP, generation: 1, seq, splits: ids.map((id) => ({ id, progress })) }];
+};
 
 /** Promotes, assigns, claims and completes split `id` (slot in page 0.0). */
 function run(h: History, id: string): void {
@@ -47,7 +53,7 @@ function clean(): History {
   h.write(['plan', '', plan()]);
   run(h, 'a');
   h.write(['assign', 'w', assign('w', [])]);
-  h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete']);
+  h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete'], kept(['a']));
   run(h, 'b');
   return h;
 }
@@ -111,7 +117,7 @@ describe('the packed queue checker', () => {
     leased.write(['queue', '0.0', page(['a', 'b'])]);
     leased.write(['spec', 'a', spec('a')], ['split', 'a', split('a', 0, '')]);
     leased.write(['split', 'a', split('a', 1, 'w')], ['lease', 'a', lease('a', 'w', 1)]);
-    leased.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete']);
+    leased.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], kept(['a'], null));
     expect(rules(leased)).toEqual(['fold-not-completed', 'fold-leased']);
   });
 
@@ -120,7 +126,7 @@ describe('the packed queue checker', () => {
     h.write(['plan', '', plan()]);
     h.write(['queue', '0.0', page(['a', 'b'])]);
     run(h, 'a');
-    h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['progress', 'a', 'delete']);
+    h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['progress', 'a', 'delete'], kept(['a']));
     expect(rules(h)).toEqual(['fold-assigned', 'fold-kept-keys']);
   });
 
@@ -170,18 +176,18 @@ describe('the packed queue checker', () => {
       h.write(['queue', '0.0', page([x], 0)], ['queue', '1.0', page([y], 1)]);
       run(h, x);
       h.write(['assign', 'w', assign('w', [])]);
-      h.write(['folded', '0.0', foldedAt(0, 0)], ['split', x, 'delete'], ['spec', x, 'delete'], ['progress', x, 'delete']);
+      h.write(['folded', '0.0', foldedAt(0, 0)], ['split', x, 'delete'], ['spec', x, 'delete'], ['progress', x, 'delete'], kept([x]));
       return h;
     };
     expect(check(xFolded()).endProblems()).toMatchObject([{ rule: 'split-lost', split: y }]);
     // Slot 0 of page 1.0 is y (queued), not x (folded back from page 0.0).
     const early = xFolded();
-    early.write(['folded', '1.0', foldedAt(1, 0)]);
+    early.write(['folded', '1.0', foldedAt(1, 0)], kept([y], null));
     expect(check(early).problems).toMatchObject([{ rule: 'fold-not-completed', split: y }]);
     const h = xFolded();
     run(h, y);
     h.write(['assign', 'w', assign('w', [])]);
-    h.write(['folded', '1.0', foldedAt(1, 0)], ['split', y, 'delete'], ['spec', y, 'delete'], ['progress', y, 'delete']);
+    h.write(['folded', '1.0', foldedAt(1, 0)], ['split', y, 'delete'], ['spec', y, 'delete'], ['progress', y, 'delete'], kept([y]));
     const c = check(h);
     expect([...c.problems, ...c.endProblems()]).toEqual([]);
     expect(c.folds.get(x)?.rev).toBeLessThan(c.folds.get(y)!.rev);
@@ -196,7 +202,7 @@ describe('the packed queue checker', () => {
       run(h, 'a');
       if (cleared) h.write(['assign', 'w', assign('w', [])]);
       const external = hostile === undefined ? -1 : h.write(...hostile);
-      h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete']);
+      h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete'], kept(['a']));
       const c = packedChecker();
       for (const r of revisionsOf(h.events)) if (r.rev === external) c.external(r); else c.revision(r);
       return c.problems.map((p) => p.rule);
@@ -219,5 +225,35 @@ describe('the packed queue checker', () => {
     expect(rules(h, true)).toEqual([]);
     h.write(['folded', '0.0', folded(0)]);
     expect(rules(h)).toEqual(['packed-record-in-keys-job']);
+    h.write(kept(['a']));
+    expect(rules(h)).toEqual(['packed-record-in-keys-job', 'packed-record-in-keys-job']);
+  });
+
+  it('the results a fold-back keeps (decision 0069): missing, wrong, of another split, outside a fold-back, written twice, deleted', () => {
+    /** `a` run and unassigned in page [a, b], then folded back with `results` beside the fold-back's writes. */
+    const foldA = (...results: [HandKind, string, Record<string, unknown> | 'delete'][]) => {
+      const h = new History();
+      h.write(['plan', '', plan()]);
+      h.write(['queue', '0.0', page(['a', 'b'])]);
+      run(h, 'a');
+      h.write(['assign', 'w', assign('w', [])]);
+      h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete'], ...results);
+      return h;
+    };
+    expect(rules(foldA(kept(['a'])))).toEqual([]);
+    expect(rules(foldA())).toEqual(['fold-results-missing']);
+    expect(rules(foldA(kept(['a']), kept(['a'])))).toEqual(['fold-results-missing']);
+    expect(rules(foldA(kept(['a'], 2)))).toEqual(['fold-results-mismatch']);
+    expect(rules(foldA(kept(['a', 'b'])))).toEqual(['fold-results-mismatch']);
+    expect(rules(foldA(['result', '1.99', { v: 1, fp: FP, generation: 1, seq: 99, splits: [{ id: 'a', progress: 1, end: 5 }] }]))).toEqual(['fold-results-mismatch']);
+    const outside = clean();
+    outside.write(kept(['b']));
+    expect(rules(outside)).toEqual(['fold-results-outside-fold']);
+    const twice = foldA(['result', '1.500', { v: 1, fp: FP, generation: 1, seq: 500, splits: [{ id: 'a', progress: 1 }] }]);
+    twice.write(['result', '1.500', { v: 1, fp: FP, generation: 1, seq: 500, splits: [{ id: 'a', progress: 1 }] }]);
+    expect(rules(twice)).toEqual(['fold-results-rewritten', 'fold-results-outside-fold']);
+    const deleted = foldA(['result', '1.501', { v: 1, fp: FP, generation: 1, seq: 501, splits: [{ id: 'a', progress: 1 }] }]);
+    deleted.write(['result', '1.501', 'delete']);
+    expect(rules(deleted)).toEqual(['fold-results-deleted']);
   });
 });

@@ -1,0 +1,132 @@
+/**
+ * readFinalProgress (issue 50, item 3; decision 0069) on MemoryStore with the real coordinator: a
+ * `keys` job and a packed job run to their verdict, then every split's final progress is read back
+ * page by page. In the packed job the fold-back has deleted the folded splits' `progress.{id}`
+ * keys; their progress comes back from the fold-backs' `result.*` records. A split whose progress
+ * is too large for a fold-back keeps its keys and is read from them; a result record broken by
+ * hand is reported, not skipped.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { silentLogger, type Logger } from '../../src/coordinator/log.js';
+import type { SplitHandle } from '../../src/coordinator/types.js';
+import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
+import { readFinalProgress, type FinalProgress } from '../../src/operator/final-progress.js';
+import { MAX_RECORD_BYTES } from '../../src/protocol/record-bounds.js';
+import { MemoryStore } from '../../src/store/memory.js';
+
+const open: Coordinator[] = [];
+afterEach(async () => {
+  for (const c of open.splice(0)) await c.close().catch(() => undefined);
+});
+
+const knobs = { logger: silentLogger, leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(4, '0')}`);
+/** What split `id` ends with: a value of its own, so a mixed-up entry shows. */
+const finalOf = (id: string) => ({ rows: Number(id.slice(2)) * 3, id });
+
+async function runJob(store: MemoryStore, job: string, layout: 'keys' | 'packed', n: number, handler?: (s: SplitHandle) => Promise<void>, logger: Logger = silentLogger): Promise<void> {
+  const planner = () => ({ final: true, splits: ids(n).map((id) => ({ id, weight: 1 })) });
+  const run = handler ?? (async (s: SplitHandle) => {
+    await s.commit({ rows: 1, id: s.id });
+    await s.complete(finalOf(s.id));
+  });
+  const fleet: Coordinator[] = [];
+  for (let i = 0; i < 3; i++) {
+    const c = await startCoordinator({ store, job, instance: `w-${i}`, maxInFlight: 4, planner, handler: run, layout, ...knobs, logger });
+    open.push(c);
+    fleet.push(c);
+  }
+  expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete', 'complete']);
+}
+
+/** Every page of the job's final progress, `limit` at a time; the items in read order, and the page count. */
+async function readAll(store: MemoryStore, job: string, limit: number): Promise<{ items: FinalProgress[]; pages: number; unreadable: string[] }> {
+  const items: FinalProgress[] = [];
+  const unreadable: string[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  for (;;) {
+    const page = await readFinalProgress({ store, job, limit, ...(after !== undefined ? { after } : {}) });
+    pages++;
+    expect(page.items.length + page.unreadable.length).toBeLessThanOrEqual(limit);
+    items.push(...page.items);
+    unreadable.push(...page.unreadable.map((u) => u.key));
+    if (page.next === undefined) return { items, pages, unreadable };
+    after = page.next;
+    expect(pages).toBeLessThan(10_000);
+  }
+}
+
+/** The job's keys, counted by kind. */
+async function kinds(store: MemoryStore, job: string): Promise<Map<string, number>> {
+  const prefix = jobPrefix('splitfleet', job);
+  const out = new Map<string, number>();
+  for (const kv of (await store.listAll(prefix)).kvs) {
+    const k = parseKey(prefix, kv.key).kind;
+    out.set(k, (out.get(k) ?? 0) + 1);
+  }
+  return out;
+}
+
+describe('readFinalProgress', () => {
+  it('reads every split of a finished keys job, page by page, in id order', async () => {
+    const store = new MemoryStore();
+    await runJob(store, 'k', 'keys', 120);
+    const { items, pages } = await readAll(store, 'k', 7);
+    expect(pages).toBeGreaterThanOrEqual(Math.ceil(120 / 7));
+    expect(items.map((i) => i.id)).toEqual(ids(120));
+    for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: finalOf(i.id) });
+  });
+
+  it('reads every split of a finished packed job after the fold-back deleted their progress keys', async () => {
+    const store = new MemoryStore();
+    await runJob(store, 'p', 'packed', 300);
+    const before = await kinds(store, 'p');
+    // The fold-back has run: folded splits' progress keys are gone, their results kept.
+    expect(before.get('result') ?? 0).toBeGreaterThan(0);
+    expect(before.get('progress') ?? 0).toBeLessThan(300);
+    for (const limit of [1, 13, 10_000]) {
+      const { items, pages } = await readAll(store, 'p', limit);
+      expect(pages).toBeGreaterThanOrEqual(Math.ceil(300 / limit));
+      expect(items.map((i) => i.id).sort()).toEqual(ids(300));
+      for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: finalOf(i.id) });
+    }
+    // Read-only: nothing changed.
+    expect(await kinds(store, 'p')).toEqual(before);
+  });
+
+  it('a split whose final progress is too large for a fold-back keeps its keys and is read from them', async () => {
+    const store = new MemoryStore();
+    // Close to a record's limit: its completion fits one request, a fold-back carrying it as well does not.
+    const big = 'x'.repeat(MAX_RECORD_BYTES - 1_550);
+    const warned: unknown[] = [];
+    const logger: Logger = { ...silentLogger, warn: (obj: unknown, msg?: string) => { if (msg?.includes('too large for a fold-back')) warned.push(obj); } };
+    await runJob(store, 'big', 'packed', 20, async (s) => {
+      // The big one at once and the others slowly, so the leader is still there to try to fold it.
+      if (s.id !== 's-0007') await new Promise((r) => setTimeout(r, 100));
+      await s.complete(s.id === 's-0007' ? { big } : finalOf(s.id));
+    }, logger);
+    expect(warned).toEqual([{ split: 's-0007' }]);
+    const prefix = jobPrefix('splitfleet', 'big');
+    expect(await store.get(`${prefix}progress.s-0007`)).toBeDefined();
+    expect(await store.get(`${prefix}split.s-0007`)).toBeDefined();
+    const { items } = await readAll(store, 'big', 5);
+    expect(items.map((i) => i.id).sort()).toEqual(ids(20));
+    expect(items.find((i) => i.id === 's-0007')).toEqual({ id: 's-0007', status: 'completed', progress: { big } });
+  });
+
+  it('reports a result record broken by hand, and refuses a cursor or limit it did not make', async () => {
+    const store = new MemoryStore();
+    await runJob(store, 'broken', 'packed', 40);
+    const prefix = jobPrefix('splitfleet', 'broken');
+    await store.put(`${prefix}result.999.0`, '{"not":"a result"}');
+    const { items, unreadable } = await readAll(store, 'broken', 6);
+    expect(unreadable).toEqual([`${prefix}result.999.0`]);
+    expect(new Set(items.map((i) => i.id)).size).toBe(items.length);
+    await expect(readFinalProgress({ store, job: 'broken', after: 'nope!' })).rejects.toThrow(/after: must be a non-empty cursor string/);
+    await expect(readFinalProgress({ store, job: 'broken', after: Buffer.from('["x"]').toString('base64url') })).rejects.toThrow(/after: is not a cursor this reader wrote/);
+    await expect(readFinalProgress({ store, job: 'broken', limit: 0 })).rejects.toThrow(/limit: must be an integer 1 ≤ limit ≤ 10000/);
+    await expect(readFinalProgress({ store, job: 'nothing-here' })).rejects.toThrow(/no job "nothing-here"/);
+  });
+});
