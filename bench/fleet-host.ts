@@ -216,21 +216,14 @@ async function main(): Promise<void> {
   let refills: number[] = [];
   let firstHeld = false;
 
-  /** A giant's work, `commitEveryMs` at a time through divisibleRange, committing each step (the lane accounting is handlerFor's). */
-  const divisibleWork = async (h: SplitHandle): Promise<void> => {
-    const range = divisibleRange(h);
+  /**
+   * Runs one handler's work, counted: a lost lease ends it quietly; any other error (a store failure
+   * of one of our writes) is counted and rethrown, so the split is released without consuming an
+   * attempt; the lane is given back either way.
+   */
+  const counted = async (work: () => Promise<void>): Promise<void> => {
     try {
-      for (let run; (run = await range.next(cfg.commitEveryMs)); ) {
-        if (h.drainSignal.aborted || h.signal.aborted) {
-          if (!h.signal.aborted) await range.commit();
-          return;
-        }
-        await sleep(run.to - run.from, [h.signal]);
-        await range.commit();
-        totals.commits++;
-      }
-      await range.complete();
-      totals.completions++;
+      await work();
     } catch (e) {
       if (isSplitfleetError(e, 'LEASE_LOST')) {
         totals.lost++;
@@ -241,6 +234,22 @@ async function main(): Promise<void> {
     } finally {
       account(-1);
     }
+  };
+
+  /** A giant's work, `commitEveryMs` at a time through divisibleRange, committing each step. */
+  const divisibleWork = async (h: SplitHandle): Promise<void> => {
+    const range = divisibleRange(h);
+    for (let run; (run = await range.next(cfg.commitEveryMs)); ) {
+      if (h.drainSignal.aborted || h.signal.aborted) {
+        if (!h.signal.aborted) await range.commit();
+        return;
+      }
+      await sleep(run.to - run.from, [h.signal]);
+      await range.commit();
+      totals.commits++;
+    }
+    await range.complete();
+    totals.completions++;
   };
 
   const handlerFor = (m: Member) => async (h: SplitHandle): Promise<void> => {
@@ -263,47 +272,40 @@ async function main(): Promise<void> {
     const freed = m.pending.shift();
     if (freed !== undefined) refills.push(startedAt - freed);
     // A giant or one of its residuals (descriptor { from, to } in ms of work): divisible (decision 0063).
-    if (h.descriptor !== null && typeof h.descriptor === 'object' && 'to' in h.descriptor) return divisibleWork(h);
+    if (h.descriptor !== null && typeof h.descriptor === 'object' && 'to' in h.descriptor) return counted(() => divisibleWork(h));
+    return counted(() => timedWork(m, h));
+  };
+
+  /** An ordinary split's work: about handlerMs of it, committed every commitEveryMs, resumed from its progress. */
+  const timedWork = async (m: Member, h: SplitHandle): Promise<void> => {
     const total = Math.round(cfg.handlerMs * (0.8 + 0.4 * unit(h.id, cfg.seed + 1)));
     const progress = h.progress as { doneMs?: unknown } | null;
     let done = typeof progress?.doneMs === 'number' ? progress.doneMs : 0;
     const signals = [h.signal, h.drainSignal];
-    try {
-      while (done < total) {
-        if (h.signal.aborted) {
-          totals.aborts++;
-          return;
-        }
-        if (h.drainSignal.aborted) {
-          // Cooperative drain: commit what was done, return (the split is released with it).
-          await h.commit({ doneMs: done });
-          totals.commits++;
-          totals.drains++;
-          return;
-        }
-        const t0 = performance.now();
-        await sleep(Math.min(cfg.commitEveryMs, total - done), signals);
-        done = Math.min(total, done + Math.round(performance.now() - t0));
-        if (h.signal.aborted) continue;
-        if (done < total) {
-          await h.commit({ doneMs: done });
-          totals.commits++;
-        }
-      }
-      await h.complete({ doneMs: done });
-      totals.completions++;
-      m.pending.push(Date.now());
-    } catch (e) {
-      if (isSplitfleetError(e, 'LEASE_LOST')) {
-        totals.lost++;
+    while (done < total) {
+      if (h.signal.aborted) {
+        totals.aborts++;
         return;
       }
-      totals.errors++;
-      // A store failure of one of our writes: rethrown, it releases without consuming an attempt.
-      throw e;
-    } finally {
-      account(-1);
+      if (h.drainSignal.aborted) {
+        // Cooperative drain: commit what was done, return (the split is released with it).
+        await h.commit({ doneMs: done });
+        totals.commits++;
+        totals.drains++;
+        return;
+      }
+      const t0 = performance.now();
+      await sleep(Math.min(cfg.commitEveryMs, total - done), signals);
+      done = Math.min(total, done + Math.round(performance.now() - t0));
+      if (h.signal.aborted) continue;
+      if (done < total) {
+        await h.commit({ doneMs: done });
+        totals.commits++;
+      }
     }
+    await h.complete({ doneMs: done });
+    totals.completions++;
+    m.pending.push(Date.now());
   };
 
   // ---- members ------------------------------------------------------------------

@@ -483,14 +483,17 @@ async function runFleet(o: Options, p: RunParams): Promise<Figures> {
       clearInterval(progressTimer);
     }
     const t1 = Date.now();
+    // The steady window ends here, before --until-done's wait: its figures (lanes busy, rates) are
+    // per second of [t0, t1] (marked after the wait, busy lane-seconds of the tail were divided by
+    // the window alone: utilisation over 100 %).
+    for (const c of procs) c.mark('end');
+    etcdSeries.push(await sampleEtcd('steady-end'));
     // --until-done: the job to its verdict, and the tail after the queue emptied (the giants' divisions at work).
     let tail: { queueEmptyAt: number; verdictAt: number; verdict: string } | undefined;
     if (o.untilDone) {
       await until('the verdict', () => plan?.verdict !== undefined, deadline, procs, () => `queue empty at ${queueEmptyAt ?? 'not yet'}; residuals ${residuals}`);
       tail = { queueEmptyAt: queueEmptyAt ?? plan!.at, verdictAt: plan!.at, verdict: plan!.verdict! };
     }
-    for (const c of procs) c.mark('end');
-    etcdSeries.push(await sampleEtcd('steady-end'));
     await until('every process to report the steady window', () => procs.every((c) => c.phase('steady')), Math.min(deadline, Date.now() + 60_000), procs);
     const windowS = (t1 - t0) / 1000;
 
