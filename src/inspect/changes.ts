@@ -2,8 +2,10 @@
  * What happens in a job, as events an operator can read, diffed from each
  * change of one record (its value before and after): members joining and
  * leaving, leader changes, splits moving from one assignee to another,
- * revocations starting and ending, claims by a new holder, quarantines and
- * the verdict. The dashboard (`splitfleet inspect --serve`) feeds it every
+ * revocations starting and ending, claims by a new holder, failures,
+ * quarantines, pauses and resumes, and the verdict. The kinds the leader's
+ * history also keeps (protocol/job-history.ts) are spelled as it spells them,
+ * so a line told both ways is one line (event-log.ts). The dashboard (`splitfleet inspect --serve`) feeds it every
  * watched change, so a revocation shorter than a refresh is still seen.
  *
  * Invariants:
@@ -19,7 +21,7 @@
  *   the dashboard started did not "happen".
  */
 import type {
-  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitRecord, WorkerRecord,
+  AssignRecord, ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitRecord, WorkerRecord,
 } from '../protocol/records.js';
 import { isResidualId, parentOf } from '../protocol/residual-ids.js';
 import { printableDeep } from './printable.js';
@@ -35,6 +37,10 @@ export type ChangeEvent =
   | { kind: 'revocation-end'; split: string; holder: string; outcome: 'handed-over' | 'released' | 'kept'; next: string | null }
   | { kind: 'claim'; split: string; holder: string; previous: string }
   | { kind: 'quarantine'; split: string; attempts: number; reason: string | null }
+  /** A failure report: the split waits out its backoff (`attempts` consumed so far). */
+  | { kind: 'failed'; split: string; attempts: number; reason: string | null }
+  | { kind: 'paused' }
+  | { kind: 'resumed' }
   /** A residual appeared (decision 0063): a running split was divided; `parent` null when its id does not say. */
   | { kind: 'divided'; residual: string; parent: string | null }
   | { kind: 'verdict'; verdict: 'complete' | 'stalled' };
@@ -43,6 +49,7 @@ export type ChangeEvent =
 export type RecordChange =
   | { kind: 'plan'; before?: PlanRecord; after?: PlanRecord }
   | { kind: 'leader'; before?: LeaderRecord; after?: LeaderRecord }
+  | { kind: 'control'; before?: ControlRecord; after?: ControlRecord }
   | { kind: 'worker'; id: string; before?: WorkerRecord; after?: WorkerRecord }
   | { kind: 'assign'; id: string; before?: AssignRecord; after?: AssignRecord }
   | { kind: 'lease'; id: string; before?: LeaseRecord; after?: LeaseRecord }
@@ -87,6 +94,11 @@ export class ChangeTracker {
         if (!a || (a.instance === c.before?.instance && a.generation === c.before.generation)) return [];
         return [{ kind: 'leader', instance: a.instance, generation: a.generation, previous: c.before?.instance ?? null }];
       }
+      case 'control': {
+        const was = c.before?.paused ?? false;
+        const is = c.after?.paused ?? false;
+        return was === is ? [] : [{ kind: is ? 'paused' : 'resumed' }];
+      }
       case 'worker':
         if (c.after && !c.before) return [{ kind: 'join', instance: c.id, lanes: c.after.maxInFlight }];
         if (!c.after && c.before) return [{ kind: 'leave', instance: c.id }];
@@ -103,6 +115,10 @@ export class ChangeTracker {
           this.holder.delete(c.id);
         }
         if (a && !c.before && isResidualId(c.id)) return [{ kind: 'divided', residual: c.id, parent: parentOf(c.id) ?? null }];
+        // A failure report sets the backoff; a claim or a retry clears it (the leader's history reads it so too).
+        if (c.before && a?.status === 'runnable' && a.notBefore !== undefined && c.before.notBefore === undefined) {
+          return [{ kind: 'failed', split: c.id, attempts: a.attempts, reason: a.reason ?? null }];
+        }
         if (a?.status !== 'quarantined' || c.before?.status === 'quarantined') return [];
         return [{ kind: 'quarantine', split: c.id, attempts: a.attempts, reason: a.reason ?? null }];
       }
@@ -174,6 +190,9 @@ export function describeChange(event: ChangeEvent): string {
     case 'claim': return `${e.split} claimed by ${e.holder} (held by ${e.previous} before)`;
     case 'divided': return e.parent === null ? `${e.residual} divided from a running split` : `${e.parent} divided: ${e.residual} takes the rest`;
     case 'quarantine': return `${e.split} quarantined after ${e.attempts} attempts${e.reason !== null ? `: ${e.reason}` : ''}`;
+    case 'failed': return `${e.split} failed (attempt ${e.attempts})${e.reason !== null ? `: ${e.reason}` : ''}; retried after its backoff`;
+    case 'paused': return 'paused by an operator (no new claims)';
+    case 'resumed': return 'resumed by an operator';
     case 'verdict': return `verdict: ${e.verdict}`;
   }
 }

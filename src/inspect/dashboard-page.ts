@@ -68,7 +68,7 @@ td.loadcell { width: 38%; }
 .log .t { color: var(--dim); font-variant-numeric: tabular-nums; white-space: nowrap; }
 .log .k { min-width: 92px; font-size: 11px; text-transform: uppercase; letter-spacing: .04em; padding-top: 2px; }
 .k-move { color: var(--magenta); } .k-revocation-start, .k-revocation-end { color: var(--yellow); } .k-join { color: var(--green); }
-.k-leave, .k-quarantine { color: var(--red); } .k-leader { color: var(--cyan); } .k-claim { color: var(--blue); } .k-verdict { color: var(--fg); }
+.k-leave, .k-quarantine, .k-failed { color: var(--red); } .k-paused, .k-resumed { color: var(--yellow); } .k-leader { color: var(--cyan); } .k-claim { color: var(--blue); } .k-verdict { color: var(--fg); }
 .empty { color: var(--dim); font-style: italic; }
 .reason { color: #f3a09e; }
 .big { font-size: 22px; font-weight: 600; }
@@ -247,10 +247,10 @@ function renderLists(r) {
 function renderLog(events) {
   const list = $('log');
   if (events.length === 0) {
-    list.replaceChildren(el('li', { class: 'empty', text: 'nothing has happened since the dashboard started following this job' }));
+    list.replaceChildren(el('li', { class: 'empty', text: 'nothing yet: no event in the history the leader keeps, and none since the dashboard started following this job' }));
     return;
   }
-  list.replaceChildren(...events.slice().reverse().map((e) => el('li', { 'data-kind': e.kind, 'data-seq': e.seq },
+  list.replaceChildren(...events.slice().reverse().map((e) => el('li', { 'data-kind': e.kind, 'data-seq': e.seq, 'data-told': e.told || 'watch' },
     el('span', { class: 't', text: clock(e.at) }), el('span', { class: 'k k-' + e.kind, text: e.kind.replace('-', ' ') }),
     el('span', { class: 'text', text: e.text }))));
 }

@@ -12,8 +12,12 @@ import type { SummaryReport } from './summary-read.js';
 export type DashboardEvent = ChangeEvent & {
   /** Increasing from 1: lets a client tell new lines from seen ones. */
   seq: number;
-  /** Milliseconds since the epoch, when the dashboard saw it. */
+  /** Milliseconds since the epoch: when the dashboard saw it, or (told by the leader's history) when the leader did. */
   at: number;
+  /** The store revision of the change it reports: the log's order (event-log.ts). */
+  rev: number;
+  /** Who told it: the dashboard's own watch, or the leader's history, read from the summary (decision 0070). */
+  told: 'watch' | 'history';
   text: string;
 };
 

@@ -12,6 +12,10 @@
  *   it is known, so a dashboard may start before its job.
  * - A watch that stops (compaction, etcd away) is re-snapshotted after a
  *   pause; the event log and the diff state survive it.
+ * - The event log opens on the leader's history (the summary's `history`,
+ *   decision 0070), read with the first keys and again from every summary
+ *   the watch or the poll brings, and goes on with what the watch tells;
+ *   an event told both ways is one line (event-log.ts).
  * - The first view comes from the leader's summary when it speaks for the job
  *   (summary-read.ts, decision 0040): `start` resolves once it is read, and
  *   the snapshot of every record, which a large job takes long to list, follows
@@ -24,10 +28,13 @@
 import type { KeyValue, Store, WatchHandle } from '../store/store.js';
 import { jobPrefix, parseKey } from '../protocol/keys.js';
 import { inJobScope, jobSpan } from '../protocol/scope.js';
-import { ChangeTracker, describeChange, type RecordChange } from './changes.js';
-import { slim, summaryDashboardReport, type DashboardEvent, type DashboardView } from './dashboard-view.js';
+import { readHistory } from '../protocol/job-history.js';
+import { decodeSummary } from '../protocol/summary.js';
+import { ChangeTracker, type RecordChange } from './changes.js';
+import { slim, summaryDashboardReport, type DashboardView } from './dashboard-view.js';
+import { EventLog } from './event-log.js';
 import { applyRecord, detectFingerprintHash, emptyJobRecords, jobReport, type JobRecords } from './report.js';
-import { fromSummary, listScope, SUMMARY_ABOVE_SPLITS, SUMMARY_KINDS, type SummaryReport } from './summary-read.js';
+import { fromSummary, listScope, summaryHistory, SUMMARY_ABOVE_SPLITS, SUMMARY_KINDS, type SummaryReport } from './summary-read.js';
 
 
 /**
@@ -99,8 +106,7 @@ export class LiveJob {
   private revision = 0;
   private handle: WatchHandle | undefined;
   private readonly tracker = new ChangeTracker();
-  private readonly events: DashboardEvent[] = [];
-  private seq = 0;
+  private readonly log: EventLog;
   private error: string | null = null;
   private timer: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
@@ -124,6 +130,7 @@ export class LiveJob {
     this.followRecordsUpTo = options.followRecordsUpTo ?? FOLLOW_RECORDS_UP_TO;
     this.summaryPollMs = options.summaryPollMs ?? 2000;
     this.now = options.now ?? Date.now;
+    this.log = new EventLog(this.maxEvents);
     this.current = this.build();
   }
 
@@ -132,6 +139,8 @@ export class LiveJob {
     const { kvs, revision } = await listScope(this.store, this.prefix, SUMMARY_KINDS);
     if (kvs.some((kv) => parseKey(this.prefix, kv.key).kind === 'plan' && planLayout(kv.value) === 'packed')) this.snapshotPageSize = PACKED_SNAPSHOT_PAGE;
     const summary = fromSummary(kvs, { root: this.root, job: this.job, prefix: this.prefix, revision, now: this.now() }).report;
+    // What happened before the dashboard looked: the leader's history, whether or not its counts are trusted.
+    this.log.addHistory(summaryHistory(this.prefix, kvs, this.now()));
     // A small job's snapshot is quick: its first view may as well be the whole one.
     this.summary = summary !== undefined && summary.splits.total > this.summaryAbove ? summary : undefined;
     if (this.summary === undefined) {
@@ -165,6 +174,8 @@ export class LiveJob {
       const { kvs, revision } = await listScope(this.store, this.prefix, SUMMARY_KINDS);
       const answer = fromSummary(kvs, { root: this.root, job: this.job, prefix: this.prefix, revision, now: this.now() });
       if (answer.report !== undefined) this.summary = answer.report;
+      // Following the summary only, its history is the whole event log.
+      this.log.addHistory(summaryHistory(this.prefix, kvs, this.now()));
       this.error = answer.report !== undefined ? null : `the leader's summary cannot be trusted now (${answer.reason}); showing the last one`;
     } catch (e) {
       this.error = `cannot read ${this.prefix}: ${(e as Error).message}; retrying in ${this.summaryPollMs / 1000} s`;
@@ -210,7 +221,7 @@ export class LiveJob {
       onEvent: (e) => {
         if (!inJobScope(this.prefix, e.key)) return;
         this.revision = Math.max(this.revision, e.modRevision);
-        this.apply(e.key, e.type === 'put' ? { key: e.key, value: e.value ?? '', createRevision: e.createRevision ?? 0, modRevision: e.modRevision } : undefined, true);
+        this.apply(e.key, e.type === 'put' ? { key: e.key, value: e.value ?? '', createRevision: e.createRevision ?? 0, modRevision: e.modRevision } : undefined, true, e.modRevision);
         this.dirty();
       },
       onError: (e) => {
@@ -246,8 +257,11 @@ export class LiveJob {
     });
   }
 
-  /** Applies one key's value (undefined: deleted); `narrate`: turn it into events (not while reading a snapshot). */
-  private apply(key: string, kv: KeyValue | undefined, narrate: boolean): void {
+  /**
+   * Applies one key's value (undefined: deleted); `narrate`: turn it into events (not while reading a
+   * snapshot); `rev`: the change's revision (a deletion has no KeyValue to carry it).
+   */
+  private apply(key: string, kv: KeyValue | undefined, narrate: boolean, rev = kv?.modRevision ?? 0): void {
     if (this.fp === undefined) {
       if (kv) this.pending.set(key, kv);
       else this.pending.delete(key);
@@ -256,21 +270,30 @@ export class LiveJob {
       // Now readable: what was held replays in order (news when it came by the watch; a snapshot seeds instead).
       const held = [...this.pending.values()];
       this.pending = new Map();
-      for (const each of held) this.applyKnown(each.key, each.value, narrate);
+      for (const each of held) this.applyKnown(each.key, each.value, narrate, each.modRevision);
       return;
     }
-    this.applyKnown(key, kv?.value, narrate);
+    this.applyKnown(key, kv?.value, narrate, rev);
   }
 
-  private applyKnown(key: string, value: string | undefined, narrate: boolean): void {
+  private applyKnown(key: string, value: string | undefined, narrate: boolean, rev: number): void {
     const before = narrate ? this.recordAt(key) : undefined;
     this.decode(key, value);
+    if (value !== undefined && parseKey(this.prefix, key).kind === 'summary') this.readHistory(key, value);
     if (!before) return;
     // The same kind and id, read again after the change: its `before` is now the record's new value.
     const change = { ...before, after: this.recordAt(key)?.before } as RecordChange;
     const at = this.now();
-    for (const e of this.tracker.change(this.records, change)) this.events.push({ ...e, seq: ++this.seq, at, text: describeChange(e) });
-    if (this.events.length > this.maxEvents) this.events.splice(0, this.events.length - this.maxEvents);
+    for (const e of this.tracker.change(this.records, change)) this.log.addLive(e, rev, at);
+  }
+
+  /** The history a summary carries, into the log (an unreadable summary is a problem line already: `decode`). */
+  private readHistory(key: string, value: string): void {
+    try {
+      this.log.addHistory(readHistory(decodeSummary(key, value, this.fp!).history));
+    } catch {
+      // Shown by decode's problem line.
+    }
   }
 
   /** The record `key` holds now, as a change's `before` (undefined for keys that make no events). */
@@ -280,6 +303,7 @@ export class LiveJob {
     switch (parsed.kind) {
       case 'plan': return { kind: 'plan', before: r.plan };
       case 'leader': return { kind: 'leader', before: r.leader };
+      case 'control': return { kind: 'control', before: r.control };
       case 'worker': return { kind: 'worker', id: parsed.id, before: r.workers.get(parsed.id) };
       case 'assign': return { kind: 'assign', id: parsed.id, before: r.assigns.get(parsed.id) };
       case 'lease': return { kind: 'lease', id: parsed.id, before: r.leases.get(parsed.id) };
@@ -321,7 +345,7 @@ export class LiveJob {
         watch: { live: this.summaryOnly && this.error === null, error: this.error },
         source: { kind: 'summary', generation: s.summary.generation, ageMs: Math.max(0, at - s.summary.writtenAt), followsRecords: !this.summaryOnly },
         report: summaryDashboardReport(s),
-        events: [...this.events],
+        events: this.log.events(),
       };
     }
     const report = jobReport(this.records, {
@@ -335,7 +359,7 @@ export class LiveJob {
       watch: { live: this.error === null && this.handle !== undefined, error: this.error },
       source: { kind: 'records' },
       report: slim(report, this.maxListed),
-      events: [...this.events],
+      events: this.log.events(),
     };
   }
 }

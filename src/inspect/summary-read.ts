@@ -17,6 +17,7 @@
 import { jobPrefix, parseKey, type KeyKind } from '../protocol/keys.js';
 import { decodeRecord, SCHEMA_VERSION, type ControlRecord, type LeaderRecord, type PlanRecord, type SummaryRecord, type WorkerRecord } from '../protocol/records.js';
 import { inJobScope, jobKeyRanges } from '../protocol/scope.js';
+import { appendHistory, historyEntry, readHistory, type HistoryEntry } from '../protocol/job-history.js';
 import { decodeSummary, summaryTrust } from '../protocol/summary.js';
 import type { KeyValue, Store } from '../store/store.js';
 import { detectFingerprintHash, jobReport, planReport, readJobRecords, type JobReport } from './report.js';
@@ -203,4 +204,23 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
       problems: s.problems,
     },
   };
+}
+
+/**
+ * The leader's event history as the job's singletons carry it (decision 0070), trusted or not (a
+ * past event stays true when the summary's counts are stale): the summary's `history`, and the
+ * plan's verdict when the history does not end on it (the fleet may stop before the leader writes
+ * the summary after its verdict; it is dated by the last summary, else `now`). None when nothing
+ * can be read. Pure.
+ */
+export function summaryHistory(prefix: string, kvs: readonly KeyValue[], now: number): HistoryEntry[] {
+  const fp = detectFingerprintHash(prefix, kvs);
+  if (fp === undefined) return [];
+  const s = decodeSingletons(prefix, fp, kvs);
+  const history = readHistory(s.summary?.history);
+  const verdict = s.plan?.verdict;
+  const planKv = kvs.find((kv) => parseKey(prefix, kv.key).kind === 'plan');
+  const told = [...history].reverse().find((e) => e.kind === 'verdict');
+  if (verdict === undefined || planKv === undefined || (told?.kind === 'verdict' && told.verdict === verdict)) return history;
+  return appendHistory(history, [historyEntry({ kind: 'verdict', verdict }, planKv.modRevision, s.summary?.writtenAt ?? now)]);
 }

@@ -207,6 +207,10 @@ export const SCHEMAS = {
     held: int(0), heldWeight: total(), revoking: int(0),
     completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
     members: int(0), lanes: int(0), residuals: int(1).optional(),
+    // Loose per entry: a newer build's kinds and fields pass, and job-history.ts keeps the ones it knows.
+    history: z.array(z.looseObject({ rev: int(0), at: int(0), kind: str() }, {
+      error: (iss) => `must be an object { rev, at, kind, … } (got ${describeStoredValue(iss.input)})`,
+    }), { error: (iss) => `must be an array of events (got ${describeStoredValue(iss.input)})` }).optional(),
   }).check(z.refine((r) => r.revoking <= r.held, { error: 'must be at most held (a revocation in flight is a held split)', path: ['revoking'] })),
   queue: z.looseObject({
     ...stamp, bucket: int(0), page: int(0), generation: int(0), ids: z.array(z.unknown()), weights: z.array(z.unknown()), descriptors: z.array(z.unknown()),
@@ -219,12 +223,4 @@ export const SCHEMAS = {
       error: `must be base64 of at most ${FOLDED_BYTES} bytes`,
     })),
   }),
-  result: z.looseObject({
-    ...stamp, generation: int(0), seq: int(0),
-    splits: z.array(z.looseObject({ id: idStr(), progress: json(), end: json().optional() }), {
-      error: (iss) => `must be an array of { id, progress, end? } (got ${describeStoredValue(iss.input)})`,
-    }).min(1, { error: 'must hold at least one split' }),
-  }).check(z.refine((r) => new Set(r.splits.map((s) => s.id)).size === r.splits.length, {
-    error: 'must name each split once', path: ['splits'],
-  })),
 } satisfies { [K in RecordKind]: z.ZodType };

@@ -116,7 +116,14 @@ export interface SummaryRecord extends Stamp {
   members: number; lanes: number;
   /** Residuals of divided splits the leader knows (decision 0063), counted in the states above; absent when none. */
   residuals?: number;
+  /** The last notable events the leader saw, oldest first (job-history.ts, decision 0070); absent when none, and in older builds' summaries. */
+  history?: StoredHistoryEntry[];
 }
+/**
+ * One entry of a summary's `history` as stored: its revision, when the leader saw it and its kind;
+ * the other fields are the kind's (job-history.ts reads the kinds it knows and skips the others).
+ */
+export interface StoredHistoryEntry { rev: number; at: number; kind: string; [field: string]: Json | undefined }
 /**
  * `queue.{bucket}.{page}`: one immutable page of a packed job's queue (decision 0037): up to
  * PAGE_SPLITS splits of one bucket, as parallel arrays (ids unique, each id's bucket the page's).
@@ -133,18 +140,11 @@ export interface AssignRecord extends Stamp { instance: string; generation: numb
 export interface DivisionAsk { id: string; epoch: number; seq: number; share: number }
 /** `divide.{instance}`: the divisions the leader asks of that instance's running splits, sorted by id. */
 export interface DivideRecord extends Stamp { instance: string; generation: number; asks: DivisionAsk[] }
-/** One split's final committed progress as a fold-back kept it: its progress record's `progress` (null when it committed none) and `end` when divided. */
-export interface ResultEntry { id: string; progress: Json; end?: Json }
-/**
- * `result.{generation}.{seq}`: the final committed progress of the splits one fold-back folded
- * (decision 0069), written in that fold-back's transaction and never rewritten. Ids are unique.
- */
-export interface ResultRecord extends Stamp { generation: number; seq: number; splits: ResultEntry[] }
 
 /** Each key kind's record type. */
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; divide: DivideRecord; summary: SummaryRecord;
-  queue: QueueRecord; folded: FoldedRecord; result: ResultRecord;
+  queue: QueueRecord; folded: FoldedRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;

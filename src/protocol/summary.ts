@@ -6,9 +6,11 @@
  * that writes it, and the rule by which a reader trusts it.
  *
  * Invariants:
- * - Fixed size: counts and summed weights, never ids, so the record stays a
- *   few hundred bytes whatever the job's size (MAX_SUMMARY_BYTES bounds it
- *   both ways).
+ * - Bounded size: counts and summed weights, never lists of ids, so the
+ *   record stays a few hundred bytes whatever the job's size; the one list it
+ *   carries, the recent events (`history`, job-history.ts, decision 0070), is
+ *   bounded by count and bytes to keep it under MAX_SUMMARY_BYTES
+ *   (which bounds it both ways).
  * - The write is guarded by leadership (the leader's guard compare, as its
  *   other writes are): a deposed leader's summary lands nowhere.
  * - A reader trusts a summary only when it was written by the generation the
@@ -19,6 +21,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { op, type Compare, type Txn } from '../store/store.js';
+import { trimHistory, type HistoryEntry } from './job-history.js';
 import { summaryKey, utf8ByteLength } from './keys.js';
 import { decodeRecord, encodeRecord, SCHEMA_VERSION, type LeaderRecord, type PlanRecord, type SummaryRecord } from './records.js';
 
@@ -59,6 +62,8 @@ export interface SummaryFigures {
   readonly lanes: Iterable<number>;
   /** Residuals of divided splits known (decision 0063); counted among the states above. */
   readonly residuals?: number;
+  /** The recent notable events, oldest first (job-history.ts); trimmed to its bounds here. */
+  readonly history?: readonly HistoryEntry[];
 }
 
 const whole = (n: number) => Math.max(0, Math.round(n));
@@ -74,7 +79,9 @@ export function summaryRecord(f: SummaryFigures): SummaryRecord {
   }
   const waiting = { splits: Math.min(whole(f.backoff.splits), whole(f.queued.splits)), weight: Math.min(weight(f.backoff.weight), weight(f.queued.weight)) };
   const draining = whole(f.draining.splits);
-  return {
+  // A copy of each entry: the record must not share objects with the writer's live history.
+  const history = trimHistory(f.history ?? []).map((e) => ({ ...e }));
+  const record: SummaryRecord = {
     v: SCHEMA_VERSION, fp: f.fp, generation: whole(f.generation), writtenAt: whole(f.writtenAt),
     planned: whole(f.plan?.planned ?? 0), final: f.plan?.final ?? false, seeded: whole(f.seeded),
     queued: whole(f.queued.splits) - waiting.splits, queuedWeight: Math.max(0, weight(f.queued.weight) - waiting.weight),
@@ -84,7 +91,27 @@ export function summaryRecord(f: SummaryFigures): SummaryRecord {
     quarantined: whole(f.quarantined.splits), quarantinedWeight: weight(f.quarantined.weight),
     parked: whole(f.parked), members, lanes,
     ...(whole(f.residuals ?? 0) > 0 ? { residuals: whole(f.residuals ?? 0) } : {}),
+    ...(history.length > 0 ? { history } : {}),
   };
+  return history.length > 0 ? summaryWithinBound(record) : record;
+}
+
+/**
+ * `record` with its oldest history entries dropped until it encodes within MAX_SUMMARY_BYTES: the
+ * history's own bound leaves room for the fixed fields, and this keeps a summary writable whatever
+ * they hold (a summary over the bound would never be written, nor trusted).
+ */
+export function summaryWithinBound(record: SummaryRecord): SummaryRecord {
+  let history = record.history ?? [];
+  for (;;) {
+    const over = utf8ByteLength(encodeRecord('summary', history.length > 0 ? { ...record, history } : { ...record, history: undefined })) - MAX_SUMMARY_BYTES;
+    if (over <= 0 || history.length === 0) break;
+    let drop = 0;
+    for (let freed = 0; drop < history.length && freed < over; drop++) freed += utf8ByteLength(JSON.stringify(history[drop])) + 1;
+    history = history.slice(drop);
+  }
+  const { history: _all, ...rest } = record;
+  return history.length > 0 ? { ...rest, history } : rest;
 }
 
 /** Whether two summaries say the same (their `writtenAt` aside): an unchanged summary is not written again. */

@@ -26,7 +26,7 @@ import type { Logger } from '../log.js';
 export const SUMMARY_INTERVAL_MS = 2000;
 
 /** What of the leader's view the summary reads. */
-export type SummaryView = Pick<LeaderView, 'backlog' | 'notBefore' | 'leases' | 'statusOf' | 'weightOf' | 'workers' | 'plan' | 'specCount' | 'parked' | 'fp' | 'residualCount'>;
+export type SummaryView = Pick<LeaderView, 'backlog' | 'notBefore' | 'leases' | 'statusOf' | 'weightOf' | 'workers' | 'plan' | 'specCount' | 'parked' | 'fp' | 'residualCount' | 'history'>;
 
 /** The summary's figures from the leader's view, at wall time `wallNow`. Pure. */
 export function summaryFigures(view: SummaryView, generation: number, wallNow: number): SummaryFigures {
@@ -44,7 +44,7 @@ export function summaryFigures(view: SummaryView, generation: number, wallNow: n
     fp: view.fp, generation, writtenAt: wallNow, plan: view.plan?.rec, seeded: view.specCount,
     queued: backlog.queued, backoff: { splits: waiting, weight: waitingWeight },
     running: backlog.running, draining: backlog.draining, completed: backlog.completed, quarantined: backlog.quarantined,
-    parked: view.parked.size, lanes, residuals: view.residualCount,
+    parked: view.parked.size, lanes, residuals: view.residualCount, history: view.history,
   };
 }
 

@@ -78,6 +78,8 @@ export class LeaderRecords {
   unknownKeys = 0;
   /** Residuals of divided splits whose spec has been seen (the summary's count; decision 0063). */
   readonly residuals = new Set<string>();
+  /** The stored summary's text, undecoded: a new term reads its event history once (history-tap.ts). */
+  summaryText: string | undefined;
   /** A packed job's pages and folded records (packed-view.ts). */
   readonly pages: PackedView;
   /** The last listing's revision: events of the sparse kinds at or below it are already in the maps. */
@@ -176,6 +178,7 @@ export class LeaderRecords {
     this.own.clear();
     this.pages.clear();
     this.residuals.clear();
+    this.summaryText = undefined;
   }
 
   /** Applies a put of `key`; returns its kind when it changed what a decision sees. */
@@ -203,7 +206,9 @@ export class LeaderRecords {
       case 'publish':
         return undefined; // the leader's own fence: it tracks the revision itself (decision 0015)
       case 'summary':
-        return undefined; // the leader's own summary, for the tools: no decision reads it (decision 0040)
+        // The leader's own summary, for the tools: no decision reads it (decision 0040); a new term continues its history.
+        this.summaryText = value;
+        return undefined;
       case 'control':
         // Unreadable: held paused (fail safe), reported; `splitfleet pause`/`resume` overwrite it.
         this.control = this.readControl(key, value, kv);
@@ -306,8 +311,10 @@ export class LeaderRecords {
       case 'leader':
         this.leader = undefined;
         return 'leader';
-      case 'publish':
       case 'summary':
+        this.summaryText = undefined;
+        return undefined;
+      case 'publish':
       case 'divide':
         return undefined;
       case 'control':

@@ -23,7 +23,7 @@ import type { ColumnarPool } from '../../assignment/codec.js';
 import { wallTime, type Clock } from '../../clock.js';
 import { storeFailure, type SplitfleetError } from '../../errors.js';
 import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
-import type { KeyKind } from '../../protocol/keys.js';
+import { summaryKey, type KeyKind } from '../../protocol/keys.js';
 import { inJobScope, jobKeyRanges } from '../../protocol/scope.js';
 import type {
   ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
@@ -39,6 +39,8 @@ import type { StatusTally } from './split-columns.js';
 import type { PackedPages } from './packed-pages.js';
 import type { FoldedBits } from '../../protocol/packed.js';
 import { nextTurn } from '../../next-turn.js';
+import { appendHistory, historyEntry, type HistoryEntry } from '../../protocol/job-history.js';
+import { notableEvents, noteBefore, seedHistory, type Before } from './history-tap.js';
 
 /** Keys per page of a listing; the view yields to the event loop between pages. */
 export const PAGE_SIZE = 1000;
@@ -72,6 +74,9 @@ export class LeaderView {
   private restartFailures = 0;
   private restartRandom: (() => number) | undefined;
   private closed = false;
+  /** The job's recent notable events (decision 0070): seeded once per term, after its first listing; then from the watch. */
+  private recent: HistoryEntry[] = [];
+  private historySeeded = false;
 
   constructor(
     private readonly store: Store,
@@ -232,6 +237,11 @@ export class LeaderView {
     this.records.floor = revision;
     this.otherRevision = Math.max(this.otherRevision, revision);
     this.saw(revision);
+    if (!this.historySeeded) {
+      // Once a term: a re-listing (a stopped watch) keeps what this term told.
+      this.historySeeded = true;
+      this.recent = seedHistory(summaryKey(this.prefix), this.records.summaryText, this.fp, this.records.leader, wallTime(this.clock));
+    }
     this.follow(revision + 1);
     this.notify({ kinds: new Set(), all: true });
   }
@@ -303,6 +313,11 @@ export class LeaderView {
   /** Residuals of divided splits whose spec this view has seen (decision 0063). */
   get residuals(): ReadonlySet<string> {
     return this.records.residuals;
+  }
+
+  /** The job's recent notable events, oldest first, bounded (protocol/job-history.ts): the summary carries them. */
+  get history(): readonly HistoryEntry[] {
+    return this.recent;
   }
 
   /** Residuals of divided splits whose spec this view has seen (decision 0063). */
@@ -444,7 +459,10 @@ export class LeaderView {
     }
     try {
       // A nested job's key inside the ranges is none of this job's: it only moves the revision.
-      const kind = !inJobScope(this.prefix, e.key) ? undefined : e.type === 'put' ? this.records.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.records.remove(e.key, e.modRevision);
+      const scoped = inJobScope(this.prefix, e.key);
+      const held = scoped && this.historySeeded ? noteBefore(this.records, e.key) : undefined;
+      const kind = !scoped ? undefined : e.type === 'put' ? this.records.put(e.key, e.value ?? '', e.modRevision, e.lease) : this.records.remove(e.key, e.modRevision);
+      if (held !== undefined) this.tell(held, e);
       // A change already known (a backstop listing got there first) still moves the revision the
       // leader waits on before deciding again: say so, or it would wait for a change that came.
       if (kind) this.notify({ kinds: new Set([kind]), all: false });
@@ -452,6 +470,14 @@ export class LeaderView {
     } catch (err) {
       this.fail(storeFailure(err));
     }
+  }
+
+  /** Adds the notable events of one applied change to the history. */
+  private tell(before: Before, e: WatchEvent): void {
+    const events = notableEvents(this.records, before, e.key, e.type === 'put' ? e.value : undefined);
+    if (events.length === 0) return;
+    const at = wallTime(this.clock);
+    this.recent = appendHistory(this.recent, events.map((ev) => historyEntry(ev, e.modRevision, at)));
   }
 
   private saw(revision: number): void {
