@@ -223,4 +223,12 @@ export const SCHEMAS = {
       error: `must be base64 of at most ${FOLDED_BYTES} bytes`,
     })),
   }),
+  result: z.looseObject({
+    ...stamp, generation: int(0), seq: int(0),
+    splits: z.array(z.looseObject({ id: idStr(), progress: json(), end: json().optional() }), {
+      error: (iss) => `must be an array of { id, progress, end? } (got ${describeStoredValue(iss.input)})`,
+    }).min(1, { error: 'must hold at least one split' }),
+  }).check(z.refine((r) => new Set(r.splits.map((s) => s.id)).size === r.splits.length, {
+    error: 'must name each split once', path: ['splits'],
+  })),
 } satisfies { [K in RecordKind]: z.ZodType };

@@ -133,6 +133,13 @@ export interface QueueRecord extends Stamp {
 }
 /** `folded.{bucket}.{page}`: the splits of that page folded back as completed, a bitset (base64, bit i of byte i>>3 = slot i). */
 export interface FoldedRecord extends Stamp { bucket: number; page: number; bits: string }
+/** One split's final committed progress as a fold-back kept it: its progress record's `progress` (null when it committed none) and `end` when divided. */
+export interface ResultEntry { id: string; progress: Json; end?: Json }
+/**
+ * `result.{generation}.{seq}`: the final committed progress of the splits one fold-back folded
+ * (decision 0069), written in that fold-back's transaction and never rewritten. Ids are unique.
+ */
+export interface ResultRecord extends Stamp { generation: number; seq: number; splits: ResultEntry[] }
 /** `splits` is a sorted (JS string order), duplicate-free array of split ids. */
 export interface AssignRecord extends Stamp { instance: string; generation: number; splits: string[] }
 
@@ -145,6 +152,6 @@ export interface DivideRecord extends Stamp { instance: string; generation: numb
 export interface RecordTypes {
   plan: PlanRecord; leader: LeaderRecord; control: ControlRecord; publish: PublishRecord; worker: WorkerRecord; spec: SpecRecord;
   split: SplitRecord; progress: ProgressRecord; lease: LeaseRecord; assign: AssignRecord; divide: DivideRecord; summary: SummaryRecord;
-  queue: QueueRecord; folded: FoldedRecord;
+  queue: QueueRecord; folded: FoldedRecord; result: ResultRecord;
 }
 export type RecordKind = keyof RecordTypes & KeyKind;

@@ -35,12 +35,12 @@ import {
 import { describeStoredValue, FP_SHAPE, isJson, SCHEMAS } from './record-schemas.js';
 import {
   PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION,
-  type Json, type JobLayout, type QueueRecord, type FoldedRecord, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type StoredHistoryEntry, type AssignRecord, type DivideRecord, type DivisionAsk, type RecordTypes, type RecordKind,
+  type Json, type JobLayout, type QueueRecord, type FoldedRecord, type ResultRecord, type ResultEntry, type SplitStatus, type JobVerdictRecord, type PlanRecord, type LeaderRecord, type PublishRecord, type Evacuation, type ControlRecord, type WorkerRecord, type SpecRecord, type SplitRecord, type ProgressRecord, type LeaseRecord, type SummaryRecord, type StoredHistoryEntry, type AssignRecord, type DivideRecord, type DivisionAsk, type RecordTypes, type RecordKind,
 } from './record-types.js';
 
 // The types' home is record-types.ts; the codec re-exports them, so a caller of encode/decode needs one import.
 export { PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION };
-export type { Json, JobLayout, QueueRecord, FoldedRecord, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, StoredHistoryEntry, AssignRecord, DivideRecord, DivisionAsk, RecordTypes, RecordKind };
+export type { Json, JobLayout, QueueRecord, FoldedRecord, ResultRecord, ResultEntry, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, StoredHistoryEntry, AssignRecord, DivideRecord, DivisionAsk, RecordTypes, RecordKind };
 
 /**
  * The short, stable hash of a fingerprint that every record carries:
@@ -55,11 +55,13 @@ export function fingerprintHash(fingerprint: string): string {
 /** Which field of a record must equal the id in its key. */
 const KEY_ID_FIELD: { [K in RecordKind]: 'id' | 'instance' | undefined } = {
   plan: undefined, leader: undefined, control: undefined, publish: undefined, worker: 'instance', spec: 'id', split: 'id', progress: 'id', lease: 'id', assign: 'instance', divide: 'instance',
-  summary: undefined, queue: undefined, folded: undefined,
+  summary: undefined, queue: undefined, folded: undefined, result: undefined,
 };
 
 /** Kinds whose key names a page (`{bucket}.{page}`), checked against the record's `bucket` and `page`. */
 const PAGE_KINDS: ReadonlySet<string> = new Set(['queue', 'folded']);
+/** Kinds whose key names a fold (`{generation}.{seq}`), checked against the record's `generation` and `seq`. */
+const FOLD_KINDS: ReadonlySet<string> = new Set(['result']);
 
 function describeIssues(error: z.ZodError): string {
   return error.issues.map((iss) => {
@@ -74,6 +76,14 @@ function checkPageKey(key: string, kind: RecordKind, r: { bucket: number; page: 
   const named = key.slice(key.lastIndexOf('/') + 1).slice(kind.length + 1);
   if (`${r.bucket}.${r.page}` !== named) {
     throw invalid(key, kind, `bucket ${r.bucket} and page ${r.page} do not match the key's ${describeStoredValue(named)}`);
+  }
+}
+
+/** A fold's record's `generation` and `seq` are the ones its key names (`result.{generation}.{seq}`). */
+function checkFoldKey(key: string, kind: RecordKind, r: { generation: number; seq: number }): void {
+  const named = key.slice(key.lastIndexOf('/') + 1).slice(kind.length + 1);
+  if (`${r.generation}.${r.seq}` !== named) {
+    throw invalid(key, kind, `generation ${r.generation} and seq ${r.seq} do not match the key's ${describeStoredValue(named)}`);
   }
 }
 
@@ -106,6 +116,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
     'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes', 'residuals', 'history'],
   queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],
   folded: ['v', 'fp', 'bucket', 'page', 'bits'],
+  result: ['v', 'fp', 'generation', 'seq', 'splits'],
 };
 
 function describeRecord(kind: RecordKind, record: object): string {
@@ -225,7 +236,8 @@ export function decodeRecord<K extends RecordKind>(
 ): RecordTypes[K] {
   const tail = keyTail(key);
   const paged = PAGE_KINDS.has(kind);
-  if (paged && tail.kind === kind) tail.id = undefined; // `{bucket}.{page}` is checked against the record below
+  const fold = FOLD_KINDS.has(kind);
+  if ((paged || fold) && tail.kind === kind) tail.id = undefined; // its numbers are checked against the record below
   if (tail.kind !== kind || (KEY_ID_FIELD[kind] === undefined) !== (tail.id === undefined)) {
     throw invalid(key, kind, `the key is not a ${kind} key`);
   }
@@ -289,6 +301,7 @@ export function decodeRecord<K extends RecordKind>(
     }
   }
   if (paged) checkPageKey(key, kind, record as unknown as { bucket: number; page: number });
+  if (fold) checkFoldKey(key, kind, record as unknown as { generation: number; seq: number });
   const idField = KEY_ID_FIELD[kind];
   if (idField !== undefined) {
     const inRecord = (record as unknown as Record<string, string>)[idField];
