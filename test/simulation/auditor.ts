@@ -191,7 +191,15 @@ export class Auditor {
     const foreignNow = new Set<string>();
     const properties = ({ rev, events: group }: Revision): void => {
       if (this.externals.has(rev)) {
-        for (const c of group) foreignNow.add(c.key);
+        for (const c of group) {
+          foreignNow.add(c.key);
+          // What the fleet does next depends on these, so they are replayed (hostile.ts): a deletion and
+          // the put that restores it, and a presence or lease key written again with no etcd lease (not
+          // live, decision 0059). A rewrite of any other record stays out (checked against the fleet's last value).
+          const ephemeral = c.key.startsWith(`${P}lease.`) || c.key.startsWith(`${P}worker.`);
+          if (c.type === 'delete') state.delete(c.key);
+          else if (ephemeral || !state.has(c.key)) state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
+        }
         return assigned.external(group);
       }
       assigned.before(group);
@@ -480,7 +488,11 @@ export class Auditor {
     const own = (rev: number) => !this.externals.has(rev);
     // The packed checker forgets the fleet's assignment records the hostile writer replaced (packed-invariants.ts).
     const packedRevision = (r: Revision) => (own(r.rev) ? packed.revision(r) : packed.external(r));
-    replayHistory(this.recorder.events, [{ revision: packedRevision }, { revision: properties }, ...shared.map((c) => onlyRevisions(own, c))]);
+    // The shared checkers see the hostile writer's lease keys too (a key written with no etcd lease ends the tenancy it held).
+    const sharedRevision = (c: (typeof shared)[number]) => ({
+      revision: (r: Revision) => (own(r.rev) ? c.revision(r) : c.revision({ ...r, events: r.events.filter((e) => e.kind === 'lease') })),
+    });
+    replayHistory(this.recorder.events, [{ revision: packedRevision }, { revision: properties }, ...shared.map(sharedRevision)]);
     v.push(...packedViolations(packed.problems, this.writers));
     stats.promotions = packed.promotions;
     stats.folds = packed.folds.size;

@@ -14,7 +14,11 @@
  * What it targets: records the fleet reads that carry no etcd lease (their
  * previous value can be put back exactly), and, for the leased kinds, only
  * keys that do not exist (a `worker`, `lease` or `assign` record for an
- * instance that is not there). `plan` gets only a newer minor's valid record:
+ * instance that is not there) or live ones written again with no etcd lease
+ * (`leaseless`: no longer live, decision 0059; the auditor replays that
+ * write, since what the fleet does next depends on it). `delete` removes a
+ * record of the kinds the fleet must repair or report on its own (DELETABLE)
+ * and puts it back later if it is still absent. `plan` gets only a newer minor's valid record:
  * an unreadable plan is a documented fatal (its own test, not a schedule's).
  * A packed job's queue pages and folded records (`queue.{bucket}.{page}`,
  * `folded.{bucket}.{page}`, PACKED_HOSTILE_KINDS) get every mutation that
@@ -47,13 +51,28 @@ export type Mutation =
   /** A valid record of a newer minor: the same fields, plus ones this build does not know. */
   | 'newer-minor'
   /** A well-formed record for an instance that is not in the fleet. */
-  | 'dead-instance';
+  | 'dead-instance'
+  /** The record deleted (a hand `etcdctl del`, a restore that lacks it); put back later if still absent. */
+  | 'delete'
+  /** A live ephemeral key (`worker`, `lease`) written again, same value, with no etcd lease (a hand restore). */
+  | 'leaseless';
 
 /** The kinds every job has (a keys job's schedules draw from these). */
 export const HOSTILE_KINDS: readonly HostileKind[] = ['split', 'spec', 'progress', 'assign', 'worker', 'lease', 'control', 'publish', 'plan', 'summary'];
 /** A packed job's own kinds (decision 0037): its queue pages and their folded bitsets. */
 export const PACKED_HOSTILE_KINDS: readonly HostileKind[] = ['queue', 'folded'];
-export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'control-chars', 'wrong-type', 'duplicate-key', 'newer-minor', 'dead-instance'];
+export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'control-chars', 'wrong-type', 'duplicate-key', 'newer-minor', 'dead-instance', 'delete', 'leaseless'];
+
+/**
+ * The kinds a `delete` applies to: records whose loss the fleet repairs or reports as the spec
+ * says (substrate.md, "Hostile records") without a record of ownership or progress going with it.
+ * A split's own records (`split`, `spec`, `progress`), the `plan` and a packed job's queue pages
+ * and folded records are left out: their deletion is tested case by case (test/integration:
+ * deleted-spec, packed-damaged-page), and the auditor cannot yet tell the fleet's answer (a split
+ * re-created; a page's splits seeded again, or its folded splits promoted again, by a new leader
+ * that lists the job after the deletion, and run again) from a regression (docs/simulation.md, Open).
+ */
+const DELETABLE = new Set<HostileKind>(['assign', 'control', 'summary']);
 
 /** The instance no process of the fleet is ever called. */
 export const GHOST = 'ghost';
@@ -64,6 +83,8 @@ interface Written {
   /** What was there before (undefined: the key did not exist). */
   previous: string | undefined;
   what: string;
+  /** A deletion: put back (if still absent) rather than compared at `revision`. */
+  deleted?: boolean;
 }
 
 /** Fields whose value is any JSON by the schema (a queue page's descriptors: an array of any JSON, one per split). */
@@ -140,6 +161,8 @@ export function mutate(current: string, mutation: Mutation, r: () => number): st
       if (!rec) return undefined;
       return JSON.stringify({ ...rec, minor: 7, 'x-newer': { note: 'a field of minor 7', n: [1, 2, 3] } });
     case 'dead-instance':
+    case 'delete':
+    case 'leaseless':
       return undefined;
   }
 }
@@ -176,6 +199,8 @@ export class HostileWriter {
     const P = this.prefix;
     if (kind === 'plan' && mutation !== 'newer-minor') return undefined;
     if (mutation === 'dead-instance') return this.writeForGhost(kind, target, r);
+    if (mutation === 'leaseless') return this.writeLeaseless(kind, target);
+    if (mutation === 'delete') return this.delete(kind, target);
     // Leased kinds only ever get dead-instance records (an existing one's value cannot be put back under its lease).
     if (kind === 'worker' || kind === 'lease') return undefined;
     const single = kind === 'control' || kind === 'publish' || kind === 'plan' || kind === 'summary';
@@ -190,6 +215,38 @@ export class HostileWriter {
     const text = mutate(kv.value, mutation, r);
     if (text === undefined) return undefined;
     return this.put(kv.key, kv.modRevision, kv.value, text, `${mutation} ${kv.key.slice(P.length)}`);
+  }
+
+  /** The key of `kind` the `target`-th of its kind names (the single key of a single kind). */
+  private async existing(kind: HostileKind, target: number): Promise<KeyValue | undefined> {
+    const P = this.prefix;
+    if (kind === 'control' || kind === 'publish' || kind === 'plan' || kind === 'summary') return this.store.get(`${P}${kind}`);
+    const { kvs } = await this.store.listAll(`${P}${kind}.`);
+    return kvs.length > 0 ? kvs[target % kvs.length] : undefined;
+  }
+
+  /**
+   * Writes a live presence or lease key again, same value, with no etcd lease: it is not live any
+   * more (decision 0059), and nobody can put its lease back. Repaired by deleting it, if nobody
+   * (the member putting its presence back, a claim writing over it) has since.
+   */
+  private async writeLeaseless(kind: HostileKind, target: number): Promise<string | undefined> {
+    if (kind !== 'worker' && kind !== 'lease') return undefined;
+    const kv = await this.existing(kind, target);
+    if (!kv || kv.lease === undefined || this.outstanding.some((w) => w.key === kv.key)) return undefined;
+    const res = await this.store.compareAndSwap(kv.key, kv.modRevision, kv.value);
+    if (!res.won) return undefined;
+    return this.record({ key: kv.key, revision: res.revision, previous: undefined, what: `leaseless ${kv.key.slice(this.prefix.length)}` });
+  }
+
+  /** Deletes a record of a kind in DELETABLE; repaired by putting it back if it is still absent. */
+  private async delete(kind: HostileKind, target: number): Promise<string | undefined> {
+    if (!DELETABLE.has(kind)) return undefined;
+    const kv = await this.existing(kind, target);
+    if (!kv || kv.lease !== undefined || this.outstanding.some((w) => w.key === kv.key)) return undefined;
+    const res = await this.store.deleteIf(kv.key, kv.modRevision);
+    if (!res.won) return undefined;
+    return this.record({ key: kv.key, revision: res.revision, previous: kv.value, what: `delete ${kv.key.slice(this.prefix.length)}`, deleted: true });
   }
 
   private async writeForGhost(kind: HostileKind, target: number, r: () => number): Promise<string | undefined> {
@@ -241,10 +298,14 @@ export class HostileWriter {
   private async put(key: string, modRevision: number, previous: string | undefined, text: string, what: string): Promise<string | undefined> {
     const res = modRevision === 0 ? await this.store.createIfAbsent(key, text) : await this.store.compareAndSwap(key, modRevision, text);
     if (!res.won) return undefined;
-    this.onRevision(res.revision);
-    this.outstanding.push({ key, revision: res.revision, previous, what });
-    this.log.push(`wrote ${what} at rev ${res.revision}`);
-    return what;
+    return this.record({ key, revision: res.revision, previous, what });
+  }
+
+  private record(w: Written): string {
+    this.onRevision(w.revision);
+    this.outstanding.push(w);
+    this.log.push(`wrote ${w.what} at rev ${w.revision}`);
+    return w.what;
   }
 
   /** Puts back the oldest outstanding record (if it is still the hostile one). */
@@ -260,6 +321,17 @@ export class HostileWriter {
 
   private async repair(w: Written): Promise<string> {
     const kv = await this.store.get(w.key);
+    if (w.deleted) {
+      // Put back only if still absent: the fleet may have written the key again since (a new assignment record).
+      if (kv) {
+        this.log.push(`left ${w.what}: written again since (rev ${kv.modRevision})`);
+        return `left ${w.what}`;
+      }
+      const res = await this.store.createIfAbsent(w.key, w.previous!);
+      if (res.won) this.onRevision(res.revision);
+      this.log.push(`${res.won ? 'repaired' : 'could not repair'} ${w.what}${res.won ? ` at rev ${res.revision}` : ''}`);
+      return `repaired ${w.what}`;
+    }
     if (!kv || kv.modRevision !== w.revision) {
       this.log.push(`left ${w.what}: rewritten since (${kv ? `rev ${kv.modRevision}` : 'deleted'})`);
       return `left ${w.what}`;

@@ -82,11 +82,14 @@ export function splitFenceChecker(id?: string): InvariantChecker {
   });
 }
 
-/** Rule 'lease-overwritten': a put of `lease.{id}` while another's key (or an older one of the same owner) is live. */
+/**
+ * Rule 'lease-overwritten': a put of `lease.{id}` while another's key (or an older one of the same owner) is live.
+ * A put with no etcd lease (written by hand, decision 0059) is no tenancy: it ends the one it replaces.
+ */
 export function noSplitHeldTwiceChecker(id?: string): InvariantChecker {
   const live = new Map<string, { rec: Rec; rev: number }>();
   return perEvent('lease', id, (e, problems) => {
-    if (e.type === 'delete') {
+    if (e.type === 'delete' || e.lease === undefined) {
       live.delete(e.id);
       return;
     }

@@ -100,6 +100,9 @@ export class PackedPages {
     if (i === undefined) {
       const name = `${bucket}.${page}`;
       if ((this.early.get(name)?.modRevision ?? 0) < modRevision) this.early.set(name, { bits, modRevision });
+      // A folded record whose page is not (yet, or any more: deleted by hand) in view: seeding must
+      // not give its number to a new page, whose slots its bits would then mark folded (splits lost).
+      if (page >= (this.nextPages.get(bucket) ?? 0)) this.nextPages.set(bucket, page + 1);
       return undefined;
     }
     if (this.foldedRevision[i]! >= modRevision) return undefined;

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PackedPages } from '../../../src/coordinator/leader/packed-pages.js';
+import { FoldedBits } from '../../../src/protocol/packed.js';
 
 describe('PackedPages locations by row', () => {
   it('reads back every location set, location 0 included, and none elsewhere', () => {
@@ -48,5 +49,19 @@ describe('PackedPages locations by row', () => {
     p.clear();
     expect(p.locationAt(1)).toBeUndefined();
     expect(p.pageCount).toBe(0);
+  });
+});
+
+describe('PackedPages page numbers', () => {
+  // A queue page deleted by hand before a new leader's listing leaves its folded record behind. Seeding
+  // gave the deleted page's number to the page it wrote for those splits, and the old folded bits then
+  // marked that new page's slots done: splits lost (found by the hostile simulation's page deletion).
+  it('never gives a new page the number of a page whose folded record exists without it', () => {
+    const p = new PackedPages();
+    p.addPage(1, 0);
+    expect(p.nextPage(1)).toBe(1);
+    p.setFolded(1, 1, FoldedBits.empty().with([0]), 7); // page 1.1 is gone; its folded record is not
+    expect(p.nextPage(1)).toBe(2);
+    expect(p.nextPage(0)).toBe(0);
   });
 });

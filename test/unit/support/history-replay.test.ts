@@ -11,7 +11,8 @@ import { onlyRevisions, replayHistory, revisionsOf, type Revision } from '../../
 import { fenceProblems, invariantCheckers, noSplitHeldTwice, progressNeverRegresses, splitFence } from '../../support/invariants.js';
 
 const put = (rev: number, kind: 'split' | 'lease' | 'progress', id: string, rec: Record<string, unknown>): HistoryEvent => ({
-  rev, type: 'put', key: `/j/${kind}.${id}`, kind, id, rec, lease: undefined, at: 0,
+  // A lease key is put on an etcd lease (one put with none is no tenancy: leaseless below).
+  rev, type: 'put', key: `/j/${kind}.${id}`, kind, id, rec, lease: kind === 'lease' ? 'L1' : undefined, at: 0,
 });
 const del = (rev: number, kind: 'lease', id: string): HistoryEvent => ({ rev, type: 'delete', key: `/j/${kind}.${id}`, kind, id, rec: undefined, lease: undefined, at: 0 });
 
@@ -50,6 +51,9 @@ describe('the shared invariants, as checkers of the replay', () => {
   it('noSplitHeldTwice: a live lease key overwritten by another owner, and not one deleted first', () => {
     expect(noSplitHeldTwice([...fenced, put(4, 'lease', 'a', { owner: 'w2', epoch: 2 })])).toMatchObject([{ rule: 'lease-overwritten', revisions: [2, 4] }]);
     expect(noSplitHeldTwice([...fenced, del(4, 'lease', 'a'), put(5, 'lease', 'a', { owner: 'w2', epoch: 2 })])).toEqual([]);
+    // Written again with no etcd lease (by hand, decision 0059): no longer live, so a claim over it is no overwrite.
+    const leaseless = { ...put(4, 'lease', 'a', { owner: 'w1', epoch: 1 }), lease: undefined };
+    expect(noSplitHeldTwice([...fenced, leaseless, put(5, 'lease', 'a', { owner: 'w2', epoch: 2 })])).toEqual([]);
   });
 
   it('progressNeverRegresses: progress or its epoch going back', () => {
