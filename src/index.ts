@@ -114,7 +114,7 @@ export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport,
 export { splitStatus } from './inspect/packed-records.js';
 export type { FoldedSlots, QueueRecords } from './inspect/packed-records.js';
 export type {
-  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, SummaryRecord, WorkerRecord,
+  AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, StoredHistoryEntry, SummaryRecord, WorkerRecord,
 } from './protocol/records.js';
 export { renderReport } from './inspect/render.js';
 export { printable, printableJson } from './inspect/printable.js';
