@@ -14,7 +14,7 @@
  * - app.ts hashes LIST_SCRIPT and LIST_STYLE into the page's
  *   Content-Security-Policy.
  */
-import { DASHBOARD_STYLE } from '../inspect/dashboard-page.js';
+import { DASHBOARD_STYLE, PAGE_HELPERS } from '../inspect/dashboard-page.js';
 
 export const LIST_STYLE = `${DASHBOARD_STYLE}
 main.list { display: block; }
@@ -28,33 +28,11 @@ td.progresscell { width: 28%; }
 `;
 
 export const LIST_SCRIPT = `
-'use strict';
-const $ = (id) => document.getElementById(id);
-const el = (tag, props, ...kids) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'text') node.textContent = String(v);
-    else if (k === 'class') node.className = v;
-    else if (k === 'style') Object.assign(node.style, v);
-    else node.setAttribute(k, String(v));
-  }
-  for (const kid of kids) if (kid !== null && kid !== undefined) node.append(kid);
-  return node;
-};
-const home = document.body.dataset.home || '';
+${PAGE_HELPERS}const home = document.body.dataset.home || '';
 const num = (n) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
 // A job named '.' or '..' would be a path step: a '~' (in no job name) keeps it a name (app.ts strips it).
 const segment = (job) => (/^\\.+$/.test(job) ? '~' + job : encodeURIComponent(job));
-function wait(ms) {
-  if (ms < 1000) return Math.max(0, Math.round(ms)) + ' ms';
-  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
-  const s = Math.round(ms / 1000);
-  if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 === 0 ? '' : ' ' + (s % 60) + ' s');
-  const m = Math.round(s / 60);
-  return Math.floor(m / 60) + ' h' + (m % 60 === 0 ? '' : ' ' + (m % 60) + ' min');
-}
 function rate(r) {
   if (typeof r !== 'number') return '–';
   return r >= 1 ? r.toFixed(1) + ' /s' : (r * 60).toFixed(1) + ' /min';

@@ -81,8 +81,11 @@ input { background: #0b1015; color: var(--fg); border: 1px solid var(--line); bo
 .fields td:first-child { color: var(--dim); width: 14ch; }
 `;
 
-export const DASHBOARD_SCRIPT = `
-'use strict';
+/**
+ * What the job page's and the job list's scripts share, in the page: `$`, `el` (an element from
+ * props, text set as text, never as HTML) and `wait` (render.ts's formatWait). Written once.
+ */
+export const PAGE_HELPERS = `'use strict';
 const $ = (id) => document.getElementById(id);
 const el = (tag, props, ...kids) => {
   const node = document.createElement(tag);
@@ -96,7 +99,19 @@ const el = (tag, props, ...kids) => {
   for (const kid of kids) if (kid !== null && kid !== undefined) node.append(kid);
   return node;
 };
-const STATES = ['queued', 'running', 'draining', 'completed', 'quarantined'];
+/** A wait as people read it (render.ts's formatWait, in the page). */
+function wait(ms) {
+  if (ms < 1000) return Math.max(0, Math.round(ms)) + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 === 0 ? '' : ' ' + (s % 60) + ' s');
+  const m = Math.round(s / 60);
+  return Math.floor(m / 60) + ' h' + (m % 60 === 0 ? '' : ' ' + (m % 60) + ' min');
+}
+`;
+
+export const DASHBOARD_SCRIPT = `
+${PAGE_HELPERS}const STATES = ['queued', 'running', 'draining', 'completed', 'quarantined'];
 const num = (n) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
 function weight(n) {
   n = num(n);
@@ -206,16 +221,6 @@ function renderMembers(r) {
   const body = $('members-body');
   if (rows.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'empty', text: 'no members' })));
   else body.replaceChildren(...rows);
-}
-
-/** A wait as people read it (render.ts's formatWait, in the page). */
-function wait(ms) {
-  if (ms < 1000) return Math.max(0, Math.round(ms)) + ' ms';
-  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
-  const s = Math.round(ms / 1000);
-  if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 === 0 ? '' : ' ' + (s % 60) + ' s');
-  const m = Math.round(s / 60);
-  return Math.floor(m / 60) + ' h' + (m % 60 === 0 ? '' : ' ' + (m % 60) + ' min');
 }
 
 function renderLists(r) {
