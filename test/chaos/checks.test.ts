@@ -231,7 +231,9 @@ describe('chaos auditor checks', () => {
       h.write(['split', 's', split(1, 'a')], ['lease', 's', lease('a', 1)]);
       h.write(['split', 's', split(1, '', 'completed')], ['progress', 's', prog(1, 20)], ['lease', 's', 'delete']);
       h.write(['assign', 'a', assign([])]);
-      h.write(['folded', '0.0', bits(1)], ['split', 's', 'delete'], ['spec', 's', 'delete'], ['progress', 's', 'delete']);
+      // The fold-back keeps what it deletes (decision 0069): s's final progress, in a results record.
+      const kept = { v: 1, fp: FP, generation: 1, seq: 0, splits: [{ id: 's', progress: 20 }] };
+      h.write(['folded', '0.0', bits(1)], ['split', 's', 'delete'], ['spec', 's', 'delete'], ['progress', 's', 'delete'], ['result', '1.0', kept]);
       const t = (epoch: number, owner: string, status = 'runnable') => ({ ...split(epoch, owner, status), id: 't' });
       h.write(['spec', 't', { ...spec(10), id: 't', weight: 10 }], ['split', 't', t(0, '')]);
       h.write(['split', 't', t(1, 'b')], ['lease', 't', { ...lease('b', 1), id: 't' }]);
