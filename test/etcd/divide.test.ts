@@ -180,8 +180,8 @@ describe('division fences (etcd)', () => {
     const module = fileURLToPath(new URL('../fixtures/divisible-handler.mjs', import.meta.url));
     const handler = sandboxedHandler(module, { threads: 4 });
     try {
-      // Long enough (about 1.2 s of work) that the leader's first round asks it while it runs, whatever the load.
-      const r = await runJob(`divide-sandbox-${Date.now().toString(36)}`, 'keys', [{ id: 'big', from: 0, to: 12000 }], handler);
+      // Long enough (about 4.8 s of work) that the leader's first round asks it while it runs, whatever the load (1.2 s was not, once, under CI load).
+      const r = await runJob(`divide-sandbox-${Date.now().toString(36)}`, 'keys', [{ id: 'big', from: 0, to: 48000 }], handler);
       try {
         expect(r.verdicts).toEqual(['complete', 'complete']);
         expect(r.divided.length).toBeGreaterThanOrEqual(1);
@@ -191,7 +191,7 @@ describe('division fences (etcd)', () => {
           const p = (JSON.parse(kv.value) as { progress: { ran: [number, number][] } }).progress;
           for (const [a, b] of p.ran) for (let u = a; u < b; u++) seen.set(u, (seen.get(u) ?? 0) + 1);
         }
-        every(seen, 12000);
+        every(seen, 48000);
       } finally {
         await r.admin.close();
       }

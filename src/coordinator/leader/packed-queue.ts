@@ -32,7 +32,7 @@ import { FOLD_FIXED_OPS, FOLD_OPS_PER_SPLIT, foldTxn, PROMOTE_OPS_PER_SPLIT, pro
 import { decodeRecord, type QueueRecord, type ResultEntry } from '../../protocol/records.js';
 import { op } from '../../store/store.js';
 import type { Json } from '../../protocol/record-types.js';
-import type { Compare, Store } from '../../store/store.js';
+import type { Compare, KeyValue, Store } from '../../store/store.js';
 import type { Logger } from '../log.js';
 import type { LeaderView } from './leader-view.js';
 import { PackedPages } from './packed-pages.js';
@@ -110,6 +110,11 @@ export class PackedQueue {
   private folding: Promise<void> | undefined;
   /** The one fold-back transaction in flight, if any: what a promotion waits for (not the whole run of batches). */
   private foldTxn: Promise<unknown> | undefined;
+  /**
+   * Fold candidates' progress records as last read (undefined: none), kept until their fold-back is
+   * sent: see withResults. Bounded by the candidates of one batch, and dropped with the term's queue.
+   */
+  private readonly progressRead = new Map<string, KeyValue | undefined>();
   /** The generation the fold-backs are numbered under, and the next number: `result.{generation}.{seq}` is unique. */
   private resultsOf = { generation: -1, seq: 0 };
 
@@ -290,6 +295,8 @@ export class PackedQueue {
       } finally {
         if (this.foldTxn === sent) this.foldTxn = undefined;
       }
+      // Read again next time: a progress compare may be what lost.
+      for (const s of splits) this.progressRead.delete(s.id);
       if (!res.won) return; // a record moved, or leadership went: the next change tries again
       for (const w of writes) view.ownFolded(w.bucket, w.page, w.bits, res.revision, w.ids);
       // Their records are gone at res.revision: not candidates again while the watch brings the deletions.
@@ -305,15 +312,24 @@ export class PackedQueue {
    */
   private async withResults(view: LeaderView, candidates: readonly FoldCandidate[]): Promise<(FoldCandidate & { progressRevision: number; entry: ResultEntry })[] | undefined> {
     const { store, prefix, fp } = this.ctx;
-    const read = await store.txn({ compares: [], success: candidates.map((c) => op.get(progressKey(prefix, c.id))) });
-    if (!this.ctx.leading()) return undefined;
+    // Only what no earlier attempt read: on a real store the read takes a round trip, during which a
+    // publication often starts, and the fold-back then waits for the next quiet moment; read again
+    // each time, a busy job never folded (found on etcd). A cached read that went stale loses the
+    // fold-back's progress compare, and is read again (foldAll drops it).
+    const unread = candidates.filter((c) => !this.progressRead.has(c.id));
+    if (unread.length > 0) {
+      const read = await store.txn({ compares: [], success: unread.map((c) => op.get(progressKey(prefix, c.id))) });
+      if (!this.ctx.leading()) return undefined;
+      for (const [i, c] of unread.entries()) this.progressRead.set(c.id, read.reads[i]);
+    }
     const packed = view.packed!;
     const withEntries: (FoldCandidate & { progressRevision: number; entry: ResultEntry })[] = [];
-    for (const [i, c] of candidates.entries()) {
-      const kv = read.reads[i];
+    for (const c of candidates) {
+      const kv = this.progressRead.get(c.id);
       const progress = kv === undefined ? undefined : readable(() => decodeRecord('progress', kv.key, kv.value, fp));
       if (kv !== undefined && progress === undefined) {
         packed.foldable.delete(c.id);
+        this.progressRead.delete(c.id);
         this.ctx.log.warn({ split: c.id, key: kv.key }, 'a completed split\'s progress record cannot be read; it keeps its keys instead of being folded back');
         continue;
       }
@@ -321,6 +337,7 @@ export class PackedQueue {
     }
     const cut = cutFoldBatch(prefix, withEntries.map((c) => c.entry), store.limits.maxRequestBytes);
     for (const id of cut.tooLarge) {
+      this.progressRead.delete(id);
       packed.foldable.delete(id);
       this.ctx.log.warn({ split: id }, 'a completed split\'s final progress is too large for a fold-back; it keeps its keys instead of being folded back');
     }
