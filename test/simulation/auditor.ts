@@ -119,6 +119,17 @@ export class Auditor {
     return this.externals.size === 0 ? all : all.filter((e) => !this.externals.has(e.rev));
   }
 
+  /**
+   * `changes`, and the hostile writer's writes of presence and lease keys: one written with no etcd
+   * lease outlives its process's lease, and only the writer's repair deletes it (what the audit's
+   * replay applies too).
+   */
+  private get withEphemeral(): readonly HistoryEvent[] {
+    const all = this.recorder.events;
+    const P = this.prefix;
+    return this.externals.size === 0 ? all : all.filter((e) => !this.externals.has(e.rev) || e.key.startsWith(`${P}lease.`) || e.key.startsWith(`${P}worker.`));
+  }
+
   /** A revision written from outside the fleet (the hostile writer's, test/simulation/hostile.ts). */
   external(revision: number): void {
     this.externals.add(revision);
@@ -537,6 +548,6 @@ export class Auditor {
     replayHistory(this.changes, [packed]);
     // Every part ends at its own size: a divided split at its last end, each residual at its `to`.
     const parts = new DivisionFacts(this.changes, this.prefix).sizes(sizes);
-    return [...finalStateViolations(this.changes, this.prefix, parts.sizes, packed.folds), ...packedEndViolations(packed, sizes)];
+    return [...finalStateViolations(this.withEphemeral, this.prefix, parts.sizes, packed.folds), ...packedEndViolations(packed, sizes)];
   }
 }
