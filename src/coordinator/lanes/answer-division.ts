@@ -9,8 +9,9 @@
  * - A callback that returns (or throws) without calling `divide` declines:
  *   `declined` is written, so the leader stops asking this tenancy. A lane
  *   whose handler set no callback answers nothing and writes nothing: its
- *   ask stands, unanswered, until the tenancy ends (a handler that never
- *   divides costs no write, and the leader asks it once a tenancy).
+ *   ask stands, unanswered (a handler that never divides costs no write, and
+ *   the leader asks it once a tenancy), and is answered if the handler sets
+ *   a callback later (divisions.ts; the lane tells the worker when).
  * - A bad proposal is refused (INVALID_INPUT, naming the field) before
  *   anything is written, and the request counts as declined.
  * - A division that did not land on a lane still running (the residual's

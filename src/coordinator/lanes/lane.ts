@@ -88,6 +88,8 @@ export interface LaneContext {
   random?: () => number;
   /** The claim that may ride in this lane's completion (decision 0055); none, or undefined, sends the completion alone. */
   ride?: (lane: Lane) => RidingClaim | undefined;
+  /** The handler set its onDivide callback (an ask that came before it is answered now). */
+  onDivider?: (lane: Lane) => void;
   /** The handler was silent past heartbeatTimeoutMs and its signal aborted (logging); `details`: its last heartbeat's. */
   onTimeout?: (lane: Lane, silentMs: number, details: Json | undefined) => void;
 }
@@ -187,6 +189,8 @@ export class Lane {
       },
       onDivide: (callback) => {
         lane.divider = callback;
+        // An ask that came before the callback stands: answer it now.
+        ctx.onDivider?.(lane);
       },
     };
     const timeoutMs = ctx.config.heartbeatTimeoutMs;

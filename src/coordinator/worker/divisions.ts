@@ -47,14 +47,19 @@ export class Divisions {
       const lane = this.ctx.lanes.get(ask.id);
       if (!lane || lane.state !== 'running' || lane.record.epoch !== ask.epoch) continue;
       this.answered.add(key);
-      background('divide', () => this.answer(lane, ask), this.ctx.unexpected);
+      background('divide', () => this.answer(lane, ask, key), this.ctx.unexpected);
     }
     for (const key of this.answered) if (!named.has(key)) this.answered.delete(key);
   }
 
-  private async answer(lane: Lane, ask: DivisionAsk): Promise<void> {
+  private async answer(lane: Lane, ask: DivisionAsk, key: string): Promise<void> {
     const out = await answerDivision(lane, ask, this.ctx.prefix, this.ctx.me);
-    if (out.kind === 'unanswered') return; // no onDivide: nothing written, nothing to count
+    if (out.kind === 'unanswered') {
+      // No onDivide yet: nothing written. The ask stands and is answered once the handler sets one
+      // (the lane calls serviceDivisionAsks then): a handler may set it after some set-up of its own.
+      this.answered.delete(key);
+      return;
+    }
     this.ctx.metrics.divisions.inc({ outcome: out.kind });
     if (out.kind !== 'landed') {
       this.ctx.log.debug({ split: ask.id, seq: ask.seq, outcome: out.kind }, 'division not made');

@@ -370,6 +370,7 @@ export class Worker {
         onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
         ...(this.config.prefetch > 0 ? { ride: (l: Lane) => this.ride(l) } : {}),
         onDecline: () => this.revocations.serviceRevocations(),
+        onDivider: () => this.divisions.serviceDivisionAsks(this.view.divide?.rec.asks ?? []),
         onSettled: (resolution) => this.metrics.unknownOutcomes.inc({ resolution }),
         onCommitted: () => this.metrics.commits.inc(),
         onRefused: (l, write, e) => {
