@@ -84,6 +84,8 @@ export class Leader {
   private term: { generation: number; revision: number; abort: AbortController; fence: PublishFence } | undefined;
   private campaigning = false;
   private cancelReplan: (() => void) | undefined;
+  /** The timer that asks the fold-back again once waiting candidates are due (fold-pacing.ts). */
+  private cancelFold: (() => void) | undefined;
   private stopped = false;
   private droppingOrphan = false;
   /** Campaigns that failed in a row (the retry backoff's attempt). */
@@ -148,7 +150,7 @@ export class Leader {
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
     this.packedQueue = new PackedQueue({
       store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading,
-      generation: () => this.term?.generation, log: ctx.log,
+      generation: () => this.term?.generation, log: ctx.log, clock: ctx.clock,
     });
   }
 
@@ -331,6 +333,8 @@ export class Leader {
     this.metrics.isLeader.set(0);
     this.metrics.clearBacklog();
     this.cancelReplan?.();
+    this.cancelFold?.();
+    this.cancelFold = undefined;
     this.publisher.reset();
     const job = this.job;
     this.job = undefined;
@@ -390,7 +394,12 @@ export class Leader {
   /** A packed job's completed splits folded back (packed-queue.ts) while the view holds every assignment record we wrote. */
   private fold(job: LeaderView): void {
     if (!this.term || this.job !== job || !job.packed) return;
-    this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
+    const again = this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
+    if (again === undefined || this.cancelFold) return;
+    this.cancelFold = this.clock.setTimer(again, () => {
+      this.cancelFold = undefined;
+      this.fold(job);
+    });
   }
 
   /** A split record deleted by hand is seeded again (seeding.ts). */

@@ -25,6 +25,8 @@
  *   a fold-back, is not folded: it keeps its keys.
  */
 import { SplitfleetError } from '../../errors.js';
+import type { Clock } from '../../clock.js';
+import { foldDelay } from '../../protocol/fold-pacing.js';
 import { cutFoldBatch, resultEntry } from '../../protocol/fold-results.js';
 import { foldedKey, progressKey, queueKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
@@ -89,6 +91,8 @@ export interface PackedQueueContext {
   generation: () => number | undefined;
   leading: () => boolean;
   log: Logger;
+  /** Measures how long completed splits have waited for their fold-back (fold-pacing.ts). */
+  clock: Clock;
 }
 
 export interface Promotion {
@@ -117,6 +121,8 @@ export class PackedQueue {
   private readonly progressRead = new Map<string, KeyValue | undefined>();
   /** The generation the fold-backs are numbered under, and the next number: `result.{generation}.{seq}` is unique. */
   private resultsOf = { generation: -1, seq: 0 };
+  /** When the candidates now waiting began to wait (clock ms); undefined while none waits. */
+  private waitingSince: number | undefined;
 
   constructor(private readonly ctx: PackedQueueContext) {}
 
@@ -224,14 +230,34 @@ export class PackedQueue {
     return healed;
   }
 
-  /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
-  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): void {
-    if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return;
+  /**
+   * Folds completed splits back into their pages, a batch at a time, one batch in flight; in the
+   * background, once a batch is worth sending (fold-pacing.ts, decision 0071). Returns in how many
+   * ms to ask again when candidates wait for that (the caller's timer), else undefined.
+   */
+  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): number | undefined {
+    if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return undefined;
+    // Folded records deleted by hand are written back at once, paced or not (rewriteForgotten).
+    if (view.packed.forgotten.size === 0) {
+      const candidates = this.foldCandidates(view).length;
+      const now = this.ctx.clock.now();
+      if (candidates === 0) this.waitingSince = undefined;
+      else this.waitingSince ??= now;
+      const delay = foldDelay({ candidates, fullBatch: this.batchLimit(), quiet: view.leases.size === 0 && view.assigns.namedCount === 0, waitedMs: now - (this.waitingSince ?? now) });
+      if (delay !== 0) return delay;
+    }
+    this.waitingSince = undefined;
     const folding = this.rewriteForgotten(view).then(() => this.foldAll(view, settled));
     this.folding = folding;
     void folding.then(() => onDone(), onDone).finally(() => {
       if (this.folding === folding) this.folding = undefined;
     });
+    return undefined;
+  }
+
+  /** How many splits one fold-back transaction carries. */
+  private batchLimit(): number {
+    return Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - FOLD_FIXED_OPS) / FOLD_OPS_PER_SPLIT));
   }
 
   /**
@@ -348,7 +374,7 @@ export class PackedQueue {
   /** Completed splits with a record, no live lease and no assignment naming them: the next fold-back's batch. */
   private foldCandidates(view: LeaderView): FoldCandidate[] {
     const packed = view.packed!;
-    const limit = Math.max(1, Math.floor((this.ctx.store.limits.maxOpsPerTxn - FOLD_FIXED_OPS) / FOLD_OPS_PER_SPLIT));
+    const limit = this.batchLimit();
     const out: FoldCandidate[] = [];
     for (const id of packed.foldable) {
       if (out.length >= limit) break;
