@@ -49,6 +49,12 @@ export interface DivisibleRange {
   next(maxUnits: number): Promise<UnitRun | undefined>;
   /** Commits the position (every unit before it is done) and the share done. */
   commit(): Promise<void>;
+  /**
+   * Reports the position and the share done without waiting (`split.advance`): the lane commits
+   * the latest within `autoCommitMs`, so the handler goes on while the commit is in flight. A
+   * takeover may redo the units since the last commit that landed (at least once, as ever).
+   */
+  advance(): void;
   /** Completes the split at the position. */
   complete(): Promise<void>;
 }
@@ -114,6 +120,7 @@ export function divisibleRange(split: SplitHandle, options: DivisibleRangeOption
       return run;
     },
     commit: () => split.commit(position, { done: range.done }),
+    advance: () => split.advance(position, { done: range.done }),
     complete: () => split.complete(position),
   };
   return range;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run bench:peers [-- --quick] [--json FILE] [--scenarios a,b] [--systems a,b] [--prefetch N] [--divide on|off]`:
+ * `npm run bench:peers [-- --quick] [--json FILE] [--scenarios a,b] [--systems a,b] [--prefetch N] [--divide on|off] [--progress awaited|behind]`:
  * one synthetic job run by splitfleet (on a throwaway etcd), BullMQ and
  * hand-rolled Redis `SET NX PX` locks (on a throwaway redis-server), the same
  * items, fleet shape and paced handler for all, every worker its own OS
@@ -21,6 +21,13 @@
  * declines every division ask and runs each item whole (as a handler written
  * before decision 0063 would); default on, in every scenario. Run a scenario
  * once with each to compare (the issue's target: skewed no worse with it on).
+ *
+ * `--progress behind`: every system's handler goes on while its progress
+ * write is in flight (splitfleet's `split.advance`, committed by the lane as
+ * often as the awaited handler commits; the queues' write not awaited);
+ * default `awaited`, each write waited for. What it buys is what an awaited
+ * commit costs the handler; what it risks is the units since the last write
+ * that landed, redone after a kill.
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
@@ -93,10 +100,12 @@ interface Args {
   prefetch?: number;
   /** splitfleet's handler divides (divisibleRange) or runs each item whole. */
   divide: 'on' | 'off';
+  /** Every system's handler waits for each progress write, or goes on while it is in flight (worker-shell.ts PROGRESS). */
+  progress: 'awaited' | 'behind';
 }
 
 function parse(argv: string[]): Args {
-  const out: Args = { quick: false, names: [...DEFAULT_NAMES], systems: [...SYSTEMS], divide: 'on' };
+  const out: Args = { quick: false, names: [...DEFAULT_NAMES], systems: [...SYSTEMS], divide: 'on', progress: 'awaited' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') out.quick = true;
@@ -112,7 +121,11 @@ function parse(argv: string[]): Args {
       const v = argv[++i];
       if (v !== 'on' && v !== 'off') throw new Error(`bench:peers: --divide: must be on or off (got ${v})`);
       out.divide = v;
-    } else throw new Error(`bench:peers: unknown argument '${a}' (--quick, --json FILE, --scenarios ${NAMES.join(',')}, --systems ${SYSTEMS.join(',')}, --prefetch N, --divide on|off)`);
+    } else if (a === '--progress') {
+      const v = argv[++i];
+      if (v !== 'awaited' && v !== 'behind') throw new Error(`bench:peers: --progress: must be awaited or behind (got ${v})`);
+      out.progress = v;
+    } else throw new Error(`bench:peers: unknown argument '${a}' (--quick, --json FILE, --scenarios ${NAMES.join(',')}, --systems ${SYSTEMS.join(',')}, --prefetch N, --divide on|off, --progress awaited|behind)`);
   }
   if (out.json === undefined && argv.includes('--json')) throw new Error('bench:peers: --json needs a file name');
   for (const n of out.names) if (!NAMES.includes(n)) throw new Error(`bench:peers: --scenarios: unknown scenario '${n}' (one of ${NAMES.join(', ')})`);
@@ -125,7 +138,8 @@ async function main(): Promise<void> {
   if (args.prefetch !== undefined) process.env.SPLITFLEET_BENCH_PREFETCH = String(args.prefetch);
   // Handed to the workers through their environment, as the prefetch depth is.
   process.env.SPLITFLEET_BENCH_DIVIDE = args.divide;
-  const flags = `${args.quick ? ' --quick' : ''}${args.prefetch !== undefined ? ` --prefetch ${args.prefetch}` : ''}${args.divide === 'off' ? ' --divide off' : ''}`;
+  process.env.SPLITFLEET_BENCH_PROGRESS = args.progress;
+  const flags = `${args.quick ? ' --quick' : ''}${args.prefetch !== undefined ? ` --prefetch ${args.prefetch}` : ''}${args.divide === 'off' ? ' --divide off' : ''}${args.progress === 'behind' ? ' --progress behind' : ''}`;
   const started = Date.now();
   const load = { start: loadavg(), end: [] as number[] };
   console.log(`bench:peers${flags}: node ${process.version}, ${availableParallelism()} cores, load average ${load.start.map((x) => x.toFixed(2)).join(' ')}`);
@@ -150,7 +164,7 @@ async function main(): Promise<void> {
   load.end = loadavg();
   console.log(`\nload average at the end ${load.end.map((x) => x.toFixed(2)).join(' ')}; ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
   if (args.json) {
-    const summary = { command: `npm run bench:peers --${flags}`, quick: args.quick, divide: args.divide, node: process.version, cores: availableParallelism(), loadAverage: load, durationMs: Date.now() - started, scenarios: results };
+    const summary = { command: `npm run bench:peers --${flags}`, quick: args.quick, divide: args.divide, progress: args.progress, node: process.version, cores: availableParallelism(), loadAverage: load, durationMs: Date.now() - started, scenarios: results };
     writeFileSync(args.json, `${JSON.stringify(summary, null, 2)}\n`);
   }
 }

@@ -55,7 +55,22 @@ export interface Attempt {
   drain?: AbortSignal;
   /** Writes progress `n`; false when the store refused it (fenced out). */
   commit(n: number): Promise<boolean>;
+  /**
+   * Reports progress `n` without waiting, where the system has a way of its own (splitfleet's
+   * `advance`: the lane commits the latest on a timer). Without it, `--progress behind` sends
+   * `commit` and does not wait for it.
+   */
+  advance?(n: number): void;
 }
+
+/**
+ * How the handler reports progress (`bench:peers -- --progress awaited|behind`, handed down as
+ * SPLITFLEET_BENCH_PROGRESS): `awaited` (the default) waits for each commit before the next unit,
+ * as a handler that must know its progress is kept does; `behind` goes on while it is in flight
+ * (splitfleet's `advance`, the queues' write not awaited) and learns of a refusal at the next
+ * report. Completions are awaited either way.
+ */
+export const PROGRESS: 'awaited' | 'behind' = process.env.SPLITFLEET_BENCH_PROGRESS === 'behind' ? 'behind' : 'awaited';
 
 let attempts = 0;
 
@@ -76,10 +91,21 @@ export async function runAttempt(cfg: PeerWorkerConfig, a: Attempt): Promise<{ s
   const take = a.range ? () => a.range!.next() : () => Promise.resolve(done + 1);
   const commit = async (): Promise<boolean> => {
     const s = Date.now();
-    const ok = await a.commit(done).catch(() => false);
-    emit(cfg, { ev: 'commit', id, ...p, u: done, ok, n, s });
-    if (ok) committed = done;
+    const u = done;
+    const ok = await a.commit(u).catch(() => false);
+    emit(cfg, { ev: 'commit', id, ...p, u, ok, n, s });
+    if (ok) committed = Math.max(committed, u);
     return ok;
+  };
+  /** A report that does not wait (`--progress behind`): a refusal is seen at the next report. */
+  let refused = false;
+  let reported = done;
+  const report = (): boolean => {
+    if (refused) return false;
+    reported = done;
+    if (a.advance) a.advance(done);
+    else void commit().then((ok) => { if (!ok) refused = true; });
+    return true;
   };
   while (done < end()) {
     if (a.signal?.aborted) {
@@ -100,7 +126,12 @@ export async function runAttempt(cfg: PeerWorkerConfig, a: Attempt): Promise<{ s
     if (a.signal?.aborted) continue;
     done = u;
     emit(cfg, { ev: 'unit', id, ...p, u: done, n });
-    if (done - committed >= cfg.commitEvery && done < end() && !(await commit())) {
+    if (PROGRESS === 'behind') {
+      if (done - reported >= cfg.commitEvery && done < end() && !report()) {
+        emit(cfg, { ev: 'abort', id, ...p, n });
+        return { status: 'aborted', n, units: done };
+      }
+    } else if (done - committed >= cfg.commitEvery && done < end() && !(await commit())) {
       emit(cfg, { ev: 'abort', id, ...p, n });
       return { status: 'aborted', n, units: done };
     }

@@ -3,8 +3,10 @@
  * A splitfleet worker of bench:peers: one coordinator (the public API only)
  * with `lanes` lanes on the bench's etcd. Every member carries the same
  * planner (a final plan of the items, weight = units); whichever leads plans.
- * Progress goes through the fenced `split.commit`; a drain request commits
- * and returns (the cooperative release that moves work to a joiner).
+ * Progress goes through the fenced `split.commit` (or, `--progress behind`,
+ * `split.advance`, committed by the lane every commitEvery units' time); a
+ * drain request commits and returns (the cooperative release that moves work
+ * to a joiner).
  *
  * The handler is divisible (decision 0063): a split's descriptor is its item's
  * unit range `{ item, from, to }`, read through `divisibleRange`, which answers
@@ -17,7 +19,7 @@
  */
 import { EtcdStore } from '../../src/etcd.js';
 import { divisibleRange, isSplitfleetError, silentLogger, startCoordinator, type SplitHandle } from '../../src/index.js';
-import { emit, itemsById, runAttempt, waitForGo, workerConfig } from './worker-shell.js';
+import { emit, itemsById, PROGRESS, runAttempt, waitForGo, workerConfig } from './worker-shell.js';
 
 const cfg = workerConfig();
 const items = itemsById(cfg);
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
         from: range ? range.position : typeof split.progress === 'number' ? split.progress : d.from,
         ...(range ? { range: { end: () => range.end, next: async () => (await range.next(1))?.to } } : {}),
         commit: (n) => fenced(() => (range ? range.commit() : split.commit(n))),
+        // `--progress behind`: the lane commits the latest report every commitEvery units' time.
+        ...(PROGRESS === 'behind' ? { advance: (n: number) => (range ? range.advance() : split.advance(n)) } : {}),
       });
       if (r.status !== 'done') return;
       const s = Date.now();
@@ -66,6 +70,8 @@ async function main(): Promise<void> {
   };
   const coordinator = await startCoordinator({
     store, job: cfg.job, instance: cfg.worker, maxInFlight: cfg.lanes, ...prefetch,
+    // `--progress behind`: advances are committed as often as the awaited handler commits.
+    ...(PROGRESS === 'behind' ? { autoCommitMs: Math.max(1, cfg.commitEvery * cfg.unitMs) } : {}),
     // The same lease as the peers' lock duration; a departed worker's splits go at once (the queues
     // re-run a stalled job as soon as they detect it).
     leaseDurationMs: cfg.leaseMs, opTimeoutMs: cfg.leaseMs / 2, rebalanceDelayMs: 0,

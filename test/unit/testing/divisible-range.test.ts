@@ -27,6 +27,29 @@ function handlerOf(seen: number[], chunk: number) {
 }
 
 describe('divisibleRange', () => {
+  it('advance() reports the position as commit() does, without waiting: a division still cuts at it and every unit runs once', async () => {
+    const seen: number[] = [];
+    const handler = async (split: SplitHandle<Range, number>) => {
+      const range = divisibleRange(split);
+      for (let run; (run = await range.next(10)); ) {
+        await Promise.resolve();
+        for (let u = run.from; u < run.to; u++) seen.push(u);
+        expect(range.advance()).toBeUndefined(); // nothing to await
+      }
+      await range.complete();
+    };
+    const run = await runHandler(handler, { id: 'obj', descriptor: { key: 'a.gz', from: 0, to: 100 }, weight: 1000, divideAt: 3 });
+    expect(run.commits.slice(0, 3)).toEqual([10, 20, 30]);
+    const d = run.divisions[0]!;
+    expect(d.kind).toBe('divided');
+    if (d.kind !== 'divided') return;
+    expect(d.end).toBe(65);
+    expect(run.outcome).toEqual({ kind: 'completed', progress: 65 });
+    const rest = await runHandler(handler, { id: d.residual.id, descriptor: d.residual.descriptor as Range, weight: d.residual.weight });
+    expect(rest.outcome).toEqual({ kind: 'completed', progress: 100 });
+    expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+  });
+
   it('divides at the leader\'s share of what is left; the residual carries the rest, both parts cover the range once', async () => {
     const seen: number[] = [];
     const run = await runHandler(handlerOf(seen, 10), { id: 'obj', descriptor: { key: 'a.gz', from: 0, to: 100 }, weight: 1000, divideAt: 3 });
