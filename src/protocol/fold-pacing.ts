@@ -1,6 +1,6 @@
 /**
  * When a packed job's leader folds completed splits back into their pages
- * (decision 0071). A fold-back is a read of the splits' final progress and a
+ * (decision 0076). A fold-back is a read of the splits' final progress and a
  * transaction; sent after every completion, it was one of a tiny split's six
  * transactions (split-cost.mjs, one lane on etcd) and bought nothing: a
  * completed split's records are correct where they are, and folding only

@@ -105,7 +105,7 @@ describe('readFinalProgress', () => {
     const logger: Logger = { ...silentLogger, warn: (obj: unknown, msg?: string) => { if (msg?.includes('too large for a fold-back')) warned.push(obj); } };
     await runJob(store, 'big', 'packed', 20, async (s) => {
       // The big one at once and the others slowly, so the leader is still there to try to fold it
-      // (a busy job's fold-back waits up to FOLD_WAIT_MS for a batch, decision 0071).
+      // (a busy job's fold-back waits up to FOLD_WAIT_MS for a batch, decision 0076).
       if (s.id !== 's-0007') await new Promise((r) => setTimeout(r, FOLD_WAIT_MS + 300));
       await s.complete(s.id === 's-0007' ? { big } : finalOf(s.id));
     }, logger);

@@ -88,6 +88,29 @@ describe('a packed job on MemoryStore', () => {
     await store.close();
   });
 
+  test('a short job is folded back before its verdict: its completed splits keep no records of their own (decision 0076)', async () => {
+    // Fewer completions than a fold-back's batch, over well under FOLD_WAIT_MS: a busy job's fold-back
+    // waits for more, so without the verdict's own fold-back these splits kept their keys for good
+    // (the fleet exits on the verdict).
+    const store = new MemoryStore();
+    const ids = Array.from({ length: 20 }, (_, i) => `s-${String(i).padStart(2, '0')}`);
+    const c = await startCoordinator({
+      store, job: 'short', instance: 'w0', maxInFlight: 2, logger: silentLogger, layout: 'packed', ...fast,
+      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }),
+      handler: async (split) => split.complete(null),
+    });
+    expect(await c.done).toBe('complete');
+    await c.close();
+    const prefix = jobPrefix('splitfleet', 'short');
+    const { kvs } = await store.list(prefix, { limit: 10_000 });
+    const kinds = kvs.map((kv) => parseKey(prefix, kv.key));
+    const keyed = kinds.filter((k) => k.kind === 'split').map((k) => (k as { id: string }).id);
+    // At most the splits an assignment still named when the verdict came (its two lanes and their prefetch).
+    expect(keyed.length).toBeLessThanOrEqual(4);
+    expect(kinds.some((k) => k.kind === 'folded')).toBe(true);
+    await store.close();
+  });
+
   test('a new leader reads the folded bits of pages folded under the previous one', async () => {
     // The listing sorts `folded.*` before `plan`: a leader that learns the layout from the plan record
     // must not drop the folded records it listed first, or it takes folded splits for queued ones, and

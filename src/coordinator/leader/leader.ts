@@ -106,6 +106,8 @@ export class Leader {
   /** The whole job, while this instance leads (built when the term starts). */
   private job: LeaderView | undefined;
   private writingVerdict = false;
+  /** This term folded its finished job before the verdict once (checkVerdict): never again, so a fold that cannot land holds no verdict. */
+  private verdictFolded = false;
   /** What this leader says of parts of the job that cannot move (stuck-parts.ts). */
   private readonly stuckParts: StuckParts;
   /** A plan is being seeded (publishing is paced meanwhile: publish-loop.ts). */
@@ -335,6 +337,7 @@ export class Leader {
     this.cancelReplan?.();
     this.cancelFold?.();
     this.cancelFold = undefined;
+    this.verdictFolded = false;
     this.publisher.reset();
     const job = this.job;
     this.job = undefined;
@@ -376,6 +379,17 @@ export class Leader {
     if (job.ownWritesPending) return;
     const verdict = jobVerdict(plan.rec, { counts: job.statusCounts, parked: [...job.parked.keys()].map((id) => job.statusOf(id)) });
     if (verdict === undefined) return;
+    // A finished packed job is folded back before its verdict (decision 0076): a fleet may exit on
+    // the verdict, and a busy job's last completions were waiting for a batch. One run at most.
+    if (job.packed && !this.verdictFolded) {
+      if (this.packedQueue.isFolding) return; // its landing is a change of the view
+      if (!this.publisher.settled(job.revision)) return; // so is the echo of our last publication
+      if (this.packedQueue.hasCandidates(job)) {
+        this.verdictFolded = true;
+        this.fold(job, true);
+        if (this.packedQueue.isFolding) return;
+      }
+    }
     const counts = job.statusCounts;
     this.writingVerdict = true;
     const txn = verdictTxn(this.view.prefix, this.guard, plan, verdict, this.finishedHook.configured);
@@ -391,10 +405,13 @@ export class Leader {
     }, this.unexpected);
   }
 
-  /** A packed job's completed splits folded back (packed-queue.ts) while the view holds every assignment record we wrote. */
-  private fold(job: LeaderView): void {
+  /**
+   * A packed job's completed splits folded back (packed-queue.ts) while the view holds every assignment
+   * record we wrote; once a batch is worth it, or `now` (the verdict's).
+   */
+  private fold(job: LeaderView, now = false): void {
     if (!this.term || this.job !== job || !job.packed) return;
-    const again = this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
+    const again = this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'), now);
     if (again === undefined || this.cancelFold) return;
     this.cancelFold = this.clock.setTimer(again, () => {
       this.cancelFold = undefined;

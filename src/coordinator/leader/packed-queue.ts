@@ -232,13 +232,13 @@ export class PackedQueue {
 
   /**
    * Folds completed splits back into their pages, a batch at a time, one batch in flight; in the
-   * background, once a batch is worth sending (fold-pacing.ts, decision 0071). Returns in how many
-   * ms to ask again when candidates wait for that (the caller's timer), else undefined.
+   * background, once a batch is worth sending (fold-pacing.ts, decision 0076) or `now`. Returns in
+   * how many ms to ask again when candidates wait for that (the caller's timer), else undefined.
    */
-  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): number | undefined {
+  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void, now = false): number | undefined {
     if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return undefined;
     // Folded records deleted by hand are written back at once, paced or not (rewriteForgotten).
-    if (view.packed.forgotten.size === 0) {
+    if (!now && view.packed.forgotten.size === 0) {
       const candidates = this.foldCandidates(view).length;
       const now = this.ctx.clock.now();
       if (candidates === 0) this.waitingSince = undefined;
@@ -253,6 +253,16 @@ export class PackedQueue {
       if (this.folding === folding) this.folding = undefined;
     });
     return undefined;
+  }
+
+  /** A fold-back run is in flight. */
+  get isFolding(): boolean {
+    return this.folding !== undefined;
+  }
+
+  /** Whether completed splits wait for a fold-back (the verdict's last fold, leader.ts). */
+  hasCandidates(view: LeaderView): boolean {
+    return view.packed !== undefined && this.foldCandidates(view).length > 0;
   }
 
   /** How many splits one fold-back transaction carries. */

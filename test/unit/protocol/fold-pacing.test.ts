@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FOLD_WAIT_MS, foldDelay } from '../../../src/protocol/fold-pacing.js';
 
-describe('foldDelay (decision 0071)', () => {
+describe('foldDelay (decision 0076)', () => {
   const busy = { candidates: 3, fullBatch: 30, quiet: false, waitedMs: 0 };
 
   it('has nothing to do without candidates, quiet or not', () => {
