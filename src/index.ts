@@ -108,7 +108,7 @@ export type { DeleteOptions, DeletePreview, DeleteResult } from './operator/dele
 export type { JobTarget } from './operator/job.js';
 export type { ControlRecord, Evacuation } from './protocol/records.js';
 
-// Inspection: a job's state from its records.
+// Inspection: a job's state from its records (the command line's text renderers are its own: text.ts).
 export { detectFingerprintHash, jobReport, readJobRecords, splitState } from './inspect/report.js';
 export type { JobRecords, JobReport, MemberReport, ReportInfo, RevocationReport, SplitState } from './inspect/report.js';
 export { splitStatus } from './inspect/packed-records.js';
@@ -116,19 +116,13 @@ export type { FoldedSlots, QueueRecords } from './inspect/packed-records.js';
 export type {
   AssignRecord, LeaderRecord, LeaseRecord, PlanRecord, ProgressRecord, QueueRecord, SpecRecord, SplitRecord, StoredHistoryEntry, SummaryRecord, WorkerRecord,
 } from './protocol/records.js';
-export { renderReport } from './inspect/render.js';
-export { printable, printableJson } from './inspect/printable.js';
-export type { RenderOptions } from './inspect/render.js';
-export { ChangeTracker, describeChange } from './inspect/changes.js';
+export { ChangeTracker } from './inspect/changes.js';
 export type { ChangeEvent, RecordChange } from './inspect/changes.js';
 export { MAX_SPLIT_PAGE, readSplit, readSplitPage } from './inspect/split-read.js';
 export type { SplitPageOptions } from './inspect/split-read.js';
-export { renderSplit, renderSplitTable } from './inspect/splits.js';
 export { readFullReport, readJobReport } from './inspect/summary-read.js';
 export type { InspectResult, ReadJobReportOptions, SummaryReport } from './inspect/summary-read.js';
-export { renderSummaryReport } from './inspect/summary-render.js';
 export type { SplitPage, SplitView } from './inspect/splits.js';
-export { alignColumns, displayWidth } from './inspect/width.js';
 
 // The desired assignment, the pool and the quality figures: splitfleet/engine.
 

@@ -20,10 +20,11 @@
 import type { Command } from 'commander';
 import { serveDashboard } from '../http.js';
 import {
-  inJobScope, isSplitfleetError, jobPrefix, jobSpan, MAX_SPLIT_PAGE, printable, printableJson, readFullReport, readJobReport, readSplit,
-  readSplitPage, renderReport, renderSplit, renderSplitTable, renderSummaryReport, resolveConfig, SplitfleetError,
+  inJobScope, isSplitfleetError, jobPrefix, jobSpan, MAX_SPLIT_PAGE, readFullReport, readJobReport, readSplit,
+  readSplitPage, resolveConfig, SplitfleetError,
   type InspectResult, type JobReport, type Store,
 } from '../index.js';
+import { printable, printableJson, renderReport, renderSplit, renderSplitTable, renderSummaryReport } from '../text.js';
 import { colorEnabled } from './color.js';
 import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';

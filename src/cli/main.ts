@@ -11,7 +11,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { isSplitfleetError, printable } from '../index.js';
+import { isSplitfleetError } from '../index.js';
+import { printable } from '../text.js';
 import { registerDemo } from './demo.js';
 import { EXIT_FAILURE, EXIT_REFUSED, exitCodesHelp } from './exit-codes.js';
 import { registerInspect } from './inspect.js';

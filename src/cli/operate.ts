@@ -7,9 +7,10 @@
  */
 import type { Command } from 'commander';
 import {
-  alignColumns, deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, printable, printableJson, resumeInstance, resumeJob, retrySplits,
+  deleteJob, evacuateInstance, listJobs, pauseJob, previewDelete, previewRetry, resumeInstance, resumeJob, retrySplits,
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
+import { alignColumns, printable, printableJson } from '../text.js';
 import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 

@@ -6,7 +6,8 @@
  * are the library's `submitJob` and `waitForJob`.
  */
 import type { Command } from 'commander';
-import { printable, printableJson, SplitfleetError, submitJob, waitForJob, type Json } from '../index.js';
+import { SplitfleetError, submitJob, waitForJob, type Json } from '../index.js';
+import { printable, printableJson } from '../text.js';
 import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
 import { EXIT_FAILURE, exitCodesHelp } from './exit-codes.js';
 
