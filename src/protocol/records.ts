@@ -311,3 +311,13 @@ export function decodeRecord<K extends RecordKind>(
   }
   return record;
 }
+
+/** `decode()`, or undefined when a record it decodes is unreadable (INVALID_RECORD); other errors thrown. */
+export function readable<T>(decode: () => T): T | undefined {
+  try {
+    return decode();
+  } catch (e) {
+    if (e instanceof SplitfleetError && e.code === 'INVALID_RECORD') return undefined;
+    throw e;
+  }
+}

@@ -41,6 +41,7 @@ import type { Metrics } from '../metrics.js';
 import { LeaderView } from './leader-view.js';
 import type { Assigner, ColumnarAssigner, EngineReady, PublishFence } from './publish.js';
 import { PublishLoop, type LeaderStats } from './publish-loop.js';
+import { FoldBack } from './packed-fold.js';
 import { PackedQueue } from './packed-queue.js';
 import { pagingOf, Seeder } from './seeding.js';
 import type { Session } from '../session.js';
@@ -114,8 +115,10 @@ export class Leader {
   private seeding = false;
   private readonly publisher: PublishLoop;
   private readonly seeder: Seeder;
-  /** A packed job's promotions and fold-backs (decision 0037). */
+  /** A packed job's promotions (decision 0037). */
   private readonly packedQueue: PackedQueue;
+  /** A packed job's fold-backs (decision 0037, 0076). */
+  private readonly foldBack: FoldBack;
   /** Asks running splits to divide when lanes would idle (decision 0063). */
   private readonly divisions: DivisionAsker;
   /** The job's onJobFinished hook (decision 0065). */
@@ -150,10 +153,9 @@ export class Leader {
       unexpected: (where, e) => this.unexpected(where, e),
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
-    this.packedQueue = new PackedQueue({
-      store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading,
-      generation: () => this.term?.generation, log: ctx.log, clock: ctx.clock,
-    });
+    const packed = { store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading, log: ctx.log };
+    this.foldBack = new FoldBack({ ...packed, generation: () => this.term?.generation, clock: ctx.clock });
+    this.packedQueue = new PackedQueue(packed, this.foldBack);
   }
 
   /** The leader's whole-job view while it leads (inspection and tests). */
@@ -382,12 +384,12 @@ export class Leader {
     // A finished packed job is folded back before its verdict (decision 0076): a fleet may exit on
     // the verdict, and a busy job's last completions were waiting for a batch. One run at most.
     if (job.packed && !this.verdictFolded) {
-      if (this.packedQueue.isFolding) return; // its landing is a change of the view
+      if (this.foldBack.isFolding) return; // its landing is a change of the view
       if (!this.publisher.settled(job.revision)) return; // so is the echo of our last publication
-      if (this.packedQueue.hasCandidates(job)) {
+      if (this.foldBack.hasCandidates(job)) {
         this.verdictFolded = true;
         this.fold(job, true);
-        if (this.packedQueue.isFolding) return;
+        if (this.foldBack.isFolding) return;
       }
     }
     const counts = job.statusCounts;
@@ -411,7 +413,7 @@ export class Leader {
    */
   private fold(job: LeaderView, now = false): void {
     if (!this.term || this.job !== job || !job.packed) return;
-    const again = this.packedQueue.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'), now);
+    const again = this.foldBack.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'), now);
     if (again === undefined || this.cancelFold) return;
     this.cancelFold = this.clock.setTimer(again, () => {
       this.cancelFold = undefined;
