@@ -3,21 +3,21 @@
  * makes. Its life is one `LaneState` value that only this class changes,
  * through the methods named on each arrow (who calls each, in brackets):
  *
- *              beginDrain() [Revocations]         decline() [handler]
- *   running ──────────────────────────────▶ draining ◀── drainFailed() [runLane]
- *     │  ╰─ timeOut [HeartbeatWatch]           │   ╰─ force() [Revocations]: forced
- *     │     running, timedOut set              │
- *     ╰──────────────────┬─────────────────────╯
- *                        │ a terminal write lands (complete, fail, release, force)
- *                        │ or lose() [Worker], a fence lost, a refusal for good
- *                        ▼
- *                      ended { as, reason, write, drain, timedOut, asked }
+ *   running { timedOut, asked }
+ *     │   timeOut [HeartbeatWatch]: sets timedOut (handler aborted; drains no more)
+ *     │
+ *     ├── beginDrain() [Revocations] ──▶ draining { drain: { startedAt, handler }, forced, asked }
+ *     │                                    │   decline() [handler], drainFailed() [runLane]: drain.handler
+ *     │                                    │   force() [Revocations]: forced (handler aborted)
+ *     ▼                                    ▼
+ *   ended { as, reason, write, drain, timedOut, asked }, from either: a terminal write lands,
+ *     or lose() [Worker], a fence lost, a refusal for good
  *
  * The ending writes themselves are finishNormally() and finishWithError()
  * [runLane, Worker], force() and the handle's own complete/fail/release;
  * the lane stays running or draining until one lands. A timed-out lane is
  * still `running` to the worker (its handler may not have returned); it
- * drains no more. Nothing comes back from `ended`.
+ * drains no more. Nothing comes back from `ended` (decision 0073).
  *
  * Every write is one transaction guarded by the split record's
  * revision (the one this lane's claim wrote), by `progress.{id}` being at the
@@ -172,7 +172,7 @@ export class Lane {
   private readonly guards: LaneGuards;
   readonly handle: SplitHandle;
   /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
-  divider: DivideCallback | undefined;
+  private divideCallback: DivideCallback | undefined;
   /** The commits of `advance()` (auto-commit.ts). */
   private readonly autoCommit: AutoCommit;
   /** Present when heartbeatTimeoutMs is set. */
@@ -236,7 +236,7 @@ export class Lane {
         lane.watch?.touch(details);
       },
       onDivide: (callback) => {
-        lane.divider = callback;
+        lane.divideCallback = callback;
         // An ask that came before the callback stands: answer it now.
         ctx.onDivider?.(lane);
       },
@@ -250,6 +250,11 @@ export class Lane {
       onTimeout: (silentMs) => this.timeOut(silentMs, timeoutMs),
       onReportDue: () => void this.reportTimeout().catch(() => undefined),
     });
+  }
+
+  /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
+  get divider(): DivideCallback | undefined {
+    return this.divideCallback;
   }
 
   /** The lane's life: running, draining or ended (see the header's diagram). */
