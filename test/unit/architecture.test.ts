@@ -727,3 +727,84 @@ describe('functions fit on a screen, or say why not', () => {
     }
   });
 });
+
+/**
+ * A lane's life is changed by the lane only (issue 51, docs/architecture.md "A lane's life"): the
+ * class `Lane` has no member another file could assign (every field private or readonly, no
+ * public setter), and the types of its state (`LaneState` and the parts it carries) are readonly
+ * throughout, so `lane.state.kind = …` or `lane.state.drain.handler = …` does not compile. The
+ * compiler then refuses any file but lane.ts that would change a lane's state; this keeps it so.
+ */
+export const LANE_FILE = 'coordinator/lanes/lane.ts';
+export const LANE_STATE_TYPES: readonly string[] = ['LaneState', 'EndedLane', 'Drain', 'EndAsked', 'TerminalWrite'];
+
+/** The members of class `className` and the properties of the types `stateTypes` in `text` that another file could assign. */
+export function assignableLaneState(file: string, text: string, className = 'Lane', stateTypes = LANE_STATE_TYPES): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const problems: string[] = [];
+  const lineOf = (n: ts.Node) => source.getLineAndCharacterOfPosition(n.getStart(source)).line + 1;
+  const has = (n: ts.Node, kind: ts.SyntaxKind) => (ts.canHaveModifiers(n) ? ts.getModifiers(n) ?? [] : []).some((m) => m.kind === kind);
+  const hidden = (n: ts.Node) => has(n, ts.SyntaxKind.PrivateKeyword) || has(n, ts.SyntaxKind.ProtectedKeyword) || ((n as ts.ClassElement).name !== undefined && ts.isPrivateIdentifier((n as ts.ClassElement).name!));
+  const properties = (node: ts.Node, owner: string): void => {
+    if (ts.isPropertySignature(node) && !has(node, ts.SyntaxKind.ReadonlyKeyword)) {
+      problems.push(`${file}:${lineOf(node)}: ${owner}.${node.name.getText(source)} is not readonly: another file could change a lane's state through it`);
+    }
+    ts.forEachChild(node, (child) => properties(child, owner));
+  };
+  const found = new Set<string>();
+  for (const statement of source.statements) {
+    if (ts.isClassDeclaration(statement) && statement.name?.text === className) {
+      found.add(className);
+      for (const member of statement.members) {
+        const name = member.name?.getText(source) ?? '';
+        if (ts.isPropertyDeclaration(member) && !hidden(member) && !has(member, ts.SyntaxKind.ReadonlyKeyword)) {
+          problems.push(`${file}:${lineOf(member)}: ${className}.${name} can be assigned from another file: make it private (changed by a named method) or readonly`);
+        } else if (ts.isSetAccessorDeclaration(member) && !hidden(member)) {
+          problems.push(`${file}:${lineOf(member)}: ${className}.${name} has a public setter: change the lane's state by a named method`);
+        } else if (ts.isConstructorDeclaration(member)) {
+          for (const p of member.parameters) {
+            const isField = (ts.getModifiers(p) ?? []).some((m) => m.kind === ts.SyntaxKind.PublicKeyword || m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword || m.kind === ts.SyntaxKind.ReadonlyKeyword);
+            if (isField && !hidden(p) && !has(p, ts.SyntaxKind.ReadonlyKeyword)) problems.push(`${file}:${lineOf(p)}: ${className}.${p.name.getText(source)} can be assigned from another file: make it private or readonly`);
+          }
+        }
+      }
+    } else if ((ts.isTypeAliasDeclaration(statement) || ts.isInterfaceDeclaration(statement)) && stateTypes.includes(statement.name.text)) {
+      found.add(statement.name.text);
+      properties(statement, statement.name.text);
+    }
+  }
+  for (const name of [className, ...stateTypes]) if (!found.has(name)) problems.push(`${file}: ${name} is not declared here`);
+  return problems;
+}
+
+describe('a lane\'s state is changed by the lane only', () => {
+  it(`no member of Lane or property of its state's types (${LANE_FILE}) can be assigned from another file`, () => {
+    expect(assignableLaneState(LANE_FILE, readFileSync(join(srcRoot, LANE_FILE), 'utf8'))).toEqual([]);
+  });
+
+  it('reports a public mutable field, a public setter, a mutable parameter property and a mutable state property, and nothing private, readonly or a getter', () => {
+    const text = [
+      'export interface Drain { readonly startedAt: number; handler: string }',
+      "export type LaneState = { readonly kind: 'running' } | { readonly kind: 'ended'; as: string; readonly drain: { at: number } };",
+      'export class Lane {',
+      '  state = 1;',
+      '  private s = 1;',
+      '  #t = 1;',
+      '  readonly id = 1;',
+      '  get kind() { return 1; }',
+      '  set kind(_: number) {}',
+      '  private set hidden(_: number) {}',
+      '  constructor(public ctx: number, private readonly other: number, readonly third: number) {}',
+      '}',
+    ].join('\n');
+    expect(assignableLaneState('lane.ts', text, 'Lane', ['Drain', 'LaneState', 'Missing'])).toEqual([
+      "lane.ts:1: Drain.handler is not readonly: another file could change a lane's state through it",
+      "lane.ts:2: LaneState.as is not readonly: another file could change a lane's state through it",
+      "lane.ts:2: LaneState.at is not readonly: another file could change a lane's state through it",
+      'lane.ts:4: Lane.state can be assigned from another file: make it private (changed by a named method) or readonly',
+      "lane.ts:9: Lane.kind has a public setter: change the lane's state by a named method",
+      'lane.ts:11: Lane.ctx can be assigned from another file: make it private or readonly',
+      'lane.ts: Missing is not declared here',
+    ]);
+  });
+});

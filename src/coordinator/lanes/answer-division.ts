@@ -55,7 +55,7 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
   };
   const callback = lane.divider;
   if (!callback) return { kind: 'unanswered' };
-  if (lane.state === 'running') {
+  if (lane.state.kind === 'running') {
     try {
       await callback(request);
     } catch {
@@ -70,7 +70,7 @@ export async function answerDivision(lane: Lane, ask: DivisionAsk, prefix: strin
   if (!landed || !write) {
     // Still ours, so the residual's keys were there already (forged, or a restore): nothing was
     // written; the decline tells the leader not to wait on this ask. Lost: the ask lapses with us.
-    if (lane.state === 'running') await lane.writeDivision('decline', (held) => ({ committed: declineRecord({ prefix, me, spec: lane.spec, ...held }, ask.seq) }));
+    if (lane.state.kind === 'running') await lane.writeDivision('decline', (held) => ({ committed: declineRecord({ prefix, me, spec: lane.spec, ...held }, ask.seq) }));
     return { kind: 'not-landed' };
   }
   return { kind: 'landed', residual: write.residualId, residualWeight: write.residualWeight, weight: write.committed.weight!, end: write.committed.end };

@@ -1,6 +1,25 @@
 /**
  * Lane: one held split inside a worker, and the fenced writes its handle
- * makes. Every write is one transaction guarded by the split record's
+ * makes. Its life is one `LaneState` value that only this class changes,
+ * through the methods named on each arrow (who calls each, in brackets):
+ *
+ *   running { timedOut, asked }
+ *     │   timeOut [HeartbeatWatch]: sets timedOut (handler aborted; drains no more)
+ *     │
+ *     ├── beginDrain() [Revocations] ──▶ draining { drain: { startedAt, handler }, forced, asked }
+ *     │                                    │   decline() [handler], drainFailed() [runLane]: drain.handler
+ *     │                                    │   force() [Revocations]: forced (handler aborted)
+ *     ▼                                    ▼
+ *   ended { as, reason, write, drain, timedOut, asked }, from either: a terminal write lands,
+ *     or lose() [Worker], a fence lost, a refusal for good
+ *
+ * The ending writes themselves are finishNormally() and finishWithError()
+ * [runLane, Worker], force() and the handle's own complete/fail/release;
+ * the lane stays running or draining until one lands. A timed-out lane is
+ * still `running` to the worker (its handler may not have returned); it
+ * drains no more. Nothing comes back from `ended` (decision 0073).
+ *
+ * Every write is one transaction guarded by the split record's
  * revision (the one this lane's claim wrote), by `progress.{id}` being at the
  * revision this lane last wrote (or read at its claim), and by `lease.{id}`
  * still being on this process's etcd lease; losing it writes nothing and
@@ -48,7 +67,56 @@ import { commitProblem, partWeight } from '../../protocol/division.js';
 export const TERMINAL_RETRY: BackoffPolicy = { base: 250, max: 4000, min: 25 };
 
 export type { LaneEnd };
-export type LaneState = 'running' | 'draining' | 'ended';
+
+/** A drain under way: when it began (clock ms) and what the handler made of it (drainDecision reads both). */
+export interface Drain {
+  readonly startedAt: number;
+  /** 'declined' (the handler said no) or 'failed' (it threw while draining): forced at once. */
+  readonly handler: DrainHandlerState;
+}
+
+/** Why the worker, not the handler, released the split (the split-released event's cause). */
+export type WorkerReleaseCause = 'store-failure' | 'stopping';
+
+/** What the lane has been asked to end as so far, for the end's events and metrics. */
+export interface EndAsked {
+  /** Set when the worker ends the lane with a release (finishNormally's cause). */
+  readonly releaseCause: WorkerReleaseCause | undefined;
+  /** How the failure report last asked for came about ('error', 'permanent'), set as it is asked. */
+  readonly failure: FailureKind | undefined;
+}
+
+/** The terminal write that ended a lane: the split record it put (encoded) at `revision`, where it also deleted the lease key. */
+export interface TerminalWrite {
+  readonly splitValue: string | undefined;
+  readonly revision: number;
+}
+
+/** A lane that has ended, and everything its end's events and metrics read. */
+export interface EndedLane {
+  readonly kind: 'ended';
+  readonly as: LaneEnd;
+  /** The write that ended it, or why it was lost. */
+  readonly reason: string;
+  /**
+   * The terminal write, when one landed. The worker hands it to its view, which may not have
+   * seen it yet: a split still named would otherwise look like ours to reclaim.
+   */
+  readonly write: TerminalWrite | undefined;
+  /** The drain it ended in, if it was draining. */
+  readonly drain: Drain | undefined;
+  /** The heartbeat timeout's failure reason, if it had timed out. */
+  readonly timedOut: string | undefined;
+  readonly asked: EndAsked;
+}
+
+/** A lane's life (see the header's diagram); only Lane changes it. */
+export type LaneState =
+  /** The handler runs. `timedOut`: the heartbeat timeout aborted it; its writes are refused and the lane owes that failure report. */
+  | { readonly kind: 'running'; readonly timedOut: string | undefined; readonly asked: EndAsked }
+  /** Asked to let go (`drainSignal` aborted). `forced`: the handler was aborted and the forced release is being written. */
+  | { readonly kind: 'draining'; readonly drain: Drain; readonly forced: boolean; readonly asked: EndAsked }
+  | EndedLane;
 
 /** The writes a handle (and the shell's ending of a lane) makes: all but a division's two. */
 type HandleWriteKind = Exclude<LaneWriteKind, 'divide' | 'decline'>;
@@ -74,8 +142,8 @@ export interface LaneContext {
   clock: Clock;
   prefix: string;
   leaseId: string;
-  /** Called once when the lane ends, however it ends; `reason` is the write that ended it, or why it was lost. */
-  onEnd: (lane: Lane, end: LaneEnd, reason: string) => void;
+  /** Called once when the lane ends, however it ends, with its ended state (`reason`: the write that ended it, or why it was lost). */
+  onEnd: (lane: Lane, ended: EndedLane) => void;
   /** Called when the handler declines a drain: the release is forced at once. */
   onDecline?: (lane: Lane) => void;
   /** A write of unknown outcome was read back: what it turned out to be (metrics; lane-guards.ts). */
@@ -95,37 +163,21 @@ export interface LaneContext {
 }
 
 export class Lane {
-  /**
-   * The terminal write that ended this lane, once it landed: the split record it put (encoded)
-   * at `revision`, where it also deleted the lease key. The worker hands it to its view, which
-   * may not have seen it yet: a split still named would otherwise look like ours to reclaim.
-   */
-  terminalWrite: { splitValue: string | undefined; revision: number } | undefined;
-  state: LaneState = 'running';
-  /** When the drain began (clock ms); undefined while running. */
-  drainStartedAt: number | undefined;
-  /** The handler refused to drain, or its drain threw: force at once. */
-  drainHandlerState: DrainHandlerState = 'draining';
-  /** Set when the worker, not the handler, ends the lane with a release (for the split-released event). */
-  releaseCause: 'store-failure' | 'stopping' | undefined;
-  /** How the failure report the handler asked for came about ('error' or 'permanent'); set with the report. */
-  private failureAsked: FailureKind | undefined;
+  private s: LaneState = { kind: 'running', timedOut: undefined, asked: { releaseCause: undefined, failure: undefined } };
   readonly claimedAt: number;
   private readonly abort = new AbortController();
   private readonly drain = new AbortController();
   private chain: Promise<unknown> = Promise.resolve();
-  private endedAs: LaneEnd | undefined;
   /** What the next write is guarded by, and the write of unknown outcome. */
   private readonly guards: LaneGuards;
   readonly handle: SplitHandle;
   /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
-  divider: DivideCallback | undefined;
+  private divideCallback: DivideCallback | undefined;
   /** The commits of `advance()` (auto-commit.ts). */
   private readonly autoCommit: AutoCommit;
   /** Present when heartbeatTimeoutMs is set. */
   private readonly watch: HeartbeatWatch | undefined;
-  /** Set when the heartbeat timeout aborted the handler: the failure report this lane owes. */
-  private timeoutFailure: string | undefined;
+  /** The timed-out lane's failure report once asked for: one write, however many paths ask. */
   private reportingTimeout: Promise<void> | undefined;
 
   constructor(
@@ -178,17 +230,13 @@ export class Lane {
       complete: (progress) => lane.write('complete', { progress: progress ?? lane.autoCommit.last?.progress }),
       fail: (reason, options) => lane.fail(String(reason), options),
       release: (progress) => lane.write('release', { progress }),
-      decline: () => {
-        if (lane.state !== 'draining' || lane.drainHandlerState === 'declined') return;
-        lane.drainHandlerState = 'declined';
-        ctx.onDecline?.(lane);
-      },
+      decline: () => lane.declineDrain(),
       heartbeat: (details) => {
-        if (lane.endedAs || lane.abort.signal.aborted) return;
+        if (lane.handlerAborted) return;
         lane.watch?.touch(details);
       },
       onDivide: (callback) => {
-        lane.divider = callback;
+        lane.divideCallback = callback;
         // An ask that came before the callback stands: answer it now.
         ctx.onDivider?.(lane);
       },
@@ -198,34 +246,57 @@ export class Lane {
       clock: ctx.clock,
       timeoutMs,
       drainDeadlineMs: ctx.config.drainDeadlineMs,
-      running: () => this.state === 'running',
+      running: () => this.s.kind === 'running',
       onTimeout: (silentMs) => this.timeOut(silentMs, timeoutMs),
       onReportDue: () => void this.reportTimeout().catch(() => undefined),
     });
   }
 
-  /** The heartbeat timeout's failure reason when this lane timed out (`timeout: …`); undefined otherwise. */
-  get timedOut(): string | undefined {
-    return this.timeoutFailure;
+  /** The handler's answer to division requests (`onDivide`), if it gave one (answer-division.ts). */
+  get divider(): DivideCallback | undefined {
+    return this.divideCallback;
   }
 
-  /** The handler was silent too long: abort it; the failure is reported when it returns, or at the drain deadline. */
+  /** The lane's life: running, draining or ended (see the header's diagram). */
+  get state(): LaneState {
+    return this.s;
+  }
+
+  /** How the lane ended; undefined while it has not. */
+  get ended(): LaneEnd | undefined {
+    return this.s.kind === 'ended' ? this.s.as : undefined;
+  }
+
+  /** The heartbeat timeout's failure reason when this lane timed out (`timeout: …`); undefined otherwise. */
+  get timedOut(): string | undefined {
+    return this.s.kind === 'draining' ? undefined : this.s.timedOut;
+  }
+
+  /** The handler's `signal` has aborted (timed out, forced, or ended): its own writes are refused from then on. */
+  private get handlerAborted(): boolean {
+    switch (this.s.kind) {
+      case 'running': return this.s.timedOut !== undefined;
+      case 'draining': return this.s.forced;
+      case 'ended': return true;
+    }
+  }
+
+  /** running → running, timed out: the handler was silent too long; abort it. Its failure is reported when it returns, or at the drain deadline. */
   private timeOut(silentMs: number, timeoutMs: number): void {
-    if (this.endedAs || this.abort.signal.aborted) return;
-    this.timeoutFailure = timeoutReason(silentMs, timeoutMs);
+    const s = this.s;
+    // HeartbeatWatch times out a running lane only (a drain's deadline bounds a draining one).
+    if (s.kind !== 'running' || s.timedOut !== undefined) return;
+    const reason = timeoutReason(silentMs, timeoutMs);
+    this.s = { ...s, timedOut: reason };
     this.ctx.onTimeout?.(this, silentMs, this.watch?.details);
-    this.abort.abort(new SplitfleetError('HEARTBEAT_TIMEOUT', `split ${this.id}: ${this.timeoutFailure}`));
+    this.abort.abort(new SplitfleetError('HEARTBEAT_TIMEOUT', `split ${this.id}: ${reason}`));
   }
 
   /** The failure report a timed-out lane owes (one attempt), written once, however many paths ask for it. */
   private reportTimeout(): Promise<void> {
-    const reason = this.timeoutFailure!;
+    const reason = this.timedOut!;
     this.reportingTimeout ??= this.untilWritten(() => this.fail(reason, undefined, 'timeout'));
     return this.reportingTimeout;
-  }
-
-  get ended(): LaneEnd | undefined {
-    return this.endedAs;
   }
 
   get record(): SplitRecord {
@@ -237,18 +308,43 @@ export class Lane {
     return this.guards.committed;
   }
 
-  /** Asks the handler to drain (cooperative revocation). Idempotent. */
+  /** running → draining: asks the handler to drain (cooperative revocation). Idempotent. */
   beginDrain(): void {
+    const s = this.s;
     // A timed-out lane's end is decided already (its failure report, by the drain deadline at the latest).
-    if (this.state !== 'running' || this.timeoutFailure !== undefined) return;
-    this.state = 'draining';
-    this.drainStartedAt = this.ctx.clock.now();
+    if (s.kind !== 'running' || s.timedOut !== undefined) return;
+    this.s = { kind: 'draining', drain: { startedAt: this.ctx.clock.now(), handler: 'draining' }, forced: false, asked: s.asked };
     this.drain.abort();
   }
 
-  /** The handler returned normally: release with the last committed progress. */
-  async finishNormally(): Promise<void> {
-    if (this.timeoutFailure !== undefined) return this.reportTimeout();
+  /** Draining, the handler declined (`handle.decline()`): the release is forced at once (onDecline). */
+  private declineDrain(): void {
+    const s = this.s;
+    if (s.kind !== 'draining' || s.drain.handler === 'declined') return;
+    this.s = { ...s, drain: { ...s.drain, handler: 'declined' } };
+    this.ctx.onDecline?.(this);
+  }
+
+  /** Draining, the handler threw (runLane): the release is forced at once, by the next serviceRevocations. */
+  drainFailed(): void {
+    const s = this.s;
+    if (s.kind !== 'draining') return;
+    this.s = { ...s, drain: { ...s.drain, handler: 'failed' } };
+  }
+
+  /** The end asked for so far, changed while the lane has not ended (after, its end's facts are fixed). */
+  private ask(change: Partial<EndAsked>): void {
+    const s = this.s;
+    if (s.kind !== 'ended') this.s = { ...s, asked: { ...s.asked, ...change } };
+  }
+
+  /**
+   * The handler returned normally (or the worker ends the lane, `cause` saying why): release
+   * with the last committed progress.
+   */
+  async finishNormally(cause?: WorkerReleaseCause): Promise<void> {
+    if (cause !== undefined) this.ask({ releaseCause: cause });
+    if (this.timedOut !== undefined) return this.reportTimeout();
     this.watch?.stop(); // the handler is done: a slow ending write is the store's, not a hung handler
     this.autoCommit.stop();
     // Released at the latest advance (a cooperative drain replays nothing), else at the last commit.
@@ -261,7 +357,7 @@ export class Lane {
    * `kind` 'permanent' (a PermanentFailure) quarantines at once.
    */
   async finishWithError(error: unknown, kind: FailureKind = 'error'): Promise<void> {
-    if (this.timeoutFailure !== undefined) return this.reportTimeout();
+    if (this.timedOut !== undefined) return this.reportTimeout();
     this.watch?.stop();
     const reason = error instanceof Error ? error.message : String(error);
     await this.untilWritten(() => this.fail(reason, kind === 'permanent' ? { permanent: true } : undefined, kind));
@@ -275,21 +371,27 @@ export class Lane {
   fail(reason: string, options?: FailureOptions, kind?: FailureKind): Promise<void> {
     const problem = failureOptionsProblem(options);
     if (problem !== undefined) return Promise.reject(new SplitfleetError('INVALID_INPUT', `split ${this.id}: ${problem}`));
-    if (!this.endedAs) this.failureAsked = kind ?? (options?.permanent === true ? 'permanent' : 'error');
+    this.ask({ failure: kind ?? (options?.permanent === true ? 'permanent' : 'error') });
     const failure = options === undefined ? undefined : { ...options };
     return this.write('fail', { reason: boundReason(reason), ...(failure ? { failure } : {}) }, kind === 'timeout');
   }
 
   /** How this lane's failure report came about (for a lane that ended 'failed'): a heartbeat timeout, a permanent failure, an error. */
   get failureKind(): FailureKind {
-    if (this.timeoutFailure !== undefined) return 'timeout';
-    return this.failureAsked ?? 'error';
+    if (this.timedOut !== undefined) return 'timeout';
+    return this.s.asked.failure ?? 'error';
   }
 
-  /** Forced release: the last committed progress, owner cleared; the handler is aborted. */
+  /**
+   * draining → draining, forced: the handler is aborted and the release written (the last
+   * committed progress, owner cleared). Only a draining lane is forced (serviceRevocations).
+   */
   async force(): Promise<void> {
-    if (this.endedAs) return;
-    if (this.timeoutFailure !== undefined) return this.reportTimeout();
+    const s = this.s;
+    if (s.kind === 'ended') return;
+    if (this.timedOut !== undefined) return this.reportTimeout();
+    if (s.kind !== 'draining') return;
+    this.s = { ...s, forced: true };
     this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: revocation forced`));
     await this.untilWritten(() => this.write('force', {}, true));
   }
@@ -305,15 +407,16 @@ export class Lane {
    * that fails it for good ends the lane without a write.
    */
   private async untilWritten(write: () => Promise<void>): Promise<void> {
-    for (let attempt = 0; !this.endedAs; attempt++) {
+    for (let attempt = 0; this.s.kind !== 'ended'; attempt++) {
       try {
         await write();
         return;
       } catch (e) {
-        if (this.endedAs || (typeof e === 'object' && e !== null && this.answered.has(e))) return; // a refusal: `refused` took it from there
+        const s = this.state; // read again: the write awaited may have ended the lane
+        if (s.kind === 'ended' || (typeof e === 'object' && e !== null && this.answered.has(e))) return; // a refusal: `refused` took it from there
         if (!isRetryable(e)) {
-          // Aborted: a forced release is under way and ends the lane itself (a timeout's report has no one behind it).
-          if (!this.abort.signal.aborted || this.timeoutFailure !== undefined) this.end('lost', `an ending write failed for good: ${storeFailure(e).message}`);
+          // Forced: that release is under way and ends the lane itself (a timeout's report has no one behind it).
+          if (!(s.kind === 'draining' && s.forced)) this.end('lost', `an ending write failed for good: ${storeFailure(e).message}`);
           return;
         }
         const delay = backoffDelay(attempt, TERMINAL_RETRY, this.ctx.random ?? Math.random);
@@ -354,7 +457,7 @@ export class Lane {
 
   /** The lane is gone without a write (our lease expired or was fenced). */
   lose(reason: string): void {
-    if (this.endedAs) return;
+    if (this.s.kind === 'ended') return;
     this.end('lost', reason);
   }
 
@@ -367,8 +470,9 @@ export class Lane {
     // A forced release is a release on the wire and in every message.
     const what = kind === 'force' ? 'release' : kind;
     const run = async (): Promise<void> => {
-      if (this.endedAs || (this.abort.signal.aborted && !internal)) {
-        const why = this.timeoutFailure !== undefined ? `the lane timed out (${this.timeoutFailure})` : 'this lane no longer holds the split';
+      if (this.s.kind === 'ended' || (this.handlerAborted && !internal)) {
+        const timedOut = this.timedOut;
+        const why = timedOut !== undefined ? `the lane timed out (${timedOut})` : 'this lane no longer holds the split';
         throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, ${why}`);
       }
       await this.settleUnknown(what);
@@ -407,7 +511,7 @@ export class Lane {
       throw e;
     });
     if (settled !== 'not landed') this.apply(pending, settled);
-    if (this.endedAs) {
+    if (this.s.kind === 'ended') {
       throw new SplitfleetError('LEASE_LOST', `split ${this.id}: cannot ${what}, this lane no longer holds the split`);
     }
   }
@@ -425,8 +529,8 @@ export class Lane {
       random: this.ctx.random ?? Math.random,
       guards: this.guards,
       readBackRetry: TERMINAL_RETRY,
-      closed: () => this.endedAs !== undefined,
-      ended: () => this.endedAs !== undefined || this.abort.signal.aborted || this.state === 'ended',
+      closed: () => this.s.kind === 'ended',
+      ended: () => this.handlerAborted,
       settleUnknown: (what) => this.settleUnknown(what),
       writerState: () => this.writerState('commit'),
       apply: (w, res) => this.apply(w, res),
@@ -517,22 +621,26 @@ export class Lane {
     }
     if (w.what === 'commit') this.ctx.onCommitted?.();
     this.guards.adopt(w, res.revision);
-    if (w.terminal) {
-      this.terminalWrite = { splitValue: w.splitValue, revision: res.revision };
-      this.end(w.endAs!, what);
-    }
+    if (w.terminal) this.end(w.endAs!, what, { splitValue: w.splitValue, revision: res.revision });
   }
 
-  private end(as: LaneEnd, reason: string): void {
-    if (this.endedAs) return;
+  /** running or draining → ended: `write` is the terminal write that landed, if one did. */
+  private end(as: LaneEnd, reason: string, write?: TerminalWrite): void {
+    const s = this.s;
+    if (s.kind === 'ended') return;
     this.autoCommit.stop();
-    this.endedAs = as;
-    this.state = 'ended';
+    const ended: EndedLane = {
+      kind: 'ended', as, reason, write,
+      drain: s.kind === 'draining' ? s.drain : undefined,
+      timedOut: s.kind === 'running' ? s.timedOut : undefined,
+      asked: s.asked,
+    };
+    this.s = ended;
     this.watch?.stop();
     if (!this.abort.signal.aborted) {
       this.abort.abort(new SplitfleetError('LEASE_LOST', `split ${this.id}: lane ended (${as})`));
     }
-    this.ctx.onEnd(this, as, reason);
+    this.ctx.onEnd(this, ended);
   }
 }
 

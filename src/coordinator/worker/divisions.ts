@@ -45,7 +45,7 @@ export class Divisions {
       named.add(key);
       if (this.answered.has(key)) continue;
       const lane = this.ctx.lanes.get(ask.id);
-      if (!lane || lane.state !== 'running' || lane.record.epoch !== ask.epoch) continue;
+      if (!lane || lane.state.kind !== 'running' || lane.record.epoch !== ask.epoch) continue;
       this.answered.add(key);
       background('divide', () => this.answer(lane, ask, key), this.ctx.unexpected);
     }

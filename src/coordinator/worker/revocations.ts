@@ -36,7 +36,7 @@ export class Revocations {
   /** Begins a cooperative drain of a running lane, and services it. */
   revoke(id: string): void {
     const lane = this.ctx.lanes.get(id);
-    if (!lane || lane.state !== 'running') return;
+    if (!lane || lane.state.kind !== 'running') return;
     this.ctx.log.info({ split: id }, 'revoking split (cooperative drain)');
     this.begin(lane, 'revoked');
     this.serviceRevocations();
@@ -44,7 +44,7 @@ export class Revocations {
 
   /** Begins a drain of every running lane (a graceful stop); a lane already draining was reported when it began. */
   drainAll(reason: DrainReason): void {
-    for (const lane of this.ctx.lanes.values()) if (lane.state === 'running') this.begin(lane, reason);
+    for (const lane of this.ctx.lanes.values()) if (lane.state.kind === 'running') this.begin(lane, reason);
     this.serviceRevocations();
   }
 
@@ -56,8 +56,9 @@ export class Revocations {
     const { clock, lanes, drainDeadlineMs } = this.ctx;
     const now = clock.now();
     for (const lane of lanes.values()) {
-      if (lane.state !== 'draining' || lane.drainStartedAt === undefined) continue;
-      const d = drainDecision(lane.drainStartedAt, now, drainDeadlineMs, lane.drainHandlerState);
+      const { state } = lane;
+      if (state.kind !== 'draining') continue;
+      const d = drainDecision(state.drain.startedAt, now, drainDeadlineMs, state.drain.handler);
       switch (d.kind) {
         case 'force':
           this.ctx.log.info({ split: lane.id, reason: d.reason }, 'revocation forced');

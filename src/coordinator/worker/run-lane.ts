@@ -9,7 +9,7 @@
 import type { Clock } from '../../clock.js';
 import { handlerFailure } from '../../protocol/lanes.js';
 import { background, type OnUnexpected } from '../background.js';
-import type { Lane, LaneEnd } from '../lanes/lane.js';
+import type { EndedLane, Lane } from '../lanes/lane.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { SplitHandler } from '../types.js';
@@ -30,17 +30,16 @@ export function runLane(lane: Lane, ctx: RunLaneContext): void {
       await lane.finishNormally();
     } catch (e) {
       if (lane.ended) return;
-      const d = handlerFailure(e, lane.state === 'draining');
+      const d = handlerFailure(e, lane.state.kind === 'draining');
       switch (d.kind) {
         case 'force':
-          lane.drainHandlerState = 'failed';
+          lane.drainFailed();
           ctx.serviceRevocations();
           return;
         case 'release':
           // A store failure the library raised: no attempt consumed; the uncommitted tail replays.
           ctx.log.warn({ split: lane.id, err: e }, 'split handler stopped on a store failure; releasing the split');
-          lane.releaseCause = 'store-failure';
-          await lane.finishNormally();
+          await lane.finishNormally('store-failure');
           return;
         case 'fail':
           break;
@@ -56,16 +55,17 @@ export function runLane(lane: Lane, ctx: RunLaneContext): void {
 }
 
 /** The metrics of a lane's end: completions, handler failures (and a quarantine they caused), and a drain's duration and outcome. */
-export function recordLaneEnd(metrics: Metrics, clock: Clock, lane: Lane, end: LaneEnd): void {
+export function recordLaneEnd(metrics: Metrics, clock: Clock, lane: Lane, ended: EndedLane): void {
+  const { as: end, drain } = ended;
   if (end === 'completed') metrics.completions.inc();
   else if (end === 'failed') {
     metrics.handlerFailures.inc({ kind: lane.failureKind });
     // A failure report that quarantines (permanent, or at the cap) is a quarantine like a claim's.
     if (lane.record.status === 'quarantined') metrics.quarantined.inc();
   }
-  if (lane.drainStartedAt !== undefined) {
-    metrics.drainDuration.observe((clock.now() - lane.drainStartedAt) / 1000);
-    const outcome = end === 'forced' ? (lane.drainHandlerState === 'declined' ? 'declined' : 'forced') : 'cooperative';
+  if (drain !== undefined) {
+    metrics.drainDuration.observe((clock.now() - drain.startedAt) / 1000);
+    const outcome = end === 'forced' ? (drain.handler === 'declined' ? 'declined' : 'forced') : 'cooperative';
     if (end !== 'lost') metrics.revocations.inc({ outcome });
   }
 }

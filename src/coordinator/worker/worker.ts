@@ -31,7 +31,7 @@ import { background, type OnUnexpected } from '../background.js';
 import { Claimer, type PreparedClaim } from './claiming.js';
 import type { RidingClaim } from '../lanes/lane.js';
 import { emitLaneEnd, noEmit, type LifecycleHooks } from '../events.js';
-import { Lane, type LaneEnd } from '../lanes/lane.js';
+import { Lane, type EndedLane } from '../lanes/lane.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from '../session.js';
@@ -214,7 +214,7 @@ export class Worker {
       if (seen) splits.set(id, seen);
     }
     const held = this.lanesInUse();
-    const draining = [...this.lanes.values()].filter((l) => l.state === 'draining').map((l) => l.id);
+    const draining = [...this.lanes.values()].filter((l) => l.state.kind === 'draining').map((l) => l.id);
     const wall = wallTime(this.clock);
     const decisions = reconcileAssignment({
       me: this.me,
@@ -296,7 +296,7 @@ export class Worker {
       if (seen && seen !== 'unreadable') splits.set(id, seen);
     }
     const held = this.lanesInUse().filter((id) => id !== lane.id);
-    const draining = [...this.lanes.values()].filter((l) => l.state === 'draining' && l.id !== lane.id).map((l) => l.id);
+    const draining = [...this.lanes.values()].filter((l) => l.state.kind === 'draining' && l.id !== lane.id).map((l) => l.id);
     const next = claimCandidates({
       me: this.me, assigned: assignment.filter((id) => id !== lane.id), splits, held, draining,
       maxInFlight: this.config.maxInFlight, maxAttempts: this.config.maxAttempts, now: wallTime(this.clock),
@@ -353,10 +353,7 @@ export class Worker {
     this.emit('split-claimed', { id: p.id, epoch: p.next.epoch, attempts: p.next.attempts, kind: p.kind });
     const lane = this.openLane(p.id, p.spec, p.next, revision, read, progressKv?.modRevision ?? 0, run);
     // We won a claim while stopping: give it straight back.
-    if (!run) {
-      lane.releaseCause = 'stopping';
-      background('lane release', () => lane.finishNormally(), this.unexpected);
-    }
+    if (!run) background('lane release', () => lane.finishNormally('stopping'), this.unexpected);
   }
 
   private openLane(id: string, spec: SpecRecord, rec: SplitRecord, rev: number, progress: ProgressRecord | undefined, progressRev: number, run: boolean): Lane {
@@ -367,7 +364,7 @@ export class Worker {
         clock: this.clock,
         prefix: this.view.prefix,
         leaseId: this.session.leaseId,
-        onEnd: (l, end, reason) => this.laneEnded(l, end, reason),
+        onEnd: (l, ended) => this.laneEnded(l, ended),
         ...(this.config.prefetch > 0 ? { ride: (l: Lane) => this.ride(l) } : {}),
         onDecline: () => this.revocations.serviceRevocations(),
         onDivider: () => this.divisions.serviceDivisionAsks(this.view.divide?.rec.asks ?? []),
@@ -398,21 +395,22 @@ export class Worker {
     return lane;
   }
 
-  private laneEnded(lane: Lane, end: LaneEnd, reason: string): void {
+  private laneEnded(lane: Lane, ended: EndedLane): void {
+    const { as: end, reason, write, drain } = ended;
     this.lanes.delete(lane.id);
     // What our terminal write left, known before the watch says so: without it the next
     // reconciliation (at once, for the next named split) would see our lease key still there
     // and try to reclaim a split we just finished.
-    if (lane.terminalWrite) this.view.ownTerminalWrite(lane.id, lane.terminalWrite.splitValue, lane.terminalWrite.revision);
+    if (write) this.view.ownTerminalWrite(lane.id, write.splitValue, write.revision);
     // Fenced by a write of its own that landed unseen, maybe: follow it until the store says.
     if (end === 'lost' && this.session.alive) this.settler.follow(lane.id);
     this.metrics.lanes.set(this.lanes.size);
-    recordLaneEnd(this.metrics, this.clock, lane, end);
+    recordLaneEnd(this.metrics, this.clock, lane, ended);
     this.revocations.ended(lane.id);
     this.log.debug({ split: lane.id, end }, 'lane ended');
     emitLaneEnd(this.emit, {
-      id: lane.id, epoch: lane.handle.epoch, end, reason, record: lane.record, draining: lane.drainStartedAt !== undefined,
-      drainHandlerState: lane.drainHandlerState, releaseCause: lane.releaseCause, failureKind: lane.failureKind,
+      id: lane.id, epoch: lane.handle.epoch, end, reason, record: lane.record, draining: drain !== undefined,
+      drainHandlerState: drain?.handler ?? 'draining', releaseCause: ended.asked.releaseCause, failureKind: lane.failureKind,
     });
     if (this.lanes.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     this.schedule();
