@@ -16,6 +16,7 @@ import { submitJob } from '../../src/operator/submit.js';
 import { SplitfleetError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store } from '../../src/store/store.js';
+import { gatedHoldKind } from '../support/gated-kind.js';
 
 const until = async (what: string, pred: () => boolean | Promise<boolean>, describe: () => unknown = () => '', ms = 10_000) => {
   const end = Date.now() + ms;
@@ -28,19 +29,13 @@ const until = async (what: string, pred: () => boolean | Promise<boolean>, descr
 describe('serveMetrics attached to a serving process', () => {
   it('health and metrics of zero, two, and a failed job; a finished job leaves the exposition; closed is stopped', async () => {
     const store = new MemoryStore();
-    const gates = new Map<string, () => void>();
+    const hold = gatedHoldKind();
     const server = await serve({
       store, instance: 'pod-0', maxInFlight: 5,
       options: { logger: silentLogger, leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 500, layout: 'keys' },
       onError: () => undefined,
       kinds: {
-        hold: {
-          planner: (p: { n: number }) => ({ final: true, splits: Array.from({ length: p.n }, (_, i) => ({ id: `s${i}`, weight: 1 })) }),
-          handler: async (split, job) => {
-            await new Promise<void>((r) => { const prev = gates.get(job.job); gates.set(job.job, () => { prev?.(); r(); }); });
-            await split.complete(1);
-          },
-        },
+        hold: hold.kind,
         boom: { planner: () => { throw new Error('no such table'); }, handler: (s) => s.complete(1) },
       },
     });
@@ -82,7 +77,7 @@ describe('serveMetrics attached to a serving process', () => {
 
       // Job a finishes: its series leave the exposition, b's stay.
       for (let i = 0; i < 40 && server.jobs().some((j) => j.job === 'a'); i++) {
-        gates.get('a')?.();
+        hold.open('a');
         await new Promise((r) => setTimeout(r, 50));
       }
       await until('job a let go', () => !server.jobs().some((j) => j.job === 'a'));
@@ -91,7 +86,7 @@ describe('serveMetrics attached to a serving process', () => {
       expect(after).toContain('splitfleet_job="b"');
       expect(sample(after, 'splitfleet_served_jobs')).toBe('1');
     } finally {
-      for (const g of gates.values()) g();
+      hold.openAll();
       await server.close();
     }
     try {

@@ -12,6 +12,7 @@ import { submitJob } from '../../src/operator/submit.js';
 import { waitForJob } from '../../src/operator/wait.js';
 import { jobPrefix, workerKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { gatedHoldKind } from '../support/gated-kind.js';
 
 const until = async (what: string, pred: () => boolean | Promise<boolean>, ms = 10_000) => {
   const end = Date.now() + ms;
@@ -24,22 +25,16 @@ const until = async (what: string, pred: () => boolean | Promise<boolean>, ms = 
 describe('serve: lanes shared among jobs', () => {
   it('shares follow the jobs joined, a finished job gives its share back, and no job is joined twice', async () => {
     const store = new MemoryStore();
-    const gates = new Map<string, () => void>();
-    const open = (job: string) => gates.get(job)?.();
+    // Every split of a job waits for that job's gate, so the job stays joined until the test opens it.
+    const hold = gatedHoldKind();
+    const open = hold.open;
     const started: string[] = [];
     const server = await serve({
       store, instance: 'pod-0', maxInFlight: 5,
       options: { logger: silentLogger, leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 500, layout: 'keys' },
       onJobStarted: (job) => started.push(job),
       kinds: {
-        hold: {
-          planner: (p: { n: number }) => ({ final: true, splits: Array.from({ length: p.n }, (_, i) => ({ id: `s${i}`, weight: 1 })) }),
-          // Every split of a job waits for that job's gate, so the job stays joined until the test opens it.
-          handler: async (split, job) => {
-            await new Promise<void>((r) => { const prev = gates.get(job.job); gates.set(job.job, () => { prev?.(); r(); }); });
-            await split.complete(1);
-          },
-        },
+        hold: hold.kind,
       },
     });
     const lanesOf = async (job: string) => {
@@ -73,7 +68,7 @@ describe('serve: lanes shared among jobs', () => {
       }
       await until('job b let go', () => server.jobs().length === 0);
     } finally {
-      for (const g of gates.values()) g();
+      hold.openAll();
       await server.close();
     }
   });
