@@ -42,13 +42,24 @@ import {
 export { PACKED_PLAN_VERSION, SCHEMA_MINOR, SCHEMA_VERSION };
 export type { Json, JobLayout, QueueRecord, FoldedRecord, ResultRecord, ResultEntry, SplitStatus, JobVerdictRecord, PlanRecord, LeaderRecord, PublishRecord, Evacuation, ControlRecord, WorkerRecord, SpecRecord, SplitRecord, ProgressRecord, LeaseRecord, SummaryRecord, StoredHistoryEntry, AssignRecord, DivideRecord, DivisionAsk, RecordTypes, RecordKind };
 
+/** The fingerprints last hashed (a process has one a job; the claim and decode paths ask per split). */
+const hashed = new Map<string, string>();
+const HASHED_KEPT = 64;
+
 /**
  * The short, stable hash of a fingerprint that every record carries:
- * 16 lowercase hex characters (64 bits of the seeded content hash).
+ * 16 lowercase hex characters (64 bits of the seeded content hash). Hashed
+ * once per fingerprint (the last HASHED_KEPT kept): every claim, decode and
+ * fold-back asks for it.
  */
 export function fingerprintHash(fingerprint: string): string {
+  const known = hashed.get(fingerprint);
+  if (known !== undefined) return known;
   const [lo, hi] = contentKey('splitfleet.fingerprint', fingerprint);
-  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+  const out = hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+  if (hashed.size >= HASHED_KEPT) hashed.delete(hashed.keys().next().value!);
+  hashed.set(fingerprint, out);
+  return out;
 }
 
 
