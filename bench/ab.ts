@@ -10,6 +10,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { coldInput, settledFrom, type Shape } from './inputs.js';
+import { median } from './stats.js';
 
 interface Engine {
   desiredAssignment: (input: unknown) => { assignment: Record<string, string[]> };
@@ -25,7 +26,6 @@ const { desiredAssignment } = (await import(url('engine.js'))) as Engine;
 const { AssignmentPool } = (await import(url('pool.js'))) as PoolModule;
 const cold = coldInput(1_000_000, 10_000, 'lognormal');
 const settled = settledFrom(cold, desiredAssignment(cold).assignment, shape);
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const time = async (runs: number, f: () => unknown): Promise<number> => {
   const xs: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -33,7 +33,7 @@ const time = async (runs: number, f: () => unknown): Promise<number> => {
     await f();
     xs.push(performance.now() - t);
   }
-  return med(xs);
+  return median(xs);
 };
 const src = Float64Array.from({ length: 1_000_000 }, Math.random);
 const work = new Float64Array(src.length);
@@ -44,7 +44,7 @@ for (let i = 0; i < 7; i++) {
   work.sort();
   sorts.push(performance.now() - t);
 }
-const sort = med(sorts);
+const sort = median(sorts);
 let k = 0;
 const first = await time(5, () => desiredAssignment({ ...settled, seed: `ab-${k++}` }));
 desiredAssignment(settled);

@@ -24,6 +24,7 @@ import { churn } from '../src/assignment/quality.js';
 import { desiredAssignment } from '../src/assignment/engine.js';
 import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
 import { rng } from './inputs.js';
+import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
 const num = (name: string, d: number): number => {
@@ -129,9 +130,8 @@ for (let seed = 1; seed <= SEEDS; seed++) {
   // The bound was engineMoved + 1: nothing better found means the engine's own answer is the floor.
   rows.push({ seed, engine: engineMoved / leaverLoad, floor: Math.min(f.moved, engineMoved) / leaverLoad, nodes: f.nodes });
 }
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`leave churn floor: ${M} members (one leaves), ${PER} splits/member, lognormal σ = 1, ${SEEDS} seeds, reference engine`);
 console.log('| seed | engine moved / leaver | floor moved / leaver | gap (engine / floor) | search nodes |');
 console.log('|---:|---:|---:|---:|---:|');
 for (const r of rows) console.log(`| ${r.seed} | ${r.engine.toFixed(3)} | ${r.floor.toFixed(3)} | ${(r.engine / r.floor).toFixed(3)} | ${r.nodes} |`);
-console.log(`median: engine ${med(rows.map((r) => r.engine)).toFixed(3)}, floor ${med(rows.map((r) => r.floor)).toFixed(3)}, gap ${med(rows.map((r) => r.engine / r.floor)).toFixed(3)}; worst gap ${Math.max(...rows.map((r) => r.engine / r.floor)).toFixed(3)}`);
+console.log(`median: engine ${median(rows.map((r) => r.engine)).toFixed(3)}, floor ${median(rows.map((r) => r.floor)).toFixed(3)}, gap ${median(rows.map((r) => r.engine / r.floor)).toFixed(3)}; worst gap ${Math.max(...rows.map((r) => r.engine / r.floor)).toFixed(3)}`);

@@ -22,6 +22,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { jobPrefix, queueKey } from '../src/protocol/keys.js';
 import { parsePageText } from '../src/protocol/page-ids.js';
 import { decodeRecord, encodeRecord, fingerprintHash } from '../src/protocol/records.js';
+import { quantile } from './stats.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -70,10 +71,8 @@ function child(mode: string, idLength: number): void {
     if (recent.length > 64) recent.shift();
   }
   setTimeout(() => {
-    cpu.sort((a, b) => a - b);
-    const at = (q: number): number => cpu[Math.min(cpu.length - 1, Math.floor(q * cpu.length))]!;
     const figures: Figures = {
-      meanUs: (1000 * cpu.reduce((a, b) => a + b, 0)) / cpu.length, p99Ms: at(0.99), maxMs: at(1), over20: cpu.filter((c) => c > 20).length,
+      meanUs: (1000 * cpu.reduce((a, b) => a + b, 0)) / cpu.length, p99Ms: quantile(cpu, 0.99), maxMs: Math.max(...cpu), over20: cpu.filter((c) => c > 20).length,
       totalMs: cpu.reduce((a, b) => a + b, 0), majorGcs,
     };
     process.stdout.write(`${JSON.stringify({ figures, held: heap.length })}\n`);

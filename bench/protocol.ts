@@ -30,6 +30,7 @@ import { EtcdStore } from '../src/store/etcd.js';
 import type { WatchHandle } from '../src/store/store.js';
 import { startBenchEtcd } from './etcd.js';
 import type { BenchMemberConfig } from './protocol-member.js';
+import { quantile } from './stats.js';
 
 const MEMBER = fileURLToPath(new URL('./protocol-member.js', import.meta.url));
 /** Every member process spawned, killed if this process is interrupted. */
@@ -239,12 +240,11 @@ async function benchAssign(steadySeconds: number): Promise<Record<string, unknow
     const moved = [...mirror.leases].filter(([id, o]) => before.get(id) !== o).map(([id]) => id);
     const claimTimes = moved.map((id) => mirror.leasePutAt.get(id)! - joinedAt).sort((x, y) => x - y);
     const lastClaim = joinedAt + claimTimes[claimTimes.length - 1]!;
-    const pct = (q: number) => claimTimes[Math.min(claimTimes.length - 1, Math.floor(q * claimTimes.length))]!;
     const toJoiner = mirror.heldBy(name(20)).length;
     const firstWrite = mirror.assignWrites[joinWrites0]?.at ?? NaN;
     const joinMs = lastClaim - joinedAt;
     console.log(`assign: join → every move claimed: ${fmt(joinMs)} (${moved.length} moves, ${toJoiner} of them to the joiner; first record written ${fmt(firstWrite - joinedAt)} after the presence key; ` +
-      `moves claimed by p50 ${fmt(pct(0.5))}, p90 ${fmt(pct(0.9))})`);
+      `moves claimed by p50 ${fmt(quantile(claimTimes, 0.5))}, p90 ${fmt(quantile(claimTimes, 0.9))})`);
 
     // That member is SIGKILLed.
     const victimSplits = mirror.heldBy(name(20));
@@ -265,7 +265,7 @@ async function benchAssign(steadySeconds: number): Promise<Record<string, unknow
     return {
       restarts,
       initialSettleMs, steadySeconds, steadyWrites, steadyWritesPerMinute: perMinute,
-      join: { moves: moved.length, toJoiner, joinToAllClaimedMs: joinMs, firstRecordMs: firstWrite - joinedAt, p50Ms: pct(0.5), p90Ms: pct(0.9) },
+      join: { moves: moved.length, toJoiner, joinToAllClaimedMs: joinMs, firstRecordMs: firstWrite - joinedAt, p50Ms: quantile(claimTimes, 0.5), p90Ms: quantile(claimTimes, 0.9) },
       kill: {
         splits: victimSplits.length, killToAllClaimedMs: allClaimedAt - killedAt, killToExpiryMs: expiredAt - killedAt,
         expiryToReassignMs: reassignAt - expiredAt, reassignToAllClaimedMs: allClaimedAt - reassignAt, leaseDurationMs: VICTIM_LEASE_MS,

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { LAYOUT } from '../src/assignment/layout.js';
 import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../src/assignment/queue-head.js';
 import { prng } from '../src/prng.js';
+import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -58,7 +59,7 @@ if (argv.includes('--child')) {
       const steps = JSON.parse(out.stdout) as number[];
       const sorted = [...steps].sort((a, b) => b - a);
       const label = offers === STEP_OFFERS ? `${STEP_OFFERS} (STEP_OFFERS)` : 'unbounded';
-      console.log(`| ${label} | ${steps.length} | ${sorted[0]!.toFixed(1)} | ${sorted[1]!.toFixed(1)} | ${sorted[steps.length >> 1]!.toFixed(1)} | ${steps.reduce((a, b) => a + b, 0).toFixed(0)} |`);
+      console.log(`| ${label} | ${steps.length} | ${sorted[0]!.toFixed(1)} | ${sorted[1]!.toFixed(1)} | ${median(steps).toFixed(1)} | ${steps.reduce((a, b) => a + b, 0).toFixed(0)} |`);
     }
   }
 }

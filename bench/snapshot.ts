@@ -12,6 +12,7 @@ import { desiredAssignment } from '../src/assignment/engine.js';
 import { SnapshotBuffers } from '../src/assignment/snapshot-buffers.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
 import { coldInput, columnarFrom, settledFrom } from './inputs.js';
+import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
 const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;
@@ -27,8 +28,7 @@ function times(room: SnapshotBuffers | null): string {
     kept = cp.snapshot(false, room);
     xs.push(performance.now() - t);
   }
-  xs.sort((a, b) => a - b);
-  return `median ${xs[4]!.toFixed(1)} (${xs[0]!.toFixed(1)}–${xs[8]!.toFixed(1)})`;
+  return `median ${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`;
 }
 
 console.log(`snapshot of ${N} splits; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);

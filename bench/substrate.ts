@@ -31,6 +31,7 @@ import { EtcdStore } from '../src/store/etcd.js';
 import { shuffled } from '../src/prng.js';
 import { op, type Op } from '../src/store/store.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
+import { median } from './stats.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
 import { waitUntil } from '../test/support/wait.js';
 
@@ -161,12 +162,11 @@ async function takeoverBench(endpoint: string, leaseMs: number, trials: number):
     await h.close();
     await watcher.close();
   }
-  samples.sort((a, b) => a - b);
   const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   return [{
     measure: 'SIGKILL → claimed elsewhere',
     setting: `leaseDurationMs ${leaseMs}, rebalanceDelayMs 0, ${trials} kill(s)`,
-    result: `min ${fmt(samples[0]!)}, median ${fmt(samples[Math.floor(samples.length / 2)]!)}, max ${fmt(samples.at(-1)!)}`,
+    result: `min ${fmt(Math.min(...samples))}, median ${fmt(median(samples))}, max ${fmt(Math.max(...samples))}`,
   }];
 }
 
