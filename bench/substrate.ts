@@ -25,11 +25,12 @@ import { silentLogger } from '../src/coordinator/log.js';
 import { defaultFingerprint } from '../src/config.js';
 import { classifyClaim, initialSplitRecord } from '../src/protocol/claims.js';
 import { claimTxn } from '../src/protocol/txns.js';
-import { jobPrefix, specKey, splitKey } from '../src/protocol/keys.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../src/protocol/records.js';
+import { jobPrefix } from '../src/protocol/keys.js';
+import { seedWrites } from '../src/protocol/leader-txns.js';
+import { MAX_RECORD_BYTES } from '../src/protocol/record-bounds.js';
+import { decodeRecord, fingerprintHash } from '../src/protocol/records.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { shuffled } from '../src/prng.js';
-import { op, type Op } from '../src/store/store.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
 import { median } from './stats.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
@@ -44,15 +45,14 @@ function arg(name: string, fallback: string): string {
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(5, '0')}`);
 
-/** Seeds spec + split records for `n` splits in batches of 64 pairs; returns each record's revision. */
+/**
+ * Seeds spec + split records for `n` splits, 60 pairs a transaction, with the leader's own seeding writes
+ * (protocol/ seedWrites) but none of its guards: no leader runs here. Returns each record's revision.
+ */
 async function seed(store: EtcdStore, prefix: string, fp: string, n: number): Promise<Map<string, number>> {
   const all = ids(n);
   for (let i = 0; i < all.length; i += 60) {
-    const batch: Op[] = [];
-    for (const id of all.slice(i, i + 60)) {
-      batch.push(op.put(specKey(prefix, id), encodeRecord('spec', { v: SCHEMA_VERSION, fp, id, weight: 1, descriptor: null, generation: 0 })));
-      batch.push(op.put(splitKey(prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
-    }
+    const batch = all.slice(i, i + 60).flatMap((id) => seedWrites(prefix, fp, 0, { id, weight: 1 }, MAX_RECORD_BYTES));
     await store.txn({ compares: [], success: batch });
   }
   const listed = await store.listAll(`${prefix}split.`);
