@@ -1,7 +1,7 @@
 /**
  * The assignment quality report: balance from cold, and churn when one member
  * joins or leaves a settled fleet. Not a timing benchmark (see
- * bench/reference-timing.ts); every figure is a ratio of weights.
+ * bench/probes/reference-timing.ts); every figure is a ratio of weights.
  *
  * Workload: 200 members (cap 1000 unless --cap: lanes never bind, so the
  * move rule alone is measured), 20 and 50 splits per member, lognormal weights

@@ -10,15 +10,15 @@
  * default). The longest steps are a build's first ones, where most rows beat
  * the heap's worst and each costs a sift.
  *
- *   npm run build && node dist/bench/queue-head.js [--rows 2000000] [--runs 3]
+ *   npm run build && node dist/bench/probes/queue-head.js [--rows 2000000] [--runs 3]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { LAYOUT } from '../src/assignment/layout.js';
-import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../src/assignment/queue-head.js';
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { LAYOUT } from '../../src/assignment/layout.js';
+import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../../src/assignment/queue-head.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);

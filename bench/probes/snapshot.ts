@@ -5,14 +5,14 @@
  * dropped before the next, as a pool's thread drops it after deciding.
  * Medians and ranges of 9, in ms; the whole time is the caller's turn.
  *
- *   npm run build && node dist/bench/snapshot.js [--n 1000000]
+ *   npm run build && node dist/bench/probes/snapshot.js [--n 1000000]
  */
 import os from 'node:os';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import { SnapshotBuffers } from '../src/assignment/snapshot-buffers.js';
-import { columnarAssignment } from '../src/assignment/wasm.js';
-import { coldInput, columnarFrom, settledFrom } from './inputs.js';
-import { median } from './stats.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import { SnapshotBuffers } from '../../src/assignment/snapshot-buffers.js';
+import { columnarAssignment } from '../../src/assignment/wasm.js';
+import { coldInput, columnarFrom, settledFrom } from '../inputs.js';
+import { median } from '../stats.js';
 
 const argv = process.argv.slice(2);
 const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;

@@ -13,16 +13,16 @@
  * (after about 160k, 330k, 670k, 1.4M, 2.8M ids): each growth rehashes every
  * entry in one go, 16 to 224 ms here, and no collection is involved.
  *
- *   npm run build && node dist/bench/page-decode.js [--pages 5000]
+ *   npm run build && node dist/bench/probes/page-decode.js [--pages 5000]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { jobPrefix, queueKey } from '../src/protocol/keys.js';
-import { parsePageText } from '../src/protocol/page-ids.js';
-import { decodeRecord, encodeRecord, fingerprintHash } from '../src/protocol/records.js';
-import { quantile } from './stats.js';
+import { jobPrefix, queueKey } from '../../src/protocol/keys.js';
+import { parsePageText } from '../../src/protocol/page-ids.js';
+import { decodeRecord, encodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { quantile } from '../stats.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);

@@ -18,13 +18,13 @@
  * answer; local optimality checked at the leaves, and a branch is cut once
  * some member keeps more than another could reach with every split left.
  *
- *   npm run build:ts && node dist/bench/churn-floor.js [--members 5] [--per-member 6] [--seeds 20]
+ *   npm run build:ts && node dist/bench/probes/churn-floor.js [--members 5] [--per-member 6] [--seeds 20]
  */
-import { churn } from '../src/assignment/quality.js';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
-import { rng } from './inputs.js';
-import { median } from './stats.js';
+import { churn } from '../../src/assignment/quality.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import type { AssignmentInput, SplitInput } from '../../src/assignment/types.js';
+import { rng } from '../inputs.js';
+import { median } from '../stats.js';
 
 const argv = process.argv.slice(2);
 const num = (name: string, d: number): number => {

@@ -6,11 +6,11 @@
  * this checkout's bench/inputs.ts, built as `shape`, so both builds decide the
  * very same objects.
  *
- *   node dist/bench/ab.js <root of the build under test> [literal|spread|class|extra|reordered]
+ *   node dist/bench/probes/ab.js <root of the build under test> [literal|spread|class|extra|reordered]
  */
 import { pathToFileURL } from 'node:url';
-import { coldInput, settledFrom, type Shape } from './inputs.js';
-import { median } from './stats.js';
+import { coldInput, settledFrom, type Shape } from '../inputs.js';
+import { median } from '../stats.js';
 
 interface Engine {
   desiredAssignment: (input: unknown) => { assignment: Record<string, string[]> };

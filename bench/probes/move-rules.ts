@@ -19,10 +19,10 @@
  * row should match bench/quality.ts's reference figures closely (tie-breaks
  * differ).
  *
- * Usage: npm run build:ts && node dist/bench/move-rules.js [--seeds 7]
+ * Usage: npm run build:ts && node dist/bench/probes/move-rules.js [--seeds 7]
  */
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
 
 type Rule = 'best-gain' | 'heaviest' | 'keeps-most';
 const RULES: Rule[] = ['best-gain', 'heaviest', 'keeps-most'];

@@ -4,17 +4,17 @@
  * and the columnar path (`ColumnarPool`), next to the yardstick (sorting
  * 1M doubles). Not the bench; medians of a few runs, printed as a table.
  *
- *   node --expose-gc dist/bench/wasm-probe.js [splits=1000000] [members=10000] [runs=5] [--reference]
+ *   node --expose-gc dist/bench/probes/wasm-probe.js [splits=1000000] [members=10000] [runs=5] [--reference]
  *
  * Wall and CPU medians are both printed: CPU time (user + system, every
  * thread) is steadier than wall time on a shared box.
  */
-import { ColumnarPool } from '../src/assignment/codec.js';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import type { AssignmentInput } from '../src/assignment/types.js';
-import { columnarAssignment } from '../src/assignment/wasm.js';
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { ColumnarPool } from '../../src/assignment/codec.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import type { AssignmentInput } from '../../src/assignment/types.js';
+import { columnarAssignment } from '../../src/assignment/wasm.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const N = Number(args[0] ?? 1_000_000);

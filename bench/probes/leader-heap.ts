@@ -10,12 +10,12 @@
  * V8 marks the old generation. Ids are made as a watch makes them (decoded
  * from bytes, flat), `--id-length` units each.
  *
- *   npm run build && node --expose-gc dist/bench/leader-heap.js [--splits 1000000] [--gcs 9] [--id-length 24]
+ *   npm run build && node --expose-gc dist/bench/probes/leader-heap.js [--splits 1000000] [--gcs 9] [--id-length 24]
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ColumnarPool } from '../src/engine.js';
-import { median } from './stats.js';
+import { ColumnarPool } from '../../src/engine.js';
+import { median } from '../stats.js';
 
 const { values } = parseArgs({
   options: {

@@ -13,18 +13,18 @@
  * deprecated the hidden class of the first half; a named load migrates each
  * such object the first time (~1 µs), `Reflect.get` reads it as it is.
  *
- *   npm run build:ts && node --expose-gc dist/bench/readers.js [--shapes literal,spread,class,extra,reordered,deprecated] [--readers adaptive,named,reflect,forin]
+ *   npm run build:ts && node --expose-gc dist/bench/probes/readers.js [--shapes literal,spread,class,extra,reordered,deprecated] [--readers adaptive,named,reflect,forin]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/object/fields.js';
-import { PAGE_BITS, PAGE_MASK } from '../src/assignment/object/pages.js';
-import { isId, isOwner, statusCode } from '../src/assignment/validate.js';
-import { isValidWeight } from '../src/split-model.js';
-import type { SplitInput } from '../src/assignment/types.js';
-import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../../src/assignment/object/fields.js';
+import { PAGE_BITS, PAGE_MASK } from '../../src/assignment/object/pages.js';
+import { isId, isOwner, statusCode } from '../../src/assignment/validate.js';
+import { isValidWeight } from '../../src/split-model.js';
+import type { SplitInput } from '../../src/assignment/types.js';
+import { coldInput, settledFrom, SHAPES, type Shape } from '../inputs.js';
 
 /** The rejected reader: a `for…in` (loads by field index), then one lookup per field it did not see. */
 function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {

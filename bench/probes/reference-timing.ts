@@ -7,12 +7,12 @@
  * Each case is decided once to warm up, then `--runs` times (default 5); the
  * median is reported, as measured by desiredAssignment's own `computeMs`.
  *
- * Usage: npm run build:ts && node dist/bench/reference-timing.js [--runs 5] [--engine reference]
+ * Usage: npm run build:ts && node dist/bench/probes/reference-timing.js [--runs 5] [--engine reference]
  */
 import { cpus, loadavg } from 'node:os';
-import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/engine.js';
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { desiredAssignment, type AssignmentInput, type EngineName } from '../../src/engine.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
 
 function coldInput(splitCount: number, memberCount: number, seed: number): AssignmentInput {
   const rand = prng(seed);
