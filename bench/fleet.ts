@@ -45,12 +45,12 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { EtcdStore } from '../src/etcd.js';
 import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
 import { firstTouchUs } from './on-cpu-stalls.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
+import { benchArgs } from './args.js';
 import { quantile } from './stats.js';
 
 const HOST = fileURLToPath(new URL('./fleet-host.js', import.meta.url));
@@ -106,38 +106,35 @@ interface Options {
 }
 
 function options(): Options {
-  const { values } = parseArgs({
-    options: {
-      splits: { type: 'string', default: '1000000' },
-      members: { type: 'string', default: '200' },
-      hosts: { type: 'string', default: '4' },
-      lanes: { type: 'string', default: '4' },
-      'handler-seconds': { type: 'string', default: '10' },
-      'commit-every-ms': { type: 'string', default: '1000' },
-      'duration-s': { type: 'string', default: '120' },
-      compaction: { type: 'string', default: 'both' },
-      // Short, so that several compactions land inside the window (etcd's periodic mode compacts
-      // every retention period, to the revision of one period ago).
-      'compaction-retention': { type: 'string', default: '15s' },
-      'baseline-splits': { type: 'string', default: '10000' },
-      'baseline-duration-s': { type: 'string' },
-      'warmup-s': { type: 'string' },
-      'start-concurrency': { type: 'string', default: '8' },
-      probes: { type: 'string', default: '3' },
-      knobs: { type: 'string', default: '{}' },
-      seed: { type: 'string', default: '1' },
-      'timeout-s': { type: 'string', default: '900' },
-      json: { type: 'string' },
-      'leader-heap': { type: 'string', default: 'default' },
-      'leader-prof': { type: 'string' },
-      // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
-      layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
-      'host-nice': { type: 'string', default: '10' },
-      giants: { type: 'string', default: '0' },
-      'until-done': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
+  const { values } = benchArgs({
+    splits: { type: 'string', default: '1000000' },
+    members: { type: 'string', default: '200' },
+    hosts: { type: 'string', default: '4' },
+    lanes: { type: 'string', default: '4' },
+    'handler-seconds': { type: 'string', default: '10' },
+    'commit-every-ms': { type: 'string', default: '1000' },
+    'duration-s': { type: 'string', default: '120' },
+    compaction: { type: 'string', default: 'both' },
+    // Short, so that several compactions land inside the window (etcd's periodic mode compacts
+    // every retention period, to the revision of one period ago).
+    'compaction-retention': { type: 'string', default: '15s' },
+    'baseline-splits': { type: 'string', default: '10000' },
+    'baseline-duration-s': { type: 'string' },
+    'warmup-s': { type: 'string' },
+    'start-concurrency': { type: 'string', default: '8' },
+    probes: { type: 'string', default: '3' },
+    knobs: { type: 'string', default: '{}' },
+    seed: { type: 'string', default: '1' },
+    'timeout-s': { type: 'string', default: '900' },
+    json: { type: 'string' },
+    'leader-heap': { type: 'string', default: 'default' },
+    'leader-prof': { type: 'string' },
+    // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
+    layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
+    'host-nice': { type: 'string', default: '10' },
+    giants: { type: 'string', default: '0' },
+    'until-done': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);

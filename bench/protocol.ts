@@ -28,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { jobPrefix } from '../src/protocol/keys.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import type { WatchHandle } from '../src/store/store.js';
+import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd } from './etcd.js';
 import type { BenchMemberConfig } from './protocol-member.js';
 import { quantile } from './stats.js';
@@ -358,9 +359,9 @@ async function benchScale(): Promise<Record<string, unknown>> {
 
 async function main(): Promise<void> {
   if (!existsSync(MEMBER)) throw new Error(`${MEMBER} is missing: run 'npx tsc -p tsconfig.json' first`);
-  const which = process.argv[2] ?? 'all';
-  const i = process.argv.indexOf('--steady-seconds');
-  const steadySeconds = i > 0 ? Number(process.argv[i + 1]) : 60;
+  const { values: v, positionals } = benchArgs({ 'steady-seconds': { type: 'string' } });
+  const which = positionals[0] ?? 'all';
+  const steadySeconds = numberArg('steady-seconds', v['steady-seconds'], 60);
   const results: Record<string, unknown> = { node: process.version, cpus: (await import('node:os')).cpus().length };
   if (which === 'assign' || which === 'all') results.assign = await benchAssign(steadySeconds);
   if (which === 'scale' || which === 'all') results.scale = await benchScale();

@@ -27,19 +27,16 @@ import { AssignmentPool } from '../src/assignment/pool.js';
 import { churn } from '../src/assignment/quality.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
+import { benchArgs, numberArg } from './args.js';
 import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape, type Weights } from './inputs.js';
 import { median } from './stats.js';
 import { plot, type Series } from './svg.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const QUICK = argv.includes('--quick');
-const JSON_FILE = flag('--json');
-const SVG_FILE = flag('--svg') ?? 'bench-results/decision-time.svg';
-const BUDGET_S = Number(flag('--budget') ?? (QUICK ? 120 : 600));
+const { values: args } = benchArgs({ quick: { type: 'boolean' }, json: { type: 'string' }, svg: { type: 'string' }, budget: { type: 'string' } });
+const QUICK = args.quick === true;
+const JSON_FILE = args.json;
+const SVG_FILE = args.svg ?? 'bench-results/decision-time.svg';
+const BUDGET_S = numberArg('budget', args.budget, QUICK ? 120 : 600);
 const SIZES = QUICK ? [10_000, 100_000] : [10_000, 100_000, 1_000_000];
 const MEMBERS = QUICK ? [100, 1_000] : [100, 1_000, 10_000];
 const BIG = SIZES[SIZES.length - 1]!;

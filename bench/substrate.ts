@@ -31,6 +31,7 @@ import { MAX_RECORD_BYTES } from '../src/protocol/record-bounds.js';
 import { decodeRecord, fingerprintHash } from '../src/protocol/records.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { shuffled } from '../src/prng.js';
+import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
 import { median } from './stats.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
@@ -38,10 +39,6 @@ import { waitUntil } from '../test/support/wait.js';
 
 interface Row { measure: string; setting: string; result: string }
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
-}
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(5, '0')}`);
 
@@ -179,11 +176,12 @@ function printTable(rows: Row[]): void {
 }
 
 async function main(): Promise<void> {
-  const n = Number(arg('splits', '2000'));
-  const workers = Number(arg('workers', '8'));
-  const kills = Number(arg('kills', '3'));
-  const leases = arg('leases', '3000').split(',').map(Number);
-  const only = new Set(arg('only', 'txn,fleet,kill').split(','));
+  const { values: v } = benchArgs({ splits: { type: 'string' }, workers: { type: 'string' }, kills: { type: 'string' }, leases: { type: 'string' }, only: { type: 'string' } });
+  const n = numberArg('splits', v.splits, 2000);
+  const workers = numberArg('workers', v.workers, 8);
+  const kills = numberArg('kills', v.kills, 3);
+  const leases = (v.leases ?? '3000').split(',').map((x) => numberArg('leases', x, NaN));
+  const only = new Set((v.only ?? 'txn,fleet,kill').split(','));
   let etcd: BenchEtcd | undefined;
   try {
     etcd = await startBenchEtcd();

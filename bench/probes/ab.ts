@@ -10,6 +10,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { coldInput, settledFrom, type Shape } from '../inputs.js';
+import { benchArgs } from '../args.js';
 import { median } from '../stats.js';
 
 interface Engine {
@@ -19,8 +20,9 @@ interface PoolModule {
   AssignmentPool: new (o: { threads: number; fallback: boolean }) => { assign: (i: unknown) => Promise<unknown>; close: () => Promise<void> };
 }
 
-const root = process.argv[2] ?? process.cwd();
-const shape = (process.argv[3] ?? 'literal') as Shape;
+const { positionals } = benchArgs({});
+const root = positionals[0] ?? process.cwd();
+const shape = (positionals[1] ?? 'literal') as Shape;
 const url = (rel: string): string => pathToFileURL(`${root}/dist/src/assignment/${rel}`).href;
 const { desiredAssignment } = (await import(url('engine.js'))) as Engine;
 const { AssignmentPool } = (await import(url('pool.js'))) as PoolModule;

@@ -25,15 +25,12 @@ import { desiredAssignment } from '../../src/assignment/engine.js';
 import type { AssignmentInput, SplitInput } from '../../src/assignment/types.js';
 import { rng } from '../inputs.js';
 import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const num = (name: string, d: number): number => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : d;
-};
-const M = num('--members', 5);
-const PER = num('--per-member', 6);
-const SEEDS = num('--seeds', 20);
+const { values: args } = benchArgs({ members: { type: 'string' }, 'per-member': { type: 'string' }, seeds: { type: 'string' } });
+const M = numberArg('members', args.members, 5);
+const PER = numberArg('per-member', args['per-member'], 6);
+const SEEDS = numberArg('seeds', args.seeds, 20);
 
 function instance(seed: number): { settled: AssignmentInput; left: AssignmentInput; held: Record<string, string[]> } {
   const r = rng(seed);

@@ -12,9 +12,9 @@ import { desiredAssignment } from '../../src/assignment/engine.js';
 import type { AssignmentInput } from '../../src/assignment/types.js';
 import { coldInput, rng, settledFrom } from '../inputs.js';
 import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const extra = argv.includes('--extra') ? Number(argv[argv.indexOf('--extra') + 1]) : 0;
+const extra = numberArg('extra', benchArgs({ extra: { type: 'string' } }).values.extra, 0);
 
 const base = coldInput(1_000_000, 10_000, 'lognormal');
 const held: AssignmentInput[] = [];

@@ -13,16 +13,14 @@
  *   npm run build && node --expose-gc dist/bench/probes/leader-heap.js [--splits 1000000] [--gcs 9] [--id-length 24]
  */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { ColumnarPool } from '../../src/engine.js';
 import { median } from '../stats.js';
+import { benchArgs } from '../args.js';
 
-const { values } = parseArgs({
-  options: {
-    splits: { type: 'string', default: '1000000' },
-    gcs: { type: 'string', default: '9' },
-    'id-length': { type: 'string', default: '24' },
-  },
+const { values } = benchArgs({
+  splits: { type: 'string', default: '1000000' },
+  gcs: { type: 'string', default: '9' },
+  'id-length': { type: 'string', default: '24' },
 });
 const N = Number(values.splits), G = Number(values.gcs), L = Number(values['id-length']);
 const gc = (globalThis as { gc?: () => void }).gc;

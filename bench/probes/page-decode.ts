@@ -23,10 +23,11 @@ import { jobPrefix, queueKey } from '../../src/protocol/keys.js';
 import { parsePageText } from '../../src/protocol/page-ids.js';
 import { decodeRecord, encodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { quantile } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PAGES = Number(flag('--pages') ?? 5000);
+// A child is `--child MODE ID_LENGTH`.
+const { values: args, positionals } = benchArgs({ pages: { type: 'string' }, child: { type: 'boolean' } });
+const PAGES = numberArg('pages', args.pages, 5000);
 const MODES = ['JSON.parse', 'parsePageText', 'decodeRecord'] as const;
 const ID_LENGTHS = [9, 14];
 const WARM_UP = 100;
@@ -96,5 +97,5 @@ function main(): void {
   process.stdout.write(`load after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
 }
 
-if (argv[0] === '--child') child(argv[1]!, Number(argv[2]));
+if (args.child === true) child(positionals[0]!, Number(positionals[1]));
 else main();

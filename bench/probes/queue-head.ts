@@ -19,11 +19,11 @@ import { LAYOUT } from '../../src/assignment/layout.js';
 import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../../src/assignment/queue-head.js';
 import { prng } from '../../src/prng.js';
 import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ROWS = Number(flag('--rows') ?? 2_000_000);
-const RUNS = Number(flag('--runs') ?? 3);
+const { values: args } = benchArgs({ rows: { type: 'string' }, runs: { type: 'string' }, child: { type: 'boolean' }, offers: { type: 'string' } });
+const ROWS = numberArg('rows', args.rows, 2_000_000);
+const RUNS = numberArg('runs', args.runs, 3);
 
 
 const r = prng(7);
@@ -36,8 +36,8 @@ const rows: QueueRows = {
   rowCount: ROWS,
   idAt: (row) => `s-${row}`,
 };
-if (argv.includes('--child')) {
-  const offers = Number(flag('--offers'));
+if (args.child === true) {
+  const offers = numberArg('offers', args.offers, NaN);
   const head = new QueueHead(rows);
   head.begin();
   const steps: number[] = [];

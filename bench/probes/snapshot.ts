@@ -13,9 +13,9 @@ import { SnapshotBuffers } from '../../src/assignment/snapshot-buffers.js';
 import { columnarAssignment } from '../../src/assignment/wasm.js';
 import { coldInput, columnarFrom, settledFrom } from '../inputs.js';
 import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;
+const N = numberArg('n', benchArgs({ n: { type: 'string' } }).values.n, 1_000_000);
 const base = coldInput(N, 10_000, 'lognormal');
 const settled = settledFrom(base, desiredAssignment(base).assignment);
 const cp = columnarFrom(settled);

@@ -15,12 +15,13 @@ import type { AssignmentInput } from '../../src/assignment/types.js';
 import { columnarAssignment } from '../../src/assignment/wasm.js';
 import { prng } from '../../src/prng.js';
 import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const N = Number(args[0] ?? 1_000_000);
-const M = Number(args[1] ?? 10_000);
-const RUNS = Number(args[2] ?? 5);
-const withReference = process.argv.includes('--reference');
+const { values: options, positionals: args } = benchArgs({ reference: { type: 'boolean' } });
+const N = numberArg('splits', args[0], 1_000_000);
+const M = numberArg('members', args[1], 10_000);
+const RUNS = numberArg('runs', args[2], 5);
+const withReference = options.reference === true;
 
 /** Median wall time and median CPU time (user + system) of `runs` calls, ms. */
 function medians(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: number] {
