@@ -40,7 +40,6 @@
  * --leader-prof DIR: the leader's CPU profile, and its stalls with more than 20 ms of its own CPU
  * (stalls-<run>.jsonl); `node dist/bench/stall-profile.js DIR` shows what ran in each.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +48,7 @@ import { EtcdStore } from '../src/etcd.js';
 import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
 import { firstTouchUs } from './on-cpu-stalls.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
+import { FleetChild, type Line } from './fleet-runner.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
 import { benchArgs } from './args.js';
 import { quantile } from './stats.js';
@@ -57,18 +57,6 @@ const HOST = fileURLToPath(new URL('./fleet-host.js', import.meta.url));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-/** Every child spawned, killed if this process stops. */
-const children = new Set<ChildProcess>();
-const killAll = () => {
-  for (const c of children) c.kill('SIGKILL');
-};
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    log(`${sig}: stopping every child and etcd`);
-    process.exit(130); // the 'exit' handlers kill the children and etcd (bench/etcd.ts)
-  });
-}
 
 // ---- options -------------------------------------------------------------------
 
@@ -192,45 +180,17 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
 
 // ---- child processes -----------------------------------------------------------
 
-interface Line { t: number; ev: string; [k: string]: any }
-
-class Child {
-  readonly lines: Line[] = [];
-  readonly proc: ChildProcess;
-  readonly spawnedAt = Date.now();
-  private partial = '';
-  stderr = '';
-  exited: string | undefined;
-
+/** A process of the fleet (fleet-host.ts), run as every bench runs its fleet (fleet-runner.ts; it kills them all if this process stops). */
+class Child extends FleetChild {
   constructor(readonly cfg: FleetHostConfig, execArgv: string[]) {
-    this.proc = fork(HOST, [], {
-      env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(cfg) },
-      execArgv,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    children.add(this.proc);
-    this.proc.once('exit', (code, signal) => {
-      children.delete(this.proc);
-      this.exited = String(code ?? signal);
-    });
-    this.proc.stdout!.on('data', (c: Buffer) => {
-      const parts = (this.partial + c.toString()).split('\n');
-      this.partial = parts.pop() ?? '';
-      for (const p of parts) {
-        if (!p.trim()) continue;
-        try {
-          const line = JSON.parse(p) as Line;
-          this.lines.push(line);
-          // A change of leader is rare and worth its reason: say who, when, and what the deposed one last logged.
-          if (line.ev === 'leading' || line.ev === 'deposed') {
-            log(`${this.name}: ${String(line.instance)} ${line.ev}${line.ev === 'deposed' ? `; its last log lines:\n${this.stderr.slice(-1500)}` : ''}`);
-          }
-        } catch {
-          this.stderr = (this.stderr + p).slice(-4000);
-        }
-      }
-    });
-    this.proc.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-4000)));
+    super({ script: HOST, envVar: 'SPLITFLEET_FLEET', config: cfg, execArgv, ipc: true });
+  }
+
+  // A change of leader is rare and worth its reason: say who, when, and what the deposed one last logged.
+  protected override onLine(line: Line): void {
+    if (line.ev === 'leading' || line.ev === 'deposed') {
+      log(`${this.name}: ${String(line.instance)} ${line.ev}${line.ev === 'deposed' ? `; its last log lines:\n${this.stderr.slice(-1500)}` : ''}`);
+    }
   }
 
   get name(): string {
@@ -239,10 +199,6 @@ class Child {
 
   get lanes(): number {
     return this.cfg.instances.length * this.cfg.lanes;
-  }
-
-  find(pred: (l: Line) => boolean): Line | undefined {
-    return this.lines.find(pred);
   }
 
   count(ev: string): number {
@@ -263,14 +219,6 @@ class Child {
     if (fatal) return `${this.name}: ${JSON.stringify(fatal)}\n${this.stderr}`;
     if (this.exited !== undefined) return `${this.name} exited (${this.exited})\n${this.stderr}`;
     return undefined;
-  }
-
-  async stop(): Promise<void> {
-    if (this.exited !== undefined) return;
-    const gone = new Promise<void>((r) => this.proc.once('exit', () => r()));
-    this.proc.kill('SIGTERM');
-    await Promise.race([gone, sleep(5000)]);
-    if (this.exited === undefined) this.proc.kill('SIGKILL');
   }
 }
 
