@@ -11,6 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ShapeRow } from './shapes.js';
+import { benchArgs } from './args.js';
 
 interface Run {
   /** The runtime the run was on (runs before this field: not recorded). */
@@ -20,10 +21,9 @@ interface Run {
   rows: ShapeRow[];
 }
 
-const args = process.argv.slice(2);
-const at = args.indexOf('--labels');
-const [nameB, nameA] = at >= 0 ? (args.splice(at, 2)[1] ?? '').split(',') : ['before', 'after'];
-const [beforeArg, afterArg] = args;
+const { values, positionals } = benchArgs({ labels: { type: 'string', default: 'before,after' } });
+const [nameB, nameA] = values.labels.split(',');
+const [beforeArg, afterArg] = positionals;
 if (beforeArg === undefined || afterArg === undefined || nameB === undefined || nameA === undefined) {
   console.error('usage: compare-shapes BEFORE.json[,BEFORE2.json] AFTER.json[,AFTER2.json] [--labels BEFORE,AFTER]');
   process.exit(2);

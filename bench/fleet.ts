@@ -40,35 +40,23 @@
  * --leader-prof DIR: the leader's CPU profile, and its stalls with more than 20 ms of its own CPU
  * (stalls-<run>.jsonl); `node dist/bench/stall-profile.js DIR` shows what ran in each.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, setPriority, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { EtcdStore } from '../src/etcd.js';
 import { CONFIG_DEFAULTS, jobPrefix, type WatchHandle } from '../src/index.js';
 import { firstTouchUs } from './on-cpu-stalls.js';
 import { etcdMetrics, startBenchEtcd, type EtcdBackendFigures } from './etcd.js';
+import { FleetChild, type Line } from './fleet-runner.js';
 import type { Cumulative, FleetHostConfig, FleetRole, HistogramState, PhaseLine } from './fleet-host.js';
+import { benchArgs } from './args.js';
 import { quantile } from './stats.js';
 
 const HOST = fileURLToPath(new URL('./fleet-host.js', import.meta.url));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-/** Every child spawned, killed if this process stops. */
-const children = new Set<ChildProcess>();
-const killAll = () => {
-  for (const c of children) c.kill('SIGKILL');
-};
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    log(`${sig}: stopping every child and etcd`);
-    process.exit(130); // the 'exit' handlers kill the children and etcd (bench/etcd.ts)
-  });
-}
 
 // ---- options -------------------------------------------------------------------
 
@@ -106,38 +94,35 @@ interface Options {
 }
 
 function options(): Options {
-  const { values } = parseArgs({
-    options: {
-      splits: { type: 'string', default: '1000000' },
-      members: { type: 'string', default: '200' },
-      hosts: { type: 'string', default: '4' },
-      lanes: { type: 'string', default: '4' },
-      'handler-seconds': { type: 'string', default: '10' },
-      'commit-every-ms': { type: 'string', default: '1000' },
-      'duration-s': { type: 'string', default: '120' },
-      compaction: { type: 'string', default: 'both' },
-      // Short, so that several compactions land inside the window (etcd's periodic mode compacts
-      // every retention period, to the revision of one period ago).
-      'compaction-retention': { type: 'string', default: '15s' },
-      'baseline-splits': { type: 'string', default: '10000' },
-      'baseline-duration-s': { type: 'string' },
-      'warmup-s': { type: 'string' },
-      'start-concurrency': { type: 'string', default: '8' },
-      probes: { type: 'string', default: '3' },
-      knobs: { type: 'string', default: '{}' },
-      seed: { type: 'string', default: '1' },
-      'timeout-s': { type: 'string', default: '900' },
-      json: { type: 'string' },
-      'leader-heap': { type: 'string', default: 'default' },
-      'leader-prof': { type: 'string' },
-      // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
-      layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
-      'host-nice': { type: 'string', default: '10' },
-      giants: { type: 'string', default: '0' },
-      'until-done': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
+  const { values } = benchArgs({
+    splits: { type: 'string', default: '1000000' },
+    members: { type: 'string', default: '200' },
+    hosts: { type: 'string', default: '4' },
+    lanes: { type: 'string', default: '4' },
+    'handler-seconds': { type: 'string', default: '10' },
+    'commit-every-ms': { type: 'string', default: '1000' },
+    'duration-s': { type: 'string', default: '120' },
+    compaction: { type: 'string', default: 'both' },
+    // Short, so that several compactions land inside the window (etcd's periodic mode compacts
+    // every retention period, to the revision of one period ago).
+    'compaction-retention': { type: 'string', default: '15s' },
+    'baseline-splits': { type: 'string', default: '10000' },
+    'baseline-duration-s': { type: 'string' },
+    'warmup-s': { type: 'string' },
+    'start-concurrency': { type: 'string', default: '8' },
+    probes: { type: 'string', default: '3' },
+    knobs: { type: 'string', default: '{}' },
+    seed: { type: 'string', default: '1' },
+    'timeout-s': { type: 'string', default: '900' },
+    json: { type: 'string' },
+    'leader-heap': { type: 'string', default: 'default' },
+    'leader-prof': { type: 'string' },
+    // The library's default (decision 0054: packed), so a run without --layout measures what a new user gets.
+    layout: { type: 'string', default: CONFIG_DEFAULTS.layout },
+    'host-nice': { type: 'string', default: '10' },
+    giants: { type: 'string', default: '0' },
+    'until-done': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
@@ -195,45 +180,17 @@ const USAGE = `Usage: npm run build && npm run bench:fleet -- [--splits 1000000]
 
 // ---- child processes -----------------------------------------------------------
 
-interface Line { t: number; ev: string; [k: string]: any }
-
-class Child {
-  readonly lines: Line[] = [];
-  readonly proc: ChildProcess;
-  readonly spawnedAt = Date.now();
-  private partial = '';
-  stderr = '';
-  exited: string | undefined;
-
+/** A process of the fleet (fleet-host.ts), run as every bench runs its fleet (fleet-runner.ts; it kills them all if this process stops). */
+class Child extends FleetChild {
   constructor(readonly cfg: FleetHostConfig, execArgv: string[]) {
-    this.proc = fork(HOST, [], {
-      env: { ...process.env, SPLITFLEET_FLEET: JSON.stringify(cfg) },
-      execArgv,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    children.add(this.proc);
-    this.proc.once('exit', (code, signal) => {
-      children.delete(this.proc);
-      this.exited = String(code ?? signal);
-    });
-    this.proc.stdout!.on('data', (c: Buffer) => {
-      const parts = (this.partial + c.toString()).split('\n');
-      this.partial = parts.pop() ?? '';
-      for (const p of parts) {
-        if (!p.trim()) continue;
-        try {
-          const line = JSON.parse(p) as Line;
-          this.lines.push(line);
-          // A change of leader is rare and worth its reason: say who, when, and what the deposed one last logged.
-          if (line.ev === 'leading' || line.ev === 'deposed') {
-            log(`${this.name}: ${String(line.instance)} ${line.ev}${line.ev === 'deposed' ? `; its last log lines:\n${this.stderr.slice(-1500)}` : ''}`);
-          }
-        } catch {
-          this.stderr = (this.stderr + p).slice(-4000);
-        }
-      }
-    });
-    this.proc.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-4000)));
+    super({ script: HOST, envVar: 'SPLITFLEET_FLEET', config: cfg, execArgv, ipc: true });
+  }
+
+  // A change of leader is rare and worth its reason: say who, when, and what the deposed one last logged.
+  protected override onLine(line: Line): void {
+    if (line.ev === 'leading' || line.ev === 'deposed') {
+      log(`${this.name}: ${String(line.instance)} ${line.ev}${line.ev === 'deposed' ? `; its last log lines:\n${this.stderr.slice(-1500)}` : ''}`);
+    }
   }
 
   get name(): string {
@@ -242,10 +199,6 @@ class Child {
 
   get lanes(): number {
     return this.cfg.instances.length * this.cfg.lanes;
-  }
-
-  find(pred: (l: Line) => boolean): Line | undefined {
-    return this.lines.find(pred);
   }
 
   count(ev: string): number {
@@ -266,14 +219,6 @@ class Child {
     if (fatal) return `${this.name}: ${JSON.stringify(fatal)}\n${this.stderr}`;
     if (this.exited !== undefined) return `${this.name} exited (${this.exited})\n${this.stderr}`;
     return undefined;
-  }
-
-  async stop(): Promise<void> {
-    if (this.exited !== undefined) return;
-    const gone = new Promise<void>((r) => this.proc.once('exit', () => r()));
-    this.proc.kill('SIGTERM');
-    await Promise.race([gone, sleep(5000)]);
-    if (this.exited === undefined) this.proc.kill('SIGKILL');
   }
 }
 

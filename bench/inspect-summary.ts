@@ -28,9 +28,12 @@ import { summaryRecord } from '../src/protocol/summary.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { Op, Store } from '../src/store/store.js';
+import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd } from './etcd.js';
 
 const P = jobPrefix('splitfleet', 'big');
+/** `--mode` and `--endpoint` are the children's (each child reads one mode, from the parent's etcd when given). */
+const OPTIONS = { etcd: { type: 'boolean' }, packed: { type: 'boolean' }, mode: { type: 'string' }, endpoint: { type: 'string' } } as const;
 /** Splits per seeding transaction (two puts each: etcd's default --max-txn-ops is 128), and transactions in flight. */
 const SPLITS_PER_TXN = 64;
 const IN_FLIGHT = 8;
@@ -69,7 +72,7 @@ async function seedPages(store: Store, n: number, fp: string): Promise<number> {
 async function seed(store: Store, n: number): Promise<void> {
   const fp = fingerprintHash('bench-fingerprint');
   const v = 1 as const;
-  const packed = process.argv.includes('--packed');
+  const packed = benchArgs(OPTIONS).values.packed === true;
   if (!packed) await store.put(planKey(P), encodeRecord('plan', { v, fp, generation: 1, final: true, planned: n }));
   await store.put(leaderKey(P), encodeRecord('leader', { v, fp, instance: 'w-0', generation: 1 }));
   for (let i = 0; i < 8; i++) await store.put(workerKey(P, `w-${i}`), encodeRecord('worker', { v, fp, instance: `w-${i}`, maxInFlight: 8, nonce: 'n' }));
@@ -157,13 +160,12 @@ async function child(mode: string, n: number, endpoint: string | undefined): Pro
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const n = Number(args.find((a) => /^\d+$/.test(a)) ?? 200_000);
-  const mode = args.find((a) => a.startsWith('--mode='))?.slice('--mode='.length);
-  const endpoint = args.find((a) => a.startsWith('--endpoint='))?.slice('--endpoint='.length);
+  const { values: args, positionals } = benchArgs(OPTIONS);
+  const n = numberArg('splits', positionals[0], 200_000);
+  const { mode, endpoint } = args;
   if (mode !== undefined) return child(mode, n, endpoint);
   const self = fileURLToPath(import.meta.url);
-  const onEtcd = args.includes('--etcd');
+  const onEtcd = args.etcd === true;
   const etcd = onEtcd ? await startBenchEtcd() : undefined;
   try {
     if (etcd) {
@@ -177,12 +179,12 @@ async function main(): Promise<void> {
     const modes = ['inspect-full', 'inspect-summary', 'jobs', 'dashboard', 'jobs-full'].filter((m) => !(onEtcd && n > 200_000 && m.endsWith('-full')));
     for (const m of modes) {
       const r = await new Promise<Record<string, unknown>>((resolve, reject) => {
-        const c = fork(self, [String(n), `--mode=${m}`, ...(etcd ? [`--endpoint=${etcd.endpoint}`] : []), ...(args.includes('--packed') ? ['--packed'] : [])], { execArgv: ['--expose-gc'] });
+        const c = fork(self, [String(n), `--mode=${m}`, ...(etcd ? [`--endpoint=${etcd.endpoint}`] : []), ...(args.packed === true ? ['--packed'] : [])], { execArgv: ['--expose-gc'] });
         c.once('message', (msg) => resolve(msg as Record<string, unknown>));
         c.once('error', reject);
         c.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`${m}: child exited ${code}`))));
       });
-      console.log(JSON.stringify({ splits: n, store: onEtcd ? 'etcd' : 'memory', layout: args.includes('--packed') ? 'packed' : 'keys', ...r }));
+      console.log(JSON.stringify({ splits: n, store: onEtcd ? 'etcd' : 'memory', layout: args.packed === true ? 'packed' : 'keys', ...r }));
     }
   } finally {
     await etcd?.stop();

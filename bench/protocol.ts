@@ -22,76 +22,37 @@
  *
  * Usage: npx tsc -p tsconfig.json && node dist/bench/protocol.js [assign|scale|all] [--steady-seconds 60]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { jobPrefix } from '../src/protocol/keys.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import type { WatchHandle } from '../src/store/store.js';
+import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd } from './etcd.js';
+import { FleetChild, type Line } from './fleet-runner.js';
 import type { BenchMemberConfig } from './protocol-member.js';
+import { quantile } from './stats.js';
 
 const MEMBER = fileURLToPath(new URL('./protocol-member.js', import.meta.url));
-/** Every member process spawned, killed if this process is interrupted. */
-const spawned = new Set<ChildProcess>();
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    for (const c of spawned) c.kill('SIGKILL');
-    process.exit(130);
-  });
-}
 const VICTIM_LEASE_MS = 5000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // ---- member processes ----------------------------------------------------------
 
-interface Line { t: number; ev: string; [k: string]: any }
-
-class MemberProcess {
-  readonly lines: Line[] = [];
-  readonly proc: ChildProcess;
-  private partial = '';
-  stderr = '';
-
+/** A process of fleet members (protocol-member.ts), run as every bench runs its fleet (fleet-runner.ts). */
+class MemberProcess extends FleetChild {
   constructor(readonly cfg: BenchMemberConfig) {
-    this.proc = spawn(process.execPath, ['--max-old-space-size=8192', MEMBER], {
-      env: { ...process.env, SPLITFLEET_BENCH: JSON.stringify(cfg) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    spawned.add(this.proc);
+    super({ script: MEMBER, envVar: 'SPLITFLEET_BENCH', config: cfg, execArgv: ['--max-old-space-size=8192'] });
     this.proc.once('exit', (code, signal) => {
-      spawned.delete(this.proc);
       if (signal !== 'SIGKILL') {
         const last = this.lines.filter((l) => l.ev !== 'stats').slice(-3);
         console.error(`member process ${cfg.instances.join(',')} exited (${code ?? signal}): ${JSON.stringify(last)}\n${this.stderr}`);
       }
     });
-    this.proc.stdout!.on('data', (c: Buffer) => {
-      const parts = (this.partial + c.toString()).split('\n');
-      this.partial = parts.pop() ?? '';
-      for (const p of parts) if (p.trim()) this.lines.push(JSON.parse(p) as Line);
-    });
-    this.proc.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-4000)));
   }
 
   stats(since = 0): Line[] {
     return this.lines.filter((l) => l.ev === 'stats' && l.t >= since);
-  }
-
-  async waitFor(what: string, pred: (l: Line) => boolean, timeoutMs: number): Promise<Line> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const fatal = this.lines.find((l) => l.ev === 'fatal');
-      if (fatal) throw new Error(`${this.cfg.instances[0]}…: fatal ${JSON.stringify(fatal)}\n${this.stderr}`);
-      const hit = this.lines.find(pred);
-      if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${this.stderr}`);
-      await sleep(20);
-    }
-  }
-
-  kill(): void {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
   }
 }
 
@@ -239,12 +200,11 @@ async function benchAssign(steadySeconds: number): Promise<Record<string, unknow
     const moved = [...mirror.leases].filter(([id, o]) => before.get(id) !== o).map(([id]) => id);
     const claimTimes = moved.map((id) => mirror.leasePutAt.get(id)! - joinedAt).sort((x, y) => x - y);
     const lastClaim = joinedAt + claimTimes[claimTimes.length - 1]!;
-    const pct = (q: number) => claimTimes[Math.min(claimTimes.length - 1, Math.floor(q * claimTimes.length))]!;
     const toJoiner = mirror.heldBy(name(20)).length;
     const firstWrite = mirror.assignWrites[joinWrites0]?.at ?? NaN;
     const joinMs = lastClaim - joinedAt;
     console.log(`assign: join → every move claimed: ${fmt(joinMs)} (${moved.length} moves, ${toJoiner} of them to the joiner; first record written ${fmt(firstWrite - joinedAt)} after the presence key; ` +
-      `moves claimed by p50 ${fmt(pct(0.5))}, p90 ${fmt(pct(0.9))})`);
+      `moves claimed by p50 ${fmt(quantile(claimTimes, 0.5))}, p90 ${fmt(quantile(claimTimes, 0.9))})`);
 
     // That member is SIGKILLed.
     const victimSplits = mirror.heldBy(name(20));
@@ -265,7 +225,7 @@ async function benchAssign(steadySeconds: number): Promise<Record<string, unknow
     return {
       restarts,
       initialSettleMs, steadySeconds, steadyWrites, steadyWritesPerMinute: perMinute,
-      join: { moves: moved.length, toJoiner, joinToAllClaimedMs: joinMs, firstRecordMs: firstWrite - joinedAt, p50Ms: pct(0.5), p90Ms: pct(0.9) },
+      join: { moves: moved.length, toJoiner, joinToAllClaimedMs: joinMs, firstRecordMs: firstWrite - joinedAt, p50Ms: quantile(claimTimes, 0.5), p90Ms: quantile(claimTimes, 0.9) },
       kill: {
         splits: victimSplits.length, killToAllClaimedMs: allClaimedAt - killedAt, killToExpiryMs: expiredAt - killedAt,
         expiryToReassignMs: reassignAt - expiredAt, reassignToAllClaimedMs: allClaimedAt - reassignAt, leaseDurationMs: VICTIM_LEASE_MS,
@@ -358,9 +318,9 @@ async function benchScale(): Promise<Record<string, unknown>> {
 
 async function main(): Promise<void> {
   if (!existsSync(MEMBER)) throw new Error(`${MEMBER} is missing: run 'npx tsc -p tsconfig.json' first`);
-  const which = process.argv[2] ?? 'all';
-  const i = process.argv.indexOf('--steady-seconds');
-  const steadySeconds = i > 0 ? Number(process.argv[i + 1]) : 60;
+  const { values: v, positionals } = benchArgs({ 'steady-seconds': { type: 'string' } });
+  const which = positionals[0] ?? 'all';
+  const steadySeconds = numberArg('steady-seconds', v['steady-seconds'], 60);
   const results: Record<string, unknown> = { node: process.version, cpus: (await import('node:os')).cpus().length };
   if (which === 'assign' || which === 'all') results.assign = await benchAssign(steadySeconds);
   if (which === 'scale' || which === 'all') results.scale = await benchScale();

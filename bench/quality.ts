@@ -1,7 +1,7 @@
 /**
  * The assignment quality report: balance from cold, and churn when one member
  * joins or leaves a settled fleet. Not a timing benchmark (see
- * bench/reference-timing.ts); every figure is a ratio of weights.
+ * bench/probes/reference-timing.ts); every figure is a ratio of weights.
  *
  * Workload: 200 members (cap 1000 unless --cap: lanes never bind, so the
  * move rule alone is measured), 20 and 50 splits per member, lognormal weights
@@ -21,6 +21,7 @@
  */
 import { churn, desiredAssignment, type AssignmentInput, type EngineName, type SplitInput } from '../src/engine.js';
 import { prng } from '../src/prng.js';
+import { benchArgs, numberArg } from './args.js';
 import { median } from './stats.js';
 
 interface Options {
@@ -33,24 +34,18 @@ interface Options {
   json: boolean;
 }
 
-function parseArgs(argv: string[]): Options {
-  const o: Options = { seeds: 7, members: 200, perMember: [20, 50], engine: 'reference', cap: 1000, json: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--seeds') o.seeds = Number(next());
-    else if (a === '--members') o.members = Number(next());
-    else if (a === '--per-member') o.perMember = next().split(',').map(Number);
-    else if (a === '--engine') o.engine = next() as EngineName;
-    else if (a === '--cap') o.cap = Number(next());
-    else if (a === '--json') o.json = true;
-    else throw new Error(`unknown argument ${a}; use --seeds N --members M --per-member 20,50 --cap C --engine NAME --json`);
-  }
-  return o;
+function options(argv: string[]): Options {
+  const { values: v } = benchArgs({
+    seeds: { type: 'string' }, members: { type: 'string' }, 'per-member': { type: 'string' }, engine: { type: 'string' }, cap: { type: 'string' }, json: { type: 'boolean' },
+  }, argv);
+  return {
+    seeds: numberArg('seeds', v.seeds, 7),
+    members: numberArg('members', v.members, 200),
+    perMember: (v['per-member'] ?? '20,50').split(',').map((x) => numberArg('per-member', x, NaN)),
+    engine: (v.engine ?? 'reference') as EngineName,
+    cap: numberArg('cap', v.cap, 1000),
+    json: v.json === true,
+  };
 }
 
 const MEDIAN_WEIGHT = 64 * 2 ** 20;
@@ -114,7 +109,7 @@ function runOnce(seed: number, memberCount: number, perMember: number, cap: numb
 }
 
 function main(): void {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   const rows = o.perMember.map((perMember) => {
     const runs = Array.from({ length: o.seeds }, (_, i) => runOnce(i + 1, o.members, perMember, o.cap, o.engine));
     const col = (k: keyof Run): number[] => runs.map((r) => r[k]);

@@ -6,9 +6,11 @@
  */
 import { desiredAssignment } from '../src/assignment/engine.js';
 import { coldInput } from './inputs.js';
+import { benchArgs, numberArg } from './args.js';
 
-const n = Number(process.argv[2] ?? 1_000_000);
-const m = Number(process.argv[3] ?? 10_000);
+const { positionals } = benchArgs({});
+const n = numberArg('splits', positionals[0], 1_000_000);
+const m = numberArg('members', positionals[1], 10_000);
 const input = coldInput(n, m, 'lognormal');
 const MiB = 1024 * 1024;
 const inputRss = process.memoryUsage().rss / MiB;

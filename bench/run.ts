@@ -27,18 +27,16 @@ import { AssignmentPool } from '../src/assignment/pool.js';
 import { churn } from '../src/assignment/quality.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { columnarAssignment } from '../src/assignment/wasm.js';
+import { benchArgs, numberArg } from './args.js';
 import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape, type Weights } from './inputs.js';
+import { median } from './stats.js';
 import { plot, type Series } from './svg.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const QUICK = argv.includes('--quick');
-const JSON_FILE = flag('--json');
-const SVG_FILE = flag('--svg') ?? 'bench-results/decision-time.svg';
-const BUDGET_S = Number(flag('--budget') ?? (QUICK ? 120 : 600));
+const { values: args } = benchArgs({ quick: { type: 'boolean' }, json: { type: 'string' }, svg: { type: 'string' }, budget: { type: 'string' } });
+const QUICK = args.quick === true;
+const JSON_FILE = args.json;
+const SVG_FILE = args.svg ?? 'bench-results/decision-time.svg';
+const BUDGET_S = numberArg('budget', args.budget, QUICK ? 120 : 600);
 const SIZES = QUICK ? [10_000, 100_000] : [10_000, 100_000, 1_000_000];
 const MEMBERS = QUICK ? [100, 1_000] : [100, 1_000, 10_000];
 const BIG = SIZES[SIZES.length - 1]!;
@@ -76,13 +74,14 @@ const skipped: string[] = [];
 const sortMs = new Map<number, number>();
 const log = (s: string): void => void process.stderr.write(`[${elapsedS().toFixed(0).padStart(4)}s] ${s}\n`);
 
-async function median(name: string, fn: () => unknown, iterations: number, beforeEach?: () => void): Promise<number> {
-  const bench = new Bench({ iterations, time: 0, warmup: false, throws: true });
+/** The median ms of `iterations` timed runs (tinybench times them; stats.ts takes the median, as every bench does). */
+async function timedMedian(name: string, fn: () => unknown, iterations: number, beforeEach?: () => void): Promise<number> {
+  const bench = new Bench({ iterations, time: 0, warmup: false, throws: true, retainSamples: true });
   bench.add(name, fn as () => void, beforeEach === undefined ? {} : { beforeEach });
   await bench.run();
   const r = bench.tasks[0]!.result;
   if (r.state !== 'completed') throw new Error(`${name}: ${r.state}`);
-  return r.latency.p50;
+  return median(r.latency.samples!);
 }
 
 function push(r: Omit<Row, 'xSort'>): void {
@@ -95,7 +94,7 @@ async function yardsticks(): Promise<void> {
     const r = rng(n);
     const src = Float64Array.from({ length: n }, r);
     const work = new Float64Array(n);
-    const ms = await median(`sort ${n}`, () => work.sort(), n >= 1_000_000 ? 9 : 21, () => work.set(src));
+    const ms = await timedMedian(`sort ${n}`, () => work.sort(), n >= 1_000_000 ? 9 : 21, () => work.set(src));
     sortMs.set(n, ms);
     push({ n, m: 0, scenario: '-', weights: '-', engine: 'sort', call: '-', medianMs: ms, runs: n >= 1_000_000 ? 9 : 21 });
   }
@@ -125,9 +124,9 @@ async function shapeRows(f: Family): Promise<void> {
       const input = inputs[scenario];
       const it = iterationsFor(f.n);
       const base = { n: f.n, m: f.m, scenario, weights: f.weights, engine: 'wasm' as const, shape, runs: it };
-      push({ ...base, call: 'first', medianMs: await median(`wasm ${shape} first`, () => desiredAssignment(withFreshSeed(input)), it) });
+      push({ ...base, call: 'first', medianMs: await timedMedian(`wasm ${shape} first`, () => desiredAssignment(withFreshSeed(input)), it) });
       desiredAssignment(input);
-      push({ ...base, call: 'repeat', medianMs: await median(`wasm ${shape} repeat`, () => desiredAssignment(input), it) });
+      push({ ...base, call: 'repeat', medianMs: await timedMedian(`wasm ${shape} repeat`, () => desiredAssignment(input), it) });
     }
   }
 }
@@ -159,14 +158,14 @@ async function cell(f: Family, scenario: Scenario, pool: AssignmentPool): Promis
   }
   if (n <= REFERENCE_MAX) {
     const runs = n <= 10_000 ? it : 2;
-    push({ ...base, engine: 'reference', call: 'once', medianMs: await median('reference', () => desiredAssignment(input, { engine: 'reference' }), runs), runs, ...quality });
+    push({ ...base, engine: 'reference', call: 'once', medianMs: await timedMedian('reference', () => desiredAssignment(input, { engine: 'reference' }), runs), runs, ...quality });
   }
-  push({ ...base, engine: 'wasm', call: 'first', medianMs: await median('wasm first', () => desiredAssignment(withFreshSeed(input)), it), runs: it, ...quality });
+  push({ ...base, engine: 'wasm', call: 'first', medianMs: await timedMedian('wasm first', () => desiredAssignment(withFreshSeed(input)), it), runs: it, ...quality });
   desiredAssignment(input);
-  push({ ...base, engine: 'wasm', call: 'repeat', medianMs: await median('wasm repeat', () => desiredAssignment(input), it), runs: it, ...quality });
-  push({ ...base, engine: 'pool', call: 'first', medianMs: await median('pool first', () => pool.assign(withFreshSeed(input)), it), runs: it, ...quality });
+  push({ ...base, engine: 'wasm', call: 'repeat', medianMs: await timedMedian('wasm repeat', () => desiredAssignment(input), it), runs: it, ...quality });
+  push({ ...base, engine: 'pool', call: 'first', medianMs: await timedMedian('pool first', () => pool.assign(withFreshSeed(input)), it), runs: it, ...quality });
   await pool.assign(input);
-  push({ ...base, engine: 'pool', call: 'repeat', medianMs: await median('pool repeat', () => pool.assign(input), it), runs: it, ...quality });
+  push({ ...base, engine: 'pool', call: 'repeat', medianMs: await timedMedian('pool repeat', () => pool.assign(input), it), runs: it, ...quality });
 }
 
 async function eventLoop(f: Family, pool: AssignmentPool): Promise<Record<string, { maxMs: number; p99Ms: number }>> {
@@ -209,8 +208,8 @@ async function columnar(f: Family, pool: AssignmentPool): Promise<void> {
     }
   };
   const it = iterationsFor(f.n) * 2;
-  push({ ...base, engine: 'columnar', call: 'repeat', medianMs: await median('columnar', () => columnarAssignment(cp), it, tick), runs: it, note: 'ColumnarPool reused between ticks' });
-  push({ ...base, engine: 'columnar-pool', call: 'repeat', medianMs: await median('columnar pool', () => pool.assignColumnar(cp), it, tick), runs: it, note: 'snapshot + thread' });
+  push({ ...base, engine: 'columnar', call: 'repeat', medianMs: await timedMedian('columnar', () => columnarAssignment(cp), it, tick), runs: it, note: 'ColumnarPool reused between ticks' });
+  push({ ...base, engine: 'columnar-pool', call: 'repeat', medianMs: await timedMedian('columnar pool', () => pool.assignColumnar(cp), it, tick), runs: it, note: 'snapshot + thread' });
 }
 
 function peakRss(): Record<string, number> | null {

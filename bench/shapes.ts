@@ -25,16 +25,16 @@ import { desiredAssignment } from '../src/assignment/engine.js';
 import { AssignmentPool } from '../src/assignment/pool.js';
 import type { AssignmentInput } from '../src/assignment/types.js';
 import { coldInput, coldShaped, columnarFrom, joinedFrom, leftFrom, rng, settledFrom, SHAPES, type Scenario, type Shape } from './inputs.js';
+import { benchArgs, numberArg } from './args.js';
 import { median } from './stats.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1]! : dflt;
-};
-const N = Number(flag('--n', '1000000'));
-const M = Number(flag('--m', '10000'));
-const RUNS = Number(flag('--runs', '5'));
+const { values: args } = benchArgs({
+  n: { type: 'string' }, m: { type: 'string' }, runs: { type: 'string' }, shapes: { type: 'string' }, json: { type: 'string' },
+  'no-columnar': { type: 'boolean' }, child: { type: 'string' }, 'columnar-child': { type: 'boolean' },
+});
+const N = numberArg('n', args.n, 1_000_000);
+const M = numberArg('m', args.m, 10_000);
+const RUNS = numberArg('runs', args.runs, 5);
 const SCENARIOS: Scenario[] = ['cold', 'settled', 'joined', 'left'];
 /** Scenarios also timed as a change from the settled input (the same seed): what a leader decides when a member joins or leaves. */
 const CHANGES: Scenario[] = ['joined', 'left'];
@@ -198,25 +198,25 @@ async function columnarChild(): Promise<{ sortMs: number; rows: ShapeRow[] }> {
 }
 
 async function main(): Promise<void> {
-  if (argv.includes('--columnar-child')) {
+  if (args['columnar-child'] === true) {
     console.log(JSON.stringify(await columnarChild()));
     return;
   }
-  const childShape = argv.indexOf('--child') >= 0 ? (flag('--child', 'literal') as Shape) : null;
+  const childShape = (args.child ?? null) as Shape | null;
   if (childShape !== null) {
     console.log(JSON.stringify(await child(childShape)));
     return;
   }
-  const shapes = flag('--shapes', SHAPES.join(',')).split(',') as Shape[];
+  const shapes = (args.shapes ?? SHAPES.join(',')).split(',') as Shape[];
   const load0 = os.loadavg();
   const self = fileURLToPath(import.meta.url);
   const all: ShapeRow[] = [];
   const sorts: Record<string, number> = {};
   const runs: [string, string[]][] = shapes.map((shape) => [shape, ['--child', shape]]);
-  if (!argv.includes('--no-columnar')) runs.push(['columnar', ['--columnar-child']]);
-  for (const [shape, args] of runs) {
+  if (args['no-columnar'] !== true) runs.push(['columnar', ['--columnar-child']]);
+  for (const [shape, childArgs] of runs) {
     process.stderr.write(`shape ${shape}\n`);
-    const out = spawnSync(process.execPath, [self, ...args, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const out = spawnSync(process.execPath, [self, ...childArgs, '--n', String(N), '--m', String(M), '--runs', String(RUNS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (out.status !== 0) throw new Error(`shape ${shape} failed: ${out.stderr}`);
     const res = JSON.parse(out.stdout.trim().split('\n').pop()!) as { sortMs: number; rows: ShapeRow[] };
     sorts[shape] = res.sortMs;
@@ -233,8 +233,8 @@ async function main(): Promise<void> {
   for (const r of all) {
     console.log(`| ${r.shape} | ${r.scenario} | ${r.path} | ${r.call} | ${r.medianMs.toFixed(1)} | ${r.xSort.toFixed(2)} | ${ms(r.loopMaxMs)} | ${ms(r.ownMaxMs)} | ${ms(r.busyMaxMs)} |`);
   }
-  const file = flag('--json', '');
-  if (file !== '') {
+  const file = args.json;
+  if (file !== undefined) {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, JSON.stringify({ n: N, m: M, runs: RUNS, node: process.version, load0, load1: os.loadavg(), sorts, rows: all }, null, 2));
   }

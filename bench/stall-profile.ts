@@ -13,8 +13,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { Stall } from './on-cpu-stalls.js';
+import { benchArgs } from './args.js';
 
 interface ProfileNode {
   id: number;
@@ -28,7 +28,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '10' }, run: { type: 'string' } } });
+const { values, positionals } = benchArgs({ top: { type: 'string', default: '10' }, run: { type: 'string' } });
 const dir = positionals[0];
 if (dir === undefined) throw new Error('usage: stall-profile DIR [--top 10] [--run LABEL]');
 const files = readdirSync(dir);

@@ -3,6 +3,13 @@
  * sample (the mean of the two middle values when the count is even) and a
  * quantile by the nearest-rank rule (the ⌈q·n⌉-th smallest value, so p99 of
  * 100 samples is the 99th and p50 of 4 the 2nd). NaN for an empty sample.
+ *
+ * Why nearest rank and not linear interpolation: a reported p99 is then a
+ * latency that was measured, never a value between two runs that no run
+ * took, and with fewer than 100 samples p99 is plainly the maximum. The
+ * median keeps the usual mean of the two middle values (tinybench's p50 is the
+ * same figure). Every file under bench/ takes these two; none sorts and
+ * indexes a sample by hand.
  */
 
 /** The median: the middle value, or the mean of the two middle values. */

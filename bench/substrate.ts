@@ -25,33 +25,31 @@ import { silentLogger } from '../src/coordinator/log.js';
 import { defaultFingerprint } from '../src/config.js';
 import { classifyClaim, initialSplitRecord } from '../src/protocol/claims.js';
 import { claimTxn } from '../src/protocol/txns.js';
-import { jobPrefix, specKey, splitKey } from '../src/protocol/keys.js';
-import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../src/protocol/records.js';
+import { jobPrefix } from '../src/protocol/keys.js';
+import { seedWrites } from '../src/protocol/leader-txns.js';
+import { MAX_RECORD_BYTES } from '../src/protocol/record-bounds.js';
+import { decodeRecord, fingerprintHash } from '../src/protocol/records.js';
 import { EtcdStore } from '../src/store/etcd.js';
 import { shuffled } from '../src/prng.js';
-import { op, type Op } from '../src/store/store.js';
+import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';
+import { median } from './stats.js';
 import { killAllFleetMembers, spawnFleet } from '../test/support/fleet.js';
 import { waitUntil } from '../test/support/wait.js';
 
 interface Row { measure: string; setting: string; result: string }
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
-}
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(5, '0')}`);
 
-/** Seeds spec + split records for `n` splits in batches of 64 pairs; returns each record's revision. */
+/**
+ * Seeds spec + split records for `n` splits, 60 pairs a transaction, with the leader's own seeding writes
+ * (protocol/ seedWrites) but none of its guards: no leader runs here. Returns each record's revision.
+ */
 async function seed(store: EtcdStore, prefix: string, fp: string, n: number): Promise<Map<string, number>> {
   const all = ids(n);
   for (let i = 0; i < all.length; i += 60) {
-    const batch: Op[] = [];
-    for (const id of all.slice(i, i + 60)) {
-      batch.push(op.put(specKey(prefix, id), encodeRecord('spec', { v: SCHEMA_VERSION, fp, id, weight: 1, descriptor: null, generation: 0 })));
-      batch.push(op.put(splitKey(prefix, id), encodeRecord('split', initialSplitRecord(id, fp))));
-    }
+    const batch = all.slice(i, i + 60).flatMap((id) => seedWrites(prefix, fp, 0, { id, weight: 1 }, MAX_RECORD_BYTES));
     await store.txn({ compares: [], success: batch });
   }
   const listed = await store.listAll(`${prefix}split.`);
@@ -161,12 +159,11 @@ async function takeoverBench(endpoint: string, leaseMs: number, trials: number):
     await h.close();
     await watcher.close();
   }
-  samples.sort((a, b) => a - b);
   const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   return [{
     measure: 'SIGKILL → claimed elsewhere',
     setting: `leaseDurationMs ${leaseMs}, rebalanceDelayMs 0, ${trials} kill(s)`,
-    result: `min ${fmt(samples[0]!)}, median ${fmt(samples[Math.floor(samples.length / 2)]!)}, max ${fmt(samples.at(-1)!)}`,
+    result: `min ${fmt(Math.min(...samples))}, median ${fmt(median(samples))}, max ${fmt(Math.max(...samples))}`,
   }];
 }
 
@@ -179,11 +176,12 @@ function printTable(rows: Row[]): void {
 }
 
 async function main(): Promise<void> {
-  const n = Number(arg('splits', '2000'));
-  const workers = Number(arg('workers', '8'));
-  const kills = Number(arg('kills', '3'));
-  const leases = arg('leases', '3000').split(',').map(Number);
-  const only = new Set(arg('only', 'txn,fleet,kill').split(','));
+  const { values: v } = benchArgs({ splits: { type: 'string' }, workers: { type: 'string' }, kills: { type: 'string' }, leases: { type: 'string' }, only: { type: 'string' } });
+  const n = numberArg('splits', v.splits, 2000);
+  const workers = numberArg('workers', v.workers, 8);
+  const kills = numberArg('kills', v.kills, 3);
+  const leases = (v.leases ?? '3000').split(',').map((x) => numberArg('leases', x, NaN));
+  const only = new Set((v.only ?? 'txn,fleet,kill').split(','));
   let etcd: BenchEtcd | undefined;
   try {
     etcd = await startBenchEtcd();

@@ -353,6 +353,94 @@ describe('guarded transactions are built in protocol/ only', () => {
   });
 });
 
+/**
+ * The benches send what the fleet sends (issue 51: bench/substrate.ts's hand copy of the claim lacked the
+ * real one's progress read, so its claims/s measured a lighter transaction). A bench file builds no
+ * transaction: its compares and its ops come from protocol/'s builders, never from the store's `cmp` or
+ * `op` or a literal. `compares: []` around protocol/'s ops (seeding with no leader) stays, as in src/.
+ * BENCH_FIXTURE_WRITERS may write records by hand: state no protocol transaction writes in one go.
+ */
+export const BENCH_FIXTURE_WRITERS: readonly { file: string; why: string }[] = [
+  { file: 'bench/inspect-summary.ts', why: 'seeds a half-finished job (completed split records, folded bits) for the operator tools to read' },
+];
+const OP_KINDS = new Set(['put', 'delete', 'get']);
+
+/** Each place in `text` that writes a transaction's compares or ops by hand, one line each (comments and strings never count). */
+export function handWrittenTxnsIn(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const problems = guardedTxnsIn(file, text).map((p) => p.replace(/ outside .*$/, ': take it from protocol/'));
+  const report = (node: ts.Node, what: string) => {
+    const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+    problems.push(`${file}:${line}: writes a transaction's ops by hand (${what}): take them from protocol/`);
+  };
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportSpecifier(node) && (node.propertyName ?? node.name).text === 'op') {
+      report(node, 'imports op');
+    } else if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'op') {
+      report(node, `op.${node.name.text}`);
+    } else if (ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) && node.name.text === 'op' && ts.isStringLiteral(node.initializer) && OP_KINDS.has(node.initializer.text)) {
+      report(node, `an op written by hand, op '${node.initializer.text}'`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return problems.sort((a, b) => Number(a.split(':')[1]) - Number(b.split(':')[1]));
+}
+
+/** Every hand-written transaction in the files under `dir` of `root` (recursively), but the `allowed` files. */
+export function checkHandWrittenTxns(root: string, dir: string, allowed: readonly string[]): string[] {
+  const problems: string[] = [];
+  const walk = (path: string): void => {
+    for (const name of readdirSync(path).sort()) {
+      const child = join(path, name);
+      const key = toKey(root, child);
+      if (statSync(child).isDirectory()) walk(child);
+      else if (name.endsWith('.ts') && !allowed.includes(key)) problems.push(...handWrittenTxnsIn(key, readFileSync(child, 'utf8')));
+    }
+  };
+  walk(join(root, dir));
+  return problems;
+}
+
+describe('the benches build their transactions with protocol/', () => {
+  it('no file of bench/ but the fixture writers writes a compare or an op by hand', () => {
+    const root = resolve(srcRoot, '..');
+    expect(checkHandWrittenTxns(root, 'bench', BENCH_FIXTURE_WRITERS.map((w) => w.file))).toEqual([]);
+    // An allowance names a file that exists, or it goes.
+    for (const w of BENCH_FIXTURE_WRITERS) expect(existsSync(join(root, w.file)), w.file).toBe(true);
+  });
+
+  it('reports the op and cmp builders, op and compare literals and a guarded compares list, and nothing in an allowed file, a comment or a string', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-bench-txn-'));
+    try {
+      mkdirSync(join(dir, 'bench', 'probes'), { recursive: true });
+      writeFileSync(join(dir, 'bench', 'substrate.ts'), [
+        "import { cmp, op as o } from '../src/store/store.js';",
+        'export const claim = (k: string, rev: number) => ({ compares: [cmp.modRevision(k, rev)], success: [o.put(k, \'v\')] });',
+        "export const seed = (k: string) => ({ compares: [], success: [op.put(k, 'v')] });",
+      ].join('\n'));
+      writeFileSync(join(dir, 'bench', 'probes', 'fixture.ts'), [
+        '// op.put(k) in a comment is no use',
+        "const note = \"{ op: 'put' }\";",
+        "export const seed = (key: string) => ({ compares: [], success: [{ op: 'delete', key }] });",
+        "export const sent = (t: unknown) => ({ compares: [], success: [t], note });",
+      ].join('\n'));
+      writeFileSync(join(dir, 'bench', 'allowed.ts'), "export const s = (key: string) => ({ compares: [], success: [{ op: 'put', key, value: '' }] });\n");
+      const take = (what: string) => `take ${what} from protocol/`;
+      expect(checkHandWrittenTxns(dir, 'bench', ['bench/allowed.ts'])).toEqual([
+        `bench/probes/fixture.ts:3: writes a transaction's ops by hand (an op written by hand, op 'delete'): ${take('them')}`,
+        `bench/substrate.ts:1: builds a guarded transaction (imports cmp): ${take('it')}`,
+        `bench/substrate.ts:1: writes a transaction's ops by hand (imports op): ${take('them')}`,
+        `bench/substrate.ts:2: builds a guarded transaction (compares: other than []): ${take('it')}`,
+        `bench/substrate.ts:2: builds a guarded transaction (cmp.modRevision): ${take('it')}`,
+        `bench/substrate.ts:3: writes a transaction's ops by hand (op.put): ${take('them')}`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the import graph of src/', () => {
   it('has no cycle, no upward or sideways import, and every dependency in its home', () => {
     const graph = readImportGraph(srcRoot);

@@ -7,7 +7,7 @@
  * BENCHMARKS.md and the README's advice no longer hold, so this test fails
  * and names the runtime.
  *
- * It runs the compiled bench/hidden-classes.ts in a child process, because
+ * It runs the compiled bench/probes/hidden-classes.ts in a child process, because
  * `%HaveSameMap` needs `--allow-natives-syntax`. Build first
  * (`npm run build:ts`).
  */
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const BENCH = join(root, 'dist/bench/hidden-classes.js');
+const BENCH = join(root, 'dist/bench/probes/hidden-classes.js');
 const major = Number(process.versions.node.split('.')[0]);
 
 /** Distinct maps among the sample, per shape, from the bench's table. */

@@ -6,10 +6,12 @@
  * this checkout's bench/inputs.ts, built as `shape`, so both builds decide the
  * very same objects.
  *
- *   node dist/bench/ab.js <root of the build under test> [literal|spread|class|extra|reordered]
+ *   node dist/bench/probes/ab.js <root of the build under test> [literal|spread|class|extra|reordered]
  */
 import { pathToFileURL } from 'node:url';
-import { coldInput, settledFrom, type Shape } from './inputs.js';
+import { coldInput, settledFrom, type Shape } from '../inputs.js';
+import { benchArgs } from '../args.js';
+import { median } from '../stats.js';
 
 interface Engine {
   desiredAssignment: (input: unknown) => { assignment: Record<string, string[]> };
@@ -18,14 +20,14 @@ interface PoolModule {
   AssignmentPool: new (o: { threads: number; fallback: boolean }) => { assign: (i: unknown) => Promise<unknown>; close: () => Promise<void> };
 }
 
-const root = process.argv[2] ?? process.cwd();
-const shape = (process.argv[3] ?? 'literal') as Shape;
+const { positionals } = benchArgs({});
+const root = positionals[0] ?? process.cwd();
+const shape = (positionals[1] ?? 'literal') as Shape;
 const url = (rel: string): string => pathToFileURL(`${root}/dist/src/assignment/${rel}`).href;
 const { desiredAssignment } = (await import(url('engine.js'))) as Engine;
 const { AssignmentPool } = (await import(url('pool.js'))) as PoolModule;
 const cold = coldInput(1_000_000, 10_000, 'lognormal');
 const settled = settledFrom(cold, desiredAssignment(cold).assignment, shape);
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const time = async (runs: number, f: () => unknown): Promise<number> => {
   const xs: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -33,7 +35,7 @@ const time = async (runs: number, f: () => unknown): Promise<number> => {
     await f();
     xs.push(performance.now() - t);
   }
-  return med(xs);
+  return median(xs);
 };
 const src = Float64Array.from({ length: 1_000_000 }, Math.random);
 const work = new Float64Array(src.length);
@@ -44,7 +46,7 @@ for (let i = 0; i < 7; i++) {
   work.sort();
   sorts.push(performance.now() - t);
 }
-const sort = med(sorts);
+const sort = median(sorts);
 let k = 0;
 const first = await time(5, () => desiredAssignment({ ...settled, seed: `ab-${k++}` }));
 desiredAssignment(settled);

@@ -4,25 +4,27 @@
  * and the columnar path (`ColumnarPool`), next to the yardstick (sorting
  * 1M doubles). Not the bench; medians of a few runs, printed as a table.
  *
- *   node --expose-gc dist/bench/wasm-probe.js [splits=1000000] [members=10000] [runs=5] [--reference]
+ *   node --expose-gc dist/bench/probes/wasm-probe.js [splits=1000000] [members=10000] [runs=5] [--reference]
  *
  * Wall and CPU medians are both printed: CPU time (user + system, every
  * thread) is steadier than wall time on a shared box.
  */
-import { ColumnarPool } from '../src/assignment/codec.js';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import type { AssignmentInput } from '../src/assignment/types.js';
-import { columnarAssignment } from '../src/assignment/wasm.js';
-import { prng } from '../src/prng.js';
+import { ColumnarPool } from '../../src/assignment/codec.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import type { AssignmentInput } from '../../src/assignment/types.js';
+import { columnarAssignment } from '../../src/assignment/wasm.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const N = Number(args[0] ?? 1_000_000);
-const M = Number(args[1] ?? 10_000);
-const RUNS = Number(args[2] ?? 5);
-const withReference = process.argv.includes('--reference');
+const { values: options, positionals: args } = benchArgs({ reference: { type: 'boolean' } });
+const N = numberArg('splits', args[0], 1_000_000);
+const M = numberArg('members', args[1], 10_000);
+const RUNS = numberArg('runs', args[2], 5);
+const withReference = options.reference === true;
 
 /** Median wall time and median CPU time (user + system) of `runs` calls, ms. */
-function median(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: number] {
+function medians(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: number] {
   (globalThis as { gc?: () => void }).gc?.();
   const wall: number[] = [];
   const cpu: number[] = [];
@@ -34,8 +36,7 @@ function median(f: (run: number) => unknown, runs = RUNS): [wall: number, cpu: n
     const d = process.cpuUsage(c);
     cpu.push((d.user + d.system) / 1000);
   }
-  const mid = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return [mid(wall), mid(cpu)];
+  return [median(wall), median(cpu)];
 }
 
 const r = prng(1);
@@ -49,7 +50,7 @@ const splits = Array.from({ length: N }, (_, i) => ({ id: `s-${i}`, weight: logn
 const cold: AssignmentInput = { seed: 'job', members, splits };
 
 const fills = Array.from({ length: RUNS }, () => Float64Array.from({ length: 1_000_000 }, r));
-const yard = median((k) => fills[k]!.sort());
+const yard = medians((k) => fills[k]!.sort());
 
 const first = desiredAssignment(cold);
 const owner = new Map<string, string>();
@@ -64,10 +65,10 @@ const settled: AssignmentInput = {
 
 const rows: [string, [number, number]][] = [['yardstick: Float64Array sort of 1M', yard]];
 // A new seed each run: nothing carries over from the previous call.
-rows.push(['wasm object, cold, first call', median((k) => desiredAssignment({ ...cold, seed: `job-${k}` }))]);
-rows.push(['wasm object, cold, same input again', median(() => desiredAssignment(cold))]);
-rows.push(['wasm object, settled, first call', median((k) => desiredAssignment({ ...settled, seed: `job-${k}` }))]);
-rows.push(['wasm object, settled, same splits again', median(() => desiredAssignment(settled))]);
+rows.push(['wasm object, cold, first call', medians((k) => desiredAssignment({ ...cold, seed: `job-${k}` }))]);
+rows.push(['wasm object, cold, same input again', medians(() => desiredAssignment(cold))]);
+rows.push(['wasm object, settled, first call', medians((k) => desiredAssignment({ ...settled, seed: `job-${k}` }))]);
+rows.push(['wasm object, settled, same splits again', medians(() => desiredAssignment(settled))]);
 
 const pool = new ColumnarPool('job');
 pool.setMembers(members);
@@ -80,15 +81,15 @@ for (const s of settled.splits) {
 const coldPool = new ColumnarPool('job');
 coldPool.setMembers(members);
 for (const s of splits) coldPool.upsertSplit(s.id, s.weight);
-rows.push(['columnar, cold (first decision sorts)', median(() => {
+rows.push(['columnar, cold (first decision sorts)', medians(() => {
   coldPool.upsertSplit('s-0', splits[0]!.weight + 1); // invalidate the cached order
   columnarAssignment(coldPool);
 })]);
 columnarAssignment(pool);
-rows.push(['columnar, settled (cached order)', median(() => columnarAssignment(pool))]);
+rows.push(['columnar, settled (cached order)', medians(() => columnarAssignment(pool))]);
 if (withReference) {
-  rows.push(['reference, cold', median(() => desiredAssignment(cold, { engine: 'reference' }), 1)]);
-  rows.push(['reference, settled', median(() => desiredAssignment(settled, { engine: 'reference' }), 1)]);
+  rows.push(['reference, cold', medians(() => desiredAssignment(cold, { engine: 'reference' }), 1)]);
+  rows.push(['reference, settled', medians(() => desiredAssignment(settled, { engine: 'reference' }), 1)]);
 }
 const check = desiredAssignment(settled);
 console.log(`${N} splits × ${M} members, cap ${cap}; settled moves ${check.stats.improvingMoves}, imbalance ${check.stats.imbalance.toFixed(4)}`);

@@ -13,24 +13,22 @@
  * 0047; the queue's head keeps them). Reports median and p90 of a decision from the third on, the caller's own
  * turn (the leader's loop stands still for it), and the slice's mean rows.
  *
- *   npm run build && node dist/bench/decision-scale.js [--sizes 1000000,10000000] [--members 200] [--decisions 40] [--adding 0]
+ *   npm run build && node dist/bench/probes/decision-scale.js [--sizes 1000000,10000000] [--members 200] [--decisions 40] [--adding 0]
  */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { ColumnarPool } from '../src/assignment/codec.js';
-import { decisionSlice } from '../src/assignment/decision-slice.js';
-import { AssignmentPool } from '../src/assignment/pool.js';
-import { DefaultEngine } from '../src/coordinator/leader/decide.js';
-import type { AssignedRows } from '../src/assignment/wire.js';
-import { prng } from '../src/prng.js';
-import { quantile } from './stats.js';
+import { ColumnarPool } from '../../src/assignment/codec.js';
+import { decisionSlice } from '../../src/assignment/decision-slice.js';
+import { AssignmentPool } from '../../src/assignment/pool.js';
+import { DefaultEngine } from '../../src/coordinator/leader/decide.js';
+import type { AssignedRows } from '../../src/assignment/wire.js';
+import { prng } from '../../src/prng.js';
+import { quantile } from '../stats.js';
+import { benchArgs } from '../args.js';
 
-const { values } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '1000000,10000000' }, members: { type: 'string', default: '200' }, decisions: { type: 'string', default: '40' },
-    // Splits added between two decisions, as a seeding leader adds a page's: each used to drop the cached order.
-    adding: { type: 'string', default: '0' },
-  },
+const { values } = benchArgs({
+  sizes: { type: 'string', default: '1000000,10000000' }, members: { type: 'string', default: '200' }, decisions: { type: 'string', default: '40' },
+  // Splits added between two decisions, as a seeding leader adds a page's: each used to drop the cached order.
+  adding: { type: 'string', default: '0' },
 });
 const sizes = values.sizes.split(',').map(Number);
 const M = Number(values.members);

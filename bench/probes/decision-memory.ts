@@ -16,22 +16,20 @@
  * as the rows it assigns (`assignColumnarRows`, the leader's form since
  * decision 0041) instead of the dense assignee column.
  *
- *   npm run build && node dist/bench/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1] [--rows]
+ *   npm run build && node dist/bench/probes/decision-memory.js [--splits 1000000] [--members 200] [--decisions 300] [--threads 1] [--rows]
  */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { AssignmentPool, ColumnarPool } from '../src/engine.js';
-import { coldInput } from './inputs.js';
-import { quantile } from './stats.js';
+import { AssignmentPool, ColumnarPool } from '../../src/engine.js';
+import { coldInput } from '../inputs.js';
+import { quantile } from '../stats.js';
+import { benchArgs } from '../args.js';
 
-const { values } = parseArgs({
-  options: {
-    splits: { type: 'string', default: '1000000' },
-    members: { type: 'string', default: '200' },
-    decisions: { type: 'string', default: '300' },
-    threads: { type: 'string', default: '1' },
-    rows: { type: 'boolean', default: false },
-  },
+const { values } = benchArgs({
+  splits: { type: 'string', default: '1000000' },
+  members: { type: 'string', default: '200' },
+  decisions: { type: 'string', default: '300' },
+  threads: { type: 'string', default: '1' },
+  rows: { type: 'boolean', default: false },
 });
 const N = Number(values.splits), M = Number(values.members), D = Number(values.decisions);
 const input = coldInput(N, M, 'lognormal');

@@ -19,10 +19,11 @@
  * row should match bench/quality.ts's reference figures closely (tie-breaks
  * differ).
  *
- * Usage: npm run build:ts && node dist/bench/move-rules.js [--seeds 7]
+ * Usage: npm run build:ts && node dist/bench/probes/move-rules.js [--seeds 7]
  */
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
 type Rule = 'best-gain' | 'heaviest' | 'keeps-most';
 const RULES: Rule[] = ['best-gain', 'heaviest', 'keeps-most'];
@@ -97,8 +98,7 @@ function decide(w: number[], m: number, owner0: Int32Array, rule: Rule): { owner
 }
 
 function main(): void {
-  const i = process.argv.indexOf('--seeds');
-  const seeds = i >= 0 ? Number(process.argv[i + 1]) : 7;
+  const seeds = numberArg('seeds', benchArgs({ seeds: { type: 'string' } }).values.seeds, 7);
   const members = 200;
   console.log(`Move rules, ${members} members, lognormal weights (σ = 1), no caps, seeds 1–${seeds}: median (worst)\n`);
   console.log('| splits/member | rule       | join moved/newcomer | join splits moved | leave moved/former | leave splits moved |');

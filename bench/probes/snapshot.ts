@@ -5,16 +5,17 @@
  * dropped before the next, as a pool's thread drops it after deciding.
  * Medians and ranges of 9, in ms; the whole time is the caller's turn.
  *
- *   npm run build && node dist/bench/snapshot.js [--n 1000000]
+ *   npm run build && node dist/bench/probes/snapshot.js [--n 1000000]
  */
 import os from 'node:os';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import { SnapshotBuffers } from '../src/assignment/snapshot-buffers.js';
-import { columnarAssignment } from '../src/assignment/wasm.js';
-import { coldInput, columnarFrom, settledFrom } from './inputs.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import { SnapshotBuffers } from '../../src/assignment/snapshot-buffers.js';
+import { columnarAssignment } from '../../src/assignment/wasm.js';
+import { coldInput, columnarFrom, settledFrom } from '../inputs.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const N = argv.includes('--n') ? Number(argv[argv.indexOf('--n') + 1]) : 1_000_000;
+const N = numberArg('n', benchArgs({ n: { type: 'string' } }).values.n, 1_000_000);
 const base = coldInput(N, 10_000, 'lognormal');
 const settled = settledFrom(base, desiredAssignment(base).assignment);
 const cp = columnarFrom(settled);
@@ -27,8 +28,7 @@ function times(room: SnapshotBuffers | null): string {
     kept = cp.snapshot(false, room);
     xs.push(performance.now() - t);
   }
-  xs.sort((a, b) => a - b);
-  return `median ${xs[4]!.toFixed(1)} (${xs[0]!.toFixed(1)}–${xs[8]!.toFixed(1)})`;
+  return `median ${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`;
 }
 
 console.log(`snapshot of ${N} splits; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);

@@ -5,16 +5,16 @@
  * bench/shapes.ts's children): whether the first-call figure is the heap's or
  * the engine's. Medians of 5, with the sort yardstick timed in the same run.
  *
- *   npm run build && node dist/bench/first-call.js [--extra 0]
+ *   npm run build && node dist/bench/probes/first-call.js [--extra 0]
  */
 import os from 'node:os';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import type { AssignmentInput } from '../src/assignment/types.js';
-import { coldInput, rng, settledFrom } from './inputs.js';
-import { median } from './stats.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import type { AssignmentInput } from '../../src/assignment/types.js';
+import { coldInput, rng, settledFrom } from '../inputs.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const extra = argv.includes('--extra') ? Number(argv[argv.indexOf('--extra') + 1]) : 0;
+const extra = numberArg('extra', benchArgs({ extra: { type: 'string' } }).values.extra, 0);
 
 const base = coldInput(1_000_000, 10_000, 'lognormal');
 const held: AssignmentInput[] = [];

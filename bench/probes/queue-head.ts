@@ -10,19 +10,20 @@
  * default). The longest steps are a build's first ones, where most rows beat
  * the heap's worst and each costs a sift.
  *
- *   npm run build && node dist/bench/queue-head.js [--rows 2000000] [--runs 3]
+ *   npm run build && node dist/bench/probes/queue-head.js [--rows 2000000] [--runs 3]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { LAYOUT } from '../src/assignment/layout.js';
-import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../src/assignment/queue-head.js';
-import { prng } from '../src/prng.js';
+import { LAYOUT } from '../../src/assignment/layout.js';
+import { QueueHead, STEP_OFFERS, STEP_ROWS, type QueueRows } from '../../src/assignment/queue-head.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ROWS = Number(flag('--rows') ?? 2_000_000);
-const RUNS = Number(flag('--runs') ?? 3);
+const { values: args } = benchArgs({ rows: { type: 'string' }, runs: { type: 'string' }, child: { type: 'boolean' }, offers: { type: 'string' } });
+const ROWS = numberArg('rows', args.rows, 2_000_000);
+const RUNS = numberArg('runs', args.runs, 3);
 
 
 const r = prng(7);
@@ -35,8 +36,8 @@ const rows: QueueRows = {
   rowCount: ROWS,
   idAt: (row) => `s-${row}`,
 };
-if (argv.includes('--child')) {
-  const offers = Number(flag('--offers'));
+if (args.child === true) {
+  const offers = numberArg('offers', args.offers, NaN);
   const head = new QueueHead(rows);
   head.begin();
   const steps: number[] = [];
@@ -58,7 +59,7 @@ if (argv.includes('--child')) {
       const steps = JSON.parse(out.stdout) as number[];
       const sorted = [...steps].sort((a, b) => b - a);
       const label = offers === STEP_OFFERS ? `${STEP_OFFERS} (STEP_OFFERS)` : 'unbounded';
-      console.log(`| ${label} | ${steps.length} | ${sorted[0]!.toFixed(1)} | ${sorted[1]!.toFixed(1)} | ${sorted[steps.length >> 1]!.toFixed(1)} | ${steps.reduce((a, b) => a + b, 0).toFixed(0)} |`);
+      console.log(`| ${label} | ${steps.length} | ${sorted[0]!.toFixed(1)} | ${sorted[1]!.toFixed(1)} | ${median(steps).toFixed(1)} | ${steps.reduce((a, b) => a + b, 0).toFixed(0)} |`);
     }
   }
 }

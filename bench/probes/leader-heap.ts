@@ -10,19 +10,17 @@
  * V8 marks the old generation. Ids are made as a watch makes them (decoded
  * from bytes, flat), `--id-length` units each.
  *
- *   npm run build && node --expose-gc dist/bench/leader-heap.js [--splits 1000000] [--gcs 9] [--id-length 24]
+ *   npm run build && node --expose-gc dist/bench/probes/leader-heap.js [--splits 1000000] [--gcs 9] [--id-length 24]
  */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { ColumnarPool } from '../src/engine.js';
-import { median } from './stats.js';
+import { ColumnarPool } from '../../src/engine.js';
+import { median } from '../stats.js';
+import { benchArgs } from '../args.js';
 
-const { values } = parseArgs({
-  options: {
-    splits: { type: 'string', default: '1000000' },
-    gcs: { type: 'string', default: '9' },
-    'id-length': { type: 'string', default: '24' },
-  },
+const { values } = benchArgs({
+  splits: { type: 'string', default: '1000000' },
+  gcs: { type: 'string', default: '9' },
+  'id-length': { type: 'string', default: '24' },
 });
 const N = Number(values.splits), G = Number(values.gcs), L = Number(values['id-length']);
 const gc = (globalThis as { gc?: () => void }).gc;

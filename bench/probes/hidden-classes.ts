@@ -7,14 +7,13 @@
  * 22 and later spread-built objects share one. Run it on each runtime and
  * compare. It needs V8's natives syntax, so the flag is required:
  *
- *   npm run build:ts && node --allow-natives-syntax dist/bench/hidden-classes.js [--n 200000]
- *   PATH="$(scripts/node-runtime.sh 22.23.5):$PATH" node --allow-natives-syntax dist/bench/hidden-classes.js
+ *   npm run build:ts && node --allow-natives-syntax dist/bench/probes/hidden-classes.js [--n 200000]
+ *   PATH="$(scripts/node-runtime.sh 22.23.5):$PATH" node --allow-natives-syntax dist/bench/probes/hidden-classes.js
  */
-import { coldInput, settledFrom, SHAPES } from './inputs.js';
+import { coldInput, settledFrom, SHAPES } from '../inputs.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const at = argv.indexOf('--n');
-const n = at >= 0 ? Number(argv[at + 1]) : 200_000;
+const n = numberArg('n', benchArgs({ n: { type: 'string' } }).values.n, 200_000);
 
 let haveSameMap: (a: unknown, b: unknown) => boolean;
 try {

@@ -18,21 +18,19 @@
  * answer; local optimality checked at the leaves, and a branch is cut once
  * some member keeps more than another could reach with every split left.
  *
- *   npm run build:ts && node dist/bench/churn-floor.js [--members 5] [--per-member 6] [--seeds 20]
+ *   npm run build:ts && node dist/bench/probes/churn-floor.js [--members 5] [--per-member 6] [--seeds 20]
  */
-import { churn } from '../src/assignment/quality.js';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import type { AssignmentInput, SplitInput } from '../src/assignment/types.js';
-import { rng } from './inputs.js';
+import { churn } from '../../src/assignment/quality.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import type { AssignmentInput, SplitInput } from '../../src/assignment/types.js';
+import { rng } from '../inputs.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const num = (name: string, d: number): number => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : d;
-};
-const M = num('--members', 5);
-const PER = num('--per-member', 6);
-const SEEDS = num('--seeds', 20);
+const { values: args } = benchArgs({ members: { type: 'string' }, 'per-member': { type: 'string' }, seeds: { type: 'string' } });
+const M = numberArg('members', args.members, 5);
+const PER = numberArg('per-member', args['per-member'], 6);
+const SEEDS = numberArg('seeds', args.seeds, 20);
 
 function instance(seed: number): { settled: AssignmentInput; left: AssignmentInput; held: Record<string, string[]> } {
   const r = rng(seed);
@@ -129,9 +127,8 @@ for (let seed = 1; seed <= SEEDS; seed++) {
   // The bound was engineMoved + 1: nothing better found means the engine's own answer is the floor.
   rows.push({ seed, engine: engineMoved / leaverLoad, floor: Math.min(f.moved, engineMoved) / leaverLoad, nodes: f.nodes });
 }
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`leave churn floor: ${M} members (one leaves), ${PER} splits/member, lognormal σ = 1, ${SEEDS} seeds, reference engine`);
 console.log('| seed | engine moved / leaver | floor moved / leaver | gap (engine / floor) | search nodes |');
 console.log('|---:|---:|---:|---:|---:|');
 for (const r of rows) console.log(`| ${r.seed} | ${r.engine.toFixed(3)} | ${r.floor.toFixed(3)} | ${(r.engine / r.floor).toFixed(3)} | ${r.nodes} |`);
-console.log(`median: engine ${med(rows.map((r) => r.engine)).toFixed(3)}, floor ${med(rows.map((r) => r.floor)).toFixed(3)}, gap ${med(rows.map((r) => r.engine / r.floor)).toFixed(3)}; worst gap ${Math.max(...rows.map((r) => r.engine / r.floor)).toFixed(3)}`);
+console.log(`median: engine ${median(rows.map((r) => r.engine)).toFixed(3)}, floor ${median(rows.map((r) => r.floor)).toFixed(3)}, gap ${median(rows.map((r) => r.engine / r.floor)).toFixed(3)}; worst gap ${Math.max(...rows.map((r) => r.engine / r.floor)).toFixed(3)}`);

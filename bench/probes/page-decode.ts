@@ -13,19 +13,21 @@
  * (after about 160k, 330k, 670k, 1.4M, 2.8M ids): each growth rehashes every
  * entry in one go, 16 to 224 ms here, and no collection is involved.
  *
- *   npm run build && node dist/bench/page-decode.js [--pages 5000]
+ *   npm run build && node dist/bench/probes/page-decode.js [--pages 5000]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { jobPrefix, queueKey } from '../src/protocol/keys.js';
-import { parsePageText } from '../src/protocol/page-ids.js';
-import { decodeRecord, encodeRecord, fingerprintHash } from '../src/protocol/records.js';
+import { jobPrefix, queueKey } from '../../src/protocol/keys.js';
+import { parsePageText } from '../../src/protocol/page-ids.js';
+import { decodeRecord, encodeRecord, fingerprintHash } from '../../src/protocol/records.js';
+import { quantile } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PAGES = Number(flag('--pages') ?? 5000);
+// A child is `--child MODE ID_LENGTH`.
+const { values: args, positionals } = benchArgs({ pages: { type: 'string' }, child: { type: 'boolean' } });
+const PAGES = numberArg('pages', args.pages, 5000);
 const MODES = ['JSON.parse', 'parsePageText', 'decodeRecord'] as const;
 const ID_LENGTHS = [9, 14];
 const WARM_UP = 100;
@@ -70,10 +72,8 @@ function child(mode: string, idLength: number): void {
     if (recent.length > 64) recent.shift();
   }
   setTimeout(() => {
-    cpu.sort((a, b) => a - b);
-    const at = (q: number): number => cpu[Math.min(cpu.length - 1, Math.floor(q * cpu.length))]!;
     const figures: Figures = {
-      meanUs: (1000 * cpu.reduce((a, b) => a + b, 0)) / cpu.length, p99Ms: at(0.99), maxMs: at(1), over20: cpu.filter((c) => c > 20).length,
+      meanUs: (1000 * cpu.reduce((a, b) => a + b, 0)) / cpu.length, p99Ms: quantile(cpu, 0.99), maxMs: Math.max(...cpu), over20: cpu.filter((c) => c > 20).length,
       totalMs: cpu.reduce((a, b) => a + b, 0), majorGcs,
     };
     process.stdout.write(`${JSON.stringify({ figures, held: heap.length })}\n`);
@@ -97,5 +97,5 @@ function main(): void {
   process.stdout.write(`load after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
 }
 
-if (argv[0] === '--child') child(argv[1]!, Number(argv[2]));
+if (args.child === true) child(positionals[0]!, Number(positionals[1]));
 else main();

@@ -7,12 +7,13 @@
  * Each case is decided once to warm up, then `--runs` times (default 5); the
  * median is reported, as measured by desiredAssignment's own `computeMs`.
  *
- * Usage: npm run build:ts && node dist/bench/reference-timing.js [--runs 5] [--engine reference]
+ * Usage: npm run build:ts && node dist/bench/probes/reference-timing.js [--runs 5] [--engine reference]
  */
 import { cpus, loadavg } from 'node:os';
-import { desiredAssignment, type AssignmentInput, type EngineName } from '../src/engine.js';
-import { prng } from '../src/prng.js';
-import { median } from './stats.js';
+import { desiredAssignment, type AssignmentInput, type EngineName } from '../../src/engine.js';
+import { prng } from '../../src/prng.js';
+import { median } from '../stats.js';
+import { benchArgs, numberArg } from '../args.js';
 
 function coldInput(splitCount: number, memberCount: number, seed: number): AssignmentInput {
   const rand = prng(seed);
@@ -43,13 +44,9 @@ function joinInput(cold: AssignmentInput, assignment: Record<string, string[]>):
 }
 
 function main(): void {
-  const args = process.argv.slice(2);
-  const flag = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const runs = Number(flag('--runs') ?? 5);
-  const engine = (flag('--engine') ?? 'reference') as EngineName;
+  const { values: args } = benchArgs({ runs: { type: 'string' }, engine: { type: 'string' } });
+  const runs = numberArg('runs', args.runs, 5);
+  const engine = (args.engine ?? 'reference') as EngineName;
   console.log(`${engine} engine, median of ${runs} runs after one warm-up (node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs)\n`);
   console.log('| scenario | splits  | members | median ms | min ms | max ms | improving moves |');
   console.log('|----------|---------|---------|-----------|--------|--------|-----------------|');

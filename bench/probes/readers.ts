@@ -13,18 +13,19 @@
  * deprecated the hidden class of the first half; a named load migrates each
  * such object the first time (~1 µs), `Reflect.get` reads it as it is.
  *
- *   npm run build:ts && node --expose-gc dist/bench/readers.js [--shapes literal,spread,class,extra,reordered,deprecated] [--readers adaptive,named,reflect,forin]
+ *   npm run build:ts && node --expose-gc dist/bench/probes/readers.js [--shapes literal,spread,class,extra,reordered,deprecated] [--readers adaptive,named,reflect,forin]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { desiredAssignment } from '../src/assignment/engine.js';
-import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../src/assignment/object/fields.js';
-import { PAGE_BITS, PAGE_MASK } from '../src/assignment/object/pages.js';
-import { isId, isOwner, statusCode } from '../src/assignment/validate.js';
-import { isValidWeight } from '../src/split-model.js';
-import type { SplitInput } from '../src/assignment/types.js';
-import { coldInput, settledFrom, SHAPES, type Shape } from './inputs.js';
+import { desiredAssignment } from '../../src/assignment/engine.js';
+import { fieldPage, fieldsFor, readGeneric, readNamed, readSplits, splitFields, type SplitFields } from '../../src/assignment/object/fields.js';
+import { PAGE_BITS, PAGE_MASK } from '../../src/assignment/object/pages.js';
+import { isId, isOwner, statusCode } from '../../src/assignment/validate.js';
+import { isValidWeight } from '../../src/split-model.js';
+import type { SplitInput } from '../../src/assignment/types.js';
+import { coldInput, settledFrom, SHAPES, type Shape } from '../inputs.js';
+import { benchArgs } from '../args.js';
 
 /** The rejected reader: a `for…in` (loads by field index), then one lookup per field it did not see. */
 function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f: SplitFields): number {
@@ -66,8 +67,7 @@ function readSplitsForIn(splits: readonly unknown[], from: number, to: number, f
 
 const READERS = { adaptive: readSplits, named: readNamed, reflect: readGeneric, forin: readSplitsForIn } as const;
 type Reader = keyof typeof READERS;
-const argv = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1]! : dflt);
+const { values: args } = benchArgs({ shapes: { type: 'string' }, readers: { type: 'string' }, child: { type: 'string' }, reader: { type: 'string' } });
 
 type ReaderShape = Shape | 'deprecated';
 
@@ -104,16 +104,16 @@ function child(reader: Reader, shape: ReaderShape): void {
   console.log(JSON.stringify({ reader, shape, ms, heapMiB: (process.memoryUsage().heapUsed - heap0) / 2 ** 20 }));
 }
 
-if (argv.includes('--child')) {
-  child(flag('--reader', 'adaptive') as Reader, flag('--child', 'literal') as ReaderShape);
+if (args.child !== undefined) {
+  child((args.reader ?? 'adaptive') as Reader, args.child as ReaderShape);
 } else {
-  const shapes = flag('--shapes', [...SHAPES, 'deprecated'].join(',')).split(',') as ReaderShape[];
+  const shapes = (args.shapes ?? [...SHAPES, 'deprecated'].join(',')).split(',') as ReaderShape[];
   const self = fileURLToPath(import.meta.url);
   console.log(`readers bench: 1M settled splits, node ${process.version}; load average at start ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   console.log('| shape | reader | first read ms | later reads ms | heap left MiB |');
   console.log('|---|---|---:|---:|---:|');
   for (const shape of shapes) {
-    for (const reader of flag('--readers', Object.keys(READERS).join(',')).split(',') as Reader[]) {
+    for (const reader of (args.readers ?? Object.keys(READERS).join(',')).split(',') as Reader[]) {
       const out = spawnSync(process.execPath, ['--expose-gc', self, '--child', shape, '--reader', reader], { encoding: 'utf8' });
       if (out.status !== 0) throw new Error(`${reader}/${shape} failed: ${out.stderr}`);
       const r = JSON.parse(out.stdout.trim().split('\n').pop()!) as { ms: number[]; heapMiB: number };
