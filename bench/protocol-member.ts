@@ -101,7 +101,10 @@ async function main(): Promise<void> {
       const store = new EtcdStore({ endpoints: [cfg.endpoint], opTimeoutMs: 30_000 });
       try {
         const coordinator = await startCoordinator({
-          store, job: cfg.job, instance, maxInFlight: cfg.maxInFlight, ...cfg.config,
+          // No prefetch: this bench times how a fleet settles on what it holds (the mirror's `settled`:
+          // every named split leased by its assignee); a prefetched split is named and not held, so
+          // with the default depth the fleet never "settled" (decision 0052 came after this bench).
+          store, job: cfg.job, instance, maxInFlight: cfg.maxInFlight, prefetch: 0, ...cfg.config,
           planner: () => planned,
           handler: hold,
           logger: process.env.BENCH_LOG ? defaultLogger({ instance }) : silentLogger,
