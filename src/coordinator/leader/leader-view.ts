@@ -28,7 +28,7 @@ import { inJobScope, jobKeyRanges } from '../../protocol/scope.js';
 import type {
   ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
 } from '../../protocol/records.js';
-import type { KeyRange, KeyValue, Store, WatchEvent, WatchHandle } from '../../store/store.js';
+import type { KeyRange, KeyValue, ListPage, Store, WatchEvent, WatchHandle } from '../../store/store.js';
 import { ChangeBatcher } from '../views/batch.js';
 import { listRanges, watchRanges, type ListedRange } from './leader-ranges.js';
 import { emptyListing, LeaderRecords, type BacklogFigures } from './leader-records.js';
@@ -378,14 +378,32 @@ export class LeaderView {
   /** Lists `ranges` page by page, all at one revision; returns it. */
   private async list(ranges: (KeyRange | ListedRange)[], at: number | undefined, apply: (kv: KeyValue) => void): Promise<number> {
     let revision = at;
-    for (const { limit, ...range } of ranges as ListedRange[]) {
+    const listed = ranges as ListedRange[];
+    const ask = (i: number, startAfter?: string) => {
+      const { limit, ...range } = listed[i]!;
+      return this.store.list(this.prefix, {
+        limit: limit ?? PAGE_SIZE, ...range, ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
+      });
+    };
+    // Every range's first page is asked for as soon as the listing's revision is known (the first
+    // page fixes it): a new job's listing is a page a range, two round trips instead of one a range
+    // at a term's start. Pages are still applied in range order, one extra page a range in memory.
+    let firstPages: (Promise<ListPage> | undefined)[] | undefined;
+    const askFirstPages = (after: number) => {
+      firstPages = listed.map((_, j) => (j > after ? ask(j) : undefined));
+      for (const p of firstPages) p?.catch(() => undefined); // awaited below, or dropped when the view stops
+    };
+    if (revision !== undefined) askFirstPages(-1);
+    for (let i = 0; i < listed.length; i++) {
       let startAfter: string | undefined;
       for (;;) {
-        const page = await this.store.list(this.prefix, {
-          limit: limit ?? PAGE_SIZE, ...range, ...(startAfter !== undefined ? { startAfter } : {}), ...(revision !== undefined ? { revision } : {}),
-        });
+        const early = startAfter === undefined ? firstPages?.[i] : undefined;
+        const page = await (early ?? ask(i, startAfter));
         if (this.failed || this.closed) return revision ?? page.revision;
-        revision ??= page.revision;
+        if (revision === undefined) {
+          revision = page.revision;
+          askFirstPages(i);
+        }
         try {
           for (const kv of page.kvs) if (inJobScope(this.prefix, kv.key)) apply(kv);
         } catch (e) {
