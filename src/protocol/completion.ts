@@ -25,23 +25,40 @@ export interface JobTally {
   readonly parked: Iterable<SplitStatus | undefined>;
 }
 
+/** The parked splits of a tally: all of them, those whose readable record is runnable, those with no readable record. */
+function parkedOf(tally: JobTally): { parked: number; runnable: number; unrecorded: number } {
+  let parked = 0;
+  let runnable = 0;
+  let unrecorded = 0;
+  for (const st of tally.parked) {
+    parked++;
+    if (st === 'runnable') runnable++;
+    else if (st === undefined) unrecorded++;
+  }
+  return { parked, runnable, unrecorded };
+}
+
 /** The verdict to write on `plan` now, or undefined when it is not (yet) the leader's to write. */
 export function jobVerdict(plan: PlanRecord | undefined, tally: JobTally): JobVerdictRecord | undefined {
   if (!plan || !plan.final || plan.verdict) return undefined;
   const { counts } = tally;
   // A parked split cannot run: like a quarantined one, it leaves the job stalled once nothing else
   // can run. Its readable record, if any, counts as runnable.
-  let parked = 0;
-  let parkedRunnable = 0;
-  let parkedUnrecorded = 0;
-  for (const st of tally.parked) {
-    parked++;
-    if (st === 'runnable') parkedRunnable++;
-    else if (st === undefined) parkedUnrecorded++;
-  }
+  const parked = parkedOf(tally);
   const recorded = counts.runnable + counts.completed + counts.quarantined;
-  if (recorded + parkedUnrecorded < plan.planned || counts.runnable > parkedRunnable) return undefined;
-  return counts.quarantined > 0 || parked > 0 ? 'stalled' : 'complete';
+  if (recorded + parked.unrecorded < plan.planned || counts.runnable > parked.runnable) return undefined;
+  return counts.quarantined > 0 || parked.parked > 0 ? 'stalled' : 'complete';
+}
+
+/**
+ * Splits a final plan counts that the tally does not know at all (neither a record nor a parked
+ * place): a queue page, or a split's spec and record, gone from the store (deleted by hand, or
+ * restored from an older backup; decision 0072). 0 for an open plan.
+ */
+export function unaccountedSplits(plan: PlanRecord | undefined, tally: JobTally): number {
+  if (!plan?.final) return 0;
+  const { counts } = tally;
+  return Math.max(0, plan.planned - (counts.runnable + counts.completed + counts.quarantined + parkedOf(tally).unrecorded));
 }
 
 /** What a coordinator concludes from the plan record it follows. */

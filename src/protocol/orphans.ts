@@ -21,6 +21,14 @@
  *   record moving on fences it for good. Meanwhile its lane stays spent; if
  *   the split is still ours to claim and a lane is free for it, the same
  *   claim is sent again (whichever of the two lands first fences the other).
+ * - Our lease key whose split record was written after it with an epoch
+ *   below the key's is a leftover: the record it belonged to was deleted and
+ *   the split created again (a record deleted by hand is seeded or promoted
+ *   again, epoch 0; decision 0071). No watch lag shows that (a lagging record
+ *   is older than the key, and epochs only grow); the tenancy is over, and
+ *   the key, which blocks every claim, is dropped (deleted, guarded by both
+ *   keys as observed). Waiting for the record to name the key stalled the
+ *   split for good.
  *
  * Pure: no I/O, no clock.
  */
@@ -32,8 +40,8 @@ export interface OrphanObservation {
   readonly record: SplitRecord | undefined;
   /** `split.{id}`'s mod revision as observed (0: absent). */
   readonly recordRevision: number;
-  /** The live `lease.{id}` record and the etcd lease it is attached to, if any. */
-  readonly lease: { readonly rec: LeaseRecord; readonly leaseId: string | undefined } | undefined;
+  /** The live `lease.{id}` record, the etcd lease it is attached to and its mod revision (when known), if any. */
+  readonly lease: { readonly rec: LeaseRecord; readonly leaseId: string | undefined; readonly modRevision?: number } | undefined;
 }
 
 export interface OrphanContext {
@@ -66,6 +74,8 @@ export type OrphanDecision =
   | { kind: 'forget' }
   /** Our claim may still land and the split is ours to claim: send the same claim again (its lane is already spent). */
   | { kind: 'claim-again' }
+  /** Our lease key outlived its record (deleted, and the split created again since): delete the key, nothing else. */
+  | { kind: 'drop' }
   /** Not observed yet, or the record and lease disagree for now: look again on the next change. */
   | { kind: 'wait' };
 
@@ -80,6 +90,8 @@ export function settleOrphan(observed: OrphanObservation, ctx: OrphanContext): O
     return ctx.assigned && ctx.laneFree && !foreignLive ? { kind: 'claim-again' } : { kind: 'wait' };
   }
   if (!record) return { kind: 'wait' };
+  // A record written after our lease key, at an epoch below it: created again since (decision 0071).
+  if (lease.modRevision !== undefined && observed.recordRevision > lease.modRevision && record.epoch < lease.rec.epoch) return { kind: 'drop' };
   // Our lease key with a record that does not (yet) name our tenancy: the watch of one key lags
   // the other's; the next change settles it.
   if (record.status !== 'runnable' || record.owner !== ctx.me || record.epoch !== lease.rec.epoch) return { kind: 'wait' };

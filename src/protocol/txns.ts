@@ -153,6 +153,18 @@ export function orphanReleaseTxn(w: Writer, id: string, record: Revisioned<Split
 }
 
 /**
+ * Drops our lease key left over from a tenancy whose record was deleted and created again
+ * (protocol/orphans.ts, 'drop'): the key deleted, only while both keys are as observed.
+ */
+export function orphanDropTxn(w: Writer, id: string, recordRevision: number, leaseRevision: number): Txn {
+  const lk = leaseKey(w.prefix, id);
+  return {
+    compares: [cmp.modRevision(splitKey(w.prefix, id), recordRevision), cmp.modRevision(lk, leaseRevision), cmp.lease(lk, w.sessionLease)],
+    success: [op.delete(lk)],
+  };
+}
+
+/**
  * Adopting an orphan: reads its progress, guarded by the tenancy as observed
  * (a lagging view may show a lease key that expired with the session; a lane
  * opened on it would work in vain while the split's next owner runs it).

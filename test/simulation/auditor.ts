@@ -51,7 +51,12 @@
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes. Revisions written from outside
  * the fleet (the hostile writer's) are left out of the replay (assigned-once.ts
- * still follows what their assignment records name).
+ * still follows what their assignment records name), but for what the fleet's
+ * next writes depend on: a deletion, the put that restores it, a lease or
+ * presence key written with no etcd lease. A split whose record, queue page
+ * or folded record the writer deleted may be created again and run again: a
+ * new life of it (lives.ts), its epochs from 0, its tenancies named by life
+ * and epoch, with the allowances lives.ts lists and no others.
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
@@ -62,6 +67,7 @@ import { invariantCheckers } from '../support/invariants.js';
 import { packedChecker } from '../support/packed-invariants.js';
 import { AssignedOnce } from './assigned-once.js';
 import { DivisionFacts } from './divisions.js';
+import { Lives, tenancyAt, tenancyKey } from './lives.js';
 import { packedEndViolations, packedViolations } from './packed-audit.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
@@ -88,7 +94,8 @@ export interface AuditStats {
 export interface SplitRec { id: string; epoch: number; status: string; owner: string; attempts: number }
 export interface ProgressRec { id: string; epoch: number; progress: unknown }
 interface LeaseRec { id: string; owner: string; epoch: number }
-export interface Tenancy { epoch: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
+/** One tenancy: a claim's epoch in one of its split's lives (lives.ts), and when it was claimed (`at`, virtual ms). */
+export interface Tenancy { epoch: number; life: number; at: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
 
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
@@ -167,15 +174,18 @@ export class Auditor {
     const P = this.prefix;
     const state = new Map<string, { value: string; lease?: string }>();
     const tenancies = new Map<string, Tenancy[]>();
-    const tenancy = (id: string, epoch: number) => tenancies.get(id)?.find((t) => t.epoch === epoch);
-    // Units processed, by split and epoch: unit → processing procs.
-    const processed = new Map<string, Map<number, string[]>>();
-    for (const u of this.ledger.units) {
-      const k = `${u.id}\u0000${u.epoch}`;
-      let m = processed.get(k);
-      if (!m) processed.set(k, (m = new Map()));
-      m.set(u.unit, [...(m.get(u.unit) ?? []), u.instance]);
-    }
+    // A split created again after a deletion from outside (lives.ts) starts its epochs again: a tenancy is of its current life.
+    const lives = new Lives();
+    const tenancy = (id: string, epoch: number) => tenancies.get(id)?.find((t) => t.epoch === epoch && t.life === lives.life(id));
+    // Revisions of the fleet's last lease key put, and of the writer's last deletion of a split record, by split:
+    // a lease key put before its record was deleted is that record's leftover, coherent with no later one.
+    const leasePutAt = new Map<string, number>();
+    const splitDeletedAt = new Map<string, number>();
+    /** A packed promotion of a split whose record the writer deleted puts the spec it left again (packed-txns.ts). */
+    const respec = (id: string, group: readonly HistoryEvent[]): boolean => packed.layout === 'packed' && splitDeletedAt.has(id)
+      && !state.has(`${P}split.${id}`) && group.some((x) => x.key === `${P}split.${id}` && x.type === 'put');
+    // Committed steps of progress, checked against the units their tenancy processed once the replay has every tenancy.
+    const commits: { id: string; t: Tenancy | undefined; writer: string | undefined; from: number; to: number; rev: number; context: unknown }[] = [];
     const instanceOf = (proc: string | undefined) => (proc === undefined ? undefined : this.procInstance.get(proc));
     // Divisions (divisions.ts): residuals start at their `from`, divided splits end at their last end.
     const divisions = new DivisionFacts(this.changes, P);
@@ -208,8 +218,16 @@ export class Auditor {
           // the put that restores it, and a presence or lease key written again with no etcd lease (not
           // live, decision 0059). A rewrite of any other record stays out (checked against the fleet's last value).
           const ephemeral = c.key.startsWith(`${P}lease.`) || c.key.startsWith(`${P}worker.`);
-          if (c.type === 'delete') state.delete(c.key);
-          else if (ephemeral || !state.has(c.key)) state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
+          if (c.type === 'delete') {
+            if (c.key.startsWith(`${P}split.`) && c.id !== undefined) splitDeletedAt.set(c.id, rev);
+            // The store forgets what a deleted progress record held: those units may run again (lives.ts).
+            if (c.key.startsWith(`${P}progress.`) && state.has(c.key) && c.id !== undefined) {
+              lives.progressDeleted(c.id, rev);
+              state.delete(c.key);
+              lives.forget(c.id, committed(c.id));
+            }
+            state.delete(c.key);
+          } else if (ephemeral || !state.has(c.key)) state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         }
         return assigned.external(group);
       }
@@ -274,7 +292,7 @@ export class Auditor {
             if (!divisions.isDivision(id, group)) guarded(`spec.${id}`);
             // A packed job's fold-back deletes it (packed-invariants.ts judges it); a keys job's never goes.
             if (c.type === 'delete' && packed.layout === 'keys') fail('monotone', `spec.${id} deleted`);
-            else if (c.type === 'put' && before) fail('monotone', `spec.${id} rewritten`);
+            else if (c.type === 'put' && before && !respec(id, group)) fail('monotone', `spec.${id} rewritten`);
             break;
           case 'queue':
           case 'folded':
@@ -303,6 +321,7 @@ export class Auditor {
           case 'lease':
             touched.add(id);
             if (c.type === 'put') {
+              leasePutAt.set(id, rev);
               const rec = JSON.parse(c.value!) as LeaseRec;
               const owner = c.lease ? this.leaseProc.get(c.lease) : undefined;
               if (!owner || owner !== writer || instanceOf(writer) !== rec.owner) {
@@ -347,15 +366,11 @@ export class Auditor {
             if (!lr || lr.owner !== sr.owner || lr.epoch !== sr.epoch || !lease!.lease || this.leaseProc.get(lease!.lease) !== writer) {
               fail('one-owner-per-epoch', `progress.${id} written by ${writer} without its live lease key (${lr ? `${lr.owner}@${lr.epoch}` : 'none'})`, { next });
             }
-            // No loss: the committed step is covered by this tenancy's processing.
-            const done = processed.get(`${id}\u0000${sr.epoch}`);
-            for (let u = from + 1; u <= at(id, next.progress); u++) {
-              if (!done?.get(u)?.includes(writer ?? '')) {
-                fail('no-loss', `progress.${id} committed unit ${u} at epoch ${sr.epoch} that its tenancy never processed`, { prev: prevRaw, next });
-                break;
-              }
-            }
-            if (t) t.last = at(id, next.progress);
+            // No loss: the committed step is covered by this tenancy's processing (checked after the replay).
+            commits.push({ id, t, writer, from, to: at(id, next.progress), rev, context: { writer: w, prev: prevRaw, next } });
+            lives.committed(id, at(id, next.progress));
+            // The highest it committed: a writer's deletion of progress.{id} may send a tenancy back (an adoption resumes from nothing).
+            if (t) t.last = Math.max(t.last, at(id, next.progress));
             break;
           }
           case 'split': {
@@ -371,8 +386,11 @@ export class Auditor {
             if (!before) {
               if (!divisions.isDivision(id, group)) guarded(`seeding split.${id}`);
               if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable') fail('monotone', `split.${id} created non-initial`, { next });
-              if (state.has(`${P}progress.${id}`)) fail('monotone', `split.${id} seeded over an existing progress.${id}`);
-              tenancies.set(id, []);
+              // Created again after a deletion from outside named it (lives.ts): a new life, from its progress record if one is left.
+              const reborn = tenancies.has(id) && lives.created(id, rev, packed.rerun.get(id));
+              if (reborn) lives.forget(id, committed(id));
+              else if (state.has(`${P}progress.${id}`)) fail('monotone', `split.${id} seeded over an existing progress.${id}`);
+              if (!tenancies.has(id)) tenancies.set(id, []);
               break;
             }
             const prev = JSON.parse(before.value) as SplitRec;
@@ -415,7 +433,7 @@ export class Auditor {
                 stats.takeovers++;
                 if (last && !last.end) last.end = 'taken-over';
               }
-              ts.push({ epoch: next.epoch, proc: writer, revision: rev, resume: committed(id), last: committed(id), takeover });
+              ts.push({ epoch: next.epoch, life: lives.life(id), at: c.at, proc: writer, revision: rev, resume: committed(id), last: committed(id), takeover });
               tenancies.set(id, ts);
             } else if (next.epoch === prev.epoch) {
               if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1
@@ -484,7 +502,9 @@ export class Auditor {
         const lr = JSON.parse(lease.value) as LeaseRec;
         const split = state.get(`${P}split.${id}`);
         const sr = split && (JSON.parse(split.value) as SplitRec);
-        if (!sr || sr.status !== 'runnable' || sr.owner !== lr.owner || sr.epoch !== lr.epoch) {
+        // The lease key of a record the writer deleted: its holder drops it once the split is created again (decision 0071).
+        const leftover = (leasePutAt.get(id) ?? Infinity) < (splitDeletedAt.get(id) ?? -Infinity);
+        if ((!sr || sr.status !== 'runnable' || sr.owner !== lr.owner || sr.epoch !== lr.epoch) && !leftover) {
           fail('one-owner-per-epoch', `lease.${id} names ${lr.owner}@${lr.epoch} but split.${id} is ${sr ? `${sr.status} ${sr.owner || '(no owner)'}@${sr.epoch}` : 'missing'}`);
         }
       }
@@ -509,22 +529,45 @@ export class Auditor {
     stats.folds = packed.folds.size;
     const monotone = new Set(['progress-regressed', 'progress-epoch-regressed', 'epoch-moved']);
     for (const p of shared.flatMap((c) => c.problems)) {
+      // A comparison across a split's new life, or its progress across the writer's deletion of it (lives.ts).
+      if (lives.excuses(p)) continue;
       const revision = p.revisions[p.revisions.length - 1]!;
       v.push({ property: monotone.has(p.rule) ? 'monotone' : 'one-owner-per-epoch', message: p.detail, revision, context: { writer: this.writers.get(revision) } });
     }
 
-    // Processing happens only inside a tenancy, by its claimer.
+    // Processing happens only inside a tenancy, by its claimer: units processed, by tenancy (split, life,
+    // epoch; lives.ts), unit → processing procs. One by a process that claimed no such epoch counts where
+    // that epoch's last claim before it was (as the one claim of an epoch when its split has one life).
+    const processed = new Map<string, Map<number, string[]>>();
     for (const u of this.ledger.units) {
-      const t = tenancy(u.id, u.epoch);
-      if (!t || t.proc !== u.instance) {
-        v.push({ property: 'one-owner-per-epoch', message: `${u.instance} processed ${u.id}#${u.unit} at epoch ${u.epoch}, claimed by ${t?.proc ?? 'nobody'}` });
+      const ts = tenancies.get(u.id);
+      const t = tenancyAt(ts, u.epoch, u.instance, u.t);
+      if (!t) {
+        const claimers = (ts ?? []).filter((x) => x.epoch === u.epoch).map((x) => x.proc);
+        v.push({ property: 'one-owner-per-epoch', message: `${u.instance} processed ${u.id}#${u.unit} at epoch ${u.epoch}, claimed by ${claimers.join(', ') || 'nobody'}` });
+      }
+      const life = t?.life ?? (ts ?? []).filter((x) => x.epoch === u.epoch && x.at <= u.t).at(-1)?.life ?? 0;
+      const k = tenancyKey(u.id, life, u.epoch);
+      let m = processed.get(k);
+      if (!m) processed.set(k, (m = new Map()));
+      m.set(u.unit, [...(m.get(u.unit) ?? []), u.instance]);
+    }
+    // No loss: each committed step a → b is covered by units a+1..b its tenancy processed.
+    for (const c of commits) {
+      const done = c.t && c.t.proc === c.writer ? processed.get(tenancyKey(c.id, c.t.life, c.t.epoch)) : undefined;
+      for (let u = c.from + 1; u <= c.to; u++) {
+        if (!done?.get(u)?.includes(c.writer ?? '')) {
+          v.push({ property: 'no-loss', message: `progress.${c.id} committed unit ${u} at epoch ${c.t?.epoch ?? '?'} that its tenancy never processed`, revision: c.rev, context: c.context });
+          break;
+        }
       }
     }
 
     // Bounded replay: replay.ts.
     // Units in each split's whole range (a residual's from its `from`); a later owner of a divided split stops at its end.
     const parts = divisions.sizes(sizes);
-    v.push(...replayViolations(tenancies, processed, this.ledger.events.filter((e) => e.ev === 'exit'), parts.ranges, commitEvery, stats, this.foreignWrites(), parts.starts));
+    const exits = this.ledger.events.filter((e) => e.ev === 'exit').map((e) => ({ ...e, life: tenancyAt(tenancies.get(e.id!), e.epoch!, e.instance, e.t)?.life ?? 0 }));
+    v.push(...replayViolations(tenancies, processed, exits, parts.ranges, commitEvery, stats, this.foreignWrites(), parts.starts, lives.forgotten));
     for (const u of this.ledger.units) {
       const past = divisions.pastEnd(u.id, u.epoch, u.unit);
       if (past !== undefined) v.push({ property: 'division', message: past });
@@ -543,11 +586,14 @@ export class Auditor {
 
   /** Final-state checks once every live coordinator reported 'complete' and leases had time to lapse. */
   finalState(sizes: ReadonlyMap<string, number>): Violation[] {
-    // A packed job's folded splits have no records left: their last ones are what the fold-back deleted.
+    // A packed job's folded splits have no records left: their last ones are what the fold-back deleted. The
+    // checker learns the hostile writer's deletions (a page's splits seeded into another page, say).
     const packed = packedChecker();
-    replayHistory(this.changes, [packed]);
+    replayHistory(this.recorder.events, [{ revision: (r) => (this.externals.has(r.rev) ? packed.external(r) : packed.revision(r)) }]);
+    // A folded split whose progress record the writer deleted before its fold-back: what the store forgot (lives.ts).
+    const forgot = new Set(this.recorder.events.filter((e) => this.externals.has(e.rev) && e.kind === 'progress' && e.type === 'delete' && e.id !== undefined).map((e) => e.id!));
     // Every part ends at its own size: a divided split at its last end, each residual at its `to`.
     const parts = new DivisionFacts(this.changes, this.prefix).sizes(sizes);
-    return [...finalStateViolations(this.withEphemeral, this.prefix, parts.sizes, packed.folds), ...packedEndViolations(packed, sizes)];
+    return [...finalStateViolations(this.withEphemeral, this.prefix, parts.sizes, packed.folds, forgot), ...packedEndViolations(packed, sizes)];
   }
 }

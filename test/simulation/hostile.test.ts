@@ -6,9 +6,11 @@
  * no etcd lease (issue 49), among the usual faults. Every property of the auditor holds, no
  * process fails, and once the records are put back the job completes. Then
  * the same on packed jobs (decision 0037), whose queue pages and folded
- * records are overwritten too (PACKED_HOSTILE_KINDS), in jobs of several
- * buckets, with a leader killed while the record is bad (its successor lists
- * the job then).
+ * records are overwritten and deleted too (PACKED_HOSTILE_KINDS), in jobs of
+ * several buckets, with a leader killed while the record is bad or just
+ * before it goes bad (its successor lists the job then); and deletions after
+ * a packed job's plan is final, of pages, folded records and a running
+ * split's own records.
  *
  * Replay a failure like the main simulation (simulation.test.ts):
  *   HOSTILE_SEED=<seed> HOSTILE_PATH=<path> npx vitest run test/simulation/hostile.test.ts -t <keys|packed>
@@ -26,10 +28,16 @@ const path = env.HOSTILE_PATH;
 /** `HOSTILE_ONLY=progress:garbage,split:deep` limits the sweeps to those pairs (their coverage checks then fail). */
 const only = env.HOSTILE_ONLY?.split(',');
 
-type Variant = { repairAfterMs: number | undefined; leaderKill: boolean };
+/**
+ * When the hostile record is put back (`repairAfterMs` after it was written, or when the faults end), and
+ * whether the leader is killed 500 ms after it (`leaderKill`: its successor lists the job while the record
+ * is bad) or just before it (`killFirst`: no leader sees the write happen, so none remembers what a deleted
+ * record said).
+ */
+type Variant = { repairAfterMs: number | undefined; leaderKill: boolean; killFirst?: boolean };
 
 /** A small fleet that is mid-job at t = 1.5 s, with one hostile step then and its repair later. */
-function sweepSchedule(record: HostileKind, mutation: Mutation, { repairAfterMs, leaderKill }: Variant): Schedule {
+function sweepSchedule(record: HostileKind, mutation: Mutation, { repairAfterMs, leaderKill, killFirst }: Variant): Schedule {
   const hostile: Fault = { kind: 'hostile', record, mutation, target: 1, ...(repairAfterMs !== undefined ? { repairAfterMs } : {}) };
   return {
     seed: 20261203, fleet: 3, splits: 12, maxUnits: 6, commitEvery: 1, unitMs: 300, leaseSeconds: 2,
@@ -37,7 +45,8 @@ function sweepSchedule(record: HostileKind, mutation: Mutation, { repairAfterMs,
     steps: [
       // An operator's pause (resumed when the faults end): the control record exists to be overwritten.
       { gapMs: 1000, fault: { kind: 'operator', action: 'pause', target: 0 } },
-      { gapMs: 500, fault: hostile },
+      ...(killFirst ? [{ gapMs: 500, fault: { kind: 'leaderKill' } } as const] : []),
+      { gapMs: killFirst ? 0 : 500, fault: hostile },
       // A new leader lists the job while the record is still the hostile one (repaired 3 s after it was written, or at the end).
       ...(leaderKill ? [{ gapMs: 500, fault: { kind: 'leaderKill' } } as const] : []),
       { gapMs: 4000, fault: { kind: 'join' } },
@@ -51,28 +60,35 @@ function sweepSchedule(record: HostileKind, mutation: Mutation, { repairAfterMs,
  * record is bad), and no pause: the fleet promotes and folds back while the record is bad. By t = 1.5 s
  * every bucket holds a page and some splits are folded back, so folded records exist to be overwritten.
  */
-function packedSweepSchedule(record: HostileKind, mutation: Mutation, variant: Variant): Schedule {
+function packedSweepSchedule(record: HostileKind, mutation: Mutation, variant: Variant, atMs = 1500): Schedule {
   const s = sweepSchedule(record, mutation, variant);
-  const [, hostile, ...rest] = s.steps;
+  const [, first, ...rest] = s.steps;
   return {
     ...s, splits: 24, maxUnits: 3, unitMs: 200, layout: 'packed', buckets: 4, waves: 2, waveMs: 2500, replanIntervalMs: 500,
-    steps: [{ ...hostile!, gapMs: 1500 }, ...rest],
+    steps: [{ ...first!, gapMs: atMs }, ...rest],
   };
 }
 
-/** Every kind × every mutation × every variant: no failure, and each kind and mutation written at least once. */
-async function sweep(kinds: readonly HostileKind[], variants: readonly Variant[], scheduleFor: typeof sweepSchedule): Promise<number> {
+/**
+ * The same at t = 3 s, after the final plan (t = 2.5 s), while the second wave's splits are promoted and
+ * running: a split's own records exist to be deleted, and a page deleted now is not seeded again (the plan
+ * is final); a leader that lists the job without it finds it once it is put back (decision 0072).
+ */
+const packedLateSchedule = (record: HostileKind, mutation: Mutation, variant: Variant): Schedule => packedSweepSchedule(record, mutation, variant, 3000);
+
+/** Every kind × every mutation (of `mutations`) × every variant: no failure, and each kind and mutation written at least once. */
+async function sweep(kinds: readonly HostileKind[], variants: readonly Variant[], scheduleFor: typeof sweepSchedule, mutations: readonly Mutation[] = MUTATIONS): Promise<number> {
   let written = 0;
   const seenKinds = new Set<string>();
   const seenMutations = new Set<string>();
   const failures: string[] = [];
   for (const record of kinds) {
-    for (const mutation of MUTATIONS) {
+    for (const mutation of mutations) {
       if (only !== undefined && !only.includes(`${record}:${mutation}`)) continue;
       for (const variant of variants) {
         const s = scheduleFor(record, mutation, variant);
         const r = await runSchedule(s);
-        const when = `repaired ${variant.repairAfterMs === undefined ? 'at the end' : `after ${variant.repairAfterMs} ms`}${variant.leaderKill ? ', leader killed' : ''}`;
+        const when = `repaired ${variant.repairAfterMs === undefined ? 'at the end' : `after ${variant.repairAfterMs} ms`}${variant.leaderKill ? ', leader killed' : ''}${variant.killFirst ? ', leader killed first' : ''}`;
         if (r.violations.length > 0) failures.push(`${record} × ${mutation}, ${when}: ${report(s, r)}`);
         if (r.events.some((e) => e.includes('hostile write:'))) {
           written++;
@@ -114,6 +130,8 @@ async function randomSchedules(name: string, arb: fc.Arbitrary<Schedule>, numRun
 }
 
 const REPAIRED: readonly Variant[] = [{ repairAfterMs: 3000, leaderKill: false }, { repairAfterMs: undefined, leaderKill: false }];
+/** REPAIRED, with the leader killed after the write, and killed just before it. */
+const LEADER_KILLED: readonly Variant[] = [...REPAIRED, ...REPAIRED.map((v) => ({ ...v, leaderKill: true })), ...REPAIRED.map((v) => ({ ...v, killFirst: true }))];
 
 describe('hostile writer', () => {
   // Every kind × every mutation, once repaired while the job runs and once only when the faults end.
@@ -126,10 +144,14 @@ describe('hostile writer', () => {
 
   // Queue pages and folded records, with and without a leader listing the job while one is bad.
   test('packed jobs, queue pages and folded records, every mutation: every property holds, the job completes', async () => {
-    const variants = [...REPAIRED, ...REPAIRED.map((v) => ({ ...v, leaderKill: true }))];
-    // 'dead-instance' writes only records of an instance, 'leaseless' only presence and lease keys, and
-    // 'delete' only the kinds hostile.ts names (DELETABLE): nothing of a page's.
-    expect(await sweep(PACKED_HOSTILE_KINDS, variants, packedSweepSchedule)).toBe(MUTATIONS.length - 3);
+    // 'dead-instance' writes only records of an instance, 'leaseless' only presence and lease keys.
+    expect(await sweep(PACKED_HOSTILE_KINDS, LEADER_KILLED, packedSweepSchedule)).toBe(MUTATIONS.length - 2);
+  }, 600_000);
+
+  // Deletions after the final plan: a page its next leader does not list, a running split's own records
+  // (a deleted split record is promoted again while its owner's lease key stands, decision 0071).
+  test('packed jobs, a page, a folded record or a split\'s own record deleted after the final plan: every property holds, the job completes', async () => {
+    expect(await sweep([...PACKED_HOSTILE_KINDS, 'split', 'spec', 'progress'], LEADER_KILLED, packedLateSchedule, ['delete'])).toBe(1);
   }, 600_000);
 
   test('packed jobs, random schedules with hostile records of every kind keep every property and complete', () =>

@@ -18,13 +18,40 @@
  * (`leaseless`: no longer live, decision 0059; the auditor replays that
  * write, since what the fleet does next depends on it). `delete` removes a
  * record of the kinds the fleet must repair or report on its own (DELETABLE)
- * and puts it back later if it is still absent. `plan` gets only a newer minor's valid record:
+ * and puts it back later if it is still absent and that still makes sense
+ * (below). `plan` gets only a newer minor's valid record:
  * an unreadable plan is a documented fatal (its own test, not a schedule's).
  * A packed job's queue pages and folded records (`queue.{bucket}.{page}`,
  * `folded.{bucket}.{page}`, PACKED_HOSTILE_KINDS) get every mutation that
  * applies; none makes a readable record that says something else (a page's
  * descriptors are free-form JSON, like a spec's), so the fleet must refuse
  * each or read what was there.
+ *
+ * What a deletion may cost (substrate.md, "Hostile records": what it names,
+ * no more), which the auditor allows the splits it named from the deletion
+ * on (lives.ts, test/support/packed-invariants.ts `external`):
+ * - `assign.{instance}`, `control`, `summary`: written again by the leader
+ *   (or the operator's record gone: the job runs as if never paused).
+ * - `split.{id}`: created again (seeded, or promoted again from its page:
+ *   epoch 0; not once the job has its verdict: put back then); the split runs
+ *   again from its committed progress, and its old owner drops its lease key
+ *   (decision 0071).
+ * - `spec.{id}`: a keys split is parked until it is put back; a packed
+ *   promotion puts its page's copy again.
+ * - `progress.{id}`: the units it had committed run again (a rerun, never a
+ *   lost split); a completed split's record stands, and a packed fold-back
+ *   then keeps no result for it.
+ * - `folded.{bucket}.{page}`: the leader in office writes back the bits it
+ *   saw (decision 0061); a leader that never saw them runs those splits again.
+ * - `queue.{bucket}.{page}`: its splits are parked while the leader in
+ *   office promotes from it (decision 0061); a leader that lists the job
+ *   without it seeds them into another page while the plan is open (they run
+ *   again), or, the plan final, lists the pages again until it is put back
+ *   (decision 0072).
+ * The repair puts a deleted record back only if it is still absent, and not
+ * a page whose splits a leader seeded into another page since (two pages
+ * would hold them), nor a split's record once the split has none left (a
+ * fold-back took them: it would name a split folded).
  *
  * Pure of the fleet: it needs the store, the prefix, a revision callback and
  * a seeded random source.
@@ -65,14 +92,11 @@ export const MUTATIONS: readonly Mutation[] = ['garbage', 'deep', 'huge', 'contr
 
 /**
  * The kinds a `delete` applies to: records whose loss the fleet repairs or reports as the spec
- * says (substrate.md, "Hostile records") without a record of ownership or progress going with it.
- * A split's own records (`split`, `spec`, `progress`), the `plan` and a packed job's queue pages
- * and folded records are left out: their deletion is tested case by case (test/integration:
- * deleted-spec, packed-damaged-page), and the auditor cannot yet tell the fleet's answer (a split
- * re-created; a page's splits seeded again, or its folded splits promoted again, by a new leader
- * that lists the job after the deletion, and run again) from a regression (docs/simulation.md, Open).
+ * says (substrate.md, "Hostile records"), each at the cost the file's header lists. The `plan` is
+ * left out (a deleted plan is a deleted job: every process stops, its own test), and so are the
+ * leased kinds (`worker`, `lease`: their loss is a departure or an expiry, the usual faults).
  */
-const DELETABLE = new Set<HostileKind>(['assign', 'control', 'summary']);
+const DELETABLE = new Set<HostileKind>(['assign', 'control', 'summary', 'split', 'spec', 'progress', 'queue', 'folded']);
 
 /** The instance no process of the fleet is ever called. */
 export const GHOST = 'ghost';
@@ -109,6 +133,12 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The split ids a queue page's text holds (none when it is not a page). */
+function idsOf(text: string | undefined): string[] {
+  const ids = text === undefined ? undefined : parseObject(text)?.ids;
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
 }
 
 /** Text of `rec` with `"field": <valueText>` appended as one more member. */
@@ -319,12 +349,36 @@ export class HostileWriter {
     while (this.outstanding.length > 0) await this.repairOne();
   }
 
+  /**
+   * Why a deleted record still absent is not put back, if it is not: a queue page whose splits a leader
+   * seeded again in another page (two pages would hold them), or a split's own record once its split has
+   * no record left (a packed job folded it back meanwhile: a record put back would name a split folded).
+   */
+  private async moot(w: Written): Promise<string | undefined> {
+    const P = this.prefix;
+    const k = parseKey(P, w.key);
+    if (k.kind === 'queue') {
+      const ids = new Set(idsOf(w.previous));
+      const { kvs } = await this.store.listAll(`${P}queue.`);
+      const other = kvs.find((kv) => idsOf(kv.value).some((id) => ids.has(id)));
+      return other && `its splits were seeded again in ${other.key.slice(P.length)}`;
+    }
+    if (k.kind !== 'split' && k.kind !== 'spec' && k.kind !== 'progress') return undefined;
+    const sibling = k.kind === 'split' ? 'spec' : 'split';
+    return (await this.store.get(`${P}${sibling}.${w.key.slice(P.length + k.kind.length + 1)}`)) ? undefined : `${sibling}.${k.id} is gone too (folded back)`;
+  }
+
   private async repair(w: Written): Promise<string> {
     const kv = await this.store.get(w.key);
     if (w.deleted) {
       // Put back only if still absent: the fleet may have written the key again since (a new assignment record).
       if (kv) {
         this.log.push(`left ${w.what}: written again since (rev ${kv.modRevision})`);
+        return `left ${w.what}`;
+      }
+      const moot = await this.moot(w);
+      if (moot !== undefined) {
+        this.log.push(`left ${w.what}: ${moot}`);
         return `left ${w.what}`;
       }
       const res = await this.store.createIfAbsent(w.key, w.previous!);

@@ -25,6 +25,15 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // orphans.ts, settle-orphans.ts (decision 0071; the hostile writer's deletion of a split's own records, issue
+  // 49): split.s-01 deleted while w0 held it; the leader seeded it again (epoch 0), w0's lane was fenced and its
+  // lease key, live on w0's session, was followed as an orphan whose record "did not name it yet": it waited for
+  // good, the key blocked every claim, and the job never finished. The key is now dropped.
+  // leader.ts (a fresh-seed hostile hunt, issue 49): split.s-1 deleted just after the verdict; w0, paused
+  // meanwhile, resumed, was elected in the finished job and, before it stopped, seeded the record again: a
+  // runnable split nobody would run, in a job whose verdict says complete. A finished job is not seeded again.
+  'a split record deleted after the verdict is not seeded again': {"seed":16,"fleet":6,"splits":6,"maxUnits":5,"commitEvery":2,"unitMs":800,"leaseSeconds":1,"rebalanceDelayMs":3726,"drainDeadlineMs":457,"reconcileIntervalMs":2108,"lanes":[2,4,1],"prefetch":[1,0],"drains":["decline","decline"],"steps":[{"gapMs":1488,"fault":{"kind":"join"}},{"gapMs":808,"fault":{"kind":"leaderPause","tenths":10}},{"gapMs":7,"fault":{"kind":"leaderPause","tenths":5}},{"gapMs":9,"fault":{"kind":"hostile","record":"assign","mutation":"garbage","target":0}},{"gapMs":888,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"delete","target":19}},{"gapMs":0,"fault":{"kind":"join"}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}}],"restartAtEnd":true} as Schedule,
+  'a lease key whose split record was deleted and seeded again is dropped': {"seed": 20261203, "fleet": 3, "splits": 12, "maxUnits": 6, "commitEvery": 1, "unitMs": 300, "leaseSeconds": 2, "rebalanceDelayMs": 0, "drainDeadlineMs": 1000, "reconcileIntervalMs": 1000, "lanes": [2, 3], "drains": ["cooperate"], "steps": [{"gapMs": 1500, "fault": {"kind": "hostile", "record": "split", "mutation": "delete", "target": 1, "repairAfterMs": 3000}}, {"gapMs": 4000, "fault": {"kind": "join"}}], "restartAtEnd": false} as Schedule,
   // auditor.ts (the hostile writer's leaseless presence key, a fresh-seed hunt, issue 49): a crashed
   // process's presence key written again with no etcd lease outlives its lease, and only the writer's
   // repair deletes it; the auditor's final state left that repair out and reported the key as outliving
@@ -287,6 +296,14 @@ const LOST_REPLY: Schedule = {
 };
 
 const packedFound: Record<string, Schedule> = {
+  // orphans.ts, settle-orphans.ts (decision 0071): the same on a packed job, whose leader promotes the split
+  // again (split record epoch 0, the spec it left put again) while its owner's lease key stands.
+  'a lease key whose packed split record was deleted and promoted again is dropped': {"seed": 20261203, "fleet": 3, "splits": 24, "maxUnits": 3, "commitEvery": 1, "unitMs": 200, "leaseSeconds": 2, "rebalanceDelayMs": 0, "drainDeadlineMs": 1000, "reconcileIntervalMs": 1000, "lanes": [2, 3], "drains": ["cooperate"], "steps": [{"gapMs": 3000, "fault": {"kind": "hostile", "record": "split", "mutation": "delete", "target": 1, "repairAfterMs": 3000}}, {"gapMs": 4000, "fault": {"kind": "join"}}], "restartAtEnd": false, "layout": "packed", "buckets": 4, "waves": 2, "waveMs": 2500, "replanIntervalMs": 500} as Schedule,
+  // leader-view.ts (decision 0072; the hostile writer's page deletion, after the final plan): queue.0.1 deleted
+  // while no leader ran; the next leader's listing lacked it, and a final plan is not planned again, so its
+  // splits were known to nobody. Pages are never watched: once put back, nobody read it, and the job never
+  // finished. While a final plan counts splits the view does not know, the backstop lists the pages again.
+  'a queue page deleted while no leader ran is read once put back': {"seed": 20261203, "fleet": 3, "splits": 24, "maxUnits": 3, "commitEvery": 1, "unitMs": 200, "leaseSeconds": 2, "rebalanceDelayMs": 0, "drainDeadlineMs": 1000, "reconcileIntervalMs": 1000, "lanes": [2, 3], "drains": ["cooperate"], "steps": [{"gapMs": 3000, "fault": {"kind": "leaderKill"}}, {"gapMs": 0, "fault": {"kind": "hostile", "record": "queue", "mutation": "delete", "target": 1}}, {"gapMs": 4000, "fault": {"kind": "join"}}], "restartAtEnd": false, "layout": "packed", "buckets": 4, "waves": 2, "waveMs": 2500, "replanIntervalMs": 500} as Schedule,
   // claiming.ts (prefetch, issue 47): the same race as 'a claim batch spends its lanes while its costs
   // are read', on a packed job: one lane, two splits held.
   'a packed claim batch spends its lanes while its costs are read': {"seed":0,"fleet":3,"splits":13,"maxUnits":3,"commitEvery":1,"unitMs":190,"leaseSeconds":3,"rebalanceDelayMs":50,"drainDeadlineMs":200,"reconcileIntervalMs":300,"lanes":[1],"prefetch":[2],"drains":["cooperate"],"steps":[{"gapMs":51,"fault":{"kind":"leave","target":41}},{"gapMs":280,"fault":{"kind":"leaderKill"}},{"gapMs":669,"fault":{"kind":"slow","target":0,"latencyMs":200,"durationMs":100}},{"gapMs":55,"fault":{"kind":"leaderKill"}},{"gapMs":136,"fault":{"kind":"slow","target":0,"latencyMs":218,"durationMs":5301}},{"gapMs":1085,"fault":{"kind":"leaderKill"}},{"gapMs":345,"fault":{"kind":"restart","target":34}},{"gapMs":387,"fault":{"kind":"leaderPause","tenths":11}},{"gapMs":1133,"fault":{"kind":"crash","target":3}},{"gapMs":559,"fault":{"kind":"slow","target":0,"latencyMs":733,"durationMs":520}}],"restartAtEnd":true,"layout":"packed","waves":1,"waveMs":210,"replanIntervalMs":2081,"buckets":2} as Schedule,

@@ -4,8 +4,9 @@
  * - bounded replay: per tenancy, units processed beyond its last committed
  *   progress ≤ one commit interval; a cooperative drain replays nothing; per
  *   split, duplicate processings ≤ commitEvery × (takeovers + non-cooperative
- *   releases + handler runs after a tenancy's first, an adoption); no unit
- *   outside the split's size;
+ *   releases + handler runs after a tenancy's first, an adoption), plus the
+ *   committed units the hostile writer's deletions made the store forget
+ *   (lives.ts); no unit outside the split's size;
  * - completion: every split completed with `progress.{id}` at its full size,
  *   written by the tenancy that completed it (a packed job's folded split: as
  *   its fold-back found them), no ephemeral key left behind.
@@ -16,18 +17,19 @@ import type { LaneEvent } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from '../support/history.js';
 import type { FoldedSplit } from '../support/packed-invariants.js';
 import type { AuditStats, ProgressRec, SplitRec, Tenancy, Violation } from './auditor.js';
+import { tenancyKey } from './lives.js';
 
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
 
 /**
- * `processed`: per `split\u0000epoch`, unit → the processes that processed it;
- * `exits`: the handlers' 'exit' lane events. Adds releases, forced releases and
- * duplicates to `stats`.
+ * `processed`: per tenancy (`tenancyKey`: split, life, epoch), unit → the processes that processed it;
+ * `exits`: the handlers' 'exit' lane events, each with the life of its tenancy. Adds releases, forced
+ * releases and duplicates to `stats`.
  */
 export function replayViolations(
   tenancies: ReadonlyMap<string, Tenancy[]>,
   processed: ReadonlyMap<string, Map<number, string[]>>,
-  exits: readonly LaneEvent[],
+  exits: readonly (LaneEvent & { life: number })[],
   sizes: ReadonlyMap<string, number>,
   commitEvery: number,
   stats: AuditStats,
@@ -35,20 +37,23 @@ export function replayViolations(
   foreignWrites: ReadonlyMap<string, number> = new Map(),
   /** Per residual (decision 0063), the unit its part starts after: its units are start+1..size. */
   starts: ReadonlyMap<string, number> = new Map(),
+  /** Per split, committed units the hostile writer's deletions made the store forget (lives.ts): run again, no duplicates to bound. */
+  forgotten: ReadonlyMap<string, number> = new Map(),
 ): Violation[] {
   const v: Violation[] = [];
-  const exitOf = new Map(exits.map((e) => [`${e.id}\u0000${e.epoch}\u0000${e.instance}`, e.how as string]));
+  const exitOf = new Map(exits.map((e) => [`${tenancyKey(e.id!, e.life, e.epoch!)}\u0000${e.instance}`, e.how as string]));
   // Handlers run per tenancy: more than one means its lane was lost (a write of its own, read back as
   // not landed, landed later and fenced the next) and the split adopted by the same session.
   const runs = new Map<string, number>();
-  for (const e of exits) runs.set(`${e.id}\u0000${e.epoch}`, (runs.get(`${e.id}\u0000${e.epoch}`) ?? 0) + 1);
+  for (const e of exits) runs.set(tenancyKey(e.id!, e.life, e.epoch!), (runs.get(tenancyKey(e.id!, e.life, e.epoch!)) ?? 0) + 1);
   for (const [id, ts] of tenancies) {
     let causes = foreignWrites.get(id) ?? 0;
     for (const t of ts) {
-      const done = processed.get(`${id}\u0000${t.epoch}`);
+      const key = tenancyKey(id, t.life, t.epoch);
+      const done = processed.get(key);
       const maxUnit = done ? Math.max(...done.keys()) : t.resume;
       const tail = Math.max(0, maxUnit - t.last);
-      const how = exitOf.get(`${id}\u0000${t.epoch}\u0000${t.proc}`);
+      const how = exitOf.get(`${key}\u0000${t.proc}`);
       if (tail > commitEvery) {
         v.push({ property: 'bounded-replay', message: `split.${id} epoch ${t.epoch}: ${tail} units processed past the last commit (commit interval ${commitEvery})`, context: { tenancy: t, exit: how } });
       }
@@ -58,7 +63,7 @@ export function replayViolations(
       }
       if (t.takeover) causes++;
       // Each handler run after the tenancy's first (an adoption) may replay one commit interval.
-      causes += Math.max(0, (runs.get(`${id}\u0000${t.epoch}`) ?? 0) - 1);
+      causes += Math.max(0, (runs.get(key) ?? 0) - 1);
       if (t.end === 'released') {
         stats.releases++;
         if (how !== 'drained') {
@@ -69,11 +74,12 @@ export function replayViolations(
     }
     let dups = 0;
     const counts = new Map<number, number>();
-    for (const t of ts) for (const [u, procs] of processed.get(`${id}\u0000${t.epoch}`) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
+    for (const t of ts) for (const [u, procs] of processed.get(tenancyKey(id, t.life, t.epoch)) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
     for (const n of counts.values()) dups += n - 1;
     stats.duplicates += dups;
-    if (dups > commitEvery * causes) {
-      v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases + foreign writes)` });
+    const lost = forgotten.get(id) ?? 0;
+    if (dups > commitEvery * causes + lost) {
+      v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases + foreign writes)${lost > 0 ? ` + ${lost} committed units the store forgot` : ''}` });
     }
     const size = sizes.get(id);
     const start = starts.get(id) ?? 0;
@@ -86,10 +92,12 @@ export function replayViolations(
 
 /**
  * The final state, from every change recorded: each split completed at its size, no ephemeral key left.
- * `folds`: a packed job's folded splits, with the records their fold-back deleted (completed at its size too).
+ * `folds`: a packed job's folded splits, with the records their fold-back deleted (completed at its size too;
+ * one of `forgotProgress`, whose progress record the hostile writer deleted, may have had none left to fold).
  */
 export function finalStateViolations(
   changes: readonly HistoryEvent[], prefix: string, sizes: ReadonlyMap<string, number>, folds: ReadonlyMap<string, FoldedSplit> = new Map(),
+  forgotProgress: ReadonlySet<string> = new Set(),
 ): Violation[] {
   const v: Violation[] = [];
   const state = new Map<string, string>();
@@ -103,6 +111,7 @@ export function finalStateViolations(
     const rec = raw ? (JSON.parse(raw) as SplitRec) : (folded?.split as SplitRec | undefined);
     const rawProgress = state.get(`${prefix}progress.${id}`);
     const p = rawProgress ? (JSON.parse(rawProgress) as ProgressRec) : (folded?.progress as ProgressRec | undefined);
+    if (folded && !p && forgotProgress.has(id) && rec?.status === 'completed') continue;
     if (!rec || rec.status !== 'completed' || !p || prog(p.progress) !== size || p.epoch !== rec.epoch) {
       const at = p ? `${JSON.stringify(p.progress)} (epoch ${p.epoch})` : 'no progress record';
       v.push({ property: 'completion', message: `split.${id} ended as ${rec ? `${rec.status}@${rec.epoch} at ${at}` : 'missing'} (size ${size})` });

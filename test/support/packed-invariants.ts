@@ -37,6 +37,21 @@
  * guard a range against new keys; nor is it needed: a claim needs the split
  * record a fold-back deletes.
  *
+ * A record such a writer deletes is gone from here too, and so is what it said
+ * (substrate.md, "Hostile records": what the store forgot is run again): the
+ * splits a deleted `split.{id}` or folded record named may be promoted again
+ * (a spec left behind put again by the promotion) and completed once more,
+ * each from the deletion's revision on, and so may a deleted page's splits
+ * once a leader seeds them into another page, from that revision on
+ * (`rerun`), and once more when the page is put back (two pages then hold
+ * them: a split is promoted from either, folded in either); nothing else is
+ * excused. A deleted
+ * page's number stays its own while its folded record remains. A folded record
+ * the fleet writes where one was deleted may set the forgotten bits of splits
+ * that have no record (a write-back, decision 0061): no fold-back of theirs,
+ * and from then on they are folded again. A record the writer puts back where
+ * none is (its repair) is the store's again.
+ *
  * On a `keys` job it only reports a queue, folded or result record ('packed-record-in-keys-job');
  * the suites' own rules (no split record ever deleted) stand there.
  *
@@ -108,9 +123,23 @@ export class PackedChecker implements InvariantChecker {
   readonly folds = new Map<string, FoldedSplit>();
   /** Promotions seen (a split promoted again after a hand-deletion counts again). */
   promotions = 0;
+  /**
+   * Splits that may run again, by id, from this revision on: their `split.{id}` or their page's folded record
+   * was deleted from outside the fleet then (`external`), or, their page deleted, a leader seeded them into
+   * another page then (`addPage`).
+   */
+  readonly rerun = new Map<string, number>();
   private plan: Rec | undefined;
-  private readonly pages = new Map<string, { ids: string[]; rev: number }>();
+  /**
+   * Queue pages by `bucket.page`. `gone`: deleted from outside the fleet at that revision, and not put back (its
+   * splits still resolve); `deleted`: deleted from outside at some time (a leader may have listed the job then).
+   */
+  private readonly pages = new Map<string, { ids: string[]; rev: number; gone?: number; deleted?: number }>();
+  /** Splits a page deleted from outside held, seeded into another page since: the other places that hold them. */
+  private readonly also = new Map<string, PagedSplit[]>();
   private readonly folded = new Map<string, { bits: Uint8Array; rev: number }>();
+  /** Bits of folded records deleted from outside the fleet, by page: what the store forgot. */
+  private readonly forgotten = new Map<string, Uint8Array>();
   private readonly splits = new Map<string, Rec>();
   private readonly specs = new Map<string, Rec>();
   private readonly progress = new Map<string, Rec>();
@@ -156,10 +185,77 @@ export class PackedChecker implements InvariantChecker {
   /**
    * A revision written from outside the fleet, left out of the checks: the fleet's assignment records it
    * replaces or deletes name nothing from here on (the store no longer holds them), and what it writes is
-   * not the fleet's to answer for. Every other key keeps the fleet's last value.
+   * not the fleet's to answer for. A split's record, a queue page or a folded record it deletes is gone
+   * (its splits may run again: `rerun`), and one it puts back where none is is there again; every other
+   * key keeps the fleet's last value.
    */
-  external({ events }: Revision): void {
-    for (const e of events) if (e.kind === 'assign' && e.id !== undefined) this.assigns.delete(e.id);
+  external({ rev, events }: Revision): void {
+    for (const e of events) {
+      if (e.kind === 'assign' && e.id !== undefined) this.assigns.delete(e.id);
+      else if ((e.kind === 'split' || e.kind === 'spec' || e.kind === 'progress') && e.id !== undefined) this.externalKeyed(e, rev);
+      else if (e.kind === 'queue' && this.layout === 'packed') this.externalPage(e, rev);
+      else if (e.kind === 'folded' && this.layout === 'packed') this.externalFolded(e, rev);
+    }
+  }
+
+  /** A split's own record deleted (a deleted `split.{id}` lets it run again) or put back where none is. */
+  private externalKeyed(e: HistoryEvent, rev: number): void {
+    const keyed = this.keyed(e.kind as 'split' | 'spec' | 'progress');
+    if (e.type === 'delete') {
+      keyed.delete(e.id!);
+      if (e.kind === 'split') this.allowRerun(e.id!, rev);
+    } else if (!keyed.has(e.id!)) keyed.set(e.id!, e.rec ?? {});
+  }
+
+  /**
+   * A queue page deleted (its splits may be seeded into another page and run again) or put back (those of its
+   * splits another page holds by then may run once more from it: a leader that lists it first promotes them from it).
+   */
+  private externalPage(e: HistoryEvent, rev: number): void {
+    const name = pageName(e);
+    const page = this.pages.get(name);
+    if (!page) return;
+    // Its splits run again only once a leader seeds them into another page (`addPage`).
+    if (e.type === 'delete') {
+      page.gone = rev;
+      page.deleted = rev;
+      return;
+    }
+    delete page.gone;
+    for (const id of page.ids) if (this.planned.get(id)?.page !== name) this.allowRerun(id, rev);
+  }
+
+  /** A folded record deleted (the store forgot its completions: they may run again) or put back where none is. */
+  private externalFolded(e: HistoryEvent, rev: number): void {
+    const name = pageName(e);
+    const had = this.folded.get(name);
+    if (e.type === 'delete') {
+      if (!had) return;
+      this.folded.delete(name);
+      this.forgotten.set(name, had.bits);
+      for (const slot of setIn(had.bits, new Uint8Array(0))) {
+        const id = this.pages.get(name)?.ids[slot];
+        if (id !== undefined) this.allowRerun(id, rev);
+      }
+    } else if (!had) {
+      const bits = bitsOf(e.rec);
+      this.folded.set(name, { bits, rev });
+      for (const slot of setIn(bits, new Uint8Array(0))) this.rememberFolded(name, slot);
+    }
+  }
+
+  /** Split `id` may be promoted again and completed once more, from `rev` on. */
+  private allowRerun(id: string, rev: number): void {
+    this.rerun.set(id, rev);
+    this.completions.set(id, 0);
+  }
+
+  /** The bit of `slot` in page `name` is in the store again for a split with no record: folded, no rerun left. */
+  private rememberFolded(name: string, slot: number): void {
+    const id = this.pages.get(name)?.ids[slot];
+    if (id === undefined || this.splits.has(id) || !this.rerun.has(id)) return;
+    this.rerun.delete(id);
+    this.completions.set(id, 1);
   }
 
   /** Whole-run problems, for a job that should have finished: lost splits, a miscounted plan. */
@@ -181,9 +277,17 @@ export class PackedChecker implements InvariantChecker {
     this.problems.push({ rule, split, revisions, detail });
   }
 
-  private isFolded(id: string): boolean {
+  /** Where split `id` is: its page, and the pages deleted from outside that held it before (`also`). */
+  private placesOf(id: string): PagedSplit[] {
     const at = this.planned.get(id);
-    return at !== undefined && bit(this.folded.get(at.page)?.bits, at.slot);
+    return at ? [at, ...(this.also.get(id) ?? [])] : [];
+  }
+
+  /** Whether split `id`'s bit is set in any page that holds it (`every`: in every one, so no promotion can read it unset). */
+  private isFolded(id: string, every = false): boolean {
+    const places = this.placesOf(id);
+    const set = (at: PagedSplit) => bit(this.folded.get(at.page)?.bits, at.slot);
+    return places.length > 0 && (every ? places.every(set) : places.some(set));
   }
 
   /** The layout is the first plan record's, and stays; so does the bucket count once set. */
@@ -199,7 +303,10 @@ export class PackedChecker implements InvariantChecker {
   private addPage(e: HistoryEvent, rev: number): void {
     const name = pageName(e);
     const had = this.pages.get(name);
-    if (had) return this.problem('page-rewritten', '', [had.rev, rev], `queue.${name} written again`);
+    // A page deleted from outside may be written again, but not while its folded record would mark the new one's slots.
+    if (had && (had.gone === undefined || this.folded.has(name))) {
+      return this.problem('page-rewritten', '', [had.rev, rev], `queue.${name} written again${had.gone !== undefined ? ' (deleted by hand) while its folded record remains' : ''}`);
+    }
     const r = e.rec;
     const ids: unknown[] = Array.isArray(r?.ids) ? r.ids : [];
     if (!r || ids.length === 0 || !Array.isArray(r.weights) || !Array.isArray(r.descriptors) || r.weights.length !== ids.length || r.descriptors.length !== ids.length || `${r.bucket}.${r.page}` !== name) {
@@ -207,12 +314,23 @@ export class PackedChecker implements InvariantChecker {
     }
     const buckets = this.plan?.buckets;
     if (typeof buckets !== 'number') this.problem('page-misplaced', '', [rev], `queue.${name} written before the plan record named its bucket count`);
-    this.pages.set(name, { ids: ids.map(String), rev });
+    // Pages deleted from outside, this one among them when it is written again (its number reused).
+    // Pages deleted from outside (this one among them when its number is reused): a leader may have listed the job
+    // without them and seeded their splits here, even if one was put back before this write landed.
+    const deletedBefore = (page: string) => (page === name ? had?.deleted !== undefined : this.pages.get(page)?.deleted !== undefined);
+    this.pages.set(name, { ids: ids.map(String), rev, ...(had?.deleted !== undefined ? { deleted: had.deleted } : {}) });
     ids.forEach((raw, slot) => {
       const id = String(raw);
       const other = this.planned.get(id);
-      if (other) this.problem('page-misplaced', id, [rev], `split ${id} is in queue.${other.page} and queue.${name}`);
+      // A split of a page deleted from outside is the planner's still: seeded into another page, it is that
+      // page's, and may run again from there (what its old page and folded bits said is forgotten).
+      const rehomed = other !== undefined && deletedBefore(other.page);
+      if (other && !rehomed) this.problem('page-misplaced', id, [rev], `split ${id} is in queue.${other.page} and queue.${name}`);
       else this.planned.set(id, { page: name, slot, weight: r?.weights?.[slot], descriptor: r?.descriptors?.[slot], generation: r?.generation });
+      if (rehomed) {
+        if (other.page !== name) this.also.set(id, [...(this.also.get(id) ?? []), other]);
+        this.allowRerun(id, rev);
+      }
       if (typeof buckets === 'number' && typeof r?.fp === 'string' && bucketOf(r.fp, id, buckets) !== r.bucket) {
         this.problem('page-misplaced', id, [rev], `split ${id} is in bucket ${r.bucket}; its id hashes to bucket ${bucketOf(r.fp, id, buckets)} of ${buckets}`);
       }
@@ -229,10 +347,16 @@ export class PackedChecker implements InvariantChecker {
     for (const slot of setIn(was, next)) this.problem('folded-bit-cleared', page?.ids[slot] ?? '', [before!.rev, rev], `folded.${name} cleared the bit of slot ${slot}`);
     this.folded.set(name, { bits: next, rev });
     const out: string[] = [];
+    const forgotten = before ? undefined : this.forgotten.get(name);
     for (const slot of setIn(next, was)) {
       const id = page?.ids[slot];
       if (id === undefined) {
         this.problem('fold-of-unplanned', '', [rev], `folded.${name} set slot ${slot}, which ${page ? `is past the page's ${page.ids.length} splits` : 'no page holds'}`);
+        continue;
+      }
+      // A deleted folded record written back (decision 0061): a bit the store forgot, of a split with no record.
+      if (bit(forgotten, slot) && !this.splits.has(id)) {
+        this.rememberFolded(name, slot);
         continue;
       }
       out.push(id);
@@ -312,11 +436,15 @@ export class PackedChecker implements InvariantChecker {
     this.promotions++;
     const at = this.planned.get(id);
     if (!at) return this.problem('promote-unplanned', id, [rev], `split ${id} promoted, but no queue page holds it`);
-    if (this.isFolded(id)) this.problem('promote-folded', id, [this.folded.get(at.page)!.rev, rev], `split ${id} promoted while its bit in folded.${at.page} is set`);
-    if (this.splits.has(id) || this.specs.has(id)) this.problem('promote-keyed', id, [rev], `split ${id} promoted while ${this.splits.has(id) ? 'split' : 'spec'}.${id} exists`);
+    // Held by two pages (one deleted from outside), it is promoted from either: folded in both, from neither.
+    if (this.isFolded(id, true)) this.problem('promote-folded', id, [this.folded.get(at.page)!.rev, rev], `split ${id} promoted while its bit in folded.${at.page} is set`);
+    // A split whose record was deleted from outside keeps its spec, which the promotion puts again (packed-txns.ts).
+    const specLeft = this.specs.has(id) && !this.splits.has(id) && this.rerun.has(id);
+    if (this.splits.has(id) || (this.specs.has(id) && !specLeft)) this.problem('promote-keyed', id, [rev], `split ${id} promoted while ${this.splits.has(id) ? 'split' : 'spec'}.${id} exists`);
     if (!split || !spec) return this.problem('promote-half', id, [rev], `split ${id}: ${spec ? 'spec' : 'split'}.${id} created without its ${spec ? 'split' : 'spec'}.${id}`);
     const r = spec.rec;
-    if (!same(r?.weight, at.weight) || !same(r?.descriptor ?? null, at.descriptor ?? null) || r?.generation !== at.generation) {
+    const copies = (p: PagedSplit) => same(r?.weight, p.weight) && same(r?.descriptor ?? null, p.descriptor ?? null) && r?.generation === p.generation;
+    if (!this.placesOf(id).some(copies)) {
       const got = { weight: r?.weight, descriptor: r?.descriptor, generation: r?.generation };
       this.problem('promote-spec-mismatch', id, [rev], `spec.${id} ${JSON.stringify(got)} is not its page's ${JSON.stringify({ weight: at.weight, descriptor: at.descriptor, generation: at.generation })}`);
     }

@@ -13,7 +13,10 @@
  *   reported once through `onFatal`, and the view stops applying events.
  * - `resyncMembership()` (the leader's backstop) re-lists the sparse kinds
  *   (members, leases, assignments, plan, leader, control) and replaces them,
- *   and reads again a queue page that could not be read. The dense kinds
+ *   and reads again a queue page that could not be read; while a final plan
+ *   counts splits this view does not know, it lists the queue pages again and
+ *   reads those it does not hold (a page put back after the listing missed
+ *   it, decision 0072). The dense kinds
  *   (specs, split records) are listed again only when a watch cannot resume
  *   (docs/decisions/0009-the-leader-view.md).
  *
@@ -23,7 +26,8 @@ import type { ColumnarPool } from '../../assignment/codec.js';
 import { wallTime, type Clock } from '../../clock.js';
 import { storeFailure, type SplitfleetError } from '../../errors.js';
 import { backoffDelay, retryRandom } from '../../protocol/backoff.js';
-import { summaryKey, type KeyKind } from '../../protocol/keys.js';
+import { parseKey, summaryKey, type KeyKind } from '../../protocol/keys.js';
+import { unaccountedSplits } from '../../protocol/completion.js';
 import { inJobScope, jobKeyRanges } from '../../protocol/scope.js';
 import type {
   ControlRecord, LeaderRecord, LeaseRecord, PlanRecord, SplitStatus, WorkerRecord,
@@ -253,6 +257,7 @@ export class LeaderView {
   async resyncMembership(): Promise<void> {
     if (this.failed || this.closed) return;
     await this.rereadPages();
+    if (this.unaccountedSplits() > 0) await this.relistPages();
     const listed = emptyListing();
     const sparse = jobKeyRanges(this.prefix, ['worker', 'assign', 'lease', 'leader', 'plan', 'control']);
     const revision = await this.list(sparse, undefined, (kv) => this.records.listSparse(kv, listed));
@@ -269,6 +274,30 @@ export class LeaderView {
       await this.readPage(key);
       if (this.failed || this.closed) return;
     }
+  }
+
+  /**
+   * Splits the final plan counts that this view knows nothing of (completion.ts `unaccountedSplits`):
+   * a queue page missing from the listing, say. 0 while our own seeding writes are not echoed yet.
+   * A pass over the parked splits: for the backstop and its timer, not every change.
+   */
+  unaccountedSplits(): number {
+    const plan = this.records.plan?.rec;
+    if (!plan?.final || this.ownWritesPending) return 0;
+    return unaccountedSplits(plan, { counts: this.statusCounts, parked: [...this.parked.keys()].map((id) => this.statusOf(id)) });
+  }
+
+  /** A packed job's queue pages listed again: those this view does not hold are read (decision 0072). */
+  private async relistPages(): Promise<void> {
+    const packed = this.records.columns.packed;
+    if (!packed) return;
+    let applied = false;
+    await this.list(jobKeyRanges(this.prefix, ['queue']), undefined, (kv) => {
+      const k = parseKey(this.prefix, kv.key);
+      if (k.kind !== 'queue' || packed.hasPage(k.bucket, k.page)) return;
+      if (this.records.pages.putPage(kv.key, kv.value)) applied = true;
+    });
+    if (applied && !this.failed && !this.closed) this.notify({ kinds: new Set(['queue']), all: false });
   }
 
   /**

@@ -421,9 +421,13 @@ export class Leader {
     });
   }
 
-  /** A split record deleted by hand is seeded again (seeding.ts). */
+  /**
+   * A split record deleted by hand is seeded again (seeding.ts), unless the job has its verdict: a
+   * finished job runs nothing more, and a runnable record nobody runs would leave it reading as
+   * unfinished (a leader elected in a finished job, before it stopped, seeded one).
+   */
   private reseed(): void {
-    if (this.term && this.job) this.seeder.reseed(this.job);
+    if (this.term && this.job && this.job.plan?.rec.verdict === undefined) this.seeder.reseed(this.job);
   }
 
   // ---- planning ---------------------------------------------------------------

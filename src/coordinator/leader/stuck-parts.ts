@@ -3,7 +3,9 @@
  * job that cannot move while the rest does (issue 49, "partial stalls"):
  * parked splits and unreadable queue pages on every change of its view, and
  * splits named but left unclaimed by a member with a free lane on a timer
- * (unclaimed.ts: that look costs a pass over the assignment records). The
+ * (unclaimed.ts: that look costs a pass over the assignment records), as
+ * are splits a final plan counts that no record in view holds (a pass over
+ * the parked splits; decision 0072). The
  * reason is health.ts's `stuckReason`; it is reported only when it changes.
  */
 import { wallTime, type Clock } from '../../clock.js';
@@ -24,13 +26,14 @@ export class StuckParts {
   private reported: string | undefined;
   private readonly unclaimed = new UnclaimedWatch();
   private unclaimedReason: string | undefined;
+  private unaccounted = 0;
   private cancel: (() => void) | undefined;
 
   constructor(private readonly ctx: StuckPartsContext) {}
 
   /** The leader's view changed: parked splits and unreadable pages, with the last unclaimed look. */
   viewChanged(job: LeaderView): void {
-    this.report(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason));
+    this.report(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason, this.unaccounted));
   }
 
   /** A term's view is built: look for unclaimed splits every reconcile interval while `current()` holds. */
@@ -39,6 +42,7 @@ export class StuckParts {
     const look = (): void => {
       if (!current()) return;
       this.unclaimedReason = this.unclaimed.look(job, this.ctx.clock.now(), wallTime(this.ctx.clock), UNCLAIMED_INTERVALS * interval);
+      this.unaccounted = job.unaccountedSplits();
       this.viewChanged(job);
       this.cancel = this.ctx.clock.setTimer(interval, look);
     };
@@ -52,6 +56,7 @@ export class StuckParts {
     this.cancel = undefined;
     this.unclaimed.clear();
     this.unclaimedReason = undefined;
+    this.unaccounted = 0;
     this.report(undefined);
   }
 

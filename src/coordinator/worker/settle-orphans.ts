@@ -17,12 +17,15 @@
  * - An attempt that failed on one observation is retried only once the view
  *   moves, or after a short wait at the latest (a quiet job would stall).
  * - With no assignment record at all nothing is released: no record means hold.
+ * - Our lease key left over from a record deleted and created again is
+ *   dropped, assignment record or not: it is no tenancy, and it blocks every
+ *   claim of the split (decision 0071).
  */
 import type { Clock } from '../../clock.js';
 import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
 import { settleOrphan } from '../../protocol/orphans.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
-import { adoptTxn, orphanReleaseTxn, type Writer } from '../../protocol/txns.js';
+import { adoptTxn, orphanDropTxn, orphanReleaseTxn, type Writer } from '../../protocol/txns.js';
 import { background } from '../background.js';
 import type { PreparedClaim, WorkerParts } from './claiming.js';
 
@@ -100,7 +103,10 @@ export class OrphanSettler {
       // A claim sent again counts every other claim that may still land: each may take a lane.
       const pending = claim ? [...this.claims.keys()].filter((o) => o !== id && !this.ctx.hasLane(o) && !this.ctx.isClaiming(o)).length : 0;
       const d = settleOrphan(
-        { record: seen.record?.rec, recordRevision: seen.record?.modRevision ?? 0, lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease } : undefined },
+        {
+          record: seen.record?.rec, recordRevision: seen.record?.modRevision ?? 0,
+          lease: seen.lease ? { rec: seen.lease.rec, leaseId: seen.lease.lease, modRevision: seen.lease.modRevision } : undefined,
+        },
         {
           me: config.instance, sessionLease: session.leaseId, nonce: session.nonce, assigned: assigned.has(id), laneFree: lanesInUse + pending < config.maxInFlight,
           claimedAt: claim?.recordRevision,
@@ -125,6 +131,9 @@ export class OrphanSettler {
           break;
         case 'release':
           if (hasRecord) background('orphan release', () => this.release(id), this.ctx.unexpected);
+          break;
+        case 'drop':
+          this.drop(id);
           break;
         default: {
           const never: never = d;
@@ -219,6 +228,24 @@ export class OrphanSettler {
     this.releasing.add(id);
     this.ctx.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
     void this.ctx.store.txn(orphanReleaseTxn(this.writer, id, record))
+      .then((res) => {
+        if (res.won) this.settled(id);
+        else this.tried.set(id, this.basis(id));
+      })
+      .catch(() => this.againLater(id))
+      .finally(() => {
+        this.releasing.delete(id);
+        this.ctx.schedule();
+      });
+  }
+
+  /** Deletes our lease key left over from a record deleted and created again (protocol/orphans.ts, 'drop'). */
+  private drop(id: string): void {
+    const seen = this.ctx.view.split(id);
+    if (!seen?.record || !seen.lease) return;
+    this.releasing.add(id);
+    this.ctx.log.warn({ split: id, epoch: seen.lease.rec.epoch }, 'dropping a lease key of this session whose split record was deleted and created again');
+    void this.ctx.store.txn(orphanDropTxn(this.writer, id, seen.record.modRevision, seen.lease.modRevision))
       .then((res) => {
         if (res.won) this.settled(id);
         else this.tried.set(id, this.basis(id));

@@ -118,6 +118,11 @@ describe('stuckReason: part of the job cannot move', () => {
       'part of the job cannot move: 2 splits parked ("s-9": bad json); 2 queue pages unreadable (/p/queue.1.0): their splits wait');
     expect(stuckReason(new Map([['a', new Map()]]), new Set())).toBe('part of the job cannot move: 1 split parked ("a": a record cannot be read)');
   });
+  it('counts the planned splits no record stands for (a queue page deleted while no leader ran; decision 0072)', () => {
+    expect(stuckReason(new Map(), new Set(), undefined, 3)).toBe(
+      'part of the job cannot move: 3 planned splits in no record the leader can find (a queue page or a split\'s records deleted by hand, or restored from an older backup?): no verdict until put back');
+    expect(stuckReason(new Map(), new Set(), undefined, 0)).toBeUndefined();
+  });
   it('makes a running coordinator degraded, after a leaderless job and before an unexpected error', () => {
     const o = { started: true, startStep: '', renewalFailures: 0 };
     expect(assessHealth({ ...o, stuck: 'part of the job cannot move: x' })).toEqual({ state: 'degraded', reason: 'part of the job cannot move: x' });

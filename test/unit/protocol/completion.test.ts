@@ -1,6 +1,6 @@
 /** The job's end and a process's identity (protocol/completion.ts). */
 import { describe, expect, it } from 'vitest';
-import { jobOutcome, jobVerdict, presenceVerdict } from '../../../src/protocol/completion.js';
+import { jobOutcome, jobVerdict, presenceVerdict, unaccountedSplits } from '../../../src/protocol/completion.js';
 import type { PlanRecord } from '../../../src/protocol/records.js';
 
 const fp = '0123456789abcdef';
@@ -22,6 +22,16 @@ describe('jobVerdict', () => {
     expect(jobVerdict(plan({ final: false }), { counts: counts(0, 3, 0), parked: [] })).toBeUndefined();
     expect(jobVerdict(plan({ verdict: 'complete' }), { counts: counts(0, 3, 0), parked: [] })).toBeUndefined();
     expect(jobVerdict(undefined, { counts: counts(0, 3, 0), parked: [] })).toBeUndefined();
+  });
+});
+
+describe('unaccountedSplits', () => {
+  it('counts the splits a final plan names that no record, readable or parked, stands for (decision 0072)', () => {
+    expect(unaccountedSplits(plan(), { counts: counts(0, 2, 0), parked: [] })).toBe(1);
+    expect(unaccountedSplits(plan(), { counts: counts(1, 1, 0), parked: [undefined] })).toBe(0);
+    expect(unaccountedSplits(plan(), { counts: counts(1, 2, 1), parked: [] })).toBe(0);
+    expect(unaccountedSplits(plan({ final: false }), { counts: counts(0, 0, 0), parked: [] })).toBe(0);
+    expect(unaccountedSplits(undefined, { counts: counts(0, 0, 0), parked: [] })).toBe(0);
   });
 });
 

@@ -27,6 +27,20 @@ describe('settleOrphan', () => {
     expect(settleOrphan({ recordRevision: 7, record: record({ epoch: 2 }), lease: lease() }, ctx())).toEqual({ kind: 'wait' });
     expect(settleOrphan({ recordRevision: 7, record: record({ owner: '' }), lease: lease() }, ctx())).toEqual({ kind: 'wait' });
   });
+  describe('our lease key left over from a record deleted and created again (decision 0071)', () => {
+    const ours = (modRevision: number) => ({ ...lease(), modRevision });
+    it('is dropped once the record, written after the key, is at a lower epoch (seeded or promoted again: epoch 0)', () => {
+      expect(settleOrphan({ record: record({ epoch: 0, owner: '' }), recordRevision: 9, lease: ours(5) }, ctx())).toEqual({ kind: 'drop' });
+      expect(settleOrphan({ record: record({ epoch: 0, owner: '' }), recordRevision: 9, lease: ours(5) }, ctx({ assigned: false, laneFree: false }))).toEqual({ kind: 'drop' });
+    });
+    it('waits on a lagging record (older than the key), a record not there yet, or a lagging key (the record names us higher)', () => {
+      expect(settleOrphan({ record: record({ epoch: 2, owner: 'other' }), recordRevision: 4, lease: ours(5) }, ctx())).toEqual({ kind: 'wait' });
+      expect(settleOrphan({ record: undefined, recordRevision: 0, lease: ours(5) }, ctx())).toEqual({ kind: 'wait' });
+      expect(settleOrphan({ record: record({ epoch: 4 }), recordRevision: 9, lease: ours(5) }, ctx())).toEqual({ kind: 'wait' });
+      // The key's revision unknown: no drop.
+      expect(settleOrphan({ record: record({ epoch: 0, owner: '' }), recordRevision: 9, lease: lease() }, ctx())).toEqual({ kind: 'wait' });
+    });
+  });
   describe('a claim of unknown outcome (it may still be in flight)', () => {
     it('is not forgotten while the record stays at the revision the claim compared', () => {
       const free = { record: record({ owner: '' }), recordRevision: 7, lease: undefined };

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeRecord, type SplitRecord } from '../../../src/protocol/records.js';
 import {
-  adoptTxn, batches, claimTxn, joinTxns, laneTxn, orphanReleaseTxn, publicationFence, publishTxn, readBackTxn, type Writer,
+  adoptTxn, batches, claimTxn, joinTxns, laneTxn, orphanDropTxn, orphanReleaseTxn, publicationFence, publishTxn, readBackTxn, type Writer,
 } from '../../../src/protocol/txns.js';
 import { checkTxn } from '../../../src/store/base.js';
 import { cmp, DEFAULT_LIMITS, itemBytes, op, type Op } from '../../../src/store/store.js';
@@ -69,6 +69,11 @@ describe('lane and orphan transactions', () => {
     expect(t.compares).toEqual([cmp.modRevision(`${P}split.s`, 11), cmp.lease(`${P}lease.s`, 'L1')]);
     expect(decodeRecord('split', `${P}split.s`, (t.success[0] as { value: string }).value, fp)).toMatchObject({ owner: '', epoch: 2 });
     expect(t.success[1]).toEqual(op.delete(`${P}lease.s`));
+  });
+  it('a leftover lease key is dropped alone, while the record and the key are as observed and the key on our lease', () => {
+    const t = orphanDropTxn(w, 's', 11, 5);
+    expect(t.compares).toEqual([cmp.modRevision(`${P}split.s`, 11), cmp.modRevision(`${P}lease.s`, 5), cmp.lease(`${P}lease.s`, 'L1')]);
+    expect(t.success).toEqual([op.delete(`${P}lease.s`)]);
   });
   it('an adoption reads the progress, guarded by the tenancy observed', () => {
     const t = adoptTxn(w, 's', 11);

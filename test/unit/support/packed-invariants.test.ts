@@ -6,8 +6,10 @@
  * assigned split folded, a record deleted by anything but a fold-back, a
  * split completed twice, a split lost), so a check that stopped seeing its
  * events would be caught here before a simulation or chaos run relied on it.
- * Also: a job of two buckets, each fold-back judged against its own page; and
- * a hostile writer's assignment record, which names what a reader can decode.
+ * Also: a job of two buckets, each fold-back judged against its own page; a
+ * hostile writer's assignment record, which names what a reader can decode;
+ * and the records such a writer deletes (a split record, a folded record, a
+ * queue page), each letting the splits it named run again once, no more.
  */
 import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../../src/protocol/packed.js';
@@ -215,6 +217,83 @@ describe('the packed queue checker', () => {
     expect(replay([['assign', 'ghost', assign('ghost', ['a'])]])).toEqual(['fold-assigned']);
     // The fleet's record emptied, a ghost's naming a written just before the fold-back (the leader may not have seen it).
     expect(replay([['assign', 'ghost', assign('ghost', ['a'])]], true)).toEqual([]);
+  });
+
+  describe('records deleted from outside the fleet (the hostile writer): each lets the splits it named run again, once, and nothing more', () => {
+    /** Problems of `h` replayed with the revisions in `externals` as the writer's (`external`), end problems included. */
+    const withExternal = (h: History, externals: ReadonlySet<number>): string[] => {
+      const c = packedChecker();
+      for (const r of revisionsOf(h.events)) if (externals.has(r.rev)) c.external(r); else c.revision(r);
+      return [...c.problems, ...c.endProblems()].map((p) => p.rule);
+    };
+    const foldA = (h: History) => {
+      h.write(['assign', 'w', assign('w', [])]);
+      h.write(['folded', '0.0', folded(0)], ['split', 'a', 'delete'], ['spec', 'a', 'delete'], ['progress', 'a', 'delete'], kept(['a']));
+    };
+
+    it('a split record: promoted again over the spec it left, completed once more', () => {
+      const h = clean();
+      const gone = h.write(['split', 'b', 'delete']);
+      run(h, 'b');
+      expect(withExternal(h, new Set([gone]))).toEqual([]);
+      // The same history with the deletion the fleet's: a record deleted by anything but a fold-back.
+      expect(withExternal(h, new Set())).toEqual(['deleted-without-fold', 'promote-keyed', 'completed-twice']);
+      // Folded back and run once more: nothing of the deletion is left to excuse it.
+      h.write(['assign', 'w', assign('w', [])]);
+      h.write(['folded', '0.0', folded(0, 1)], ['split', 'b', 'delete'], ['spec', 'b', 'delete'], ['progress', 'b', 'delete'], kept(['b']));
+      run(h, 'b');
+      expect(withExternal(h, new Set([gone]))).toEqual(['promote-folded', 'completed-twice']);
+    });
+
+    it('a folded record: its splits promoted again by a leader that never saw its bits, folded again', () => {
+      const h = clean();
+      const gone = h.write(['folded', '0.0', 'delete']);
+      run(h, 'a');
+      foldA(h);
+      expect(withExternal(h, new Set([gone]))).toEqual([]);
+      expect(withExternal(h, new Set())).toEqual([
+        'folded-bit-cleared', 'promote-folded', 'completed-twice', 'fold-results-outside-fold', 'deleted-without-fold', 'deleted-without-fold', 'deleted-without-fold',
+      ]);
+    });
+
+    it('a folded record written back by the leader that held its bits: no fold-back, and folded again from then on', () => {
+      const h = clean();
+      const gone = h.write(['folded', '0.0', 'delete']);
+      h.write(['folded', '0.0', folded(0)]);
+      expect(withExternal(h, new Set([gone]))).toEqual([]);
+      run(h, 'a');
+      expect(withExternal(h, new Set([gone]))).toEqual(['promote-folded', 'completed-twice']);
+    });
+
+    it('a queue page: its splits seeded into another page run again from there; its number is not reused while its folded record stands', () => {
+      const h = clean();
+      const gone = h.write(['queue', '0.0', 'delete']);
+      h.write(['queue', '0.1', page(['a', 'b'], 0, 1)]);
+      run(h, 'a');
+      expect(withExternal(h, new Set([gone]))).toEqual([]);
+      expect(withExternal(h, new Set())).toEqual(['page-rewritten', 'page-misplaced', 'page-misplaced', 'promote-folded', 'completed-twice']);
+      const reused = clean();
+      const deleted = reused.write(['queue', '0.0', 'delete']);
+      reused.write(['queue', '0.0', page(['a', 'b'])]);
+      expect(withExternal(reused, new Set([deleted]))).toEqual(['page-rewritten']);
+      // With no folded record left, the number is free: the page written again holds its splits again.
+      const renewed = new History();
+      renewed.write(['plan', '', plan()]);
+      renewed.write(['queue', '0.0', page(['a', 'b'])]);
+      const lost = renewed.write(['queue', '0.0', 'delete']);
+      renewed.write(['queue', '0.0', page(['a', 'b'])]);
+      run(renewed, 'a');
+      run(renewed, 'b');
+      expect(withExternal(renewed, new Set([lost]))).toEqual([]);
+    });
+
+    it('a record put back where none is, is the store\'s again', () => {
+      const h = clean();
+      const gone = h.write(['folded', '0.0', 'delete']);
+      const back = h.write(['folded', '0.0', folded(0)]);
+      run(h, 'a');
+      expect(withExternal(h, new Set([gone, back]))).toEqual(['promote-folded', 'completed-twice']);
+    });
   });
 
   it('a keys job: only a queue or folded record is its business', () => {
