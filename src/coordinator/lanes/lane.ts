@@ -308,13 +308,14 @@ export class Lane {
     return this.guards.committed;
   }
 
-  /** running → draining: asks the handler to drain (cooperative revocation). Idempotent. */
-  beginDrain(): void {
+  /** running → draining: asks the handler to drain (cooperative revocation). Idempotent. True when a drain began. */
+  beginDrain(): boolean {
     const s = this.s;
     // A timed-out lane's end is decided already (its failure report, by the drain deadline at the latest).
-    if (s.kind !== 'running' || s.timedOut !== undefined) return;
+    if (s.kind !== 'running' || s.timedOut !== undefined) return false;
     this.s = { kind: 'draining', drain: { startedAt: this.ctx.clock.now(), handler: 'draining' }, forced: false, asked: s.asked };
     this.drain.abort();
+    return true;
   }
 
   /** Draining, the handler declined (`handle.decline()`): the release is forced at once (onDecline). */

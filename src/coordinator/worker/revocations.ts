@@ -92,7 +92,7 @@ export class Revocations {
   }
 
   private begin(lane: Lane, reason: DrainReason): void {
-    lane.beginDrain();
-    this.ctx.emit()('drain-started', { id: lane.id, epoch: lane.handle.epoch, reason });
+    // A timed-out lane drains no more (its end is its failure report): no drain-started without a drain-ended.
+    if (lane.beginDrain()) this.ctx.emit()('drain-started', { id: lane.id, epoch: lane.handle.epoch, reason });
   }
 }

@@ -44,6 +44,17 @@ describe('Revocations', () => {
     expect(unexpected).toEqual([]);
   });
 
+  it('a timed-out lane is not drained: no drain-started that no drain-ended would follow', async () => {
+    const w = world({ heartbeatTimeoutMs: 1000 });
+    const { rev, lanes, events } = await revoking(w, ['s']);
+    await runUntil(w.clock, 1500);
+    expect(lanes.get('s')!.timedOut).toMatch(/^timeout: /);
+    rev.revoke('s');
+    rev.drainAll('stopping');
+    expect(lanes.get('s')!.state.kind).toBe('running');
+    expect(events).toEqual([]);
+  });
+
   it('forces at once a drain the handler declined or failed', async () => {
     const w = world();
     const { rev, lanes } = await revoking(w, ['a', 'b']);
