@@ -26,6 +26,7 @@ import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
 import { settleOrphan } from '../../protocol/orphans.js';
 import { decodeRecord, fingerprintHash, type ProgressRecord, type SpecRecord, type SplitRecord } from '../../protocol/records.js';
 import { adoptTxn, orphanDropTxn, orphanReleaseTxn, type Writer } from '../../protocol/txns.js';
+import type { Txn } from '../../store/store.js';
 import { background } from '../background.js';
 import type { PreparedClaim, WorkerParts } from './claiming.js';
 
@@ -225,27 +226,22 @@ export class OrphanSettler {
   private release(id: string): void {
     const record = this.ctx.view.split(id)?.record;
     if (!record) return;
-    this.releasing.add(id);
     this.ctx.log.warn({ split: id, epoch: record.rec.epoch }, 'releasing a split held by this session with no lane behind it');
-    void this.ctx.store.txn(orphanReleaseTxn(this.writer, id, record))
-      .then((res) => {
-        if (res.won) this.settled(id);
-        else this.tried.set(id, this.basis(id));
-      })
-      .catch(() => this.againLater(id))
-      .finally(() => {
-        this.releasing.delete(id);
-        this.ctx.schedule();
-      });
+    this.settleWith(id, orphanReleaseTxn(this.writer, id, record));
   }
 
   /** Deletes our lease key left over from a record deleted and created again (protocol/orphans.ts, 'drop'). */
   private drop(id: string): void {
     const seen = this.ctx.view.split(id);
     if (!seen?.record || !seen.lease) return;
-    this.releasing.add(id);
     this.ctx.log.warn({ split: id, epoch: seen.lease.rec.epoch }, 'dropping a lease key of this session whose split record was deleted and created again');
-    void this.ctx.store.txn(orphanDropTxn(this.writer, id, seen.record.modRevision, seen.lease.modRevision))
+    this.settleWith(id, orphanDropTxn(this.writer, id, seen.record.modRevision, seen.lease.modRevision));
+  }
+
+  /** Sends one settling write for `id` (a release or a drop): settled when it lands, remembered as tried when it loses. */
+  private settleWith(id: string, txn: Txn): void {
+    this.releasing.add(id);
+    void this.ctx.store.txn(txn)
       .then((res) => {
         if (res.won) this.settled(id);
         else this.tried.set(id, this.basis(id));
