@@ -14,10 +14,34 @@ import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
 import { VERSION } from '../version.js';
 
 type PromClient = typeof import('prom-client');
-let loaded: PromClient | undefined;
-/** prom-client, loaded on first use (CommonJS, so synchronously). */
-function promClient(): PromClient {
-  return (loaded ??= createRequire(import.meta.url)('prom-client') as PromClient);
+/** What splitfleet uses of prom-client. */
+type PromParts = Pick<PromClient, 'Registry' | 'Counter' | 'Gauge' | 'Histogram' | 'collectDefaultMetrics'>;
+let loaded: PromParts | undefined;
+/**
+ * prom-client, loaded on first use (CommonJS, so synchronously), from the files of the parts
+ * splitfleet uses: the package's index also loads the Pushgateway (http, https, zlib) and the
+ * cluster aggregator, 8-10× the load time (about 75 ms against 8 ms on this 2-core machine), and
+ * the first `Metrics` is on every coordinator's way to its first split (issue 47, start-up).
+ * They are the index's own classes (one file, one module), so a registry made from
+ * `require('prom-client')` is one of ours. Where the files cannot be reached (an `exports` map in
+ * a later major), the index.
+ */
+function promClient(): PromParts {
+  if (loaded) return loaded;
+  const require = createRequire(import.meta.url);
+  try {
+    loaded = {
+      Registry: require('prom-client/lib/registry') as PromClient['Registry'],
+      Counter: require('prom-client/lib/counter') as PromClient['Counter'],
+      Gauge: require('prom-client/lib/gauge') as PromClient['Gauge'],
+      Histogram: require('prom-client/lib/histogram') as PromClient['Histogram'],
+      // Only with `defaultMetrics`: loaded then.
+      collectDefaultMetrics: ((...args) => (require('prom-client/lib/defaultMetrics') as PromClient['collectDefaultMetrics'])(...args)) as PromClient['collectDefaultMetrics'],
+    };
+  } catch {
+    loaded = require('prom-client') as PromClient;
+  }
+  return loaded;
 }
 
 /**
@@ -374,7 +398,7 @@ export class Metrics implements StoreCallRecorder {
  * costs the held splits and recomputing it on every change of a 1M-split view
  * was half the leader's CPU (bench:fleet at 1M, 2026-12-04).
  */
-function backlogGauges(Gauge: PromClient['Gauge'], registers: Registry[], collect: () => void) {
+function backlogGauges(Gauge: PromParts['Gauge'], registers: Registry[], collect: () => void) {
   const backlogSplits = new Gauge({
     name: 'splitfleet_backlog_splits', help: 'Splits of the job by state: queued, running, draining, completed, quarantined (leader only; absent elsewhere).',
     labelNames: ['state'], registers, collect,

@@ -100,4 +100,18 @@ describe('entry points', () => {
     // Not the fleet member process, its spawner or the fault facade: internal (decision 0039).
     expect(names).toEqual(['Ledger', 'fakeSplitHandle', 'pacedHandler', 'runHandler', 'syntheticPlanner', 'syntheticSplits']);
   }, 30_000);
+
+  it('a coordinator\'s first Metrics loads prom-client\'s registry and metric classes, not its index (the Pushgateway, the cluster aggregator)', () => {
+    const script = `
+      import { createRequire } from 'node:module';
+      import { Metrics } from 'splitfleet';
+      new Metrics();
+      process.stdout.write(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));
+    `;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const files = (JSON.parse(r.stdout) as string[]).map((f) => /node_modules\/prom-client\/(.*)$/.exec(f)?.[1]).filter((f): f is string => f !== undefined);
+    expect(files).toEqual(expect.arrayContaining(['lib/registry.js', 'lib/counter.js', 'lib/gauge.js', 'lib/histogram.js']));
+    expect(files.filter((f) => ['index.js', 'lib/pushgateway.js', 'lib/cluster.js', 'lib/defaultMetrics.js'].includes(f))).toEqual([]);
+  }, 30_000);
 });
