@@ -50,7 +50,8 @@
  * the fleet writes where one was deleted may set the forgotten bits of splits
  * that have no record (a write-back, decision 0061): no fold-back of theirs,
  * and from then on they are folded again. A record the writer puts back where
- * none is (its repair) is the store's again.
+ * none is (its repair) is the store's again; a split running again meanwhile
+ * is folded back by a fold-back that finds its bit set already.
  *
  * On a `keys` job it only reports a queue, folded or result record ('packed-record-in-keys-job');
  * the suites' own rules (no split record ever deleted) stand there.
@@ -361,6 +362,15 @@ export class PackedChecker implements InvariantChecker {
       }
       out.push(id);
       this.checkFold(id, rev, group);
+    }
+    // A split run again after its folded record was deleted, whose record was put back with its bit
+    // set while the rerun went on: its fold-back sets a bit that is set already, and is one all the same.
+    for (const slot of setIn(next, new Uint8Array(0))) {
+      const id = page?.ids[slot];
+      if (id === undefined || !bit(was, slot) || !this.rerun.has(id) || !this.splits.has(id) || !group.some(isDelete('split', id))) continue;
+      out.push(id);
+      this.checkFold(id, rev, group);
+      this.rerun.delete(id);
     }
     return out;
   }
