@@ -26,7 +26,8 @@
  * - a split is completed at most once over promotion, fold-back and
  *   promotion again ('completed-twice').
  * And at the end (`endProblems`, when the job should be finished): every
- * planned split is folded or has a terminal record ('split-lost'), and the
+ * planned split is folded or has a terminal record ('split-lost'; but for one
+ * whose record was deleted from outside after the verdict), and the
  * final plan's `planned` counts the pages' splits ('planned-count').
  *
  * Revisions written from outside the fleet (the simulation's hostile writer) are
@@ -131,6 +132,8 @@ export class PackedChecker implements InvariantChecker {
    */
   readonly rerun = new Map<string, number>();
   private plan: Rec | undefined;
+  /** The revision the plan's standing verdict was written at, if it has one. */
+  private verdictAt: number | undefined;
   /**
    * Queue pages by `bucket.page`. `gone`: deleted from outside the fleet at that revision, and not put back (its
    * splits still resolve); `deleted`: deleted from outside at some time (a leader may have listed the job then).
@@ -266,6 +269,10 @@ export class PackedChecker implements InvariantChecker {
     for (const id of this.planned.keys()) {
       const s = this.splits.get(id);
       if (this.isFolded(id) || s?.status === 'completed' || s?.status === 'quarantined') continue;
+      // Its record deleted from outside after the job's verdict: the verdict stands, and nothing runs a
+      // finished job's split again (no reseeding after the verdict): what the store forgot is the record.
+      const rerunFrom = this.rerun.get(id);
+      if (rerunFrom !== undefined && this.verdictAt !== undefined && rerunFrom >= this.verdictAt) continue;
       out.push({ rule: 'split-lost', split: id, revisions: [], detail: `split ${id} ended ${s ? `${s.status} (owner ${s.owner || 'none'})` : 'queued in its page, never completed'}` });
     }
     if (this.plan?.final === true && this.plan.planned !== this.planned.size) {
@@ -298,6 +305,8 @@ export class PackedChecker implements InvariantChecker {
     if (this.plan?.buckets !== undefined && rec.buckets !== this.plan.buckets) this.problem('page-misplaced', '', [rev], `the plan's bucket count went from ${this.plan.buckets} to ${rec.buckets}`);
     if (!this.plan) this.layout = next;
     this.plan = rec;
+    if (rec.verdict !== undefined && rec.verdict !== null) this.verdictAt ??= rev;
+    else this.verdictAt = undefined; // cleared (an operator's retry): the job runs again
   }
 
   /** A queue page created: once, well formed, each split where its bucket says and in no other page. */
