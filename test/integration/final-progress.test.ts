@@ -12,7 +12,6 @@ import { silentLogger, type Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
 import { readFinalProgress, type FinalProgress } from '../../src/operator/final-progress.js';
-import { FOLD_WAIT_MS } from '../../src/protocol/fold-pacing.js';
 import { MAX_RECORD_BYTES } from '../../src/protocol/record-bounds.js';
 import { MemoryStore } from '../../src/store/memory.js';
 
@@ -104,9 +103,8 @@ describe('readFinalProgress', () => {
     const warned: unknown[] = [];
     const logger: Logger = { ...silentLogger, warn: (obj: unknown, msg?: string) => { if (msg?.includes('too large for a fold-back')) warned.push(obj); } };
     await runJob(store, 'big', 'packed', 20, async (s) => {
-      // The big one at once and the others slowly, so the leader is still there to try to fold it
-      // (a busy job's fold-back waits up to FOLD_WAIT_MS for a batch, decision 0076).
-      if (s.id !== 's-0007') await new Promise((r) => setTimeout(r, FOLD_WAIT_MS + 300));
+      // The big one at once and the others slowly, so the leader is still there to try to fold it.
+      if (s.id !== 's-0007') await new Promise((r) => setTimeout(r, 100));
       await s.complete(s.id === 's-0007' ? { big } : finalOf(s.id));
     }, logger);
     expect(warned).toEqual([{ split: 's-0007' }]);

@@ -88,10 +88,8 @@ describe('a packed job on MemoryStore', () => {
     await store.close();
   });
 
-  test('a short job is folded back before its verdict: its completed splits keep no records of their own (decision 0076)', async () => {
-    // Fewer completions than a fold-back's batch, over well under FOLD_WAIT_MS: a busy job's fold-back
-    // waits for more, so without the verdict's own fold-back these splits kept their keys for good
-    // (the fleet exits on the verdict).
+  test('a short job is folded back as it goes: its completed splits keep no records of their own but those still named (decision 0076)', async () => {
+    // Fold-backs are sent as soon as they may (decision 0076): a job shorter than a second leaves no more behind.
     const store = new MemoryStore();
     const ids = Array.from({ length: 20 }, (_, i) => `s-${String(i).padStart(2, '0')}`);
     const c = await startCoordinator({

@@ -14,8 +14,6 @@ import type { Seen } from '../views/seen.js';
 export interface NamedAssignments extends ReadonlyMap<string, Seen<AssignRecord>> {
   /** Whether some record names split `id`. */
   names(id: string): boolean;
-  /** How many split ids the records name. */
-  readonly namedCount: number;
 }
 
 export class AssignRecords extends Map<string, Seen<AssignRecord>> implements NamedAssignments {
@@ -48,10 +46,6 @@ export class AssignRecords extends Map<string, Seen<AssignRecord>> implements Na
   /** Whether some record names split `id`. */
   names(id: string): boolean {
     return this.named.has(id);
-  }
-
-  get namedCount(): number {
-    return this.named.size;
   }
 
   private forget(seen: Seen<AssignRecord> | undefined): void {

@@ -85,8 +85,6 @@ export class Leader {
   private term: { generation: number; revision: number; abort: AbortController; fence: PublishFence } | undefined;
   private campaigning = false;
   private cancelReplan: (() => void) | undefined;
-  /** The timer that asks the fold-back again once waiting candidates are due (fold-pacing.ts). */
-  private cancelFold: (() => void) | undefined;
   private stopped = false;
   private droppingOrphan = false;
   /** Campaigns that failed in a row (the retry backoff's attempt). */
@@ -107,8 +105,6 @@ export class Leader {
   /** The whole job, while this instance leads (built when the term starts). */
   private job: LeaderView | undefined;
   private writingVerdict = false;
-  /** This term folded its finished job before the verdict once (checkVerdict): never again, so a fold that cannot land holds no verdict. */
-  private verdictFolded = false;
   /** What this leader says of parts of the job that cannot move (stuck-parts.ts). */
   private readonly stuckParts: StuckParts;
   /** A plan is being seeded (publishing is paced meanwhile: publish-loop.ts). */
@@ -154,7 +150,7 @@ export class Leader {
     });
     this.seeder = new Seeder({ store: ctx.store, config: ctx.config, prefix: ctx.view.prefix, guard: () => this.guard, leading: () => this.leading, log: ctx.log });
     const packed = { store: ctx.store, prefix: ctx.view.prefix, fp: fingerprintHash(ctx.config.fingerprint), guard: () => this.guard, leading: () => this.leading, log: ctx.log };
-    this.foldBack = new FoldBack({ ...packed, generation: () => this.term?.generation, clock: ctx.clock });
+    this.foldBack = new FoldBack({ ...packed, generation: () => this.term?.generation });
     this.packedQueue = new PackedQueue(packed, this.foldBack);
   }
 
@@ -337,9 +333,6 @@ export class Leader {
     this.metrics.isLeader.set(0);
     this.metrics.clearBacklog();
     this.cancelReplan?.();
-    this.cancelFold?.();
-    this.cancelFold = undefined;
-    this.verdictFolded = false;
     this.publisher.reset();
     const job = this.job;
     this.job = undefined;
@@ -381,17 +374,6 @@ export class Leader {
     if (job.ownWritesPending) return;
     const verdict = jobVerdict(plan.rec, { counts: job.statusCounts, parked: [...job.parked.keys()].map((id) => job.statusOf(id)) });
     if (verdict === undefined) return;
-    // A finished packed job is folded back before its verdict (decision 0076): a fleet may exit on
-    // the verdict, and a busy job's last completions were waiting for a batch. One run at most.
-    if (job.packed && !this.verdictFolded) {
-      if (this.foldBack.isFolding) return; // its landing is a change of the view
-      if (!this.publisher.settled(job.revision)) return; // so is the echo of our last publication
-      if (this.foldBack.hasCandidates(job)) {
-        this.verdictFolded = true;
-        this.fold(job, true);
-        if (this.foldBack.isFolding) return;
-      }
-    }
     const counts = job.statusCounts;
     this.writingVerdict = true;
     const txn = verdictTxn(this.view.prefix, this.guard, plan, verdict, this.finishedHook.configured);
@@ -407,18 +389,10 @@ export class Leader {
     }, this.unexpected);
   }
 
-  /**
-   * A packed job's completed splits folded back (packed-queue.ts) while the view holds every assignment
-   * record we wrote; once a batch is worth it, or `now` (the verdict's).
-   */
-  private fold(job: LeaderView, now = false): void {
+  /** A packed job's completed splits folded back (packed-fold.ts) while the view holds every assignment record we wrote. */
+  private fold(job: LeaderView): void {
     if (!this.term || this.job !== job || !job.packed) return;
-    const again = this.foldBack.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'), now);
-    if (again === undefined || this.cancelFold) return;
-    this.cancelFold = this.clock.setTimer(again, () => {
-      this.cancelFold = undefined;
-      this.fold(job);
-    });
+    this.foldBack.fold(job, () => this.publisher.settled(job.revision), (e) => e !== undefined && this.log.warn({ err: (e as Error).message }, 'folding completed splits back failed; will retry'));
   }
 
   /**

@@ -12,17 +12,14 @@
  *   publication of this leader's is in flight or unseen by its view (one
  *   decided before a completion may name the split); one fold-back is in
  *   flight at a time (two on one page would race on its folded record).
- * - It is sent when a batch is worth it (protocol/fold-pacing.ts, decision
- *   0076): a full transaction's worth, a quiet job, a split that has waited
- *   FOLD_WAIT_MS; or at once, for the verdict (leader.ts).
+ * - It is sent whenever candidates wait and nothing holds it back: waiting
+ *   for a batch was tried and reverted (decision 0076).
  * - A fold-back keeps what it deletes (decision 0069): each folded split's
  *   final progress, read just before and compared at that revision, goes
  *   into the fold-back's `result.{generation}.{seq}` record in the same
  *   transaction. A split whose progress cannot be read, or is too large for
  *   a fold-back, is not folded: it keeps its keys.
  */
-import type { Clock } from '../../clock.js';
-import { foldDelay } from '../../protocol/fold-pacing.js';
 import { cutFoldBatch, resultEntry } from '../../protocol/fold-results.js';
 import { foldedKey, progressKey } from '../../protocol/keys.js';
 import { FOLD_FIXED_OPS, FOLD_OPS_PER_SPLIT, foldTxn, type FoldedSplit, type FoldedWrite } from '../../protocol/packed-txns.js';
@@ -49,8 +46,6 @@ export interface FoldBackContext {
   generation: () => number | undefined;
   leading: () => boolean;
   log: Logger;
-  /** Measures how long completed splits have waited for their fold-back (fold-pacing.ts). */
-  clock: Clock;
 }
 
 export class FoldBack {
@@ -65,8 +60,6 @@ export class FoldBack {
   private readonly progressRead = new Map<string, KeyValue | undefined>();
   /** The generation the fold-backs are numbered under, and the next number: `result.{generation}.{seq}` is unique. */
   private resultsOf = { generation: -1, seq: 0 };
-  /** When the candidates now waiting began to wait (clock ms); undefined while none waits. */
-  private waitingSince: number | undefined;
 
   constructor(private readonly ctx: FoldBackContext) {}
 
@@ -75,39 +68,14 @@ export class FoldBack {
     return this.foldTxn;
   }
 
-  /**
-   * Folds completed splits back into their pages, a batch at a time, one batch in flight; in the
-   * background, once a batch is worth sending (fold-pacing.ts, decision 0076) or `now`. Returns in
-   * how many ms to ask again when candidates wait for that (the caller's timer), else undefined.
-   */
-  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void, now = false): number | undefined {
-    if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return undefined;
-    // Folded records deleted by hand are written back at once, paced or not (rewriteForgotten).
-    if (!now && view.packed.forgotten.size === 0) {
-      const candidates = this.foldCandidates(view).length;
-      const now = this.ctx.clock.now();
-      if (candidates === 0) this.waitingSince = undefined;
-      else this.waitingSince ??= now;
-      const delay = foldDelay({ candidates, fullBatch: this.batchLimit(), quiet: view.leases.size === 0 && view.assigns.namedCount === 0, waitedMs: now - (this.waitingSince ?? now) });
-      if (delay !== 0) return delay;
-    }
-    this.waitingSince = undefined;
+  /** Folds completed splits back into their pages, a batch at a time, one batch in flight; in the background. */
+  fold(view: LeaderView, settled: () => boolean, onDone: (e?: unknown) => void): void {
+    if (this.folding || !view.packed || !this.ctx.leading() || !settled()) return;
     const folding = this.rewriteForgotten(view).then(() => this.foldAll(view, settled));
     this.folding = folding;
     void folding.then(() => onDone(), onDone).finally(() => {
       if (this.folding === folding) this.folding = undefined;
     });
-    return undefined;
-  }
-
-  /** A fold-back run is in flight. */
-  get isFolding(): boolean {
-    return this.folding !== undefined;
-  }
-
-  /** Whether completed splits wait for a fold-back (the verdict's last fold, leader.ts). */
-  hasCandidates(view: LeaderView): boolean {
-    return view.packed !== undefined && this.foldCandidates(view).length > 0;
   }
 
   /** How many splits one fold-back transaction carries. */
