@@ -43,7 +43,7 @@ import { Metrics } from './metrics.js';
 import { resolveOptions, type CoordinatorOptions } from './options.js';
 import { asHandlerModuleError, sandboxedHandler, type SandboxedHandler } from './sandbox/sandbox.js';
 import { Rejoiner } from './rejoin.js';
-import { Session } from './session.js';
+import { Session, type GrantedLease } from './session.js';
 import { snapshotOf, type CoordinatorSnapshot } from './views/snapshot.js';
 import { untilStarted } from './startup.js';
 import { runCoordinator, type RunOptions, type RunResult } from './run.js';
@@ -89,6 +89,8 @@ export class Coordinator {
   private readonly log: Logger;
 
   private session: Session | undefined;
+  /** The first session's lease, granted while the job is read (`start`). */
+  private earlyLease: Promise<GrantedLease | undefined> | undefined;
   private readonly engine = new DefaultEngine();
   private readonly handler: SplitHandler;
   /** The threads of `handlerModule`, ended with this coordinator. */
@@ -226,6 +228,9 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
+    // The first session's lease is granted while the job is read (one round trip fewer before
+    // joining, decision 0084); a failed grant leaves the session to grant its own.
+    this.earlyLease = Session.grant(this.store, this.config, this.clock).catch(() => undefined);
     this.own.onChange((change) => background('view change', () => {
       if (change.kinds.has('leader') || change.kinds.has('plan')) {
         this.leader?.onViewChange();
@@ -236,12 +241,17 @@ export class Coordinator {
       if (change.kinds.has('worker') && this.session?.alive) this.checkPresence();
     }, this.unexpected));
     // A handler module that cannot be loaded refuses the start, rather than failing every split it is given.
-    await this.sandbox?.ready().catch((e: unknown) => {
-      throw asHandlerModuleError(e);
-    });
-    await this.untilStarted('reading the job', () => this.own.start());
-    if (this.fatal) throw this.fatal;
-    await this.untilStarted('joining the fleet', () => this.openSession());
+    try {
+      await this.sandbox?.ready().catch((e: unknown) => {
+        throw asHandlerModuleError(e);
+      });
+      await this.untilStarted('reading the job', () => this.own.start());
+      if (this.fatal) throw this.fatal;
+      await this.untilStarted('joining the fleet', () => this.openSession());
+    } finally {
+      // Not taken (start-up failed, or stopped first): nothing may stay on it.
+      void this.takeEarlyLease().then((lease) => lease && this.store.revokeLease(lease.leaseId)).catch(() => undefined);
+    }
     if (!this.stopping && !this.fatal) this.armBackstop();
     this.leadership.check();
     this.checkCompletion();
@@ -255,9 +265,16 @@ export class Coordinator {
     });
   }
 
+  /** The lease granted early for the first session, once (undefined after, or if its grant failed). */
+  private async takeEarlyLease(): Promise<GrantedLease | undefined> {
+    const early = this.earlyLease;
+    this.earlyLease = undefined;
+    return early ? await early : undefined;
+  }
+
   private async openSession(): Promise<void> {
     if (this.stopping || this.fatal) return;
-    const session = await Session.open(this.store, this.config, this.clock, this.own.prefix, () => this.stopping || this.fatal !== undefined);
+    const session = await Session.open(this.store, this.config, this.clock, this.own.prefix, () => this.stopping || this.fatal !== undefined, await this.takeEarlyLease());
     if (this.stopping || this.fatal) {
       // stop() (the job finished, say) or a fatal error came while the session was opening:
       // end it at once, or its presence key would stay renewed by a coordinator that is gone.

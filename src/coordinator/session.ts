@@ -31,6 +31,12 @@ import type { Store } from '../store/store.js';
 
 export type SessionEnd = { kind: 'lost'; reason: string } | { kind: 'closed' };
 
+/** A lease granted before its session opened, and when its grant was sent (the server's clock started then at the latest). */
+export interface GrantedLease {
+  leaseId: string;
+  sentAt: number;
+}
+
 export class Session {
   readonly nonce = randomUUID();
   /** Revision at which this session last created its presence key (0 before). */
@@ -48,18 +54,24 @@ export class Session {
     private readonly clock: Clock,
     readonly leaseId: string,
     readonly prefix: string,
+    grantSentAt: number,
   ) {
-    this.lastRenewedAt = clock.now();
+    this.lastRenewedAt = grantSentAt;
+  }
+
+  /** Grants a session's lease (`open` takes it, so a caller may grant while it reads the job). */
+  static async grant(store: Store, config: Config, clock: Clock): Promise<GrantedLease> {
+    const sentAt = clock.now();
+    return { leaseId: await store.grantLease(Math.round(config.leaseDurationMs / 1000)), sentAt };
   }
 
   /**
-   * Grants the lease and creates the presence key, waiting out a previous
-   * run's key for at most two lease durations.
+   * Creates the presence key under `granted` (granted here when absent),
+   * taking over a previous run's key at once.
    */
-  static async open(store: Store, config: Config, clock: Clock, prefix: string, stopping: () => boolean = () => false): Promise<Session> {
-    const ttl = Math.round(config.leaseDurationMs / 1000);
-    const leaseId = await store.grantLease(ttl);
-    const session = new Session(store, config, clock, leaseId, prefix);
+  static async open(store: Store, config: Config, clock: Clock, prefix: string, stopping: () => boolean = () => false, granted?: GrantedLease): Promise<Session> {
+    const { leaseId, sentAt } = granted ?? (await Session.grant(store, config, clock));
+    const session = new Session(store, config, clock, leaseId, prefix, sentAt);
     try {
       await session.createPresence(stopping);
     } catch (e) {

@@ -1,5 +1,5 @@
 /**
- * The leader's writes as data: the campaign, the plan generation bump, the
+ * The leader's writes as data: the campaign (with its plan generation bump), the
  * resignation, the verdict, the plan record after seeding, and the seeding of
  * spec and split records, each built here as a `Txn` (the compares that make
  * it safe and the ops it makes), as txns.ts builds the worker's. The leader
@@ -12,9 +12,10 @@
  *   writes by the key's revision. Every write of a term carries it, so a
  *   deposed leader's write lands nowhere.
  * - A campaign creates `leader` only where absent, under the session lease,
- *   naming generation = plan generation + 1; the bump that follows compares
- *   the plan record at the revision it was read at (absent when there was
- *   none), so two terms never share a generation.
+ *   naming generation = plan generation + 1, and bumps the plan record's
+ *   generation in the same transaction, compared at the revision it was seen
+ *   at (absent when there was none), so two terms never share a generation
+ *   (decision 0084).
  * - Resigning deletes `leader` only at the revision it was observed at: never
  *   a successor's key.
  * - Seeding creates records only where absent (every key compared absent), so
@@ -24,7 +25,7 @@
  * builders of store/store.ts), never a backend (decision 0016).
  */
 import { initialSplitRecord } from './claims.js';
-import { divideKey, leaderKey, planKey, specKey, splitKey } from './keys.js';
+import { divideKey, leaderKey, planKey, publishKey, specKey, splitKey } from './keys.js';
 import { encodeRecord, PACKED_PLAN_VERSION, SCHEMA_VERSION, type DivisionAsk, type JobLayout, type Json, type JobVerdictRecord, type PlanRecord } from './records.js';
 import type { Revisioned } from './txns.js';
 import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
@@ -32,20 +33,6 @@ import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
 /** The compare every write of a term carries: `leader` still at the revision its campaign wrote (-1: no term, never holds). */
 export function leadershipGuard(prefix: string, termRevision: number): Compare {
   return cmp.modRevision(leaderKey(prefix), termRevision);
-}
-
-/**
- * A campaign: `leader` created where absent, under the session lease, naming
- * this instance and the generation it would lead. The loser reads the
- * winner's record (as the store's `createIfAbsent`).
- */
-export function campaignTxn(prefix: string, fp: string, instance: string, generation: number, sessionLease: string): Txn {
-  const key = leaderKey(prefix);
-  return {
-    compares: [cmp.absent(key)],
-    success: [op.put(key, encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance, generation }), sessionLease)],
-    failure: [op.get(key)],
-  };
 }
 
 /** The plan record a new term writes: the one read with its generation, or a fresh one when the job has none yet. */
@@ -58,16 +45,29 @@ export function bumpedPlanRecord(plan: PlanRecord | undefined, fp: string, gener
 }
 
 /**
- * The generation bump of a term just won: leadership ∧ the plan record at
- * the revision read (absent when there was none) → the bumped record.
+ * A campaign, which is also its term's first write (decision 0084): `leader`
+ * created where absent, under the session lease, naming generation = the
+ * plan's generation + 1, and the plan record bumped to that generation,
+ * compared at the revision the campaigner saw it at (absent when there was
+ * none). The winner reads the publication fence in the same transaction
+ * (decision 0015: the term's first publication needs no read of its own); the
+ * loser reads `leader` and `plan`: another candidate won, or the plan moved
+ * (campaign again on the plan read).
  */
-export function generationBumpTxn(
-  prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord> | undefined, generation: number, layout: JobLayout = 'keys',
+export function campaignTxn(
+  prefix: string, fp: string, instance: string, plan: Revisioned<PlanRecord> | undefined, sessionLease: string, layout: JobLayout = 'keys',
 ): Txn {
+  const lead = leaderKey(prefix);
   const key = planKey(prefix);
+  const generation = (plan?.rec.generation ?? 0) + 1;
   return {
-    compares: [leadership, plan ? cmp.modRevision(key, plan.modRevision) : cmp.absent(key)],
-    success: [op.put(key, encodeRecord('plan', bumpedPlanRecord(plan?.rec, fp, generation, layout)))],
+    compares: [cmp.absent(lead), plan ? cmp.modRevision(key, plan.modRevision) : cmp.absent(key)],
+    success: [
+      op.put(lead, encodeRecord('leader', { v: SCHEMA_VERSION, fp, instance, generation }), sessionLease),
+      op.put(key, encodeRecord('plan', bumpedPlanRecord(plan?.rec, fp, generation, layout))),
+      op.get(publishKey(prefix)),
+    ],
+    failure: [op.get(lead), op.get(key)],
   };
 }
 

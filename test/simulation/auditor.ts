@@ -173,6 +173,8 @@ export class Auditor {
     const stats: AuditStats = { revisions: 0, claims: 0, takeovers: 0, releases: 0, forcedReleases: 0, duplicates: 0, leaderTerms: 0, promotions: 0, folds: 0, divisions: 0 };
     const P = this.prefix;
     const state = new Map<string, { value: string; lease?: string }>();
+    /** The highest generation a term has led (a new term's is higher: two terms never share one). */
+    let ledGeneration = 0;
     const tenancies = new Map<string, Tenancy[]>();
     // A split created again after a deletion from outside (lives.ts) starts its epochs again: a tenancy is of its current life.
     const lives = new Lives();
@@ -238,7 +240,10 @@ export class Auditor {
       const fail = (property: string, message: string, context?: unknown) =>
         v.push({ property, message, revision: rev, context: { writer: w, ...(context as object) } });
       const leaderBefore = state.get(`${P}leader`);
-      const leaderProc = leaderBefore?.lease ? this.leaseProc.get(leaderBefore.lease) : undefined;
+      // A campaign creates the key and bumps the plan in one revision (decision 0084): the key it
+      // creates guards the group's other writes.
+      const leaderNow = leaderBefore ?? group.find((c) => c.key === `${P}leader` && c.type === 'put');
+      const leaderProc = leaderNow?.lease ? this.leaseProc.get(leaderNow.lease) : undefined;
       const guarded = (what: string) => {
         if (!writer || writer !== leaderProc) fail('fenced-leader', `${what} written by ${writer ?? 'nobody'} while the leader key is held by ${leaderProc ?? 'nobody'}`);
       };
@@ -256,6 +261,13 @@ export class Auditor {
               if (before) fail('fenced-leader', 'leader key overwritten while present');
               const owner = c.lease ? this.leaseProc.get(c.lease) : undefined;
               if (!owner || owner !== writer) fail('fenced-leader', `leader key put by ${writer} on lease of ${owner}`);
+              // The term's generation, bumped on the plan in the same revision (decision 0084), above every earlier term's.
+              const generation = (JSON.parse(c.value!) as { generation: number }).generation;
+              if (generation <= ledGeneration) fail('fenced-leader', `a term of generation ${generation} after one of ${ledGeneration}: two terms share a generation`);
+              ledGeneration = Math.max(ledGeneration, generation);
+              const bump = group.find((x) => x.key === `${P}plan` && x.type === 'put');
+              const planned = bump ? (JSON.parse(bump.value!) as { generation?: unknown }).generation : undefined;
+              if (planned !== generation) fail('fenced-leader', `a term of generation ${generation} won without the plan bumped to it in its revision (plan: ${String(planned)})`);
               stats.leaderTerms++;
             }
             break;

@@ -15,7 +15,10 @@ import type { Txn } from '../../src/store/store.js';
  *   absent or its own), so two can take one split, or take it from a live owner;
  * - 'leader-unguarded': leader writes drop the leadership guard (and the
  *   publication fence, which orders assignment writes), so a deposed leader's
- *   writes land.
+ *   writes land;
+ * - 'campaign-stale-plan': a campaign drops its compare of the plan record
+ *   (decision 0084), so a candidate whose view lags leads a generation an
+ *   earlier term already led.
  */
 export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
   'unfenced-commit': (txn) => {
@@ -28,6 +31,9 @@ export const MUTANTS: Record<string, (txn: Txn) => Txn> = {
     const writesLease = txn.success.some((o) => o.op === 'put' && o.key.includes('/lease.'));
     return writesLease ? { ...txn, compares: [] } : txn;
   },
+  'campaign-stale-plan': (txn) => (txn.success.some((o) => o.op === 'put' && o.key.endsWith('/leader'))
+    ? { ...txn, compares: txn.compares.filter((c) => !c.key.endsWith('/plan')) }
+    : txn),
   'leader-unguarded': (txn) => ({
     ...txn, compares: txn.compares.filter((c) => !((c.key.endsWith('/leader') || c.key.endsWith('/publish')) && c.target === 'modRevision')),
   }),

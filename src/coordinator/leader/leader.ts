@@ -10,10 +10,11 @@
  * outcome.
  *
  * Invariants:
- * - A new leader first wins `leader` (create-if-absent under its session
- *   lease, naming generation = plan generation + 1), then bumps the plan
- *   record's generation by CAS, guarded by that leadership. If the bump
- *   loses, it resigns and campaigns again.
+ * - A new leader wins `leader` (create-if-absent under its session lease,
+ *   naming generation = plan generation + 1) and bumps the plan record's
+ *   generation in one transaction that compares the plan at the revision it
+ *   saw (decision 0084). If the plan moved, the loss reads it and the
+ *   campaign goes again on it.
  * - The planner runs only here; what it returns is written by seeding.ts
  *   (`Seeder`: idempotent, only where absent, batched, pipelined).
  * - Publishing is publish-loop.ts's (`PublishLoop`, which runs
@@ -26,11 +27,12 @@ import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { SplitfleetError, isSplitfleetError } from '../../errors.js';
 import { jobVerdict } from '../../protocol/completion.js';
-import { planKey } from '../../protocol/keys.js';
-import { campaignTxn, generationBumpTxn, leadershipGuard, resignTxn, verdictTxn } from '../../protocol/leader-txns.js';
+import { bumpedPlanRecord, campaignTxn, leadershipGuard, resignTxn, verdictTxn } from '../../protocol/leader-txns.js';
 import { decodeRecord, fingerprintHash } from '../../protocol/records.js';
 import { backoffDelay, storeRetryPolicy } from '../../protocol/backoff.js';
-import type { Compare, Store } from '../../store/store.js';
+import type { Compare, Store, TxnResult } from '../../store/store.js';
+import type { PlanRecord } from '../../protocol/records.js';
+import type { Revisioned } from '../../protocol/txns.js';
 import { background, type OnUnexpected } from '../background.js';
 import { DEPOSED_REASON, type Emit } from '../events.js';
 import type { Logger } from '../log.js';
@@ -50,6 +52,9 @@ import type { Json } from '../../protocol/records.js';
 import type { WorkerView } from '../views/worker-view.js';
 
 export type { LeaderStats };
+
+/** Campaigns sent back to back while each loses only to a plan that moved (then one waits for a timer). */
+const CAMPAIGN_ATTEMPTS = 3;
 
 /** What a Leader works with (one object, as the Worker's `WorkerContext`). */
 export interface LeaderContext {
@@ -224,30 +229,39 @@ export class Leader {
       // A job whose plan was deleted under us is gone: never re-create it (the coordinator stops).
       if (!this.view.plan && this.view.planSeen) return;
       const fp = fingerprintHash(this.config.fingerprint);
-      // The plan as the store has it, not as this instance's view last saw it: a view that lags
-      // (its plan and leader keys are separate watches) would campaign at a generation already
-      // used, win the key, lose the bump and resign, and the fleet would lead nobody meanwhile.
-      const planKv = await this.store.get(planKey(this.view.prefix));
-      if (!planKv && this.view.planSeen) return;
-      const plan = planKv ? { rec: decodeRecord('plan', planKv.key, planKv.value, fp), modRevision: planKv.modRevision } : undefined;
-      const generation = (plan?.rec.generation ?? 0) + 1;
-      const won = await this.store.txn(campaignTxn(this.view.prefix, fp, this.config.instance, generation, this.session.leaseId));
-      if (!won.won || this.stopped) return;
-      const abort = new AbortController();
-      // The publication fence is read afresh by the term's first write (decision 0015).
-      const term = { generation, revision: won.revision, abort, fence: { revision: undefined } };
-      this.term = term;
-      // Bump the plan generation, guarded by the leadership just won.
-      const bumped = await this.store.txn(generationBumpTxn(this.view.prefix, fp, this.guard, plan, generation, this.config.layout));
-      if (!bumped.won) {
-        // The plan moved between our read and the bump (an operator's retry clearing a verdict, a
-        // record put back by hand). Our key's deletion arrives while this campaign still runs, so
-        // no change would start the next one: campaign again on a timer.
-        this.log.warn({ generation }, 'plan generation bump lost; resigning');
-        await this.resign();
+      // One transaction wins the key, bumps the plan's generation and reads the publication fence
+      // (decision 0084). It campaigns on the plan as this instance's view last saw it, which may
+      // lag (its plan and leader keys are separate watches): the plan's compare then loses, the
+      // loss reads the plan as the store has it, and the campaign goes again on that at once.
+      let plan: Revisioned<PlanRecord> | undefined = this.view.plan && { rec: this.view.plan.rec, modRevision: this.view.plan.modRevision };
+      let won: TxnResult | undefined;
+      for (let attempt = 0; attempt < CAMPAIGN_ATTEMPTS; attempt++) {
+        const res = await this.store.txn(campaignTxn(this.view.prefix, fp, this.config.instance, plan, this.session.leaseId, this.config.layout));
+        if (res.won || this.stopped) {
+          won = res;
+          break;
+        }
+        const [leaderKv, planKv] = res.reads;
+        if (leaderKv) return; // another candidate leads (or a key of ours that no term stands on: dropOrphanKey)
+        if (!planKv && this.view.planSeen) return; // the job was deleted: never re-create it
+        plan = planKv ? { rec: decodeRecord('plan', planKv.key, planKv.value, fp), modRevision: planKv.modRevision } : undefined;
+      }
+      if (!won) {
+        // The plan moved under every attempt (an operator retrying, records put back by hand):
+        // its next change may not come, so campaign again on a timer.
+        this.log.warn({ attempts: CAMPAIGN_ATTEMPTS }, 'the plan moved under every campaign; campaigning again later');
         this.retryCampaign();
         return;
       }
+      if (!won.won || this.stopped) return;
+      const generation = (plan?.rec.generation ?? 0) + 1;
+      const abort = new AbortController();
+      // The fence as the campaign read it (decision 0015): no write of an earlier term can land
+      // after our key was created, so it moves next by our own writes (or a hand's: then a
+      // publication loses its compare and reads it afresh).
+      const term = { generation, revision: won.revision, abort, fence: { revision: won.reads[0]?.modRevision ?? 0 } };
+      this.term = term;
+      this.seeder.planWritten(bumpedPlanRecord(plan?.rec, fp, generation, this.config.layout), won.revision);
       this.stats.terms++;
       this.campaignFailures = 0;
       this.metrics.leaderChanges.inc();

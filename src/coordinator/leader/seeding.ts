@@ -24,9 +24,9 @@ import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../
 import { bucketing, bucketsFor, cutPages } from '../../protocol/packed.js';
 import { queuePagePut, type QueuePage } from '../../protocol/packed-txns.js';
 import { decodeRecord, fingerprintHash, type Json, type PlanRecord } from '../../protocol/records.js';
-import { batches } from '../../protocol/txns.js';
+import { batches, type Revisioned } from '../../protocol/txns.js';
 import { isValidWeight, WEIGHT_RULE } from '../../split-model.js';
-import { itemBytes, type Compare, type Op, type Store } from '../../store/store.js';
+import { itemBytes, type Compare, type Op, type Store, type Txn } from '../../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { OwnWrite } from './own-writes.js';
 import { WritePipeline } from './write-pipeline.js';
@@ -133,6 +133,9 @@ export function validatePlanned(splits: readonly PlannedSplit[], start: number, 
 
 export class Seeder {
   private reseeding = false;
+
+  /** The plan record as this leader last wrote or read it (`updatePlan`). */
+  private known: Revisioned<PlanRecord> | undefined;
 
   constructor(private readonly ctx: SeederContext) {}
 
@@ -288,33 +291,53 @@ export class Seeder {
   }
 
   /** The plan record as the store has it, with its revision; JOB_DELETED when it is gone (never re-created). */
-  private async readPlan(): Promise<{ rec: PlanRecord; modRevision: number }> {
+  private async readPlan(): Promise<Revisioned<PlanRecord>> {
     const key = planKey(this.ctx.prefix);
     const plan = await this.ctx.store.get(key);
     if (!plan) throw new SplitfleetError('JOB_DELETED', `the job's plan record ${key} was deleted while seeding: not re-creating it`);
     return { rec: decodeRecord('plan', plan.key, plan.value, fingerprintHash(this.ctx.config.fingerprint)), modRevision: plan.modRevision };
   }
 
-  /** A packed plan's bucket count, written before its first page (every reader computes a split's bucket from it). */
-  private async writeBuckets(guard: Compare, buckets: number): Promise<number> {
-    const current = await this.readPlan();
-    if (current.rec.buckets !== undefined) return current.rec.buckets;
-    const res = await this.ctx.store.txn(bucketsTxn(this.ctx.prefix, guard, current, buckets));
-    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
-    return buckets;
+  /** The term's campaign wrote the plan record `rec` at `modRevision` (decision 0084): the next update's base. */
+  planWritten(rec: PlanRecord, modRevision: number): void {
+    this.known = { rec, modRevision };
   }
 
   /**
-   * The plan record: finality, the planned count, the cursor. Its revision is read from the
-   * store, not the view: the view may not have seen our own generation bump yet, and a CAS at
-   * a stale revision would lose and postpone the plan by a whole replanIntervalMs.
+   * Updates the plan record by CAS on its last known revision: the one this
+   * leader last wrote (its campaign, its own updates), else read from the
+   * store, not the view (the view may not have seen our own writes yet, and
+   * a CAS at a stale revision would lose and postpone the plan by a whole
+   * replanIntervalMs). A loss on a remembered revision (an operator or a
+   * hand moved the plan) reads it and tries once more; a loss on a fresh
+   * read is a lost leadership or a race, retried by the caller. `update`
+   * returns undefined when the record needs no write.
    */
+  private async updatePlan(update: (current: Revisioned<PlanRecord>) => Txn | undefined): Promise<Revisioned<PlanRecord>> {
+    for (let remembered = this.known !== undefined; ; remembered = false) {
+      const current = this.known ?? (await this.readPlan());
+      this.known = undefined;
+      const txn = update(current);
+      if (!txn) return (this.known = current);
+      const res = await this.ctx.store.txn(txn);
+      if (res.won) {
+        const put = txn.success[0] as { key: string; value: string };
+        return (this.known = { rec: decodeRecord('plan', put.key, put.value, fingerprintHash(this.ctx.config.fingerprint)), modRevision: res.revision });
+      }
+      if (!remembered) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
+    }
+  }
+
+  /** A packed plan's bucket count, written before its first page (every reader computes a split's bucket from it). */
+  private async writeBuckets(guard: Compare, buckets: number): Promise<number> {
+    const written = await this.updatePlan((current) => (current.rec.buckets !== undefined ? undefined : bucketsTxn(this.ctx.prefix, guard, current, buckets)));
+    return written.rec.buckets ?? buckets;
+  }
+
+  /** The plan record: finality, the planned count, the cursor (restated over the record as read: fields of a newer minor version are kept). */
   private async writePlan(guard: Compare, generation: number, planned: number, final: boolean, cursor: Json | undefined): Promise<void> {
-    // Restated over the record as read (seededPlanRecord): fields of a newer minor version are kept.
-    const current = await this.readPlan();
     const fp = fingerprintHash(this.ctx.config.fingerprint);
-    const res = await this.ctx.store.txn(planUpdateTxn(this.ctx.prefix, fp, guard, current, { generation, final, planned, cursor }));
-    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
+    await this.updatePlan((current) => planUpdateTxn(this.ctx.prefix, fp, guard, current, { generation, final, planned, cursor }));
     this.ctx.log.info({ planned, final }, 'plan seeded');
   }
 

@@ -14,7 +14,7 @@ import { Seeder } from '../../../src/coordinator/leader/seeding.js';
 import { silentLogger } from '../../../src/coordinator/log.js';
 import type { SplitfleetError } from '../../../src/errors.js';
 import { jobPrefix, planKey } from '../../../src/protocol/keys.js';
-import { campaignTxn, generationBumpTxn, leadershipGuard, resignTxn } from '../../../src/protocol/leader-txns.js';
+import { campaignTxn, leadershipGuard, resignTxn } from '../../../src/protocol/leader-txns.js';
 import { decodeRecord, fingerprintHash } from '../../../src/protocol/records.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 
@@ -29,10 +29,9 @@ describe('a seeding run', () => {
     const P = jobPrefix(config.root, config.job);
     const FP = fingerprintHash(config.fingerprint);
     const lease = await store.grantLease(30);
-    const first = await store.txn(campaignTxn(P, FP, 'w0', 1, lease));
+    const first = await store.txn(campaignTxn(P, FP, 'w0', undefined, lease, 'keys'));
     expect(first.won).toBe(true);
     let term = first.revision;
-    expect((await store.txn(generationBumpTxn(P, FP, leadershipGuard(P, term), undefined, 1, 'keys'))).won).toBe(true);
     const view = new LeaderView(store, P, FP, config.fingerprint, fatal, systemClock);
     await view.start();
     const seeder = new Seeder({ store, config, prefix: P, guard: () => leadershipGuard(P, term), leading: () => true, log: silentLogger });
@@ -40,7 +39,8 @@ describe('a seeding run', () => {
     const run = seeder.seed(view, 1, splits, true, undefined, new AbortController().signal);
     // The term ends and this instance wins the next one before the run writes its plan record.
     expect((await store.txn(resignTxn(P, first.revision))).won).toBe(true);
-    const again = await store.txn(campaignTxn(P, FP, 'w0', 2, lease));
+    const planKv = (await store.get(planKey(P)))!;
+    const again = await store.txn(campaignTxn(P, FP, 'w0', { rec: decodeRecord('plan', planKv.key, planKv.value, FP), modRevision: planKv.modRevision }, lease, 'keys'));
     expect(again.won).toBe(true);
     term = again.revision;
     await expect(run).rejects.toThrow(/plan record update lost/);

@@ -1,7 +1,7 @@
 /** The leader's writes as data (protocol/leader-txns.ts): what each compares and writes. */
 import { describe, expect, it } from 'vitest';
 import {
-  bumpedPlanRecord, campaignTxn, generationBumpTxn, leadershipGuard, planUpdateTxn, reseedWrite, resignTxn, seededPlanRecord, seedTxn, seedWrites, verdictTxn,
+  bumpedPlanRecord, campaignTxn, leadershipGuard, planUpdateTxn, reseedWrite, resignTxn, seededPlanRecord, seedTxn, seedWrites, verdictTxn,
 } from '../../../src/protocol/leader-txns.js';
 import { decodeRecord, type PlanRecord } from '../../../src/protocol/records.js';
 import { cmp, op } from '../../../src/store/store.js';
@@ -15,23 +15,22 @@ describe('leadership and election', () => {
   it('the guard is the leader key at the term\'s revision', () => {
     expect(leadershipGuard(P, 41)).toEqual(cmp.modRevision(`${P}leader`, 41));
   });
-  it('a campaign creates the leader key where absent, under the session lease, naming the next generation; the loser reads the winner', () => {
-    const t = campaignTxn(P, fp, 'w1', 4, 'L1');
-    expect(t.compares).toEqual([cmp.absent(`${P}leader`)]);
+  it('a campaign creates the leader key where absent, under the session lease, naming the next generation, bumps the plan it saw and reads the fence; the loser reads leader and plan', () => {
+    const t = campaignTxn(P, fp, 'w1', { rec: plan({ cursor: { page: 2 } }), modRevision: 30 }, 'L1');
+    expect(t.compares).toEqual([cmp.absent(`${P}leader`), cmp.modRevision(`${P}plan`, 30)]);
     expect(put(t)).toMatchObject({ op: 'put', key: `${P}leader`, lease: 'L1' });
     expect(decodeRecord('leader', `${P}leader`, put(t).value, fp)).toMatchObject({ instance: 'w1', generation: 4 });
-    expect(t.failure).toEqual([op.get(`${P}leader`)]);
+    // The plan with the new generation, every other field kept, not under the session lease.
+    expect(put(t, 1)).toMatchObject({ op: 'put', key: `${P}plan` });
+    expect(put(t, 1).lease).toBeUndefined();
+    expect(decodeRecord('plan', `${P}plan`, put(t, 1).value, fp)).toEqual(plan({ generation: 4, cursor: { page: 2 } }));
+    expect(t.success[2]).toEqual(op.get(`${P}publish`));
+    expect(t.failure).toEqual([op.get(`${P}leader`), op.get(`${P}plan`)]);
   });
-  it('the bump: leadership ∧ the plan at the revision read → the plan with the new generation, every other field kept', () => {
-    const guard = leadershipGuard(P, 41);
-    const t = generationBumpTxn(P, fp, guard, { rec: plan({ cursor: { page: 2 } }), modRevision: 30 }, 4);
-    expect(t.compares).toEqual([guard, cmp.modRevision(`${P}plan`, 30)]);
-    expect(t.success).toHaveLength(1);
-    expect(decodeRecord('plan', `${P}plan`, put(t).value, fp)).toEqual(plan({ generation: 4, cursor: { page: 2 } }));
-  });
-  it('the first bump of a job creates its plan record only where absent', () => {
-    const t = generationBumpTxn(P, fp, leadershipGuard(P, 5), undefined, 1);
+  it('the first campaign of a job creates its plan record only where absent, at generation 1', () => {
+    const t = campaignTxn(P, fp, 'w1', undefined, 'L1');
     expect(t.compares[1]).toEqual(cmp.absent(`${P}plan`));
+    expect(decodeRecord('plan', `${P}plan`, put(t, 1).value, fp)).toEqual({ v: 1, fp, generation: 1, final: false, planned: 0 });
     expect(bumpedPlanRecord(undefined, fp, 1)).toEqual({ v: 1, fp, generation: 1, final: false, planned: 0 });
   });
   it('resigning deletes the leader key only at the revision observed', () => {

@@ -9,7 +9,7 @@ import { bucketPrefix, foldedKey, jobPrefix, parseKey, queueKey } from '../../..
 import { bucketing, bucketOf, bucketsFor, cutPages, FoldedBits, jsonNumberLength, jsonStringBytes, PAGE_SPLITS } from '../../../src/protocol/packed.js';
 import { utf8ByteLength } from '../../../src/protocol/keys.js';
 import { foldTxn, promoteTxn, queuePagePut } from '../../../src/protocol/packed-txns.js';
-import { bumpedPlanRecord, generationBumpTxn, seededPlanRecord } from '../../../src/protocol/leader-txns.js';
+import { bumpedPlanRecord, campaignTxn, seededPlanRecord } from '../../../src/protocol/leader-txns.js';
 import { decodeRecord, encodeRecord, fingerprintHash } from '../../../src/protocol/records.js';
 import { cmp } from '../../../src/store/store.js';
 
@@ -61,8 +61,10 @@ describe('records', () => {
     // Seeding restates the plan over the record as read: its version stays.
     expect(seededPlanRecord({ ...packed, buckets: 64 }, fp, { generation: 2, final: true, planned: 5, cursor: undefined })).toMatchObject({ v: 2, layout: 'packed', buckets: 64 });
     // A job's layout is chosen once: a bump of an existing keys plan stays keys.
-    const txn = generationBumpTxn(prefix, fp, guard, { rec: bumpedPlanRecord(undefined, fp, 1), modRevision: 3 }, 2, 'packed');
-    expect(JSON.parse((txn.success[0] as { value: string }).value)).toMatchObject({ v: 1, generation: 2 });
+    const txn = campaignTxn(prefix, fp, 'w0', { rec: bumpedPlanRecord(undefined, fp, 1), modRevision: 3 }, 'L1', 'packed');
+    expect(JSON.parse((txn.success[1] as { value: string }).value)).toMatchObject({ v: 1, generation: 2 });
+    // A new job's campaign creates it in the layout asked for.
+    expect(JSON.parse((campaignTxn(prefix, fp, 'w0', undefined, 'L1', 'packed').success[1] as { value: string }).value)).toMatchObject({ v: 2, layout: 'packed', generation: 1 });
   });
 });
 
