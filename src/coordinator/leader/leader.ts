@@ -141,7 +141,7 @@ export class Leader {
       publishing: () => (this.term ? { generation: this.term.generation, fence: this.term.fence, guard: this.guard } : undefined),
       job: () => this.job,
       seeding: () => this.seeding,
-      promote: (job, ids) => this.packedQueue.promote(job, ids),
+      promote: (job, ids, rider) => this.packedQueue.promote(job, ids, rider),
       unexpected: (where, e) => this.unexpected(where, e),
     });
     this.finishedHook = new FinishedHook({

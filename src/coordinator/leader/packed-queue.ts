@@ -23,7 +23,7 @@ import { FoldedBits } from '../../protocol/packed.js';
 import { PROMOTE_OPS_PER_SPLIT, promoteTxn, type PromotedSplit } from '../../protocol/packed-txns.js';
 import { decodeRecord, readable, type QueueRecord } from '../../protocol/records.js';
 import type { Json } from '../../protocol/record-types.js';
-import type { Compare, Store } from '../../store/store.js';
+import { itemBytes, OVERHEAD_PER_REQUEST, type Compare, type Store, type StoreLimits, type Txn } from '../../store/store.js';
 import type { Logger } from '../log.js';
 import type { LeaderView } from './leader-view.js';
 import { PackedPages } from './packed-pages.js';
@@ -73,6 +73,21 @@ export interface Promotion {
    * (the view now says so): deciding again at once will not lose the same way.
    */
   healed?: boolean;
+  /** The rider rode in the last promotion (decision 0085): whether that transaction landed. Absent: it did not ride. */
+  rider?: 'landed' | 'lost';
+}
+
+/**
+ * `promotion` and `rider` as one transaction, or undefined when it would not fit in one request:
+ * the leadership compare both carry is kept once; their writes never share a key (records of
+ * splits; assignment records and the fence).
+ */
+function ride(promotion: Txn, rider: Txn, limits: StoreLimits): Txn | undefined {
+  const compares = [...promotion.compares, ...rider.compares.filter((c) => !promotion.compares.some((p) => JSON.stringify(p) === JSON.stringify(c)))];
+  const joined: Txn = { compares, success: [...promotion.success, ...rider.success] };
+  const bytes = [...joined.compares, ...joined.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
+  if (compares.length > limits.maxOpsPerTxn || joined.success.length > limits.maxOpsPerTxn || bytes > limits.maxRequestBytes - 4096) return undefined;
+  return joined;
 }
 
 export class PackedQueue {
@@ -84,8 +99,13 @@ export class PackedQueue {
     private readonly folds: { readonly inFlight: Promise<unknown> | undefined },
   ) {}
 
-  /** Promotes those of `ids` (a decision's assigned splits) that have no record of their own. */
-  async promote(view: LeaderView, ids: Iterable<string>): Promise<Promotion> {
+  /**
+   * Promotes those of `ids` (a decision's assigned splits) that have no record of their own.
+   * `rider` (the publication's first transaction) is joined to the last promotion transaction
+   * when the two fit in one request (decision 0085): both sets of compares, both sets of ops,
+   * so the publication lands with the records it names or not at all.
+   */
+  async promote(view: LeaderView, ids: Iterable<string>, rider?: Txn): Promise<Promotion> {
     const packed = view.packed;
     const out: Promotion = { complete: true, revision: 0, promoted: 0 };
     if (!packed) return out;
@@ -148,7 +168,13 @@ export class PackedQueue {
         if (!pages.has(where.pageIndex)) pages.set(where.pageIndex, { bucket: where.bucket, page: where.page, modRevision: checkedAt.get(where.pageIndex)! });
         splits.push({ id, weight: rec.weights[where.slot]!, descriptor, generation: rec.generation });
       }
-      const res = await store.txn(promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits));
+      const promotion = promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits);
+      const joined = start >= wanted.length && rider ? ride(promotion, rider, store.limits) : undefined;
+      if (joined) out.rider = 'lost'; // until it lands (an unknown outcome leaves it so)
+      let res = await store.txn(joined ?? promotion);
+      if (joined && res.won) out.rider = 'landed';
+      // Which part lost is unknown: the promotion alone decides, as it did before it carried a rider.
+      else if (joined) res = await store.txn(promotion);
       if (!res.won) {
         out.complete = false;
         out.healed = await this.refreshFolded(view, [...pages.values()]);

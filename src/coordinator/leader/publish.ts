@@ -26,14 +26,14 @@ import type { ColumnarPool } from '../../assignment/codec.js';
 import type { AssignedRows } from '../../assignment/wire.js';
 import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../../assignment/types.js';
 import { isSplitfleetError } from '../../errors.js';
-import { assignKey } from '../../protocol/keys.js';
+import { assignKey, publishKey } from '../../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../protocol/records.js';
 import { operatorHold, type OperatorHold } from '../../protocol/control.js';
 import { assignmentBudget, decisionInputs, publicationPlan } from '../../protocol/publication.js';
 import { residualPlacement } from '../../protocol/residual-placement.js';
 import type { ReservedWindowState } from '../../protocol/reserved.js';
 import { batches, PUBLISH_GUARD_OPS, publicationFence, publishTxn } from '../../protocol/txns.js';
-import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store } from '../../store/store.js';
+import { itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type Store, type Txn } from '../../store/store.js';
 import type { LeaderView } from './leader-view.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -83,8 +83,12 @@ export interface PublishContext {
   promote?: Promote;
 }
 
-/** Promotes the splits a decision assigns that have no record of their own (a packed job's; decision 0037). */
-export type Promote = (view: LeaderView, ids: Iterable<string>) => Promise<{ complete: boolean; revision: number; healed?: boolean }>;
+/**
+ * Promotes the splits a decision assigns that have no record of their own (a packed job's; decision 0037).
+ * `rider`, the publication's first transaction, is joined to the last promotion when it fits (decision
+ * 0085); `rider` in the answer says whether it was, and how that transaction went.
+ */
+export type Promote = (view: LeaderView, ids: Iterable<string>, rider?: Txn) => Promise<{ complete: boolean; revision: number; healed?: boolean; rider?: 'landed' | 'lost' }>;
 
 export interface PublishResult {
   written: number;
@@ -198,9 +202,28 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
   ctx.metrics.improvingMoves.inc(stats.improvingMoves);
   ctx.metrics.imbalance.set(stats.imbalance);
   const plan = publicationPlan(assignment, view.workers.keys(), new Map([...view.assigns].map(([i, a]) => [i, a.rec.splits])), prepared.reserved);
+  const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);
+  let sends = publicationBatches(ctx, writes);
+  let rode = { written: 0, revision: 0 };
   if (ctx.promote && view.packed) {
+    // The publication's first transaction rides in the last promotion when the fence is known
+    // (decision 0085): one round trip and one transaction fewer per decision that promotes.
+    const rider = sends.length > 0 && ctx.fence.revision !== undefined ? fencedTxn(ctx, sends[0]!) : undefined;
     // Every split the assignment names, changed record or not: one whose record was deleted by hand is promoted again.
-    const promoted = await ctx.promote(view, [...assignment.values()].flat());
+    let promoted: Awaited<ReturnType<Promote>>;
+    try {
+      promoted = await ctx.promote(view, [...assignment.values()].flat(), rider);
+    } catch (e) {
+      // Unknown outcome: the rider may still land. The fence makes it fail if a later write lands first.
+      if (rider) ctx.fence.revision = undefined;
+      throw e;
+    }
+    if (promoted.rider === 'lost') ctx.fence.revision = undefined; // which compare failed is unknown: read it again
+    if (promoted.rider === 'landed') {
+      ctx.fence.revision = promoted.revision;
+      rode = { written: sends[0]!.filter((o) => o.op === 'put').length, revision: promoted.revision };
+      sends = sends.slice(1);
+    }
     if (!promoted.complete) {
       // Nothing is published on it. A loss that taught the view something (a folded record read again)
       // decides again at once; any other after PROMOTION_RETRY_MS, or at the view's next change, not at
@@ -211,11 +234,11 @@ export async function publishAssignments(ctx: PublishContext, previousIds: Set<s
       return { written: 0, deleted: 0, refused: 0, window: prepared.window, nextChangeAt: promoted.healed ? prepared.nextChangeAt : retryAt, complete: promoted.healed !== true, revision: 0, stats };
     }
   }
-  const { writes, refused } = encodeWrites(ctx, plan.puts, plan.deletes);
-  const sent = await sendWrites(ctx, writes);
-  ctx.metrics.recordsPublished.inc(sent.written);
+  const sent = await sendWrites(ctx, sends);
+  const written = rode.written + sent.written;
+  ctx.metrics.recordsPublished.inc(written);
   const deleted = sent.fenceUnread ? 0 : plan.deletes.length;
-  return { ...sent, deleted, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, stats };
+  return { ...sent, written, revision: Math.max(rode.revision, sent.revision), deleted, refused, window: prepared.window, nextChangeAt: prepared.nextChangeAt, stats };
 }
 
 /** Runs the engine on the prepared pool (or nothing, paused), timed on the wall clock: a metric, never an input. */
@@ -270,19 +293,32 @@ function encodeWrites(ctx: PublishContext, puts: ReadonlyMap<string, readonly st
   return { writes, refused };
 }
 
+/** The publication's writes as its transactions' batches, each under the store's limits with the guards added. */
+function publicationBatches(ctx: PublishContext, writes: Op[][]): Op[][] {
+  const { view } = ctx;
+  const shape = publishTxn([], ctx.guard, publicationFence(view.prefix, fingerprintHash(ctx.fingerprint), ctx.generation, 0));
+  const guardBytes = [...shape.compares, ...shape.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
+  const maxBytes = ctx.store.limits.maxRequestBytes - 4096 - guardBytes;
+  return [...batches(writes, ctx.store.limits.maxOpsPerTxn - PUBLISH_GUARD_OPS, maxBytes, itemBytes)];
+}
+
+/** One batch behind the leadership guard and the publication fence at the revision last seen. */
+function fencedTxn(ctx: PublishContext, batch: readonly Op[]): Txn {
+  return publishTxn(batch, ctx.guard, publicationFence(ctx.view.prefix, fingerprintHash(ctx.fingerprint), ctx.generation, ctx.fence.revision ?? 0));
+}
+
 /**
- * Sends the writes as `publishTxn`s behind the publication fence (decision 0015), reading
+ * Sends the batches as `publishTxn`s behind the publication fence (decision 0015), reading
  * the fence afresh when its revision is unknown. Stops at the first loss or failure: the next
  * step's diff finds what is left.
  */
-async function sendWrites(ctx: PublishContext, writes: Op[][]): Promise<{ written: number; complete: boolean; revision: number; fenceUnread: boolean }> {
+async function sendWrites(ctx: PublishContext, sends: readonly Op[][]): Promise<{ written: number; complete: boolean; revision: number; fenceUnread: boolean }> {
   const { view } = ctx;
-  const fp = fingerprintHash(ctx.fingerprint);
   let written = 0;
   let revision = 0;
-  if (writes.length > 0 && ctx.fence.revision === undefined) {
+  if (sends.length > 0 && ctx.fence.revision === undefined) {
     try {
-      const kv = await ctx.store.get(publicationFence(view.prefix, fp, ctx.generation, 0).key);
+      const kv = await ctx.store.get(publishKey(view.prefix));
       ctx.fence.revision = kv?.modRevision ?? 0;
     } catch (e) {
       ctx.log.warn({ err: (e as Error).message }, 'reading the publication fence failed; will retry');
@@ -291,12 +327,9 @@ async function sendWrites(ctx: PublishContext, writes: Op[][]): Promise<{ writte
     // A write of ours (a step that timed out) landed after this decision's view: decide again once the view has it.
     if (ctx.fence.revision > view.revision) return { written, complete: false, revision: ctx.fence.revision, fenceUnread: true };
   }
-  const shape = publishTxn([], ctx.guard, publicationFence(view.prefix, fp, ctx.generation, ctx.fence.revision ?? 0));
-  const guardBytes = [...shape.compares, ...shape.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
-  const maxBytes = ctx.store.limits.maxRequestBytes - 4096 - guardBytes;
-  for (const batch of batches(writes, ctx.store.limits.maxOpsPerTxn - PUBLISH_GUARD_OPS, maxBytes, itemBytes)) {
+  for (const batch of sends) {
     try {
-      const res = await ctx.store.txn(publishTxn(batch, ctx.guard, publicationFence(view.prefix, fp, ctx.generation, ctx.fence.revision ?? 0)));
+      const res = await ctx.store.txn(fencedTxn(ctx, batch));
       if (!res.won) {
         ctx.fence.revision = undefined; // leadership gone, or the fence moved: read it again
         return { written, complete: false, revision, fenceUnread: false };
