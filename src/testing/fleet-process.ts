@@ -12,7 +12,7 @@
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../coordinator/log.js';
 import type { Json } from '../protocol/records.js';
-import { EtcdStore } from '../store/etcd.js';
+import { EtcdStore } from '../store/etcd/etcd.js';
 import type { Op, Store, Txn } from '../store/store.js';
 import type { FleetProcessConfig } from './fleet-config.js';
 import { syntheticMember } from './synthetic.js';

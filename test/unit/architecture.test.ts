@@ -46,7 +46,7 @@ export const ONLY_IMPORTS: Readonly<Record<string, readonly string[]>> = {
  * the loading itself): hono only behind splitfleet/http, prom-client loaded when a `Metrics` is made.
  */
 export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
-  etcd3: ['store/etcd.ts'],
+  etcd3: ['store/etcd/etcd.ts'],
   hono: ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   '@hono/node-server': ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   'prom-client': ['coordinator/metrics.ts'],
@@ -470,6 +470,7 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'coordinator/lanes/': [], // one held split: its handle's fenced writes, its heartbeat timer
   'coordinator/sandbox/': [], // a handler module on Piscina threads
   'assignment/object/': [], // the object-input path: reading split objects into columns, object tasks, results
+  'store/etcd/': [], // the etcd backend: EtcdStore, its options, error rules, ranges and watch delivery (decision 0082)
 };
 
 /** The room of `file` (a key of `rooms`), or undefined for a file at a module's root. */
@@ -520,9 +521,9 @@ describe('the checker fails when it should', () => {
 
   it('passes a clean graph', () => {
     expect(checkImportGraph(graphOf({
-      'cli/main.ts': ['index.ts'], 'index.ts': ['coordinator/a.ts', 'store/etcd.ts'], 'coordinator/a.ts': ['coordinator/b.ts', 'protocol/keys.ts'],
-      'coordinator/b.ts': ['store/store.ts'], 'protocol/keys.ts': ['errors.ts'], 'store/store.ts': ['errors.ts'], 'store/etcd.ts': ['store/store.ts'], 'errors.ts': [],
-    }, { 'store/etcd.ts': ['etcd3'] }))).toEqual([]);
+      'cli/main.ts': ['index.ts'], 'index.ts': ['coordinator/a.ts', 'store/etcd/etcd.ts'], 'coordinator/a.ts': ['coordinator/b.ts', 'protocol/keys.ts'],
+      'coordinator/b.ts': ['store/store.ts'], 'protocol/keys.ts': ['errors.ts'], 'store/store.ts': ['errors.ts'], 'store/etcd/etcd.ts': ['store/store.ts'], 'errors.ts': [],
+    }, { 'store/etcd/etcd.ts': ['etcd3'] }))).toEqual([]);
   });
 
   it('reports a cycle with its files, inside a module and across modules', () => {
@@ -540,7 +541,7 @@ describe('the checker fails when it should', () => {
       'protocol/claims.ts': ['store/memory.ts', 'store/store.ts'], 'store/store.ts': ['store/base.ts'], 'store/base.ts': ['store/store.ts'],
       'cli/main.ts': ['coordinator/worker.ts', 'etcd.ts', 'http.ts'],
       'errors.ts': ['clock.ts'], 'clock.ts': [],
-      'etcd.ts': ['store/etcd.ts'], 'http.ts': ['index.ts'], 'index.ts': [],
+      'etcd.ts': ['store/etcd/etcd.ts'], 'http.ts': ['index.ts'], 'index.ts': [],
     }));
     expect(problems).toEqual([
       'import cycle: store/base.ts → store/store.ts → store/base.ts',
@@ -561,7 +562,7 @@ describe('the checker fails when it should', () => {
       'coordinator/log.ts imports hono: only metrics-server.ts, dashboard/app.ts, dashboard/mount.ts, dashboard/view-stream.ts may',
       'coordinator/log.ts imports prom-client: only coordinator/metrics.ts may',
       'newthing/x.ts: module newthing/ is in no layer (add it to LAYERS and docs/architecture.md)',
-      'store/memory.ts imports etcd3: only store/etcd.ts may',
+      'store/memory.ts imports etcd3: only store/etcd/etcd.ts may',
     ]);
   });
 
@@ -580,7 +581,7 @@ describe('the checker fails when it should', () => {
       expect([...graph.get('errors.ts')!.files]).toEqual([]);
       expect(checkImportGraph(graph)).toEqual([
         'import cycle: store/a.ts → store/b.ts → store/c.ts → store/a.ts',
-        'coordinator/w.ts imports etcd3: only store/etcd.ts may',
+        'coordinator/w.ts imports etcd3: only store/etcd/etcd.ts may',
         'hash.ts imports WebAssembly: only assignment/wasm.ts may',
       ]);
       // The same tree with the store importing the coordinator: the upward import.
