@@ -49,7 +49,7 @@ export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
   etcd3: ['store/etcd/etcd.ts'],
   hono: ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   '@hono/node-server': ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
-  'prom-client': ['coordinator/metrics.ts'],
+  'prom-client': ['coordinator/load-prom-client.ts'],
   // The store contract suite, exported as splitfleet/store-contract (vitest: an optional peer of that entry).
   vitest: ['store/contract.ts', 'store/contract-fixture.ts'],
   // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
@@ -635,7 +635,7 @@ describe('the checker fails when it should', () => {
       { 'store/memory.ts': ['etcd3'], 'coordinator/log.ts': ['hono', 'prom-client'] },
     ))).toEqual([
       'coordinator/log.ts imports hono: only metrics-server.ts, dashboard/app.ts, dashboard/mount.ts, dashboard/view-stream.ts may',
-      'coordinator/log.ts imports prom-client: only coordinator/metrics.ts may',
+      'coordinator/log.ts imports prom-client: only coordinator/load-prom-client.ts may',
       'newthing/x.ts: module newthing/ is in no layer (add it to LAYERS and docs/architecture.md)',
       'store/memory.ts imports etcd3: only store/etcd/etcd.ts may',
     ]);
