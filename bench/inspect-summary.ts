@@ -25,7 +25,7 @@ import { bucketing, bucketsFor, cutPages, FoldedBits } from '../src/protocol/pac
 import { queuePagePut } from '../src/protocol/packed-txns.js';
 import { encodeRecord, fingerprintHash, type Json } from '../src/protocol/records.js';
 import { summaryRecord } from '../src/protocol/summary.js';
-import { EtcdStore } from '../src/store/etcd.js';
+import { EtcdStore } from '../src/store/etcd/etcd.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { Op, Store } from '../src/store/store.js';
 import { benchArgs, numberArg } from './args.js';

@@ -15,7 +15,7 @@ import { startCoordinator, type Coordinator } from '../src/coordinator/coordinat
 import { defaultLogger, silentLogger } from '../src/coordinator/log.js';
 import type { PlanResult, SplitHandle } from '../src/coordinator/types.js';
 import { prng } from '../src/prng.js';
-import { EtcdStore } from '../src/store/etcd.js';
+import { EtcdStore } from '../src/store/etcd/etcd.js';
 
 export interface BenchMemberConfig {
   endpoint: string;

@@ -25,7 +25,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { jobPrefix } from '../src/protocol/keys.js';
-import { EtcdStore } from '../src/store/etcd.js';
+import { EtcdStore } from '../src/store/etcd/etcd.js';
 import type { WatchHandle } from '../src/store/store.js';
 import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd } from './etcd.js';

@@ -29,7 +29,7 @@ import { jobPrefix } from '../src/protocol/keys.js';
 import { seedWrites } from '../src/protocol/leader-txns.js';
 import { MAX_RECORD_BYTES } from '../src/protocol/record-bounds.js';
 import { decodeRecord, fingerprintHash } from '../src/protocol/records.js';
-import { EtcdStore } from '../src/store/etcd.js';
+import { EtcdStore } from '../src/store/etcd/etcd.js';
 import { shuffled } from '../src/prng.js';
 import { benchArgs, numberArg } from './args.js';
 import { startBenchEtcd, type BenchEtcd } from './etcd.js';

@@ -4,6 +4,6 @@
  * loads etcd3 and gRPC; a production process imports both. Add new exports
  * as one line each.
  */
-export { EtcdStore } from './store/etcd.js';
-export type { EtcdStoreOptions } from './store/etcd.js';
-export { sendsPasswordInClear } from './store/etcd-options.js';
+export { EtcdStore } from './store/etcd/etcd.js';
+export type { EtcdStoreOptions } from './store/etcd/etcd.js';
+export { sendsPasswordInClear } from './store/etcd/etcd-options.js';

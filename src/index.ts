@@ -63,15 +63,16 @@ export type { RetryBackoff } from './config.js';
 export { systemClock, VirtualClock } from './clock.js';
 export type { Clock } from './clock.js';
 
-// Stores (EtcdStore: splitfleet/etcd).
+// Stores (EtcdStore: splitfleet/etcd; a backend is opened by name with openStore, which loads its client then).
+export { openStore } from './store/open.js';
+export type { StoreSpec } from './store/open.js';
 export { MemoryStore } from './store/memory.js';
 export { BaseStore } from './store/base.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
-export { cmp, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
+export { cmp, CompactedError, DEFAULT_LIMITS, isCompactedError, op } from './store/store.js';
 export { InstrumentedStore, instrumentStore } from './store/instrumented.js';
 export type { StoreCall, StoreCallRecorder } from './store/instrumented.js';
 export type {
-  CompactedError,
   Compare,
   KeyRange,
   KeyValue,

@@ -4,7 +4,7 @@
  * `splitfleet`). In a vitest file: `storeContract('mine', async () => ({
  * store, connect, passTime, close }))` registers every test of the contract
  * against it, as this repository runs it on MemoryStore and etcd
- * (docs/store.md, "Writing a backend"). Loads vitest (an optional peer
+ * (docs/backends.md). Loads vitest (an optional peer
  * dependency of this entry alone), never etcd3 or hono. Add new exports as
  * one line each.
  */

@@ -18,8 +18,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { EtcdStore, sendsPasswordInClear, type EtcdStoreOptions } from '../etcd.js';
-import { SplitfleetError, type Store } from '../index.js';
+import { sendsPasswordInClear, type EtcdStoreOptions } from '../etcd.js';
+import { openStore, SplitfleetError, type Store } from '../index.js';
 
 export interface EtcdCliOptions {
   etcd?: string;
@@ -215,9 +215,10 @@ export function etcdStoreOptions(
 }
 
 /**
- * The store a command works on: the one place the CLI opens one (a second backend is wired here,
- * not in each command; docs/architecture.md, "Where a change goes").
+ * The store a command works on: the one place the CLI opens one, through the library's `openStore`
+ * (a second backend is a `StoreSpec` there and its flags here, not a change to each command;
+ * docs/backends.md).
  */
-export function openStore(o: EtcdCliOptions): Store {
-  return new EtcdStore(etcdStoreOptions(o));
+export function connectStore(o: EtcdCliOptions): Promise<Store> {
+  return openStore({ backend: 'etcd', ...etcdStoreOptions(o) });
 }

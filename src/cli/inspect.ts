@@ -26,7 +26,7 @@ import {
 } from '../index.js';
 import { printable, printableJson, renderReport, renderSplit, renderSplitTable, renderSummaryReport } from '../text.js';
 import { colorEnabled } from './color.js';
-import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, connectStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 
 export interface InspectOptions extends EtcdCliOptions {
@@ -114,7 +114,7 @@ export async function inspect(options: InspectOptions): Promise<void> {
   if (port !== undefined) {
     checkNames(options.job ?? 'x', root);
     splitsLimit(options); // refuses --split, --splits, --watch beside --serve
-    const store = openStore(options);
+    const store = await connectStore(options);
     try {
       await serve(store, root, port, options);
     } finally {
@@ -130,7 +130,7 @@ export async function inspect(options: InspectOptions): Promise<void> {
 async function inspectJob(options: InspectOptions & { job: string }, root: string): Promise<void> {
   checkNames(options.job, root);
   const limit = splitsLimit(options);
-  const store = openStore(options);
+  const store = await connectStore(options);
   try {
     if (options.split !== undefined) {
       const { page, split } = await readSplit({ store, root, job: options.job, id: options.split });

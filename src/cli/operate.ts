@@ -11,7 +11,7 @@ import {
   type ControlResult, type JobSummary, type Store,
 } from '../index.js';
 import { alignColumns, printable, printableJson } from '../text.js';
-import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, connectStore, type EtcdCliOptions } from './connect.js';
 import { exitCodesHelp } from './exit-codes.js';
 
 interface Common extends EtcdCliOptions {
@@ -28,7 +28,7 @@ function common(command: Command, ok: string, refused = 'no such job'): Command 
 }
 
 async function withStore<T>(options: EtcdCliOptions, run: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(options);
+  const store = await connectStore(options);
   try {
     return await run(store);
   } finally {

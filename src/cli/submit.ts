@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import { SplitfleetError, submitJob, waitForJob, type Json } from '../index.js';
 import { printable, printableJson } from '../text.js';
-import { addConnectionOptions, openStore, type EtcdCliOptions } from './connect.js';
+import { addConnectionOptions, connectStore, type EtcdCliOptions } from './connect.js';
 import { EXIT_FAILURE, exitCodesHelp } from './exit-codes.js';
 
 interface Common extends EtcdCliOptions {
@@ -40,7 +40,7 @@ export function registerSubmit(program: Command): void {
     .option('--params <json>', 'the job\'s parameters, as JSON', 'null')
     .action(async (o: Common & { job: string; kind: string; params: string }) => {
       const params = paramsOf(o.params);
-      const store = openStore(o);
+      const store = await connectStore(o);
       try {
         const r = await submitJob({ store, root: o.root, job: o.job, kind: o.kind, params });
         process.stdout.write(o.json ? `${printableJson(r)}\n`
@@ -56,7 +56,7 @@ export function registerSubmit(program: Command): void {
     .action(async (o: Common & { job: string; timeout?: string }) => {
       const timeoutMs = o.timeout === undefined ? undefined : Number(o.timeout) * 1000;
       if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new SplitfleetError('INVALID_INPUT', `--timeout: must be a number of seconds > 0 (got ${o.timeout})`);
-      const store = openStore(o);
+      const store = await connectStore(o);
       try {
         const r = await waitForJob({ store, root: o.root, job: o.job, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
         const s = r.summary;

@@ -1,48 +1,16 @@
 /**
  * Metrics (prom-client), one registry per coordinator unless the user passes
  * their own to expose. Names and meanings are documented in docs/metrics.md;
- * every name is splitfleet_*. This is the only file that imports prom-client,
- * and it loads it when the first `Metrics` is made, not when the module loads:
+ * every name is splitfleet_*. prom-client is loaded (load-prom-client.ts, the
+ * only file that imports it) when the first `Metrics` is made, not when the module loads:
  * `import 'splitfleet'` loads no prom-client (a peer dependency). A registry
  * passed in is only registered into (no default labels set, nothing cleared):
  * constant labels go on splitfleet's own series.
  */
-import { createRequire } from 'node:module';
-import type { Registry } from 'prom-client';
 import { SplitfleetError } from '../errors.js';
 import type { StoreCall, StoreCallRecorder } from '../store/instrumented.js';
 import { VERSION } from '../version.js';
-
-type PromClient = typeof import('prom-client');
-/** What splitfleet uses of prom-client. */
-type PromParts = Pick<PromClient, 'Registry' | 'Counter' | 'Gauge' | 'Histogram' | 'collectDefaultMetrics'>;
-let loaded: PromParts | undefined;
-/**
- * prom-client, loaded on first use (CommonJS, so synchronously), from the files of the parts
- * splitfleet uses: the package's index also loads the Pushgateway (http, https, zlib) and the
- * cluster aggregator, 8-10× the load time (about 75 ms against 8 ms on this 2-core machine), and
- * the first `Metrics` is on every coordinator's way to its first split (issue 47, start-up).
- * They are the index's own classes (one file, one module), so a registry made from
- * `require('prom-client')` is one of ours. Where the files cannot be reached (an `exports` map in
- * a later major), the index.
- */
-function promClient(): PromParts {
-  if (loaded) return loaded;
-  const require = createRequire(import.meta.url);
-  try {
-    loaded = {
-      Registry: require('prom-client/lib/registry') as PromClient['Registry'],
-      Counter: require('prom-client/lib/counter') as PromClient['Counter'],
-      Gauge: require('prom-client/lib/gauge') as PromClient['Gauge'],
-      Histogram: require('prom-client/lib/histogram') as PromClient['Histogram'],
-      // Only with `defaultMetrics`: loaded then.
-      collectDefaultMetrics: ((...args) => (require('prom-client/lib/defaultMetrics') as PromClient['collectDefaultMetrics'])(...args)) as PromClient['collectDefaultMetrics'],
-    };
-  } catch {
-    loaded = require('prom-client') as PromClient;
-  }
-  return loaded;
-}
+import { loadPromClient, type PromParts, type Registry } from './load-prom-client.js';
 
 /**
  * Label names a constant label may not take: Prometheus's own target labels
@@ -255,7 +223,7 @@ export class Metrics implements StoreCallRecorder {
   private readonly resetBacklog: () => void;
 
   constructor(options: MetricsOptions = {}) {
-    const prom = promClient();
+    const prom = loadPromClient();
     const { Counter, Gauge, Histogram, Registry } = prom;
     if (options instanceof Registry) {
       throw new SplitfleetError('INVALID_CONFIG', 'Metrics: pass { registry } (new Metrics({ registry, labels })), not a Registry');

@@ -11,9 +11,8 @@
  * Both report every processed unit and lane event to the sink (the ledger and
  * the live view). Neither decides anything about the job: the coordinators do.
  */
-import { EtcdStore } from '../etcd.js';
 import {
-  MemoryStore, Metrics, silentLogger, startCoordinator, type Coordinator, type Store,
+  MemoryStore, Metrics, openStore, silentLogger, startCoordinator, type Coordinator, type Store,
 } from '../index.js';
 import type { FleetProcessConfig } from '../testing/fleet-config.js';
 import { FleetMember } from '../testing/fleet-member.js';
@@ -213,12 +212,16 @@ interface ChildMember {
 
 export class ProcessFleet implements Fleet {
   readonly kind = 'etcd' as const;
-  readonly store: EtcdStore;
   private readonly all = new Map<string, ChildMember>();
 
-  constructor(private readonly endpoints: string[], private readonly settings: DemoJobSettings, private readonly sink: FleetSink) {
-    this.store = new EtcdStore({ endpoints, opTimeoutMs: 3000 });
+  /** The fleet on etcd at `endpoints`, with the demo's own connection for the observer. */
+  static async open(endpoints: string[], settings: DemoJobSettings, sink: FleetSink): Promise<ProcessFleet> {
+    return new ProcessFleet(await openStore({ backend: 'etcd', endpoints, opTimeoutMs: 3000 }), endpoints, settings, sink);
   }
+
+  private constructor(
+    readonly store: Store, private readonly endpoints: string[], private readonly settings: DemoJobSettings, private readonly sink: FleetSink,
+  ) {}
 
   members(): { instance: string; state: MemberState }[] {
     return [...this.all.values()].map((m) => ({ instance: m.instance, state: m.state }));

@@ -113,7 +113,7 @@ export async function runDemo(o: DemoOptions, out: DemoOutput, signal?: AbortSig
   const recent: Narrative[] = [];
   const run: DemoRun = { verdict: undefined, drained: 0, revocations: { cooperative: 0, forced: 0 }, chaosCheck: () => undefined };
   const sink = demoSink(splits, ledger, run, (kind, text) => observer.tell(kind, text));
-  const fleet: Fleet = o.etcd ? new ProcessFleet(o.etcd, settings, sink) : new MemoryFleet(settings, sink);
+  const fleet: Fleet = o.etcd ? await ProcessFleet.open(o.etcd, settings, sink) : new MemoryFleet(settings, sink);
   const observer = new JobObserver(fleet.store, o.root, job, started);
   const where = o.etcd ? `etcd ${o.etcd.join(',')}` : 'memory store';
   const title = `job ${job} · ${where} · ${o.workers} workers × ${o.lanes} lanes · ${o.splits} splits${o.layout === 'packed' ? ' (packed)' : ''} · ${o.rate} units/s/lane`;

@@ -6,7 +6,8 @@
  * that runs, or still has processes, is refused unless forced, and the
  * refusal says what deleting it would stop.
  *
- * Forced, it first deletes the `plan` record alone (by CAS): every process of
+ * Forced, it first deletes the `plan` record alone (by CAS; a plan the leader
+ * rewrote meanwhile is read again and deleted at its new revision): every process of
  * the job sees its plan gone and stops with JOB_DELETED rather than start the
  * job over (a new leader would otherwise re-plan into the empty prefix). It
  * then waits for their presence keys to go, and deletes the rest in batches,
@@ -24,7 +25,7 @@ import { planDeleteTxn, teardownTxn } from '../protocol/operator-txns.js';
 import { jobKeyRanges } from '../protocol/scope.js';
 import { decodeRecord } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
-import { findJob, type FoundJob, type JobTarget } from './job.js';
+import { ACTION_ATTEMPTS, contended, findJob, type FoundJob, type JobTarget } from './job.js';
 import { liveMembers } from './control.js';
 import { listJobKeys } from './scope.js';
 
@@ -105,8 +106,9 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   } catch (e) {
     // Submitted, never started (no plan): its definition is all there is.
     if (!defined || !(e instanceof SplitfleetError) || e.code !== 'INVALID_INPUT') throw e;
-    await store.deleteIf(definition, defined.modRevision);
-    return { deleted: 1, stopped: [], verdict: null };
+    // Lost: another hand deleted it first (a definition is never rewritten in place), so this call deleted nothing.
+    const gone = await store.deleteIf(definition, defined.modRevision);
+    return { deleted: gone.won ? 1 : 0, stopped: [], verdict: null };
   }
   const verdict = job.plan.verdict ?? null;
   const stops = await whatDeleteStops(store, job);
@@ -124,9 +126,7 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
   if (defined && (await store.deleteIf(definition, defined.modRevision)).won) deleted++;
   if (running) {
     // The plan first, alone: its disappearance is what stops every process of the job.
-    const res = await store.txn(planDeleteTxn(job.prefix, job.planKv.modRevision));
-    if (!res.won) throw new SplitfleetError('STORE_UNAVAILABLE', `the plan record of job "${job.job}" changed while deleting; run the command again`, { retryable: true });
-    deleted++;
+    if (await deletePlan(store, job)) deleted++;
     await untilGone(store, job, options.waitMs ?? 15_000);
   }
   const left = [...(await liveMembers(store, job)).keys()];
@@ -140,6 +140,24 @@ export async function deleteJob(options: DeleteOptions): Promise<DeleteResult> {
     }
   }
   return { deleted, stopped: [...new Set([...stops.members, ...left])].sort(), verdict };
+}
+
+/**
+ * Deletes the plan record by CAS, whatever it holds by then: the job is being deleted by force, and
+ * its leader writes the plan while it runs (a generation bump, the planned count, a verdict), so a
+ * lost compare is read again and the delete sent at the new revision; ACTION_ATTEMPTS losses in a
+ * row are `contended`. False when the plan is gone already (another hand deleted it: the processes
+ * stop all the same).
+ */
+async function deletePlan(store: Store, job: FoundJob): Promise<boolean> {
+  let modRevision = job.planKv.modRevision;
+  for (let attempt = 0; attempt < ACTION_ATTEMPTS; attempt++) {
+    if ((await store.txn(planDeleteTxn(job.prefix, modRevision))).won) return true;
+    const now = await store.get(job.planKv.key);
+    if (!now) return false;
+    modRevision = now.modRevision;
+  }
+  throw contended(`deleting the plan record ${job.planKv.key}`);
 }
 
 /** Waits (polling) until the job has no live presence key, or `waitMs` passes. */

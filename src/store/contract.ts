@@ -218,6 +218,21 @@ export function storeContract(name: string, setup: () => Promise<ContractFixture
       expect((await store.get(`${p}big`))?.value.length).toBe(big);
     });
 
+    it('refuses a lease TTL, a page size and a watch start out of range with INVALID_INPUT, naming the rule', async () => {
+      for (const ttl of [0, 0.5, -1]) await expectCode(store.grantLease(ttl), 'INVALID_INPUT', '>= 1');
+      for (const limit of [0, 1.5]) await expectCode(store.list(p, { limit }), 'INVALID_INPUT', 'positive integer');
+      // A watch's refusal may come as a throw or as its `ready` rejecting; either names the rule.
+      const watchFrom = async (fromRevision: number) => {
+        try {
+          await store.watch(p, { fromRevision, onEvent: () => undefined }).ready;
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      };
+      for (const from of [0, -3]) await expectCode(watchFrom(from).then((e) => Promise.reject(e)), 'INVALID_INPUT', '>= 1');
+    });
+
     it('leases: keys carry the lease id, revoke deletes them and emits deletes, a gone lease is LEASE_LOST', async () => {
       const lease = await store.grantLease(30);
       expect(typeof lease).toBe('string');

@@ -12,7 +12,7 @@
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { defaultLogger, silentLogger } from '../coordinator/log.js';
 import type { Json } from '../protocol/records.js';
-import { EtcdStore } from '../store/etcd.js';
+import { openStore } from '../store/open.js';
 import type { Op, Store, Txn } from '../store/store.js';
 import type { FleetProcessConfig } from './fleet-config.js';
 import { syntheticMember } from './synthetic.js';
@@ -44,8 +44,8 @@ async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.SPLITFLEET_FLEET ?? '{}') as FleetProcessConfig;
   // The store's own per-call deadline follows the coordinator's opTimeoutMs when one is configured.
   const opTimeoutMs = cfg.config?.opTimeoutMs;
-  const etcd = new EtcdStore({ endpoints: cfg.endpoints ?? [cfg.endpoint], ...(opTimeoutMs !== undefined ? { opTimeoutMs } : {}) });
-  const store = cfg.recordExtras ? writingExtras(etcd, cfg.recordExtras) : etcd;
+  const opened = await openStore({ backend: 'etcd', endpoints: cfg.endpoints ?? [cfg.endpoint], ...(opTimeoutMs !== undefined ? { opTimeoutMs } : {}) });
+  const store = cfg.recordExtras ? writingExtras(opened, cfg.recordExtras) : opened;
   const coordinator = await startCoordinator({
     store,
     job: cfg.job,

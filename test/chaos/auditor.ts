@@ -12,7 +12,7 @@
  * revision: `sync()` writes it and waits for its event.
  */
 import type { KeyKind } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { WatchEvent } from '../../src/store/store.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { audit, type AuditOptions, type AuditReport, type Ledger } from './checks.js';

@@ -7,7 +7,7 @@
  */
 import { resumeInstance, resumeJob } from '../../src/operator/control.js';
 import { controlKey, jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { Auditor } from './auditor.js';
 import { EtcdCluster } from './cluster.js';

@@ -9,7 +9,7 @@
 import { isSplitfleetError } from '../../src/errors.js';
 import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src/operator/control.js';
 import { retrySplits } from '../../src/operator/retry.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { EtcdHandle } from '../support/etcd.js';
 import type { AuditFigures, Violation } from './checks.js';
 import { EtcdCluster } from './cluster.js';

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { isSplitfleetError } from '../../src/errors.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { cmp, op, type Compare, type Op, type Store, type WatchEvent } from '../../src/store/store.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';

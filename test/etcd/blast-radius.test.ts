@@ -24,7 +24,7 @@ import { defaultFingerprint } from '../../src/config.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { assignKey, jobPrefix, planKey, splitKey, workerKey } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 

@@ -14,7 +14,7 @@ import type { SplitHandle } from '../../src/coordinator/types.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { isCompactedError, type Store, type WatchOptions } from '../../src/store/store.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { watchProgress } from '../support/progress-watch.js';

@@ -21,7 +21,7 @@ import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protoco
 import { defaultFingerprint } from '../../src/config.js';
 import { readSplit } from '../../src/inspect/split-read.js';
 import { renderSplit } from '../../src/inspect/splits.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;

@@ -14,7 +14,7 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import type { RetryBackoff } from '../../src/config.js';
 import { jobPrefix, splitKey } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;

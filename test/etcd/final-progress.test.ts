@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, kindPrefix } from '../../src/protocol/keys.js';
 import { readFinalProgress, type FinalProgress } from '../../src/operator/final-progress.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 let etcd: EtcdHandle;

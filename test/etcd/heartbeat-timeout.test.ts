@@ -13,7 +13,7 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { jobPrefix, progressKey, splitKey } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 

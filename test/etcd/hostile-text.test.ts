@@ -15,7 +15,7 @@ import type { JobReport } from '../../src/inspect/report.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix, leaderKey, planKey, specKey, splitKey } from '../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 
 const JOB = 'hostile';

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SplitPage, SplitView } from '../../src/inspect/splits.js';
 import { displayWidth } from '../../src/inspect/width.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { runCli } from '../support/cli.js';
 import { CJK_IDS, writeSplitFixture } from '../support/split-fixture.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSplitfleetError } from '../../src/errors.js';
-import { EtcdStore, ETCD_KEEPALIVE_MIN_MS } from '../../src/store/etcd.js';
+import { EtcdStore, ETCD_KEEPALIVE_MIN_MS } from '../../src/store/etcd/etcd.js';
 import type { WatchEvent } from '../../src/store/store.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { waitUntil } from '../support/wait.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleetMember, type FleetMember } from '../support/fleet.js';
 import { waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';

@@ -16,7 +16,7 @@ import { defaultFingerprint } from '../../src/config.js';
 import { isSplitfleetError, type SplitfleetError } from '../../src/errors.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
 import { fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { watchProgress } from '../support/progress-watch.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';

@@ -28,7 +28,7 @@ import { isSplitfleetError } from '../../src/errors.js';
 import type { JobReport } from '../../src/inspect/report.js';
 import { assignKey, controlKey, jobPrefix, planKey, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix, splitKey } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleetMember } from '../support/fleet.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { EtcdCluster } from '../chaos/cluster.js';

@@ -18,7 +18,7 @@ import type { JobReport } from '../../src/inspect/report.js';
 import type { SplitPage, SplitView } from '../../src/inspect/splits.js';
 import type { JobSummary } from '../../src/operator/jobs.js';
 import { jobPrefix, parseKey, summaryKey } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { runCli } from '../support/cli.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { writeSplitFixture } from '../support/split-fixture.js';

@@ -13,7 +13,7 @@ import { defaultFingerprint } from '../../src/config.js';
 import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash, type SplitStatus } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleet } from '../support/fleet.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { waitUntil } from '../support/wait.js';

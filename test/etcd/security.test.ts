@@ -17,7 +17,7 @@ import { startCoordinator } from '../../src/coordinator/coordinator.js';
 import type { Logger } from '../../src/coordinator/log.js';
 import { syntheticPlanner } from '../../src/testing/synthetic.js';
 import { SplitfleetError } from '../../src/errors.js';
-import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd.js';
+import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd/etcd.js';
 import { cmp, op, type Store, type WatchEvent } from '../../src/store/store.js';
 import {
   clientCredentials, enableAuth, makeCertificates, removeCertificates, startTlsEtcd,

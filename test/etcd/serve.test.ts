@@ -11,7 +11,7 @@ import { serve, type Server } from '../../src/coordinator/serve.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { submitJob } from '../../src/operator/submit.js';
 import { waitForJob } from '../../src/operator/wait.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { runCli } from '../support/cli.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 

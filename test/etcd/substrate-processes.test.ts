@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
 import { leaderKey, parseKey, planKey, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION, type Json, type RecordKind, type RecordTypes, type SplitRecord } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { cmp, op, type WatchHandle } from '../../src/store/store.js';
 import { fleetProcessScript, killAllFleetMembers, spawnFleet, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { waitUntil } from '../support/wait.js';

@@ -11,7 +11,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { fleetProcessScript, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { Recorder } from '../support/history.js';

@@ -19,7 +19,7 @@ import { defaultFingerprint } from '../../src/config.js';
 import { SplitfleetError } from '../../src/errors.js';
 import { jobPrefix, progressKey, splitKey } from '../../src/protocol/keys.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store, Txn, TxnResult } from '../../src/store/store.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';

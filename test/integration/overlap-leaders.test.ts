@@ -19,7 +19,7 @@ import { publishAssignments } from '../../src/coordinator/leader/publish.js';
 import { systemClock } from '../../src/clock.js';
 import { fingerprintHash } from '../../src/protocol/records.js';
 import { jobPrefix, leaderKey } from '../../src/protocol/keys.js';
-import type { EtcdStore } from '../../src/store/etcd.js';
+import type { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { cmp } from '../../src/store/store.js';
 import type { EtcdHandle } from '../support/etcd.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';

@@ -26,7 +26,7 @@ import { defaultSandboxThreadFile, sandboxedHandler, type SandboxedHandler } fro
 import type { PlannedSplit, SplitHandler } from '../../src/coordinator/types.js';
 import { isSplitfleetError } from '../../src/errors.js';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Store } from '../../src/store/store.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';

@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import type { EtcdStore } from '../../src/store/etcd.js';
+import type { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { EtcdHandle } from '../support/etcd.js';
 import { useEtcdFleet } from '../support/etcd-fleet.js';
 import { Recorder } from '../support/history.js';

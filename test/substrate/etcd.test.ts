@@ -5,7 +5,7 @@
  */
 
 import { afterAll, beforeAll } from 'vitest';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { Store } from '../../src/store/store.js';
 import { startEtcd, type EtcdHandle } from '../support/etcd.js';
 import { substrateSuite } from './substrate-suite.js';

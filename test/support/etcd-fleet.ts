@@ -3,7 +3,7 @@
  * etcd and one EtcdStore per file, the members a test opened closed after it.
  */
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from './etcd.js';
 import type { InProcessMember } from './in-process.js';
 

@@ -16,7 +16,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd.js';
+import { EtcdStore, type EtcdStoreOptions } from '../../src/store/etcd/etcd.js';
 
 /** A running etcd under test control. */
 export interface EtcdHandle {

@@ -8,7 +8,7 @@ import { startCoordinator, type Coordinator } from '../../src/coordinator/coordi
 import { silentLogger } from '../../src/coordinator/log.js';
 import type { FleetProcessConfig } from '../../src/testing/fleet-config.js';
 import { syntheticMember } from '../../src/testing/synthetic.js';
-import { EtcdStore } from '../../src/store/etcd.js';
+import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { Store } from '../../src/store/store.js';
 import type { LaneEvent, Ledger } from '../../src/testing/ledger.js';
 

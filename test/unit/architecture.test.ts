@@ -46,10 +46,10 @@ export const ONLY_IMPORTS: Readonly<Record<string, readonly string[]>> = {
  * the loading itself): hono only behind splitfleet/http, prom-client loaded when a `Metrics` is made.
  */
 export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
-  etcd3: ['store/etcd.ts'],
+  etcd3: ['store/etcd/etcd.ts'],
   hono: ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
   '@hono/node-server': ['metrics-server.ts', 'dashboard/app.ts', 'dashboard/mount.ts', 'dashboard/view-stream.ts'],
-  'prom-client': ['coordinator/metrics.ts'],
+  'prom-client': ['coordinator/load-prom-client.ts'],
   // The store contract suite, exported as splitfleet/store-contract (vitest: an optional peer of that entry).
   vitest: ['store/contract.ts', 'store/contract-fixture.ts'],
   // thread.ts: piscina's `move`, so a reply's buffers are moved to the caller, not shared (decision 0041).
@@ -470,6 +470,7 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'coordinator/lanes/': [], // one held split: its handle's fenced writes, its heartbeat timer
   'coordinator/sandbox/': [], // a handler module on Piscina threads
   'assignment/object/': [], // the object-input path: reading split objects into columns, object tasks, results
+  'store/etcd/': [], // the etcd backend: EtcdStore, its options, error rules, ranges and watch delivery (decision 0082)
 };
 
 /** The room of `file` (a key of `rooms`), or undefined for a file at a module's root. */
@@ -514,15 +515,90 @@ describe('the rooms of src/', () => {
   });
 });
 
+/**
+ * A backend is reached through the store factory (issue 51, decision 0082): outside its room a
+ * backend's class is named only by the factory that opens it and by the entry point that exports
+ * it, and the room is entered only through those doors; its files stay inside it. So the CLI, the
+ * demo and the fleet member process open a store with `openStore({ backend, … })`, and a second
+ * backend is wired in `store/open.ts` alone. Names are read as code tokens: a comment or a string
+ * naming the class does not count.
+ */
+export const BACKEND_ROOMS: readonly { room: string; classes: readonly string[]; files: RegExp; doors: readonly string[] }[] = [
+  { room: 'store/etcd/', classes: ['EtcdStore'], files: /^store\/.*\betcd[^/]*\.ts$/, doors: ['store/open.ts', 'etcd.ts'] },
+];
+
+/** The identifiers of `names` that `text` uses as code (never in a comment or a string). */
+function identifiersIn(text: string, names: ReadonlySet<string>): Set<string> {
+  const found = new Set<string>();
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard, text);
+  for (let t = scanner.scan(); t !== ts.SyntaxKind.EndOfFileToken; t = scanner.scan()) {
+    if (t === ts.SyntaxKind.Identifier && names.has(scanner.getTokenText())) found.add(scanner.getTokenText());
+  }
+  return found;
+}
+
+/** Every file of `root` (src/) that names a backend's class, imports its room or sits outside it, past what `rooms` allows; one line each. */
+export function checkBackendRooms(root: string, rooms = BACKEND_ROOMS): string[] {
+  const graph = readImportGraph(root);
+  const problems: string[] = [];
+  for (const { room, classes, files, doors } of rooms) {
+    const names = new Set(classes);
+    for (const [file, { files: imported }] of [...graph].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (file.startsWith(room)) continue;
+      if (files.test(file)) problems.push(`${file}: a file of the ${room} room outside it (move it into ${room})`);
+      if (doors.includes(file)) continue;
+      for (const name of [...identifiersIn(readFileSync(join(root, file), 'utf8'), names)].sort()) {
+        problems.push(`${file} names ${name}: only ${room} and ${doors.join(', ')} may (open a store with openStore, store/open.ts)`);
+      }
+      for (const target of [...imported].sort()) {
+        if (target.startsWith(room)) problems.push(`${file} imports ${target}: only ${doors.join(', ')} may import the ${room} room`);
+      }
+    }
+  }
+  return problems;
+}
+
+describe('a backend is reached through the store factory', () => {
+  it('no file of src/ outside store/etcd/ names EtcdStore or imports the room, but the factory and splitfleet/etcd; no etcd file outside the room', () => {
+    for (const { room, doors } of BACKEND_ROOMS) {
+      expect(existsSync(join(srcRoot, room)), room).toBe(true);
+      for (const door of doors) expect(existsSync(join(srcRoot, door)), door).toBe(true);
+    }
+    expect(checkBackendRooms(srcRoot)).toEqual([]);
+  });
+
+  it('reports a command naming the class, a file importing the room past its doors and an etcd file left outside, and nothing in a comment, a string or a door', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'splitfleet-arch-backend-'));
+    try {
+      for (const d of ['store/etcd', 'cli', 'demo']) mkdirSync(join(dir, d), { recursive: true });
+      writeFileSync(join(dir, 'store', 'etcd', 'etcd.ts'), 'export class EtcdStore {}\n');
+      writeFileSync(join(dir, 'store', 'etcd-watch.ts'), 'export const w = 1;\n');
+      writeFileSync(join(dir, 'store', 'open.ts'), "export const open = async () => new (await import('./etcd/etcd.js')).EtcdStore();\n");
+      writeFileSync(join(dir, 'etcd.ts'), "export { EtcdStore } from './store/etcd/etcd.js';\n");
+      writeFileSync(join(dir, 'cli', 'connect.ts'), "import { EtcdStore } from '../etcd.js';\nexport const s = () => new EtcdStore();\n");
+      writeFileSync(join(dir, 'demo', 'fleet.ts'), "import type { w } from '../store/etcd-watch.js';\nimport { EtcdStore as E } from '../store/etcd/etcd.js';\n// new EtcdStore() in a comment\nexport const n = 'EtcdStore';\n");
+      writeFileSync(join(dir, 'index.ts'), "/** EtcdStore: splitfleet/etcd */\nexport const x = 1;\n");
+      expect(checkBackendRooms(dir)).toEqual([
+        'cli/connect.ts names EtcdStore: only store/etcd/ and store/open.ts, etcd.ts may (open a store with openStore, store/open.ts)',
+        'demo/fleet.ts names EtcdStore: only store/etcd/ and store/open.ts, etcd.ts may (open a store with openStore, store/open.ts)',
+        'demo/fleet.ts imports store/etcd/etcd.ts: only store/open.ts, etcd.ts may import the store/etcd/ room',
+        'store/etcd-watch.ts: a file of the store/etcd/ room outside it (move it into store/etcd/)',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the checker fails when it should', () => {
   const graphOf = (edges: Record<string, string[]>, packages: Record<string, string[]> = {}): ImportGraph =>
     new Map(Object.entries(edges).map(([file, files]) => [file, { files: new Set(files), packages: new Set(packages[file] ?? []), outside: new Set<string>() }]));
 
   it('passes a clean graph', () => {
     expect(checkImportGraph(graphOf({
-      'cli/main.ts': ['index.ts'], 'index.ts': ['coordinator/a.ts', 'store/etcd.ts'], 'coordinator/a.ts': ['coordinator/b.ts', 'protocol/keys.ts'],
-      'coordinator/b.ts': ['store/store.ts'], 'protocol/keys.ts': ['errors.ts'], 'store/store.ts': ['errors.ts'], 'store/etcd.ts': ['store/store.ts'], 'errors.ts': [],
-    }, { 'store/etcd.ts': ['etcd3'] }))).toEqual([]);
+      'cli/main.ts': ['index.ts'], 'index.ts': ['coordinator/a.ts', 'store/etcd/etcd.ts'], 'coordinator/a.ts': ['coordinator/b.ts', 'protocol/keys.ts'],
+      'coordinator/b.ts': ['store/store.ts'], 'protocol/keys.ts': ['errors.ts'], 'store/store.ts': ['errors.ts'], 'store/etcd/etcd.ts': ['store/store.ts'], 'errors.ts': [],
+    }, { 'store/etcd/etcd.ts': ['etcd3'] }))).toEqual([]);
   });
 
   it('reports a cycle with its files, inside a module and across modules', () => {
@@ -540,7 +616,7 @@ describe('the checker fails when it should', () => {
       'protocol/claims.ts': ['store/memory.ts', 'store/store.ts'], 'store/store.ts': ['store/base.ts'], 'store/base.ts': ['store/store.ts'],
       'cli/main.ts': ['coordinator/worker.ts', 'etcd.ts', 'http.ts'],
       'errors.ts': ['clock.ts'], 'clock.ts': [],
-      'etcd.ts': ['store/etcd.ts'], 'http.ts': ['index.ts'], 'index.ts': [],
+      'etcd.ts': ['store/etcd/etcd.ts'], 'http.ts': ['index.ts'], 'index.ts': [],
     }));
     expect(problems).toEqual([
       'import cycle: store/base.ts → store/store.ts → store/base.ts',
@@ -559,9 +635,9 @@ describe('the checker fails when it should', () => {
       { 'store/memory.ts': ['etcd3'], 'coordinator/log.ts': ['hono', 'prom-client'] },
     ))).toEqual([
       'coordinator/log.ts imports hono: only metrics-server.ts, dashboard/app.ts, dashboard/mount.ts, dashboard/view-stream.ts may',
-      'coordinator/log.ts imports prom-client: only coordinator/metrics.ts may',
+      'coordinator/log.ts imports prom-client: only coordinator/load-prom-client.ts may',
       'newthing/x.ts: module newthing/ is in no layer (add it to LAYERS and docs/architecture.md)',
-      'store/memory.ts imports etcd3: only store/etcd.ts may',
+      'store/memory.ts imports etcd3: only store/etcd/etcd.ts may',
     ]);
   });
 
@@ -580,7 +656,7 @@ describe('the checker fails when it should', () => {
       expect([...graph.get('errors.ts')!.files]).toEqual([]);
       expect(checkImportGraph(graph)).toEqual([
         'import cycle: store/a.ts → store/b.ts → store/c.ts → store/a.ts',
-        'coordinator/w.ts imports etcd3: only store/etcd.ts may',
+        'coordinator/w.ts imports etcd3: only store/etcd/etcd.ts may',
         'hash.ts imports WebAssembly: only assignment/wasm.ts may',
       ]);
       // The same tree with the store importing the coordinator: the upward import.

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { etcdStoreOptions } from '../../../src/cli/connect.js';
-import { EtcdStore } from '../../../src/store/etcd.js';
-import { sendsPasswordInClear } from '../../../src/store/etcd-options.js';
+import { EtcdStore } from '../../../src/store/etcd/etcd.js';
+import { sendsPasswordInClear } from '../../../src/store/etcd/etcd-options.js';
 
 const env = { SPLITFLEET_ETCD_PASSWORD: 'hunter2' };
 

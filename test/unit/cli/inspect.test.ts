@@ -19,7 +19,7 @@ import { startCoordinator, type Coordinator } from '../../../src/coordinator/coo
 import { silentLogger } from '../../../src/coordinator/log.js';
 import { pacedHandler, syntheticPlanner } from '../../../src/testing/synthetic.js';
 import type { JobReport } from '../../../src/inspect/report.js';
-import { EtcdStore, type EtcdStoreOptions } from '../../../src/store/etcd.js';
+import { EtcdStore, type EtcdStoreOptions } from '../../../src/store/etcd/etcd.js';
 import { startEtcd, type EtcdHandle } from '../../support/etcd.js';
 import {
   clientCredentials, enableAuth, makeCertificates, removeCertificates, startTlsEtcd, type TestCertificates, type TlsEtcdHandle,

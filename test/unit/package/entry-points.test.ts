@@ -62,6 +62,8 @@ describe('entry points', () => {
     expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
     // BaseStore: what a store backend written elsewhere extends (issue 51), beside MemoryStore.
     expect(names).toEqual(expect.arrayContaining(['startCoordinator', 'MemoryStore', 'BaseStore', 'SplitfleetError', 'Metrics', 'isSplitfleetError']));
+    // A backend written elsewhere throws the CompactedError isCompactedError knows; a store is opened by name (decision 0082).
+    expect(names).toEqual(expect.arrayContaining(['CompactedError', 'isCompactedError', 'openStore']));
     // Moved to their own entry points, and internals that are not API.
     for (const gone of ['EtcdStore', 'serveMetrics', 'serveDashboard', 'desiredAssignment', 'AssignmentPool', 'ColumnarPool', 'storeContract', 'applyRecord', 'MAX_TIMER_MS']) {
       expect(names, gone).not.toContain(gone);
@@ -99,6 +101,22 @@ describe('entry points', () => {
     expect(HEAVY.filter((p) => packages.has(p))).toEqual([]);
     // Not the fleet member process, its spawner or the fault facade: internal (decision 0039).
     expect(names).toEqual(['Ledger', 'fakeSplitHandle', 'pacedHandler', 'runHandler', 'syntheticPlanner', 'syntheticSplits']);
+  }, 30_000);
+
+  it('openStore from splitfleet loads etcd3 when an etcd store is opened, not before (decision 0082)', () => {
+    const script = `
+      import { createRequire } from 'node:module';
+      import { openStore } from 'splitfleet';
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes('/node_modules/etcd3/'));
+      const before = loaded();
+      const store = await openStore({ backend: 'etcd', endpoints: ['http://127.0.0.1:1'] }); // connects lazily: never here
+      const after = loaded();
+      await store.close();
+      process.stdout.write(JSON.stringify({ before, after, name: store.constructor.name }));
+    `;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true, name: 'EtcdStore' });
   }, 30_000);
 
   it('a coordinator\'s first Metrics loads prom-client\'s registry and metric classes, not its index (the Pushgateway, the cluster aggregator)', () => {

@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { isSplitfleetError } from '../../../src/errors.js';
 import { isCompactedError } from '../../../src/store/store.js';
-import { etcdFailureToStoreError } from '../../../src/store/etcd-errors.js';
-import { resolveEtcdSettings, watchBackoff } from '../../../src/store/etcd-options.js';
-import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from '../../../src/store/etcd-ranges.js';
-import { DELIVERY_CHUNK, WatchDelivery } from '../../../src/store/etcd-watch.js';
+import { etcdFailureToStoreError } from '../../../src/store/etcd/etcd-errors.js';
+import { resolveEtcdSettings, watchBackoff } from '../../../src/store/etcd/etcd-options.js';
+import { listStartOf, prefixEnd, prefixStart, rangeEndOf, rangeStartOf } from '../../../src/store/etcd/etcd-ranges.js';
+import { DELIVERY_CHUNK, WatchDelivery } from '../../../src/store/etcd/etcd-watch.js';
 
 describe('resolveEtcdSettings', () => {
   it('applies the defaults', () => {
@@ -125,7 +125,7 @@ describe("etcd3's watch manager, as EtcdStore leaves it", () => {
 
   // etcd3 1.1.2 threw here, inside gRPC's delivery: an unhandled rejection, which ends a process.
   it("drops a response for a watch id no watcher holds on its own client's manager, and still delivers the others", async () => {
-    const { EtcdStore } = await import('../../../src/store/etcd.js');
+    const { EtcdStore } = await import('../../../src/store/etcd/etcd.js');
     const store = new EtcdStore({ endpoints: ['http://127.0.0.1:1'] }); // connects lazily: never here
     try {
       const manager = (store as unknown as { client: { watchManager: Manager } }).client.watchManager;
@@ -144,7 +144,7 @@ describe("etcd3's watch manager, as EtcdStore leaves it", () => {
 
   // Decision 0025: the fix is confined to splitfleet's own clients; a host's etcd3 (deduped with ours) is left as etcd3 made it.
   it("leaves etcd3's WatchManager prototype and a host's own client unpatched", async () => {
-    const { EtcdStore } = await import('../../../src/store/etcd.js');
+    const { EtcdStore } = await import('../../../src/store/etcd/etcd.js');
     const { WatchManager } = await import('etcd3/lib/watch.js');
     const { Etcd3 } = await import('etcd3');
     const original = WatchManager.prototype.handleResponse;

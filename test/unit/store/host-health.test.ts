@@ -5,7 +5,7 @@
  * a call that never left this client is recognised as such.
  */
 import { describe, expect, it } from 'vitest';
-import { HOST_COOLDOWN_MAX_MS, HOST_COOLDOWN_MS, HostHealth, hostPolicy, neverSent } from '../../../src/store/etcd-options.js';
+import { HOST_COOLDOWN_MAX_MS, HOST_COOLDOWN_MS, HostHealth, hostPolicy, neverSent } from '../../../src/store/etcd/etcd-options.js';
 
 describe('HostHealth', () => {
   it('sets a host that refused a connection aside at once, behind every other, for a cooldown that doubles up to the cap', () => {

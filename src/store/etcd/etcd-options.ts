@@ -7,7 +7,7 @@
  * written against the structural shape etcd3 calls, and etcd.ts passes in
  * etcd3's own `isRecoverableError`.
  */
-import { SplitfleetError } from '../errors.js';
+import { SplitfleetError } from '../../errors.js';
 
 /** How to reach etcd. TLS and auth are passed to etcd3 unchanged. */
 export interface EtcdStoreOptions {

@@ -40,12 +40,12 @@ import {
   type IRequestOp,
   type IWatchResponse,
 } from 'etcd3';
-import { SplitfleetError } from '../errors.js';
-import { withTimeout } from '../timeout.js';
+import { SplitfleetError } from '../../errors.js';
+import { withTimeout } from '../../timeout.js';
 import {
   CompactedError, isCompactedError, type Compare, type KeyValue, type ListOptions, type ListPage, type Op, type Txn, type TxnResult, type WatchEvent, type WatchHandle, type WatchOptions,
-} from './store.js';
-import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch } from './base.js';
+} from '../store.js';
+import { BaseStore, checkListLimit, checkTtl, checkWatchFrom, closedWatch } from '../base.js';
 import { closedError, etcdFailureToStoreError, type EtcdFailureClass } from './etcd-errors.js';
 import {
   grpcChannelOptions, hostPolicy, neverSent, resolveEtcdSettings, RUN_ONCE, sendsPasswordInClear, watchBackoff, type EtcdStoreOptions,

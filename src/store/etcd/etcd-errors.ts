@@ -9,8 +9,8 @@
  * classes and names the class here as an `EtcdFailureClass`; everything else is
  * decided from that and the message, so the rules are testable without etcd.
  */
-import { SplitfleetError } from '../errors.js';
-import { CompactedError } from './store.js';
+import { SplitfleetError } from '../../errors.js';
+import { CompactedError } from '../store.js';
 
 /** What etcd3's error class says about a failure; `other` when it is none of these. */
 export type EtcdFailureClass = 'closed' | 'lease-invalid' | 'deadline' | 'permission-denied' | 'unauthenticated' | 'invalid-argument' | 'other';

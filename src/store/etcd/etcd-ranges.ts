@@ -6,7 +6,7 @@
  * Invariant: a range never reaches outside its prefix, whatever the narrowing
  * asks for.
  */
-import { compareKeys, type KeyRange, type ListOptions } from './store.js';
+import { compareKeys, type KeyRange, type ListOptions } from '../store.js';
 
 /** The first key a prefix range starts at (etcd refuses an empty key; "\0" means "from the start"). */
 export function prefixStart(prefix: string): Buffer {
