@@ -27,7 +27,7 @@ import type { ClaimKind } from './claims.js';
 import { claimedRecord, quarantinedRecord, releasedRecord } from './claims.js';
 import { leaseKey, progressKey, publishKey, splitKey } from './keys.js';
 import { encodeRecord, SCHEMA_VERSION, type SplitRecord } from './records.js';
-import { cmp, op, type Compare, type Op, type Txn } from '../store/store.js';
+import { cmp, itemBytes, op, OVERHEAD_PER_REQUEST, type Compare, type Op, type StoreLimits, type Txn } from '../store/store.js';
 
 /** A record as observed, with the revision its guard compares. */
 export interface Revisioned<R> {
@@ -97,6 +97,20 @@ export function claimTxn(
 /** Claims ready together, as one transaction (all or nothing: one moved record fails them all). */
 export function joinTxns(txns: readonly Txn[]): Txn {
   return { compares: txns.flatMap((t) => t.compares), success: txns.flatMap((t) => t.success) };
+}
+
+/**
+ * `first` and `rider` as one transaction, or undefined when it would not fit in one request
+ * under `limits` (decision 0085: a packed publication riding in its promotion). A compare both
+ * carry (the leadership guard) is kept once; the caller makes sure their writes never share a key.
+ */
+export function rideTxn(first: Txn, rider: Txn, limits: StoreLimits): Txn | undefined {
+  const same = (a: Compare, b: Compare) => a.target === b.target && a.key === b.key && ('equals' in a ? a.equals : undefined) === ('equals' in b ? b.equals : undefined);
+  const compares = [...first.compares, ...rider.compares.filter((c) => !first.compares.some((f) => same(f, c)))];
+  const joined: Txn = { compares, success: [...first.success, ...rider.success] };
+  const bytes = [...joined.compares, ...joined.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
+  if (compares.length > limits.maxOpsPerTxn || joined.success.length > limits.maxOpsPerTxn || bytes > limits.maxRequestBytes - 4096) return undefined;
+  return joined;
 }
 
 /** The three revisions a lane's writes are guarded by. */

@@ -23,7 +23,8 @@ import { FoldedBits } from '../../protocol/packed.js';
 import { PROMOTE_OPS_PER_SPLIT, promoteTxn, type PromotedSplit } from '../../protocol/packed-txns.js';
 import { decodeRecord, readable, type QueueRecord } from '../../protocol/records.js';
 import type { Json } from '../../protocol/record-types.js';
-import { itemBytes, OVERHEAD_PER_REQUEST, type Compare, type Store, type StoreLimits, type Txn } from '../../store/store.js';
+import type { Compare, Store, Txn, TxnResult } from '../../store/store.js';
+import { rideTxn } from '../../protocol/txns.js';
 import type { Logger } from '../log.js';
 import type { LeaderView } from './leader-view.js';
 import { PackedPages } from './packed-pages.js';
@@ -75,19 +76,6 @@ export interface Promotion {
   healed?: boolean;
   /** The rider rode in the last promotion (decision 0085): whether that transaction landed. Absent: it did not ride. */
   rider?: 'landed' | 'lost';
-}
-
-/**
- * `promotion` and `rider` as one transaction, or undefined when it would not fit in one request:
- * the leadership compare both carry is kept once; their writes never share a key (records of
- * splits; assignment records and the fence).
- */
-function ride(promotion: Txn, rider: Txn, limits: StoreLimits): Txn | undefined {
-  const compares = [...promotion.compares, ...rider.compares.filter((c) => !promotion.compares.some((p) => JSON.stringify(p) === JSON.stringify(c)))];
-  const joined: Txn = { compares, success: [...promotion.success, ...rider.success] };
-  const bytes = [...joined.compares, ...joined.success].reduce((n, o) => n + itemBytes(o), OVERHEAD_PER_REQUEST);
-  if (compares.length > limits.maxOpsPerTxn || joined.success.length > limits.maxOpsPerTxn || bytes > limits.maxRequestBytes - 4096) return undefined;
-  return joined;
 }
 
 export class PackedQueue {
@@ -169,12 +157,7 @@ export class PackedQueue {
         splits.push({ id, weight: rec.weights[where.slot]!, descriptor, generation: rec.generation });
       }
       const promotion = promoteTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [...pages.values()], splits);
-      const joined = start >= wanted.length && rider ? ride(promotion, rider, store.limits) : undefined;
-      if (joined) out.rider = 'lost'; // until it lands (an unknown outcome leaves it so)
-      let res = await store.txn(joined ?? promotion);
-      if (joined && res.won) out.rider = 'landed';
-      // Which part lost is unknown: the promotion alone decides, as it did before it carried a rider.
-      else if (joined) res = await store.txn(promotion);
+      const res = await this.send(promotion, start >= wanted.length ? rider : undefined, out);
       if (!res.won) {
         out.complete = false;
         out.healed = await this.refreshFolded(view, [...pages.values()]);
@@ -186,6 +169,24 @@ export class PackedQueue {
       for (const s of splits) packed.keyed.set(s.id, res.revision);
     }
     return out;
+  }
+
+  /**
+   * Sends one promotion, joined with `rider` when they fit in one request (decision 0085), and
+   * says on `out` how the rider went. A joined transaction that lost is sent again as the
+   * promotion alone: which part lost is unknown, and the promotion's own loss is handled as
+   * it was before it carried a rider.
+   */
+  private async send(promotion: Txn, rider: Txn | undefined, out: Promotion): Promise<TxnResult> {
+    const joined = rider ? rideTxn(promotion, rider, this.ctx.store.limits) : undefined;
+    if (!joined) return this.ctx.store.txn(promotion);
+    out.rider = 'lost'; // until it lands (an unknown outcome leaves it so)
+    const res = await this.ctx.store.txn(joined);
+    if (res.won) {
+      out.rider = 'landed';
+      return res;
+    }
+    return this.ctx.store.txn(promotion);
   }
 
   /**

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeRecord, type SplitRecord } from '../../../src/protocol/records.js';
 import {
-  adoptTxn, batches, claimTxn, joinTxns, laneTxn, orphanDropTxn, orphanReleaseTxn, publicationFence, publishTxn, readBackTxn, type Writer,
+  adoptTxn, batches, claimTxn, joinTxns, laneTxn, orphanDropTxn, orphanReleaseTxn, publicationFence, publishTxn, readBackTxn, rideTxn, type Writer,
 } from '../../../src/protocol/txns.js';
 import { checkTxn } from '../../../src/store/base.js';
 import { cmp, DEFAULT_LIMITS, itemBytes, op, type Op } from '../../../src/store/store.js';
@@ -79,6 +79,25 @@ describe('lane and orphan transactions', () => {
     const t = adoptTxn(w, 's', 11);
     expect(t.compares).toEqual([cmp.modRevision(`${P}split.s`, 11), cmp.lease(`${P}lease.s`, 'L1')]);
     expect(t.success).toEqual([op.get(`${P}progress.s`)]);
+  });
+});
+
+describe('a publication riding in a promotion (rideTxn, decision 0085)', () => {
+  const guard = cmp.modRevision(`${P}leader`, 5);
+  const promotion = { compares: [guard, cmp.modRevision(`${P}folded.0.0`, 9), cmp.absent(`${P}split.a`)], success: [op.put(`${P}spec.a`, 's'), op.put(`${P}split.a`, 'r')] };
+  const rider = publishTxn([op.put(`${P}assign.w0`, 'x')], guard, publicationFence(P, fp, 2, 30));
+  it('keeps both sets of compares (the leadership guard once) and both sets of ops, in order', () => {
+    const t = rideTxn(promotion, rider, DEFAULT_LIMITS)!;
+    expect(t.compares).toEqual([...promotion.compares, cmp.modRevision(`${P}publish`, 30)]);
+    expect(t.success).toEqual([...promotion.success, ...rider.success]);
+    expect(t.failure).toBeUndefined();
+  });
+  it('refuses a joined transaction over the store\'s limits (ops or bytes)', () => {
+    expect(rideTxn(promotion, rider, { ...DEFAULT_LIMITS, maxOpsPerTxn: 3 })).toBeUndefined();
+    expect(rideTxn(promotion, rider, { ...DEFAULT_LIMITS, maxOpsPerTxn: 4 })).toBeDefined();
+    expect(rideTxn(promotion, rider, { ...DEFAULT_LIMITS, maxRequestBytes: 4096 + 300 })).toBeUndefined();
+    const t = rideTxn(promotion, rider, DEFAULT_LIMITS)!;
+    expect(() => checkTxn(t, DEFAULT_LIMITS)).not.toThrow();
   });
 });
 
