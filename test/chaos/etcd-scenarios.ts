@@ -108,7 +108,16 @@ function sessionSummary(ctx: ScenarioContext): string {
   const by = new Map<string, number>();
   for (const g of lost) by.set(g.instance, (by.get(g.instance) ?? 0) + 1);
   const who = [...by].sort().map(([i, n]) => `${i} ${n}`).join(', ');
-  return `sessions lost ${gaps.length}${who ? ` (${who})` : ''}, longest ${gaps.length ? Math.max(...gaps) : 0} ms (bound ${sessionBoundMs(ctx.run.settings.knobs.leaseDurationMs!)} ms after a fault)`;
+  // Why, as the members said it ('session-lost' events): a lease etcd no longer has, or renewals unconfirmed.
+  const why = new Map<string, number>();
+  for (const m of ctx.run.incarnations) {
+    for (const e of m.eventsOf('session-lost')) {
+      const r = String(e.reason).replace(/\d+/g, 'N');
+      why.set(r, (why.get(r) ?? 0) + 1);
+    }
+  }
+  const reasons = [...why].map(([r, n]) => `${n}× "${r}"`).join('; ');
+  return `sessions lost ${gaps.length}${who ? ` (${who})` : ''}, longest ${gaps.length ? Math.max(...gaps) : 0} ms (bound ${sessionBoundMs(ctx.run.settings.knobs.leaseDurationMs!)} ms after a fault)${reasons ? `; members said ${reasons}` : ''}`;
 }
 
 const PINNED = ['w0', 'w1'];
