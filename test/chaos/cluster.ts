@@ -3,7 +3,8 @@
  * its own data dir, client and peer ports; one member can be killed
  * (SIGKILL by default) and restarted on its own data dir, and the raft
  * leader can be found (through etcd's JSON gateway, so this file needs no
- * etcd client library).
+ * etcd client library). With a `PeerIsolation` (faults.ts) the last member
+ * runs in a network namespace whose peer link a scenario can cut.
  *
  * Invariants: `start()` resolves only once every member answers a
  * linearizable read (so the cluster has a leader); `restart(i)` resolves once
@@ -17,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, spawnEtcd, waitForEtcd } from '../support/etcd.js';
+import type { PeerIsolation } from './faults.js';
 
 export interface ClusterMember {
   name: string;
@@ -26,6 +28,16 @@ export interface ClusterMember {
   child: ChildProcess | undefined;
   /** The last 4 000 characters of its current run's stderr. */
   log: () => string;
+  /** Runs in a network namespace whose peer link can be cut (faults.ts). */
+  isolation?: PeerIsolation;
+}
+
+export interface ClusterOptions {
+  /**
+   * The last member runs in this namespace, on its addresses; the others listen for peers on
+   * its host-side peer address (so the member can reach them) and for clients on loopback.
+   */
+  isolation?: PeerIsolation;
 }
 
 export class EtcdCluster {
@@ -36,27 +48,30 @@ export class EtcdCluster {
    * found free can be taken (by another process's outgoing connection) before etcd binds it:
    * that start is retried on fresh ports.
    */
-  static async start(size = 3): Promise<EtcdCluster> {
+  static async start(size = 3, options: ClusterOptions = {}): Promise<EtcdCluster> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await EtcdCluster.startOnce(size);
+        return await EtcdCluster.startOnce(size, options);
       } catch (e) {
         if (attempt >= 3 || !String((e as Error)?.message).includes('address already in use')) throw e;
       }
     }
   }
 
-  private static async startOnce(size: number): Promise<EtcdCluster> {
+  private static async startOnce(size: number, options: ClusterOptions): Promise<EtcdCluster> {
     const members: ClusterMember[] = [];
+    const iso = options.isolation;
     for (let i = 0; i < size; i++) {
       const [c, p] = [await freePort(), await freePort()];
+      const isolated = iso !== undefined && i === size - 1;
       members.push({
         name: `m${i}`,
-        clientUrl: `http://127.0.0.1:${c}`,
-        peerUrl: `http://127.0.0.1:${p}`,
+        clientUrl: `http://${isolated ? iso.clientAddress : '127.0.0.1'}:${c}`,
+        peerUrl: `http://${isolated ? iso.peerAddress : iso ? iso.hostPeerAddress : '127.0.0.1'}:${p}`,
         dataDir: mkdtempSync(join(tmpdir(), `splitfleet-chaos-m${i}-`)),
         child: undefined,
         log: () => '',
+        ...(isolated ? { isolation: iso } : {}),
       });
     }
     const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
@@ -74,6 +89,16 @@ export class EtcdCluster {
   /** Every member's client URL (what a client is given). */
   get endpoints(): string[] {
     return this.members.map((m) => m.clientUrl);
+  }
+
+  /** The client URLs of the members that cannot be isolated (the auditor's and the operator's, so they never go blind). */
+  get stableEndpoints(): string[] {
+    return this.members.filter((m) => !m.isolation).map((m) => m.clientUrl);
+  }
+
+  /** The pid of member i's etcd process (undefined when it is not running). */
+  pid(i: number): number | undefined {
+    return this.isRunning(i) ? this.members[i]!.child!.pid : undefined;
   }
 
   isRunning(i: number): boolean {
@@ -119,6 +144,34 @@ export class EtcdCluster {
     return leader === undefined ? undefined : ids.get(leader);
   }
 
+  /**
+   * Asks the raft leader to hand leadership to member i (etcd's MoveLeader, through the JSON
+   * gateway); true once member i reports itself leader (within 5 s).
+   */
+  async moveLeader(i: number): Promise<boolean> {
+    const status = async (j: number) => {
+      const res = await fetch(`${this.members[j]!.clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+      return (await res.json()) as { header?: { member_id?: string }; leader?: string };
+    };
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      try {
+        const target = (await status(i)).header?.member_id;
+        const leader = await this.leaderIndex();
+        if (leader === i) return true;
+        if (target && leader !== undefined) {
+          await fetch(`${this.members[leader]!.clientUrl}/v3/maintenance/transfer-leadership`, {
+            method: 'POST', body: JSON.stringify({ targetID: target }), signal: AbortSignal.timeout(3000),
+          });
+        }
+      } catch {
+        // no leader yet, or the transfer timed out: ask again
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return (await this.leaderIndex()) === i;
+  }
+
   /** Kills every member and deletes every data dir. */
   async stop(): Promise<void> {
     await Promise.all(this.members.map((_, i) => this.kill(i)));
@@ -140,7 +193,7 @@ export class EtcdCluster {
       '--logger', 'zap',
       '--log-level', 'error',
     ];
-    const proc = spawnEtcd(args);
+    const proc = spawnEtcd(args, m.isolation?.wrap ?? []);
     m.child = proc.child;
     m.log = proc.log;
   }

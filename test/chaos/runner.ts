@@ -9,9 +9,12 @@
  * so a failure message shows the schedule that produced it; `finish()` leaves
  * no process running; randomness comes only from the seeded `rng`.
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ledger } from '../../src/testing/ledger.js';
 import { prng } from '../../src/prng.js';
-import { spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
+import { fleetProcessScript, spawnFleetMember, type FleetEvent, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import type { Auditor } from './auditor.js';
 
@@ -32,6 +35,18 @@ export interface ChaosSettings {
 export interface MemberOptions {
   drain?: FleetProcessConfig['drain'];
   slowDrainMs?: number;
+  /** Extra environment for the member's process (e.g. LD_PRELOAD of the clock shim, clock-steps scenario). */
+  env?: Record<string, string>;
+}
+
+/** The store-call log preload (store-log.mjs): every member loads it, so the history check sees its calls. */
+export const STORE_LOG_PRELOAD = fileURLToPath(new URL('./store-log.mjs', import.meta.url));
+
+/** The member's compiled EtcdStore, which the preload patches: beside the member script, as tsc lays dist/ out. */
+function storeModuleFor(script: string): string {
+  const path = resolve(dirname(script), '../store/etcd/etcd.js');
+  if (!existsSync(path)) throw new Error(`the store-call log patches ${path}, the member's EtcdStore, and it does not exist (build dist/ first)`);
+  return path;
 }
 
 export { sleep } from '../support/wait.js';
@@ -61,6 +76,8 @@ export class ChaosRun {
     readonly auditor: Auditor,
     private readonly endpointsFor: (instance: string) => string[],
     readonly seed: number,
+    /** Where each incarnation's store-call log is written (one file per process). */
+    readonly storeLogDir: string,
   ) {
     this.rng = prng(seed);
   }
@@ -114,12 +131,18 @@ export class ChaosRun {
       config: s.knobs, ...(s.layout ? { layout: s.layout } : {}), ...(o.drain ? { drain: o.drain } : {}), ...(o.slowDrainMs !== undefined ? { slowDrainMs: o.slowDrainMs } : {}),
     };
     const script = process.env.CHAOS_FLEET_SCRIPT;
+    const storeLog = join(this.storeLogDir, `${instance}-${this.incarnations.length}.jsonl`);
     // Members log warnings to stderr (its tail shows in failure messages); CHAOS_LOG_LEVEL=info or debug for more.
     // Strict unhandled rejections (issue 28): a background promise nobody handles ends the member,
     // and any exit of a started member that is not a documented fatal fails the scenario (chaos.test.ts).
+    // Every store call is logged (store-log.mjs) for the history check.
     const env = {
       SPLITFLEET_LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --unhandled-rejections=strict`.trim(),
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --unhandled-rejections=strict --import ${JSON.stringify(STORE_LOG_PRELOAD)}`.trim(),
+      SPLITFLEET_CHAOS_STORE_LOG: storeLog,
+      SPLITFLEET_CHAOS_STORE_MODULE: storeModuleFor(script ?? fleetProcessScript()),
+      SPLITFLEET_CHAOS_INSTANCE: `${instance}.${this.incarnations.length}`,
+      ...o.env,
     };
     const m = spawnFleetMember(config, script ? { script, env } : { env });
     this.current.set(instance, m);
@@ -215,6 +238,13 @@ export class ChaosRun {
   /** Every processed unit and lane event of every incarnation. */
   ledger(): Ledger {
     return Ledger.of(this.incarnations);
+  }
+
+  /** Every line of every store-call log written in this run (the members' and the operator's). */
+  storeLogLines(): string[] {
+    const lines: string[] = [];
+    for (const f of readdirSync(this.storeLogDir).sort()) if (f.endsWith('.jsonl')) lines.push(...readFileSync(join(this.storeLogDir, f), 'utf8').split('\n'));
+    return lines;
   }
 
   /** Verdicts reported, by value. */

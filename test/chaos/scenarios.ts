@@ -11,8 +11,10 @@ import { evacuateInstance, pauseJob, resumeInstance, resumeJob } from '../../src
 import { retrySplits } from '../../src/operator/retry.js';
 import { EtcdStore } from '../../src/store/etcd/etcd.js';
 import type { EtcdHandle } from '../support/etcd.js';
+import type { HistoryCheckFigures } from '../support/history-check.js';
 import type { AuditFigures, Violation } from './checks.js';
 import { EtcdCluster } from './cluster.js';
+import type { PeerIsolation } from './faults.js';
 import { TcpProxy } from './proxy.js';
 import { ChaosRun, sleep, type ChaosSettings } from './runner.js';
 
@@ -29,6 +31,8 @@ export interface ScenarioContext {
   proxies: Map<string, TcpProxy>;
   /** A direct connection for operator actions (`splitfleet pause` and so on). */
   operator: EtcdStore;
+  /** The namespace of the cluster's last member, whose peer link can be cut (`isolate: true`). */
+  isolation?: PeerIsolation;
 }
 
 export interface Scenario {
@@ -44,6 +48,14 @@ export interface Scenario {
   expect?: (figures: AuditFigures) => string | undefined;
   /** True for the reference run, which injects nothing. */
   faultFree?: boolean;
+  /** Topology 'cluster' only: the last member runs in a network namespace (faults.ts) that `ctx.isolation` cuts. */
+  isolate?: boolean;
+  /** Figures of the whole run for the results line (e.g. sessions lost), once the job is complete. */
+  summary?: (ctx: ScenarioContext) => string;
+  /** Checks on the whole run (its recorded history, its fault log) once the job is complete; a message when it fails. */
+  expectRun?: (ctx: ScenarioContext) => string | undefined;
+  /** The endpoints `instance` is given (default: its proxy, or every member). */
+  endpointsFor?: (instance: string, topology: { cluster: EtcdCluster | undefined; direct: string[] }) => string[] | undefined;
 }
 
 export interface ScenarioResult {
@@ -59,6 +71,10 @@ export interface ScenarioResult {
   completeMs: number;
   expectation: string | undefined;
   describe: string;
+  /** The history check's figures (test/support/history-check.ts). */
+  history: HistoryCheckFigures;
+  /** The scenario's own figures (`summary`), if it has any. */
+  summary?: string;
 }
 
 export function baseSettings(seed: number, over: Partial<ChaosSettings> = {}, knobs: Record<string, number> = {}): ChaosSettings {

@@ -75,9 +75,14 @@ export interface EtcdProcess {
   log(): string;
 }
 
-/** Spawns etcd with `args`, tracked so that it dies with this process. */
-export function spawnEtcd(args: readonly string[]): EtcdProcess {
-  const child = spawn(etcdBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Spawns etcd with `args`, tracked so that it dies with this process. `wrap`
+ * runs it through a command that execs it (e.g. `ip netns exec <ns>`, so the
+ * child's pid is etcd's).
+ */
+export function spawnEtcd(args: readonly string[], wrap: readonly string[] = []): EtcdProcess {
+  const [command, ...prefix] = [...wrap, etcdBinary()];
+  const child = spawn(command!, [...prefix, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   running.add(child);
   child.stderr?.on('data', (chunk: Buffer) => {
