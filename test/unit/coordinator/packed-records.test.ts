@@ -156,6 +156,19 @@ describe('a packed job listed by a new leader', () => {
     expect(r.unknownKeys).toBe(0);
   });
 
+  // Defect 35 (docs/simulation.md): folded.1.0 made unreadable (a duplicate key), then queue.1.0 deleted, before
+  // a new leader listed the job. Seeding gave the page it wrote for those splits number 0 again, and the
+  // record, once repaired, marked the new page's slots folded: splits lost.
+  it('an unreadable folded record of a page not in view takes its page number all the same', () => {
+    const unreadable: string[] = [];
+    const r = records(unreadable);
+    r.put(queueKey(prefix, 0, 0), page(), 3, undefined);
+    expect(r.put(foldedKey(prefix, 0, 1), '{"v":1,"fp":"x","fp":"y"}', 4, undefined)).toBeUndefined();
+    expect(unreadable).toEqual([foldedKey(prefix, 0, 1)]);
+    expect(r.columns.packed!.nextPage(0)).toBe(2);
+    expect(r.columns.packed!.hasPage(0, 1)).toBe(false);
+  });
+
   it('under a keys job, folded records listed before the plan are unknown keys', () => {
     const r = new LeaderRecords(prefix, fp, 'seed', () => undefined);
     r.put(foldedKey(prefix, 0, 0), folded([0]), 3, undefined);
