@@ -296,6 +296,11 @@ const LOST_REPLY: Schedule = {
 };
 
 const packedFound: Record<string, Schedule> = {
+  // packed-queue.ts (defect 37; a fresh-seed hostile hunt, seed 601762922): folded.2.0 deleted just after the
+  // verdict; w1, its events late, was elected in the finished job, listed the page with no folded record and,
+  // before it stopped, promoted its folded splits again: runnable records nobody would run, in a job whose
+  // verdict says complete. A finished job promotes nothing.
+  'a folded record deleted after the verdict promotes nothing again': {"seed":1484855154,"fleet":5,"splits":9,"maxUnits":2,"commitEvery":2,"unitMs":59,"leaseSeconds":1,"rebalanceDelayMs":0,"drainDeadlineMs":3217,"reconcileIntervalMs":4990,"lanes":[2,5,4],"prefetch":[1,0,0],"drains":["decline","cooperate","cooperate"],"steps":[{"gapMs":666,"fault":{"kind":"skew","target":36,"latencyMs":5,"durationMs":1451}},{"gapMs":1151,"fault":{"kind":"hostile","record":"queue","mutation":"garbage","target":0}},{"gapMs":299,"fault":{"kind":"hostile","record":"folded","mutation":"delete","target":13}},{"gapMs":0,"fault":{"kind":"skew","target":0,"latencyMs":1,"durationMs":100}},{"gapMs":0,"fault":{"kind":"hostile","record":"queue","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"queue","mutation":"garbage","target":0}},{"gapMs":1,"fault":{"kind":"delay","target":36,"latencyMs":2,"durationMs":100}}],"restartAtEnd":true,"layout":"packed","waves":2,"waveMs":1600,"replanIntervalMs":1977,"buckets":8},
   // leader-view.ts, split-columns.ts (defect 36; a fresh-seed hostile hunt, seed 2056508783, once random packed
   // schedules deleted queue pages again): queue.0.1 deleted after its splits were promoted, then the leader
   // killed; the next leader knew those splits by their own records only, which are no pool rows (a packed
