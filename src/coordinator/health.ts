@@ -88,8 +88,9 @@ export function assessHealth(o: HealthObservations): { state: HealthState; reaso
  * all of it can: splits parked (a record of theirs cannot be read, or their
  * queue page could not be read while promoting them), queue pages that
  * cannot be read (their splits are unknown), splits a final plan counts
- * that no record in the leader's view holds (`unaccounted`: a queue page
- * deleted while no leader ran, say; decision 0072), and splits named but left
+ * that no record in the leader's view holds, or whose queue page it lacks
+ * (`unaccounted`: a queue page deleted while no leader ran, say; decisions
+ * 0072, 0078), and splits named but left
  * unclaimed by a member with a free lane (`unclaimed`, leader/unclaimed.ts). One example each (the first
  * listed, so the reason does not change while the set does not), and the
  * counts: the substrate's "degraded while any part of the job cannot move".
@@ -110,7 +111,7 @@ export function stuckReason(
     parts.push(`${unreadablePages.size} queue page${unreadablePages.size === 1 ? '' : 's'} unreadable (${first}): their splits wait`);
   }
   if (unaccounted > 0) {
-    parts.push(`${unaccounted} planned split${unaccounted === 1 ? '' : 's'} in no record the leader can find (a queue page or a split's records deleted by hand, or restored from an older backup?): no verdict until put back`);
+    parts.push(`${unaccounted} planned split${unaccounted === 1 ? '' : 's'} in no queue page or record the leader can find (a queue page or a split's records deleted by hand, or restored from an older backup?): no verdict until put back`);
   }
   if (unclaimed !== undefined) parts.push(unclaimed);
   return parts.length === 0 ? undefined : `part of the job cannot move: ${parts.join('; ')}`;

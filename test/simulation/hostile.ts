@@ -49,8 +49,8 @@
  *   again), or, the plan final, lists the pages again until it is put back
  *   (decision 0072).
  * The repair puts a deleted record back only if it is still absent, and not
- * a page whose splits a leader seeded into another page since (two pages
- * would hold them), nor a split's record once the split has none left (a
+ * a page every split of which a leader seeded into other pages since (two
+ * pages would hold them; one that alone still holds some is put back), nor a split's record once the split has none left (a
  * fold-back took them: it would name a split folded).
  *
  * Pure of the fleet: it needs the store, the prefix, a revision callback and
@@ -350,18 +350,22 @@ export class HostileWriter {
   }
 
   /**
-   * Why a deleted record still absent is not put back, if it is not: a queue page whose splits a leader
-   * seeded again in another page (two pages would hold them), or a split's own record once its split has
+   * Why a deleted record still absent is not put back, if it is not: a queue page all of whose splits a
+   * leader seeded again in other pages (two pages would hold them), or a split's own record once its split has
    * no record left (a packed job folded it back meanwhile: a record put back would name a split folded).
    */
   private async moot(w: Written): Promise<string | undefined> {
     const P = this.prefix;
     const k = parseKey(P, w.key);
     if (k.kind === 'queue') {
+      // Moot only when other pages hold every one of its splits: a page seeded with some of them (and
+      // new ones) may itself be deleted and left out as moot, and then this page is all that holds them.
       const ids = new Set(idsOf(w.previous));
       const { kvs } = await this.store.listAll(`${P}queue.`);
+      const held = new Set(kvs.flatMap((kv) => idsOf(kv.value)));
+      if (ids.size === 0 || ![...ids].every((id) => held.has(id))) return undefined;
       const other = kvs.find((kv) => idsOf(kv.value).some((id) => ids.has(id)));
-      return other && `its splits were seeded again in ${other.key.slice(P.length)}`;
+      return `its splits were seeded again in ${other!.key.slice(P.length)}`;
     }
     if (k.kind !== 'split' && k.kind !== 'spec' && k.kind !== 'progress') return undefined;
     const sibling = k.kind === 'split' ? 'spec' : 'split';

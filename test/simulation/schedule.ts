@@ -206,14 +206,10 @@ export const hostileScheduleArb: fc.Arbitrary<Schedule> = scheduleArb.chain((s) 
 /**
  * The same on packed jobs (packedScheduleArb's jobs): about half the steps
  * overwrite a record, of every kind the fleet reads, and half of those a queue
- * page or a folded record (hostile.ts, PACKED_HOSTILE_KINDS). A queue page is
- * not deleted in random schedules: mixed with other damage, a deleted page can
- * still lose splits (docs/simulation.md, Open; its own sweeps in hostile.test.ts
- * keep it, one fault at a time).
+ * page or a folded record (hostile.ts, PACKED_HOSTILE_KINDS), deletions included.
  */
-const noPageDeletion = (f: Fault): boolean => !(f.kind === 'hostile' && f.record === 'queue' && f.mutation === 'delete');
 export const packedHostileScheduleArb: fc.Arbitrary<Schedule> = packedScheduleArb.chain((s) =>
-  fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFaultOf(PACKED_HOSTILE_KINDS)).filter(noPageDeletion) }), { minLength: 4, maxLength: 24 })
+  fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), fault: fc.oneof(fault, hostileFault, hostileFaultOf(PACKED_HOSTILE_KINDS)) }), { minLength: 4, maxLength: 24 })
     .map((steps) => ({ ...s, steps })));
 
 

@@ -94,7 +94,7 @@ export class LeaderRecords {
     private readonly wallNow: () => number = Date.now,
   ) {
     this.columns = new SplitColumns(seed, this.owners, this.leases);
-    this.pages = new PackedView(fp, this.columns, () => this.plan !== undefined, onUnreadable, () => this.unknownKeys++);
+    this.pages = new PackedView(prefix, fp, this.columns, () => this.plan !== undefined, onUnreadable, () => this.unknownKeys++);
   }
 
   /**

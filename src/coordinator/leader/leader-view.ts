@@ -278,13 +278,17 @@ export class LeaderView {
 
   /**
    * Splits the final plan counts that this view knows nothing of (completion.ts `unaccountedSplits`):
-   * a queue page missing from the listing, say. 0 while our own seeding writes are not echoed yet.
-   * A pass over the parked splits: for the backstop and its timer, not every change.
+   * a queue page missing from the listing, say; and a packed job's splits known by a record of their
+   * own but in no page the view holds (their page deleted after they were promoted): such a split is
+   * no pool row (its weight and place are its page's), so it waits for the page as the others do.
+   * 0 while our own seeding writes are not echoed yet. A pass over the parked and page-less splits:
+   * for the backstop and its timer, not every change.
    */
   unaccountedSplits(): number {
     const plan = this.records.plan?.rec;
     if (!plan?.final || this.ownWritesPending) return 0;
-    return unaccountedSplits(plan, { counts: this.statusCounts, parked: [...this.parked.keys()].map((id) => this.statusOf(id)) });
+    const unknown = unaccountedSplits(plan, { counts: this.statusCounts, parked: [...this.parked.keys()].map((id) => this.statusOf(id)) });
+    return unknown + this.records.columns.pageless();
   }
 
   /** A packed job's queue pages listed again: those this view does not hold are read (decision 0072). */

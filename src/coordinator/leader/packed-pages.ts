@@ -100,9 +100,7 @@ export class PackedPages {
     if (i === undefined) {
       const name = `${bucket}.${page}`;
       if ((this.early.get(name)?.modRevision ?? 0) < modRevision) this.early.set(name, { bits, modRevision });
-      // A folded record whose page is not (yet, or any more: deleted by hand) in view: seeding must
-      // not give its number to a new page, whose slots its bits would then mark folded (splits lost).
-      if (page >= (this.nextPages.get(bucket) ?? 0)) this.nextPages.set(bucket, page + 1);
+      this.takePageNumber(bucket, page);
       return undefined;
     }
     if (this.foldedRevision[i]! >= modRevision) return undefined;
@@ -111,7 +109,16 @@ export class PackedPages {
     return i;
   }
 
-  /** Whether the split at `location` is folded back. */
+  /**
+   * A folded record of page (bucket, page) exists, readable or not: while its page is not (yet, or any
+   * more: deleted by hand) in view, seeding must not give that number to a new page, whose slots the
+   * record's bits would then mark folded (splits lost). An unreadable record counts: repaired, its
+   * bits would apply all the same.
+   */
+  takePageNumber(bucket: number, page: number): void {
+    if (page >= (this.nextPages.get(bucket) ?? 0)) this.nextPages.set(bucket, page + 1);
+  }
+
   /**
    * The folded record of a known page was deleted (by hand, a bad restore): its revision is 0 (absent)
    * from now on, so promotions compare it as absent; the bits stay as this view last saw them, for the
@@ -128,6 +135,7 @@ export class PackedPages {
   /** Pages whose folded record was deleted while this view held its bits: the leader writes them back. */
   readonly forgotten = new Set<number>();
 
+  /** Whether the split at `location` is folded back. */
   isFolded(location: number): boolean {
     return this.folded[location >>> SLOT_BITS]?.has(location & SLOT_MASK) ?? false;
   }

@@ -16,6 +16,7 @@
  *   stale view nor a record that changes while the pages are read can).
  * - A promotion waits for the fold-back transaction in flight, if any: it
  *   moves folded records the promotion compares.
+ * - Nothing is promoted once the job has its verdict.
  */
 import { SplitfleetError } from '../../errors.js';
 import { foldedKey, queueKey } from '../../protocol/keys.js';
@@ -97,6 +98,9 @@ export class PackedQueue {
     const packed = view.packed;
     const out: Promotion = { complete: true, revision: 0, promoted: 0 };
     if (!packed) return out;
+    // A finished job promotes nothing (as it seeds nothing again, defect 34): a leader elected in it before
+    // it stops would give a split whose folded record was lost a record nobody will ever run.
+    if (view.plan?.rec.verdict !== undefined) return { ...out, complete: false };
     // A fold-back in flight moves folded records this promotion is about to compare: wait for it to land
     // (its own write is applied to the view), or the promotion compares a stale revision and loses
     // (0.14 lost promotions a split on a one-lane fleet, each a re-read of a page and its folded record).

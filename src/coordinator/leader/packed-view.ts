@@ -9,7 +9,7 @@
  *   never reads as done, nor is seeded, while one is) until the leader's
  *   backstop reads it again; an unreadable folded record leaves
  *   the bits as last read (promotion compares the record's revision, so
- *   nothing folded is promoted on them).
+ *   nothing folded is promoted on them), and its page's number taken.
  * - `folded` sorts before `plan`: folded records a listing brings before
  *   the plan are held, then applied if the plan says packed, or counted as
  *   unknown keys if not.
@@ -17,6 +17,7 @@
  * No I/O: LeaderRecords (leader-records.ts) feeds it.
  */
 import { storeFailure, type SplitfleetError } from '../../errors.js';
+import { parseKey } from '../../protocol/keys.js';
 import { FoldedBits } from '../../protocol/packed.js';
 import { decodeRecord, type FoldedRecord, type QueueRecord } from '../../protocol/records.js';
 import { PackedPages } from './packed-pages.js';
@@ -29,6 +30,7 @@ export class PackedView {
   private readonly early: [key: string, value: string, modRevision: number][] = [];
 
   constructor(
+    private readonly prefix: string,
     private readonly fp: string,
     private readonly columns: SplitColumns,
     private readonly planKnown: () => boolean,
@@ -84,6 +86,9 @@ export class PackedView {
     try {
       rec = decodeRecord('folded', key, value, this.fp);
     } catch (e) {
+      // Its key still names its page: that number stays taken (PackedPages.takePageNumber).
+      const k = parseKey(this.prefix, key);
+      if (k.kind === 'folded') packed.takePageNumber(k.bucket, k.page);
       this.onUnreadable(key, storeFailure(e));
       return false;
     }

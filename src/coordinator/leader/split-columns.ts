@@ -21,6 +21,7 @@ import type { LeaseRecord, SplitStatus } from '../../protocol/records.js';
 import type { Seen } from '../views/seen.js';
 import { IdWeights } from './id-weights.js';
 import { PackedPages } from './packed-pages.js';
+import { isResidualId } from '../../protocol/residual-ids.js';
 
 /** The most splits a listing reserves room for ahead of them (beyond, the columns grow as they arrive). */
 const MAX_LISTING_RESERVE = 1 << 22;
@@ -127,6 +128,19 @@ export class SplitColumns {
       if (!this.recordOnly.has(id) && !this.problems.has(id)) out.push(id);
     }
     return out;
+  }
+
+  /**
+   * A packed job's splits with a readable record of their own and no known page (not residuals, whose
+   * spec is their weight): their page was deleted after they were promoted, and no listing has brought
+   * it back. A pass over the records waiting for their other half (few: seeding writes both at once).
+   */
+  pageless(): number {
+    const packed = this.packed;
+    if (!packed) return 0;
+    let n = 0;
+    for (const id of this.recordOnly.keys()) if (!this.problems.has(id) && packed.parkedOf(id) === undefined && !isResidualId(id)) n++;
+    return n;
   }
 
   /**

@@ -120,7 +120,7 @@ describe('stuckReason: part of the job cannot move', () => {
   });
   it('counts the planned splits no record stands for (a queue page deleted while no leader ran; decision 0072)', () => {
     expect(stuckReason(new Map(), new Set(), undefined, 3)).toBe(
-      'part of the job cannot move: 3 planned splits in no record the leader can find (a queue page or a split\'s records deleted by hand, or restored from an older backup?): no verdict until put back');
+      'part of the job cannot move: 3 planned splits in no queue page or record the leader can find (a queue page or a split\'s records deleted by hand, or restored from an older backup?): no verdict until put back');
     expect(stuckReason(new Map(), new Set(), undefined, 0)).toBeUndefined();
   });
   it('makes a running coordinator degraded, after a leaderless job and before an unexpected error', () => {

@@ -156,6 +156,32 @@ describe('a packed job listed by a new leader', () => {
     expect(r.unknownKeys).toBe(0);
   });
 
+  // Defect 35 (docs/simulation.md): folded.1.0 made unreadable (a duplicate key), then queue.1.0 deleted, before
+  // a new leader listed the job. Seeding gave the page it wrote for those splits number 0 again, and the
+  // record, once repaired, marked the new page's slots folded: splits lost.
+  it('an unreadable folded record of a page not in view takes its page number all the same', () => {
+    const unreadable: string[] = [];
+    const r = records(unreadable);
+    r.put(queueKey(prefix, 0, 0), page(), 3, undefined);
+    expect(r.put(foldedKey(prefix, 0, 1), '{"v":1,"fp":"x","fp":"y"}', 4, undefined)).toBeUndefined();
+    expect(unreadable).toEqual([foldedKey(prefix, 0, 1)]);
+    expect(r.columns.packed!.nextPage(0)).toBe(2);
+    expect(r.columns.packed!.hasPage(0, 1)).toBe(false);
+  });
+
+  // Defect 36 (docs/simulation.md): a page deleted after some of its splits were promoted, listed by a new leader.
+  it('a split known by its own record but in no page is page-less until its page is read', () => {
+    const r = records();
+    r.put(splitKey(prefix, 'b'), split('b', { epoch: 2 }), 3, undefined);
+    r.put(splitKey(prefix, 'c'), split('c', { status: 'completed', epoch: 1 }), 4, undefined);
+    expect(r.columns.pageless()).toBe(2);
+    expect(r.columns.pool.rowOf('b')).toBe(-1); // no weight, no place: the engine cannot name it
+    r.put(queueKey(prefix, 0, 0), page(), 5, undefined);
+    expect(r.columns.pageless()).toBe(0);
+    expect(statuses(r)).toEqual(['runnable', 'runnable', 'completed', 'runnable']);
+    expect(r.columns.pool.rowOf('b')).toBeGreaterThanOrEqual(0);
+  });
+
   it('under a keys job, folded records listed before the plan are unknown keys', () => {
     const r = new LeaderRecords(prefix, fp, 'seed', () => undefined);
     r.put(foldedKey(prefix, 0, 0), folded([0]), 3, undefined);
