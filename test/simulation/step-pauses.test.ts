@@ -5,7 +5,7 @@
  * resume), for longer than the lease and briefly, while an operator pauses,
  * resumes, evacuates or retries. Every (kind, k) is enumerated, k = 1 to 5
  * and the last, over the kinds a quiet run of the same job makes, so every
- * step of the protocol is hit: campaign → generation bump, decide → publish,
+ * step of the protocol is hit: campaign (with its generation bump), decide → publish,
  * promote → publish, fold read → fold, verdict decision → verdict, claim, lane
  * writes, release. Each run must keep every property the auditor checks and
  * complete once the faults end (the liveness half).

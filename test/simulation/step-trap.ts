@@ -2,7 +2,7 @@
  * The step nemesis (issue 49): pauses one process *at* its k-th store call of
  * one kind (the call itself held, unsent, until it resumes), while an
  * operator acts, so that every step of the protocol is hit, not only the
- * moments a random schedule happens to pick: campaign → generation bump,
+ * moments a random schedule happens to pick: campaign (with its generation bump),
  * decide → publish, promote → publish, fold read → fold, verdict decision →
  * verdict, claim, lane writes, release.
  *

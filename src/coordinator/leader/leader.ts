@@ -56,6 +56,11 @@ export type { LeaderStats };
 /** Campaigns sent back to back while each loses only to a plan that moved (then one waits for a timer). */
 const CAMPAIGN_ATTEMPTS = 3;
 
+/** The plan carries its verdict and no finished hook waits to run (decision 0065): nothing is left for a leader. */
+function finishedWithoutWork(plan: PlanRecord): boolean {
+  return plan.verdict !== undefined && plan.hook !== 'pending';
+}
+
 /** What a Leader works with (one object, as the Worker's `WorkerContext`). */
 export interface LeaderContext {
   store: Store;
@@ -236,6 +241,9 @@ export class Leader {
       let plan: Revisioned<PlanRecord> | undefined = this.view.plan && { rec: this.view.plan.rec, modRevision: this.view.plan.modRevision };
       let won: TxnResult | undefined;
       for (let attempt = 0; attempt < CAMPAIGN_ATTEMPTS; attempt++) {
+        // A finished job needs no leader (its members stop on the verdict), unless its hook has yet to run:
+        // a term won now would only move the plan's generation past its last summary's.
+        if (plan && finishedWithoutWork(plan.rec)) return;
         const res = await this.store.txn(campaignTxn(this.view.prefix, fp, this.config.instance, plan, this.session.leaseId, this.config.layout));
         if (res.won || this.stopped) {
           won = res;
