@@ -32,6 +32,7 @@ import type { OperatorHold } from './control.js';
 import { reservedSplits, type ReservedWindowState, type SplitOwnership } from './reserved.js';
 import type { SplitStatus } from './records.js';
 import { waitingSplits } from './retry-policy.js';
+import { tailBudgets } from './tail-budgets.js';
 
 /**
  * A member's assignment budget (substrate.md, "Prefetch"): the splits the leader may name for
@@ -55,6 +56,11 @@ export interface ObservedJob {
   readonly statusOf: (id: string) => SplitStatus | undefined;
   /** Failed splits' backoffs: split id → notBefore (only runnable records that have one). */
   readonly notBefore?: ReadonlyMap<string, number>;
+  /**
+   * Live members' lanes (`maxInFlight`) and the runnable splits nobody holds: with both, a
+   * decision in the tail names at most the lanes (tail-budgets.ts); without, the budgets as given.
+   */
+  readonly tail?: { readonly lanes: ReadonlyMap<string, number>; readonly queued: number };
 }
 
 /** A decision's inputs beyond the split columns. */
@@ -109,12 +115,22 @@ export function decisionInputs(
   const r = reservedSplits({ previous: window, now, live, splits: ownership, rebalanceDelayMs });
   // An evacuated member (or every member, paused) is no member to the engine: its splits go to the
   // others at once (it is live, so nothing is withheld for it), and it gets an empty record.
-  const members = hold.paused ? [] : [...job.members].filter(([id]) => !hold.evacuated.has(id)).map(([id, cap]) => ({ id, cap }));
+  const budgets = hold.paused ? [] : [...job.members].filter(([id]) => !hold.evacuated.has(id)).map(([id, cap]) => ({ id, cap }));
+  const members = job.tail === undefined ? budgets : inTheTailBudgets(job, budgets, job.tail);
   // Backoffs are epoch ms on the writers' clocks (`wallNow` here), the window is on `now`'s timeline.
   const w = waitingSplits(job.notBefore ?? [], wallNow);
   const due = w.nextDueAt === undefined ? undefined : now + (w.nextDueAt - wallNow);
   const nextChangeAt = r.nextChangeAt === undefined ? due : due === undefined ? r.nextChangeAt : Math.min(r.nextChangeAt, due);
   return { previous, hidden, reserved: r.reserved, waiting: w.waiting, members, window: r.state, nextChangeAt };
+}
+
+/** The tail's budgets (tail-budgets.ts), each member's held splits counted from the live leases. */
+function inTheTailBudgets(
+  job: ObservedJob, budgets: readonly { id: string; cap: number }[], tail: NonNullable<ObservedJob['tail']>,
+): { id: string; cap: number }[] {
+  const held = new Map<string, number>();
+  for (const [id, owner] of job.leases) if (job.statusOf(id) === 'runnable') held.set(owner, (held.get(owner) ?? 0) + 1);
+  return tailBudgets(budgets.map((b) => ({ ...b, lanes: tail.lanes.get(b.id) ?? b.cap })), held, tail.queued);
 }
 
 /** The records a decision asks for. */

@@ -170,6 +170,7 @@ function observedJob(view: LeaderView) {
     owners: view.owners,
     statusOf: (id: string) => view.statusOf(id),
     notBefore: view.notBefore,
+    tail: { lanes: new Map([...view.workers.values()].map((w) => [w.rec.instance, w.rec.maxInFlight] as const)), queued: view.backlog().queued.splits },
   };
 }
 
