@@ -17,7 +17,7 @@ const DIGIT_MASK: u64 = 0x7ff;
 export const BUCKETS: usize = 2048;
 export const DIGITS: i32 = 6;
 
-/** The effective weight (0 counts as 1), as in units.ts. */
+/** The effective weight (0 counts as 1), as in src/assignment/hand-out-order.ts. */
 @inline export function effective(w: f64): f64 {
   return w == 0 ? 1 : w;
 }

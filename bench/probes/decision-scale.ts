@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { ColumnarPool } from '../../src/assignment/codec.js';
 import { decisionSlice } from '../../src/assignment/decision-slice.js';
 import { AssignmentPool } from '../../src/assignment/pool.js';
-import { DefaultEngine } from '../../src/coordinator/leader/decide.js';
+import { DefaultEngine } from '../../src/assignment/front-door.js';
 import type { AssignedRows } from '../../src/assignment/wire.js';
 import { prng } from '../../src/prng.js';
 import { quantile } from '../stats.js';

@@ -14,6 +14,7 @@ import { invalid, isId, RULES, statusCode, validateAssignmentInput } from './val
 import { OwnerHandles } from './handles.js';
 import { SortedOrder, type RowColumns, type SortedState } from './sorted-order.js';
 import { grown } from './grown.js';
+import { effectiveWeight } from './hand-out-order.js';
 import { QueueHead, type FillRule } from './queue-head.js';
 import type { SnapshotBuffers } from './snapshot-buffers.js';
 import type { SliceSource } from './slice-source.js';
@@ -122,7 +123,7 @@ export class ColumnarPool {
       this.hinted.delete(r);
       this.weight[r] = weight;
       this.cache.drop();
-    } else if ((this.weight[r] === 0 ? 1 : this.weight[r]) !== (weight === 0 ? 1 : weight)) {
+    } else if (effectiveWeight(this.weight[r]!) !== effectiveWeight(weight)) {
       this.head?.rowChanging(r);
       this.cache.drop();
     }

@@ -155,7 +155,7 @@ export class AssignmentPool {
   }
 
   /**
-   * @internal (the leader's engine, coordinator/leader/decide.ts) The same decision as
+   * @internal (the leader's engine, assignment/front-door.ts) The same decision as
    * the rows it assigns (wire.ts `AssignedRows`): the reply is the size of the
    * fleet's lanes, not of the queue.
    */

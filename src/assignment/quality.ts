@@ -3,7 +3,7 @@
  * maximum load, the imbalance ratio, and churn (moved weight and count)
  * against a previous assignment. Pure; figures are f64 (approximate past 2^53).
  */
-import { effectiveWeight } from './units.js';
+import { effectiveWeight } from './hand-out-order.js';
 
 export interface LoadFigures {
   maxLoad: number;

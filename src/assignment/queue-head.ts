@@ -20,12 +20,15 @@
  * only when a plan restates them). The heap's worst row is the new bound:
  * every row the heap let go sorts after it.
  *
- * Pool order: effective weight descending (0 counts as 1), then the 64-bit
- * hash key ascending (hi, then lo), then the id (reference.ts).
+ * Pool order: the hand-out order (hand-out-order.ts): effective weight
+ * descending (0 counts as 1), then the 64-bit hash key ascending (hi, then
+ * lo), then the id.
  *
  * Pure: no I/O, no clock; the caller decides when to step.
  */
 import { LAYOUT } from './layout.js';
+import { effectiveWeight, handOutOrderByKey } from './hand-out-order.js';
+import { jsStringOrder } from '../js-order.js';
 
 /** What the head reads of its pool's rows (the pool's current columns: they are replaced as it grows). */
 export interface QueueRows {
@@ -67,7 +70,7 @@ export const STEP_ROWS = 1 << 16;
 /** …and offers to its heap at most, a sift each: a first build's first step offered ~17k, 52–61 ms at 10M (decision 0047). */
 export const STEP_OFFERS = 1 << 12;
 
-const ew = (w: number): number => (w === 0 ? 1 : w);
+const ew = effectiveWeight;
 
 export class QueueHead {
   private list = new Uint32Array(1024);
@@ -373,26 +376,14 @@ export class QueueHead {
   /** Rows a and b in pool order (negative: a first). */
   private compareRows(a: number, b: number): number {
     const { weight, key } = this.rows;
-    const wa = ew(weight[a]!), wb = ew(weight[b]!);
-    if (wa !== wb) return wa > wb ? -1 : 1;
-    const ha = key[2 * a + 1]!, hb = key[2 * b + 1]!;
-    if (ha !== hb) return ha < hb ? -1 : 1;
-    const la = key[2 * a]!, lb = key[2 * b]!;
-    if (la !== lb) return la < lb ? -1 : 1;
-    const ia = this.rows.idAt(a)!, ib = this.rows.idAt(b)!;
-    return ia < ib ? -1 : ia > ib ? 1 : 0;
+    // Ids only on an exact tie of weight and key: reading an id costs a string.
+    return handOutOrderByKey(weight[a]!, key[2 * a + 1]!, key[2 * a]!, weight[b]!, key[2 * b + 1]!, key[2 * b]!)
+      || jsStringOrder(this.rows.idAt(a)!, this.rows.idAt(b)!);
   }
 
   /** Row r against a bound in pool order (negative: r first). */
   private compareToBound(r: number, b: Bound): number {
     const { weight, key } = this.rows;
-    const w = ew(weight[r]!);
-    if (w !== b.w) return w > b.w ? -1 : 1;
-    const h = key[2 * r + 1]!;
-    if (h !== b.hi) return h < b.hi ? -1 : 1;
-    const l = key[2 * r]!;
-    if (l !== b.lo) return l < b.lo ? -1 : 1;
-    const id = this.rows.idAt(r)!;
-    return id < b.id ? -1 : id > b.id ? 1 : 0;
+    return handOutOrderByKey(weight[r]!, key[2 * r + 1]!, key[2 * r]!, b.w, b.hi, b.lo) || jsStringOrder(this.rows.idAt(r)!, b.id);
   }
 }

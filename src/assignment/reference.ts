@@ -24,7 +24,8 @@ import { compareKeyed, hashInto, seedState } from '../hash.js';
 import { IndexedHeap } from './heap.js';
 import { loadFigures } from './quality.js';
 import { DEFAULT_CAP, type AssignmentInput, type AssignmentResult } from './types.js';
-import { effectiveWeight, scaleWeight, weightShift } from './units.js';
+import { scaleWeight, weightShift } from './units.js';
+import { effectiveWeight, handOutOrder } from './hand-out-order.js';
 import { validateAssignmentInput } from './validate.js';
 
 /**
@@ -92,7 +93,7 @@ export function referenceAssignment(input: AssignmentInput): AssignmentResult {
         candidates: [live(s.previous), live(s.recordOwner)],
       };
     });
-  pool.sort((a, b) => b.weight - a.weight || compareKeyed(a.lo, a.hi, a.id, b.lo, b.hi, b.id));
+  pool.sort(handOutOrder);
   const n = pool.length;
 
   // Balancing units (units.ts): exact integers ≤ 2^53.

@@ -7,6 +7,7 @@ import { LAYOUT as L, type EngineViews } from './layout.js';
 import type { MemberTable } from './members.js';
 import type { AssignmentResult, AssignmentStats } from './types.js';
 import { jsStringOrder } from '../js-order.js';
+import { handOutOrderByKey } from './hand-out-order.js';
 
 /**
  * After `sortOrder`: orders each run of rows with equal effective weight and
@@ -19,9 +20,8 @@ export function orderCollisions(v: EngineViews, idOf: (row: number) => string): 
   const order = v.u32(L.H_ORDER, len);
   const weight = v.f64(L.H_WEIGHT, rows);
   const key = v.u32(L.H_KEY, 2 * rows);
-  const eff = (r: number): number => (weight[r] === 0 ? 1 : weight[r]!);
   const same = (a: number, b: number): boolean =>
-    eff(a) === eff(b) && key[2 * a] === key[2 * b] && key[2 * a + 1] === key[2 * b + 1];
+    handOutOrderByKey(weight[a]!, key[2 * a + 1]!, key[2 * a]!, weight[b]!, key[2 * b + 1]!, key[2 * b]!) === 0;
   for (let i = 0; i < len; ) {
     let j = i + 1;
     while (j < len && same(order[i]!, order[j]!)) j++;

@@ -11,15 +11,11 @@
  * f64, so every admitted move strictly reduces the potential and the pass
  * ends on its own. k depends only on (n, W), not on input order. For any pool
  * whose n × W fits in 2^53 (every realistic one) k = 0 and nothing changes.
- * Ordering ("heaviest first") always uses the unscaled effective weight.
+ * Ordering ("heaviest first") always uses the unscaled effective weight
+ * (the weight rule and the hand-out order: hand-out-order.ts).
  */
 
 export const TWO_53 = 9007199254740992;
-
-/** Weight 0 counts as 1. */
-export function effectiveWeight(w: number): number {
-  return w === 0 ? 1 : w;
-}
 
 /** The shift k for a pool of `n` splits whose heaviest effective weight is `maxWeight`. */
 export function weightShift(n: number, maxWeight: number): number {

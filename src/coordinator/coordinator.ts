@@ -33,7 +33,7 @@ import { instrumentStoreWithFloor } from '../store/instrumented.js';
 import { RevisionFloor } from '../store/revision-floor.js';
 import type { Store } from '../store/store.js';
 import { background, UnexpectedErrors, type OnUnexpected } from './background.js';
-import { DefaultEngine } from './leader/decide.js';
+import { DefaultEngine } from '../assignment/front-door.js';
 import { Leader, type LeaderStats } from './leader/leader.js';
 import { LifecycleEvents, type CoordinatorEventName, type CoordinatorListener } from './events.js';
 import { HealthMonitor, type Health, type HealthObservations } from './health.js';
@@ -52,7 +52,7 @@ import { Worker } from './worker/worker.js';
 import { WorkerView } from './views/worker-view.js';
 
 export type { CoordinatorOptions, CoordinatorSnapshot, RunOptions, RunResult };
-export { OFF_THREAD_SPLITS } from './leader/decide.js';
+export { OFF_THREAD_SPLITS } from '../assignment/front-door.js';
 
 /**
  * Starts a coordinator; resolves once the job is observed and the session is

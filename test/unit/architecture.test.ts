@@ -590,6 +590,43 @@ describe('a backend is reached through the store factory', () => {
   });
 });
 
+/**
+ * Front doors (issue 51): a module that another reaches through one file only. The coordinator
+ * uses the engine through assignment/front-door.ts (`DefaultEngine`'s `ready` and `decide`, and the
+ * shapes they take), so a change inside assignment/ behind that file touches no coordinator file.
+ */
+export const FRONT_DOORS: readonly { from: string; to: string; door: string }[] = [
+  { from: 'coordinator/', to: 'assignment/', door: 'assignment/front-door.ts' },
+];
+
+/** Every import from a `from` module into its `to` module other than through the door; one line each. */
+export function checkFrontDoors(graph: ImportGraph, doors = FRONT_DOORS): string[] {
+  const problems: string[] = [];
+  for (const { from, to, door } of doors) {
+    for (const [file, { files }] of [...graph].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!file.startsWith(from)) continue;
+      for (const target of [...files].sort()) {
+        if (target.startsWith(to) && target !== door) problems.push(`${file} imports ${target}: ${from} reaches ${to} through ${door} only`);
+      }
+    }
+  }
+  return problems;
+}
+
+describe('the engine has a front door', () => {
+  it('coordinator/ imports assignment/ through assignment/front-door.ts only', () => {
+    expect(existsSync(join(srcRoot, 'assignment/front-door.ts'))).toBe(true);
+    expect(checkFrontDoors(readImportGraph(srcRoot))).toEqual([]);
+  });
+  it('reports an import past the door, and not the door itself or another module', () => {
+    const graph: ImportGraph = new Map([
+      ['coordinator/leader/a.ts', { files: new Set(['assignment/front-door.ts', 'assignment/wasm.ts']), packages: new Set<string>(), outside: new Set<string>() }],
+      ['operator/b.ts', { files: new Set(['assignment/wasm.ts']), packages: new Set<string>(), outside: new Set<string>() }],
+    ]);
+    expect(checkFrontDoors(graph)).toEqual(['coordinator/leader/a.ts imports assignment/wasm.ts: coordinator/ reaches assignment/ through assignment/front-door.ts only']);
+  });
+});
+
 describe('the checker fails when it should', () => {
   const graphOf = (edges: Record<string, string[]>, packages: Record<string, string[]> = {}): ImportGraph =>
     new Map(Object.entries(edges).map(([file, files]) => [file, { files: new Set(files), packages: new Set(packages[file] ?? []), outside: new Set<string>() }]));

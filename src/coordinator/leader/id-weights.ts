@@ -10,7 +10,7 @@
  * Invariant: an id has a weight here iff it holds a row of the arena.
  * Pure: no I/O.
  */
-import { IdArena } from '../../assignment/id-arena.js';
+import { IdArena } from '../../assignment/front-door.js';
 
 export class IdWeights {
   private ids = new IdArena();

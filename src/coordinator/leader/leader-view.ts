@@ -22,7 +22,7 @@
  *
  * I/O: listings and two watches. No decisions are made here.
  */
-import type { ColumnarPool } from '../../assignment/codec.js';
+import type { ColumnarPool } from '../../assignment/front-door.js';
 import { wallTime, type Clock } from '../../clock.js';
 import { storeFailure, type SplitfleetError } from '../../errors.js';
 import { backoffDelay, retryRandom } from '../../protocol/backoff.js';

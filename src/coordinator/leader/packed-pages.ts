@@ -16,7 +16,7 @@
  *
  * No I/O: LeaderRecords feeds it; the packed queue (packed-queue.ts) reads it.
  */
-import { grown } from '../../assignment/grown.js';
+import { grown } from '../../assignment/front-door.js';
 import { FoldedBits } from '../../protocol/packed.js';
 
 const SLOT_BITS = 10;

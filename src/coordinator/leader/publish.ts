@@ -22,9 +22,7 @@
  * - A write that fails is simply retried on the next step: the diff against
  *   the view finds it again.
  */
-import type { ColumnarPool } from '../../assignment/codec.js';
-import type { AssignedRows } from '../../assignment/wire.js';
-import type { AssignmentInput, AssignmentResult, AssignmentStats } from '../../assignment/types.js';
+import type { AssignedRows, AssignmentInput, AssignmentResult, AssignmentStats, ColumnarPool } from '../../assignment/front-door.js';
 import { isSplitfleetError } from '../../errors.js';
 import { assignKey, publishKey } from '../../protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../protocol/records.js';
@@ -48,7 +46,7 @@ export const PROMOTION_RETRY_MS = 1000;
 
 /** Decides on the pool as it is when called: it reads the pool before its first await (the caller restores the prepared inputs then). */
 export type ColumnarAssigner = (pool: ColumnarPool) => Promise<AssignedRows>;
-/** Readies a `ColumnarAssigner` for the pool before a decision is prepared (decide.ts `DefaultEngine.ready`). */
+/** Readies a `ColumnarAssigner` for the pool before a decision is prepared (assignment/front-door.ts `DefaultEngine.ready`). */
 export type EngineReady = (pool: ColumnarPool) => Promise<void>;
 
 /**

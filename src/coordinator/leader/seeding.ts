@@ -15,7 +15,7 @@
  *   `initialSplitRecord`s (protocol/claims.ts), and every transaction it
  *   sends is built by protocol/leader-txns.ts (`seedTxn`, `planUpdateTxn`).
  */
-import { IdArena } from '../../assignment/id-arena.js';
+import { IdArena } from '../../assignment/front-door.js';
 import type { Config } from '../../config.js';
 import { reservedIdProblem } from '../../protocol/residual-ids.js';
 import { SplitfleetError } from '../../errors.js';

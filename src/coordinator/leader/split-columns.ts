@@ -16,7 +16,7 @@
  *
  * No I/O and no decisions: the LeaderView feeds it from listings and watches.
  */
-import { ColumnarPool } from '../../assignment/codec.js';
+import { ColumnarPool } from '../../assignment/front-door.js';
 import type { LeaseRecord, SplitStatus } from '../../protocol/records.js';
 import type { Seen } from '../views/seen.js';
 import { IdWeights } from './id-weights.js';

@@ -13,7 +13,8 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { DEFAULT_CAP, type AssignmentInput, type AssignmentResult } from '../../../src/assignment/types.js';
-import { effectiveWeight, scaleWeight, TWO_53, weightShift } from '../../../src/assignment/units.js';
+import { scaleWeight, TWO_53, weightShift } from '../../../src/assignment/units.js';
+import { effectiveWeight } from '../../../src/assignment/hand-out-order.js';
 import { decide, ENGINES } from './engines.js';
 import { assignmentInput, buildInput, pileUpInput, settle, shuffleInput } from './generators.js';
 

@@ -1,4 +1,10 @@
 /**
+ * The engine's front door: all the coordinator uses of assignment/ (the
+ * architecture test holds it to that). `DefaultEngine` readies and decides
+ * (`ready`, `decide`); the rest are the shapes a decision's inputs and
+ * outputs come in, the columns the leader view keeps its splits in
+ * (`ColumnarPool`), and the id arena and growth rule those columns share.
+ *
  * The leader's default engine: the WASM engine on the leader view's columns,
  * on the whole pool below OFF_THREAD_SPLITS splits; above, on its slice
  * (decision-slice.ts, decision 0045), the rows the decision can touch, which
@@ -9,12 +15,18 @@
  * need and ended when idle or with the coordinator.
  * It decides only what the engine decides; nothing here touches the store.
  */
-import type { ColumnarPool } from '../../assignment/codec.js';
-import { AssignmentPool } from '../../assignment/pool.js';
-import { columnarAssignment } from '../../assignment/wasm.js';
-import { decisionSlice, sliceRows } from '../../assignment/decision-slice.js';
-import { assignedRowsOf, type AssignedRows } from '../../assignment/wire.js';
-import { nextTurn } from '../../next-turn.js';
+import type { ColumnarPool } from './codec.js';
+import { AssignmentPool } from './pool.js';
+import { columnarAssignment } from './wasm.js';
+import { decisionSlice, sliceRows } from './decision-slice.js';
+import { assignedRowsOf, type AssignedRows } from './wire.js';
+import { nextTurn } from '../next-turn.js';
+
+export { ColumnarPool } from './codec.js';
+export type { AssignedRows } from './wire.js';
+export type { AssignmentInput, AssignmentResult, AssignmentStats } from './types.js';
+export { IdArena } from './id-arena.js';
+export { grown } from './grown.js';
 
 /**
  * Above this many splits the default assigner decides on a pool thread. Below

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ColumnarPool } from '../../../src/assignment/codec.js';
 import { assignedRowsOf } from '../../../src/assignment/wire.js';
 import { columnarAssignment } from '../../../src/assignment/wasm.js';
-import { DefaultEngine, IDLE_THREAD_SLICES, OFF_THREAD_SPLITS } from '../../../src/coordinator/leader/decide.js';
+import { DefaultEngine, IDLE_THREAD_SLICES, OFF_THREAD_SPLITS } from '../../../src/assignment/front-door.js';
 
 const engine = new DefaultEngine();
 afterAll(() => engine.close());
