@@ -117,16 +117,24 @@ export function seededPlanRecord(current: PlanRecord, fp: string, o: PlanOutcome
   return { ...kept, v: current.v, fp, generation: o.generation, final: o.final, planned: o.planned, ...(o.cursor !== undefined ? { cursor: o.cursor } : {}) };
 }
 
+/** A write of the plan record: the transaction, and the record it puts (so the writer need not decode its own write). */
+export interface PlanWrite {
+  readonly txn: Txn;
+  readonly rec: PlanRecord;
+}
+
 /** A packed plan's bucket count, chosen when its first splits are seeded: leadership ∧ the plan at the revision read. */
-export function bucketsTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, buckets: number): Txn {
+export function bucketsTxn(prefix: string, leadership: Compare, plan: Revisioned<PlanRecord>, buckets: number): PlanWrite {
   const key = planKey(prefix);
-  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', { ...plan.rec, buckets }))] };
+  const rec: PlanRecord = { ...plan.rec, buckets };
+  return { txn: { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', rec))] }, rec };
 }
 
 /** The plan record after seeding: leadership ∧ the plan at the revision read → `seededPlanRecord`. */
-export function planUpdateTxn(prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord>, o: PlanOutcome): Txn {
+export function planUpdateTxn(prefix: string, fp: string, leadership: Compare, plan: Revisioned<PlanRecord>, o: PlanOutcome): PlanWrite {
   const key = planKey(prefix);
-  return { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', seededPlanRecord(plan.rec, fp, o)))] };
+  const rec = seededPlanRecord(plan.rec, fp, o);
+  return { txn: { compares: [leadership, cmp.modRevision(key, plan.modRevision)], success: [op.put(key, encodeRecord('plan', rec))] }, rec };
 }
 
 /** One planned split, as seeding writes it. */

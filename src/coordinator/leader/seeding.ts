@@ -20,7 +20,7 @@ import type { Config } from '../../config.js';
 import { reservedIdProblem } from '../../protocol/residual-ids.js';
 import { SplitfleetError } from '../../errors.js';
 import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
-import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites } from '../../protocol/leader-txns.js';
+import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites, type PlanWrite } from '../../protocol/leader-txns.js';
 import { bucketing, bucketsFor, cutPages } from '../../protocol/packed.js';
 import { queuePagePut, type QueuePage } from '../../protocol/packed-txns.js';
 import { decodeRecord, fingerprintHash, type Json, type PlanRecord } from '../../protocol/records.js';
@@ -313,17 +313,14 @@ export class Seeder {
    * read is a lost leadership or a race, retried by the caller. `update`
    * returns undefined when the record needs no write.
    */
-  private async updatePlan(update: (current: Revisioned<PlanRecord>) => Txn | undefined): Promise<Revisioned<PlanRecord>> {
+  private async updatePlan(update: (current: Revisioned<PlanRecord>) => PlanWrite | undefined): Promise<Revisioned<PlanRecord>> {
     for (let remembered = this.known !== undefined; ; remembered = false) {
       const current = this.known ?? (await this.readPlan());
       this.known = undefined;
-      const txn = update(current);
-      if (!txn) return (this.known = current);
-      const res = await this.ctx.store.txn(txn);
-      if (res.won) {
-        const put = txn.success[0] as { key: string; value: string };
-        return (this.known = { rec: decodeRecord('plan', put.key, put.value, fingerprintHash(this.ctx.config.fingerprint)), modRevision: res.revision });
-      }
+      const write = update(current);
+      if (!write) return (this.known = current);
+      const res = await this.ctx.store.txn(write.txn);
+      if (res.won) return (this.known = { rec: write.rec, modRevision: res.revision });
       if (!remembered) throw new SplitfleetError('STORE_UNAVAILABLE', 'plan record update lost (leadership or a concurrent write); will retry', { retryable: true });
     }
   }

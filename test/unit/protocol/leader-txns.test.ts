@@ -1,7 +1,7 @@
 /** The leader's writes as data (protocol/leader-txns.ts): what each compares and writes. */
 import { describe, expect, it } from 'vitest';
 import {
-  bumpedPlanRecord, campaignTxn, leadershipGuard, planUpdateTxn, reseedWrite, resignTxn, seededPlanRecord, seedTxn, seedWrites, verdictTxn,
+  bucketsTxn, bumpedPlanRecord, campaignTxn, leadershipGuard, planUpdateTxn, reseedWrite, resignTxn, seededPlanRecord, seedTxn, seedWrites, verdictTxn,
 } from '../../../src/protocol/leader-txns.js';
 import { decodeRecord, type PlanRecord } from '../../../src/protocol/records.js';
 import { cmp, op } from '../../../src/store/store.js';
@@ -50,9 +50,18 @@ describe('the verdict and the plan record after seeding', () => {
     expect(seededPlanRecord(current, fp, { generation: 4, final: true, planned: 12, cursor: undefined })).toEqual({ v: 1, fp, generation: 4, final: true, planned: 12, extra: 1 });
     expect(seededPlanRecord(current, fp, { generation: 4, final: false, planned: 12, cursor: 'new' }).cursor).toBe('new');
     const guard = leadershipGuard(P, 41);
-    const t = planUpdateTxn(P, fp, guard, { rec: plan(), modRevision: 60 }, { generation: 4, final: true, planned: 12, cursor: undefined });
-    expect(t.compares).toEqual([guard, cmp.modRevision(`${P}plan`, 60)]);
-    expect(decodeRecord('plan', `${P}plan`, put(t).value, fp)).toMatchObject({ generation: 4, final: true, planned: 12 });
+    const w = planUpdateTxn(P, fp, guard, { rec: plan(), modRevision: 60 }, { generation: 4, final: true, planned: 12, cursor: undefined });
+    expect(w.txn.compares).toEqual([guard, cmp.modRevision(`${P}plan`, 60)]);
+    expect(decodeRecord('plan', `${P}plan`, put(w.txn).value, fp)).toMatchObject({ generation: 4, final: true, planned: 12 });
+    // The record it returns is the one it puts: the seeder keeps it without decoding its own write.
+    expect(decodeRecord('plan', `${P}plan`, put(w.txn).value, fp)).toEqual(w.rec);
+  });
+  it('a packed plan\'s buckets: compared at the plan read, the record returned is the one put', () => {
+    const guard = leadershipGuard(P, 41);
+    const w = bucketsTxn(P, guard, { rec: plan({ v: 2, layout: 'packed' }), modRevision: 70 }, 4);
+    expect(w.txn.compares).toEqual([guard, cmp.modRevision(`${P}plan`, 70)]);
+    expect(w.rec.buckets).toBe(4);
+    expect(decodeRecord('plan', `${P}plan`, put(w.txn).value, fp)).toEqual(w.rec);
   });
 });
 
