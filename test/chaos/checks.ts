@@ -28,10 +28,18 @@
  *   cooperative drain; in all, duplicates ≤ commitEvery × (forced moves,
  *   declines, failures and takeovers).
  *
- * The epoch and owner fence, the lease rule and progress monotonicity are the
- * shared checkers of test/support/invariants.ts, plugged into the same replay
- * (test/support/history-replay.ts) as this auditor's own transition checker
- * and reported under this auditor's check names. A packed job (decision 0037)
+ * The rules are written once, for this auditor and the simulation's
+ * (test/simulation/auditor.ts), and reported here under this auditor's check
+ * names: each split's ownership step (who may take it from whom, the attempt
+ * a claim or quarantine consumes, the fence of an owner's writes, a lease key
+ * agreeing with its record) is test/support/ownership-transitions.ts; the
+ * epoch and owner fence, the lease rule and progress monotonicity are
+ * test/support/invariants.ts, both plugged into the same replay
+ * (test/support/history-replay.ts); units by their epoch's claimer, none
+ * lost, duplicates bounded are test/support/units-ledger.ts. This auditor
+ * keeps what only it can see: the transitions' kinds from the ledger's lane
+ * events (a cooperative or declined drain, an adoption) and the failure
+ * reports that alone may consume an attempt on a release. A packed job (decision 0037)
  * is held to the packed queue's checker (test/support/packed-invariants.ts,
  * first in the replay, its rules as check names: packed-checks.ts): its
  * splits are its pages', a fold-back is the one deletion of their keys, and a
@@ -39,13 +47,15 @@
  */
 import { replayHistory, type Revision } from '../support/history-replay.js';
 import { invariantCheckers } from '../support/invariants.js';
+import { ownershipStep, stepOf, type LeaseRecord, type ProgressRecord, type SplitRecord, type SplitRecords, type StepKind } from '../support/ownership-transitions.js';
 import { packedChecker } from '../support/packed-invariants.js';
+import { duplicates as duplicatesOf, missingUnits, overReplayBound, unitClaimProblem, unitCounts, unitRanges, type LedgerUnit } from '../support/units-ledger.js';
 import { lastState, packedViolations, plannedUnits } from './packed-checks.js';
-import type { LaneEvent, UnitEntry } from '../../src/testing/ledger.js';
+import type { LaneEvent } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from './auditor.js';
 
 /** What the audit reads of the one ledger (test/support/ledger.ts): its units and lane events, times not needed. */
-export type LedgerUnit = Pick<UnitEntry, 'instance' | 'id' | 'unit' | 'epoch'>;
+export type { LedgerUnit } from '../support/units-ledger.js';
 export type LedgerEvent = Pick<LaneEvent, 'instance' | 'ev' | 'id' | 'epoch' | 'progress'> & { [k: string]: unknown };
 export interface Ledger { units: LedgerUnit[]; events: LedgerEvent[] }
 
@@ -117,17 +127,18 @@ export interface AuditReport {
 type Rec = Record<string, any>;
 const progressOf = (r: Rec | undefined): number => (typeof r?.progress === 'number' ? r.progress : 0);
 
-/** Compresses sorted integers to "1-4, 7". */
-function ranges(ns: number[]): string {
-  const out: string[] = [];
-  for (let i = 0; i < ns.length; i++) {
-    let j = i;
-    while (j + 1 < ns.length && ns[j + 1] === ns[j]! + 1) j++;
-    out.push(i === j ? `${ns[i]}` : `${ns[i]}-${ns[j]}`);
-    i = j;
-  }
-  return out.join(', ');
-}
+/** The shared ownership rules (test/support/ownership-transitions.ts) under this auditor's check names. */
+const CHECKS: Record<string, string> = {
+  'split-deleted': 'split-record-deleted', 'progress-deleted': 'progress-record-deleted', 'bad-seed': 'bad-seed',
+  'terminal-rewritten': 'terminal-rewritten', 'progress-in-split': 'progress-in-split-record', 'claim-without-lease': 'claim-without-lease',
+  'claim-miscounted': 'attempts-miscounted', 'quarantine-miscounted': 'attempts-miscounted', 'quarantine-after-release': 'attempt-burned',
+  'quarantine-burned-committed': 'attempt-burned', 'quarantined-while-leased': 'quarantined-while-leased', 'write-to-unowned': 'write-to-unowned',
+  'unfenced-end': 'unfenced-write', 'rewritten-keeping-owner': 'split-rewritten-without-ownership-change', 'lease-kept-after-release': 'lease-kept-after-release',
+  'progress-after-terminal': 'terminal-rewritten', 'progress-while-unowned': 'write-to-unowned', 'progress-wrong-epoch': 'unfenced-write',
+  'unfenced-progress': 'unfenced-write', 'claim-wrote-progress': 'claim-changed-progress', 'lease-record-disagree': 'lease-record-disagree',
+};
+/** Rules of the revision's own writes, reported at it alone (the rest name the lease key's and the record's revisions too). */
+const ONE_REVISION = new Set(['split-deleted', 'progress-deleted', 'bad-seed', 'progress-in-split', 'claim-without-lease', 'claim-wrote-progress']);
 
 export function audit(history: readonly HistoryEvent[], ledger: Ledger, options: AuditOptions): AuditReport {
   const violations: Violation[] = [];
@@ -147,7 +158,8 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   const failureReports = new Set(ledger.events.filter((e) => e.ev === 'failed').map((e) => `${e.instance}|${e.id}|${Number(e.attempts)}`));
   const attemptsOf = (r: Rec | undefined): number => Number(r?.attempts ?? 0);
 
-  // Ownership transitions, revision by revision: this auditor's checker of the one replay, beside the shared invariants.
+  // Ownership transitions, revision by revision: the shared rulebook (test/support/ownership-transitions.ts) per split,
+  // a checker of the one replay beside the shared invariants; what it says of claims and ends feeds the ledger's checks.
   const ownership = ({ rev, events: group }: Revision): void => {
     const touched = new Set<string>();
     for (const e of group) if ((e.kind === 'split' || e.kind === 'lease' || e.kind === 'progress') && e.id) touched.add(e.id);
@@ -158,8 +170,7 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       if (e.kind === 'spec' && e.type === 'put' && e.id) units.set(e.id, Number(e.rec?.descriptor?.units ?? 0));
       if (e.kind === 'split' && e.id) {
         if (e.type === 'put' && e.rec) splits.set(e.id, { rec: e.rec, rev });
-        else if (packed.layout === 'packed') splits.delete(e.id); // a fold-back, or packedChecker reports what it was
-        else v('split-record-deleted', e.id, [rev], `${e.key} was deleted`);
+        else if (e.type === 'delete' && packed.layout === 'packed') splits.delete(e.id); // a fold-back, or packedChecker reports what it was
       }
       if (e.kind === 'lease' && e.id) {
         if (e.type === 'put' && e.rec) leases.set(e.id, { rec: e.rec, rev });
@@ -167,101 +178,39 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
       }
       if (e.kind === 'progress' && e.id) {
         if (e.type === 'put' && e.rec) progress.set(e.id, { rec: e.rec, rev });
-        else if (packed.layout === 'packed') progress.delete(e.id);
-        else v('progress-record-deleted', e.id, [rev], `${e.key} was deleted`);
+        else if (e.type === 'delete' && packed.layout === 'packed') progress.delete(e.id);
       }
     }
     for (const id of touched) {
-      const bs = before.get(id)!.split?.rec;
-      const bl = before.get(id)!.lease;
-      const as = splits.get(id)?.rec;
-      const al = leases.get(id);
-      const splitPut = group.some((e) => e.kind === 'split' && e.id === id && e.type === 'put');
-      const leasePut = group.some((e) => e.kind === 'lease' && e.id === id && e.type === 'put');
-      const leaseDeleted = !al && !!bl;
-      const bp = before.get(id)!.progress?.rec;
-      const ap = progress.get(id)?.rec;
-      const progressPut = group.some((e) => e.kind === 'progress' && e.id === id && e.type === 'put');
-      const revs = [bl?.rev, splits.get(id)?.rev, rev].filter((r): r is number => r !== undefined);
-      if (progressPut && ap) {
-        // Progress and its epoch never going back: progressNeverRegresses, below.
-        // Only the owner commits, in its tenancy, under its live lease key (the fence).
-        if (!bs || bs.status !== 'runnable' || bs.owner === '') {
-          v(bs && bs.status !== 'runnable' ? 'terminal-rewritten' : 'write-to-unowned', id, revs, `progress.${id} written while split.${id} is ${bs ? `${bs.status}, owner ${bs.owner || '(none)'}` : 'absent'}`);
-        } else {
-          if (ap.epoch !== bs.epoch) v('unfenced-write', id, revs, `progress.${id} names epoch ${ap.epoch}; split.${id} is at ${bs.epoch}`);
-          if (!(bl && bl.rec.owner === bs.owner && bl.rec.epoch === bs.epoch)) {
-            v('unfenced-write', id, revs, `progress.${id} written for ${bs.owner} epoch ${bs.epoch} while its lease key ${bl ? `named ${bl.rec.owner} epoch ${bl.rec.epoch}` : 'was absent'}`);
-          }
-          if (splitPut && as && as.epoch !== bs.epoch) v('claim-changed-progress', id, [rev], `claim of split.${id} wrote progress.${id}`);
-        }
+      const b = before.get(id)!;
+      const records = (s?: { rec: Rec }, l?: { rec: Rec }, p?: { rec: Rec }): SplitRecords =>
+        ({ split: s?.rec as SplitRecord | undefined, lease: l?.rec as LeaseRecord | undefined, progress: p?.rec as ProgressRecord | undefined });
+      const after = records(splits.get(id), leases.get(id), progress.get(id));
+      const { step, problems } = ownershipStep(stepOf(id, group, records(b.split, b.lease, b.progress), after, packed.layout === 'packed'));
+      const revs = [b.lease?.rev, splits.get(id)?.rev, rev].filter((r): r is number => r !== undefined);
+      for (const p of problems) v(CHECKS[p.rule] ?? p.rule, id, ONE_REVISION.has(p.rule) ? [rev] : revs, p.detail);
+      tenancyStep(id, rev, step, { split: b.split?.rec, lease: b.lease, progress: b.progress?.rec }, splits.get(id)?.rec, revs);
+    }
+  };
+
+  /** What a step means for the ledger's checks: a claim's transition, an end's kind, a failure report's presence. */
+  const tenancyStep = (id: string, rev: number, step: StepKind, b: { split?: Rec; lease?: { rec: Rec }; progress?: Rec }, as: Rec | undefined, revs: number[]): void => {
+    const { split: bs, lease: bl } = b;
+    const consumed = attemptsOf(as) - attemptsOf(bs);
+    const reported = (owner: string) => failureReports.has(`${owner}|${id}|${attemptsOf(as)}`);
+    if (step.kind === 'claim') {
+      const kind: TransitionKind = step.from === 'after-release' ? (ends.get(id)?.how === 'failed' ? 'failed' : 'forced') : step.from; // cooperative is decided from the ledger below
+      const t: Transition = { split: id, epoch: as!.epoch, rev, owner: as!.owner, previousOwner: bs!.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(b.progress), replay: 0 };
+      if (!claims.has(id)) claims.set(id, new Map());
+      claims.get(id)!.set(as!.epoch, t);
+    } else if (step.kind === 'quarantine' && !step.takeover && bl && bs!.owner !== '' && consumed === 1 && !reported(bs!.owner)) {
+      v('attempt-burned', id, revs, `split.${id} quarantined by its owner ${bs!.owner} without a failure report from its handler`);
+    } else if (step.kind === 'end' && step.how !== 'completed') {
+      const failed = consumed > 0;
+      if (failed && (consumed !== 1 || !reported(bs!.owner))) {
+        v('attempt-burned', id, revs, `split.${id} released by ${bs!.owner} moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)} without a failure report from its handler (a store failure or a drain must not consume an attempt)`);
       }
-      if (splitPut && !bs) {
-        if (!(as?.epoch === 0 && as.owner === '' && as.status === 'runnable' && !('progress' in as))) {
-          v('bad-seed', id, [rev], `split.${id} was created as ${JSON.stringify(as)}`);
-        }
-      } else if (splitPut && bs && as) {
-        const consumed = attemptsOf(as) - attemptsOf(bs);
-        if (bs.status !== 'runnable') v('terminal-rewritten', id, revs, `split.${id} was ${bs.status} and was written again: ${JSON.stringify(as)}`);
-        if ('progress' in as) v('progress-in-split-record', id, [rev], `split.${id} carries progress (it belongs in progress.${id}): ${JSON.stringify(as)}`);
-        if (as.epoch === bs.epoch + 1) {
-          if (!(as.owner !== '' && leasePut && al && al.rec.owner === as.owner && al.rec.epoch === as.epoch)) {
-            v('claim-without-lease', id, [rev], `split.${id} epoch ${as.epoch} claimed by ${as.owner} without its lease key in the same revision`);
-          }
-          let kind: TransitionKind;
-          if (bs.epoch === 0) kind = 'create';
-          else if (bs.owner !== '') kind = bl && bl.rec.owner === as.owner ? 'reclaim' : 'takeover';
-          else kind = ends.get(id)?.how === 'failed' ? 'failed' : 'forced'; // cooperative is decided from the ledger below
-          // substrate.md: a claim of an expired or own lease consumes one delivery attempt, unless the
-          // tenancy it ends committed progress (progress.{id} names its epoch); every other claim none.
-          const endedCommitted = bp !== undefined && Number(bp.epoch) === bs.epoch;
-          const consumes = (kind === 'takeover' || kind === 'reclaim') && !endedCommitted ? 1 : 0;
-          if (consumed !== consumes) {
-            v('attempts-miscounted', id, revs, `split.${id} epoch ${as.epoch} (${kind}) moved attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; such a claim consumes ${consumes}`);
-          }
-          const t: Transition = { split: id, epoch: as.epoch, rev, owner: as.owner, previousOwner: bs.owner || ends.get(id)?.owner || '', kind, resumeAt: progressOf(bp), replay: 0 };
-          if (!claims.has(id)) claims.set(id, new Map());
-          claims.get(id)!.set(as.epoch, t);
-        } else if (as.epoch === bs.epoch) {
-          if (as.owner !== bs.owner && as.owner !== '') {
-            // An owner change without a claim: splitFence, below.
-          } else if (as.status === 'quarantined') {
-            if (bs.owner !== '' && bl && !leaseDeleted) v('quarantined-while-leased', id, revs, `split.${id} quarantined with lease.${id} of ${bl.rec.owner} live`);
-            if (consumed !== 1) {
-              v('attempts-miscounted', id, revs, `split.${id} quarantined moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)}; quarantine takes the one attempt that reaches the cap`);
-            } else if (bs.owner === '') {
-              v('attempt-burned', id, revs, `split.${id} was released and then quarantined: a claim after a release consumes no attempt`);
-            } else if (!bl && bp !== undefined && Number(bp.epoch) === bs.epoch) {
-              v('attempt-burned', id, revs, `split.${id} quarantined on a takeover of epoch ${bs.epoch}, which committed progress: such a takeover consumes no attempt`);
-            } else if (bl && !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`)) {
-              v('attempt-burned', id, revs, `split.${id} quarantined by its owner ${bs.owner} without a failure report from its handler`);
-            }
-          } else if (bs.owner === '') {
-            v('write-to-unowned', id, revs, `split.${id} had no owner and was written: ${JSON.stringify(as)}`);
-          } else {
-            if (!(bl && bl.rec.owner === bs.owner && bl.rec.epoch === bs.epoch)) {
-              v('unfenced-write', id, revs, `split.${id} written for ${bs.owner} epoch ${bs.epoch} while its lease key ${bl ? `named ${bl.rec.owner} epoch ${bl.rec.epoch}` : 'was absent'}`);
-            }
-            if (as.owner !== '' && as.status === 'runnable') {
-              v('split-rewritten-without-ownership-change', id, revs, `split.${id} rewritten at epoch ${as.epoch} with its owner kept (a commit belongs in progress.${id})`);
-            }
-            if (as.owner === '') {
-              if (!leaseDeleted) v('lease-kept-after-release', id, revs, `split.${id} released by ${bs.owner} but lease.${id} was not deleted in the same revision`);
-              if (as.status === 'runnable') {
-                const failed = consumed > 0;
-                if (failed && (consumed !== 1 || !failureReports.has(`${bs.owner}|${id}|${attemptsOf(as)}`))) {
-                  v('attempt-burned', id, revs, `split.${id} released by ${bs.owner} moving attempts ${attemptsOf(bs)} → ${attemptsOf(as)} without a failure report from its handler (a store failure or a drain must not consume an attempt)`);
-                }
-                ends.set(id, { how: failed ? 'failed' : 'released', owner: bs.owner, progress: progressOf(ap), rev });
-              }
-            }
-          }
-        }
-        // An epoch moving other than by +1 or 0: splitFence, below.
-      }
-      if (al && !(as && as.status === 'runnable' && as.owner === al.rec.owner && as.epoch === al.rec.epoch)) {
-        v('lease-record-disagree', id, revs, `at revision ${rev} lease.${id} names ${al.rec.owner} epoch ${al.rec.epoch} but split.${id} is ${as ? `${as.status}, owner ${as.owner || '(none)'} epoch ${as.epoch}` : 'absent'}`);
-      }
+      ends.set(id, { how: failed ? 'failed' : 'released', owner: bs!.owner, progress: progressOf(progress.get(id)?.rec), rev });
     }
   };
 
@@ -278,15 +227,14 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   for (const p of shared.flatMap((c) => c.problems)) v(names[p.rule]!, p.split, p.revisions, p.detail);
 
   // ---- the ledger --------------------------------------------------------------
-  const seen = new Map<string, Map<number, number>>();
+  // The units ledger's checks (test/support/units-ledger.ts): each unit by its epoch's claimer, none lost, duplicates bounded.
+  const seen = unitCounts(ledger.units);
   const maxByEpoch = new Map<string, Map<number, number>>();
   for (const u of ledger.units) {
     const t = claims.get(u.id)?.get(u.epoch);
-    if (!t) v('unit-without-claim', u.id, [], `${u.instance} processed unit ${u.unit} of ${u.id} under epoch ${u.epoch}, which no claim wrote`);
-    else if (t.owner !== u.instance) v('unit-by-non-owner', u.id, [t.rev], `${u.instance} processed unit ${u.unit} under epoch ${u.epoch}, which ${t.owner} claimed`);
-    else if (u.unit <= t.resumeAt) v('unit-before-resume-point', u.id, [t.rev], `${u.instance} processed unit ${u.unit} at epoch ${u.epoch}, resumed from ${t.resumeAt}`);
-    if (!seen.has(u.id)) seen.set(u.id, new Map());
-    seen.get(u.id)!.set(u.unit, (seen.get(u.id)!.get(u.unit) ?? 0) + 1);
+    const owned = unitClaimProblem(u, t ? [t.owner] : []);
+    if (owned) v(owned.rule === 'unclaimed' ? 'unit-without-claim' : 'unit-by-non-owner', u.id, t ? [t.rev] : [], owned.detail);
+    else if (u.unit <= t!.resumeAt) v('unit-before-resume-point', u.id, [t!.rev], `${u.instance} processed unit ${u.unit} at epoch ${u.epoch}, resumed from ${t!.resumeAt}`);
     if (!maxByEpoch.has(u.id)) maxByEpoch.set(u.id, new Map());
     const m = maxByEpoch.get(u.id)!;
     m.set(u.epoch, Math.max(m.get(u.epoch) ?? 0, u.unit));
@@ -347,10 +295,9 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   for (const [id, n] of units) {
     unitsPlanned += n;
     const counts = seen.get(id) ?? new Map<number, number>();
-    const missing: number[] = [];
-    for (let u = 1; u <= n; u++) if (!counts.has(u)) missing.push(u);
-    if (missing.length > 0) v('unit-never-processed', id, [], `units ${ranges(missing)} of ${id} (of ${n}) appear in no ledger`);
-    for (const c of counts.values()) duplicates += c - 1;
+    const missing = missingUnits((u) => counts.has(u), 1, n);
+    if (missing.length > 0) v('unit-never-processed', id, [], `units ${unitRanges(missing)} of ${id} (of ${n}) appear in no ledger`);
+    duplicates += duplicatesOf(counts.values());
     const { split: rec, progress: p } = lastState(packed, id, splits.get(id), progress.get(id));
     if ((options.expectComplete ?? true) && !(rec?.rec.status === 'completed' && progressOf(p) === n && p?.epoch === rec.rec.epoch)) {
       v('not-completed', id, rec ? [rec.rev] : [], `split.${id} ended ${rec ? `${rec.rec.status} at epoch ${rec.rec.epoch}, progress.${id} ${p ? `${progressOf(p)} (epoch ${p.epoch})` : 'absent'}` : 'absent'}, expected completed at ${n}`);
@@ -358,8 +305,9 @@ export function audit(history: readonly HistoryEvent[], ledger: Ledger, options:
   }
   const counts = { create: 0, cooperative: 0, declined: 0, forced: 0, failed: 0, takeover: 0, reclaim: 0 } as Record<TransitionKind, number>;
   for (const t of transitions) counts[t.kind]++;
-  const replayBound = options.commitEvery * (transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').length + adoptions);
-  if (duplicates > replayBound) {
+  const causes = transitions.filter((t) => t.kind !== 'create' && t.kind !== 'cooperative').length + adoptions;
+  const replayBound = options.commitEvery * causes;
+  if (overReplayBound(duplicates, options.commitEvery, causes)) {
     v('duplicates-over-bound', undefined, [], `${duplicates} units were processed more than once; ${replayBound / options.commitEvery} forced moves and takeovers allow at most ${replayBound}`);
   }
   const first = history[0];

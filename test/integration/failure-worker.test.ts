@@ -9,11 +9,12 @@
  * owner resumed. Timing is only ever a lower bound (the delay withheld the
  * splits at least that long); every wait is bounded polling.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { jobPrefix } from '../../src/protocol/keys.js';
-import { EtcdStore } from '../../src/store/etcd/etcd.js';
-import { startEtcd, type EtcdHandle } from '../support/etcd.js';
-import { fleetProcessScript, spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
+import type { EtcdStore } from '../../src/store/etcd/etcd.js';
+import type { EtcdHandle } from '../support/etcd.js';
+import { useEtcdProcessFleet } from '../support/etcd-fleet.js';
+import { spawnFleetMember, type FleetMember, type FleetProcessConfig } from '../support/fleet.js';
 import { Recorder } from '../support/history.js';
 import { FAST } from '../support/in-process.js';
 import { fenceProblems } from '../support/invariants.js';
@@ -28,17 +29,9 @@ let etcd: EtcdHandle;
 let store: EtcdStore;
 const members: FleetMember[] = [];
 
-beforeAll(async () => {
-  fleetProcessScript();
-  etcd = await startEtcd();
-  store = new EtcdStore({ endpoints: etcd.endpoint, opTimeoutMs: 2000 });
-});
-afterEach(async () => {
-  await Promise.all(members.splice(0).map((m) => m.kill()));
-});
-afterAll(async () => {
-  await store?.close();
-  await etcd?.stop();
+useEtcdProcessFleet(members, (s, e) => {
+  store = s;
+  etcd = e;
 });
 
 function config(job: string, instance: string, rebalanceDelayMs: number, leaseDurationMs: number = FAST.leaseDurationMs): FleetProcessConfig {

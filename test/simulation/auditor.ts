@@ -44,9 +44,16 @@
  * - bounded replay, and completion (checked by the caller when the run
  *   finished): replay.ts.
  *
- * The epoch and owner fence, the lease rule and progress monotonicity are the
- * checkers every suite shares (test/support/invariants.ts), reported here
- * under the properties above.
+ * The rules the chaos auditor (test/chaos/checks.ts) checks too are written
+ * once and reported here under the properties above: each split's ownership
+ * step (test/support/ownership-transitions.ts: the claim's lease key and the
+ * attempt it consumes, a quarantine's, the fence of an owner's writes, a lease
+ * key agreeing with its record), the epoch and owner fence, the lease rule and
+ * progress monotonicity (test/support/invariants.ts), and the units ledger
+ * (test/support/units-ledger.ts: units by their epoch's claimer, committed
+ * steps covered, duplicates bounded). This auditor adds what only it knows:
+ * which process wrote each revision (the claimer, the lease's holder, the
+ * leader), the lives the hostile writer's deletions start, and the lanes.
  *
  * It reads records with JSON.parse, not the production codecs, so a codec
  * bug cannot hide from it. It never writes. Revisions written from outside
@@ -60,19 +67,21 @@
  */
 import type { Clock } from '../../src/clock.js';
 import type { MemoryStore } from '../../src/store/memory.js';
-import { Ledger } from '../../src/testing/ledger.js';
+import { Ledger, type LaneEvent, type UnitEntry } from '../../src/testing/ledger.js';
 import { HistoryRecorder, type HistoryEvent } from '../support/history.js';
 import { onlyRevisions, replayHistory, type Revision } from '../support/history-replay.js';
 import { invariantCheckers } from '../support/invariants.js';
+import { ownershipStep, stepOf, type SplitRecords } from '../support/ownership-transitions.js';
 import { packedChecker } from '../support/packed-invariants.js';
+import { missingUnits, unitClaimProblem } from '../support/units-ledger.js';
 import { AssignedOnce } from './assigned-once.js';
 import { DivisionFacts } from './divisions.js';
 import { Lives, tenancyAt, tenancyKey } from './lives.js';
 import { packedEndViolations, packedViolations } from './packed-audit.js';
 import { finalStateViolations, replayViolations } from './replay.js';
 
-export interface LedgerUnit { split: string; unit: number; proc: string; epoch: number; at: number }
-export interface HandlerExit { split: string; epoch: number; proc: string; how: string; progress: number; at: number }
+/** A handler's exit, as the one ledger's 'exit' lane event (instance: the process incarnation; t: virtual ms). */
+export type HandlerExit = Pick<LaneEvent, 'instance' | 'id' | 'epoch' | 't'> & { how: string; progress: number };
 
 export interface Violation { property: string; message: string; revision?: number; context?: unknown }
 
@@ -97,7 +106,29 @@ interface LeaseRec { id: string; owner: string; epoch: number }
 /** One tenancy: a claim's epoch in one of its split's lives (lives.ts), and when it was claimed (`at`, virtual ms). */
 export interface Tenancy { epoch: number; life: number; at: number; proc: string | undefined; revision: number; resume: number; last: number; takeover: boolean; end?: 'released' | 'completed' | 'failed' | 'taken-over' | 'quarantined' }
 
-const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
+/** The shared ownership rules (test/support/ownership-transitions.ts) under this auditor's properties; the rest are 'one-owner-per-epoch'. */
+const PROPERTY: Record<string, string> = {
+  'split-deleted': 'monotone', 'progress-deleted': 'monotone', 'bad-seed': 'monotone', 'terminal-rewritten': 'monotone',
+  'progress-after-terminal': 'monotone', 'progress-while-unowned': 'monotone', 'claim-wrote-progress': 'monotone',
+  'progress-in-split': 'layout', 'rewritten-keeping-owner': 'layout',
+  'claim-miscounted': 'attempts', 'quarantine-miscounted': 'attempts', 'quarantine-after-release': 'attempts', 'quarantine-burned-committed': 'attempts',
+};
+const ATTEMPT_RULES = new Set(['claim-miscounted', 'quarantine-miscounted', 'quarantine-after-release', 'quarantine-burned-committed']);
+
+/** A record as the store holds it, parsed (undefined when absent or not JSON: the hostile writer's, say). */
+function parsed<T>(kv: { value: string } | undefined): T | undefined {
+  if (!kv) return undefined;
+  try {
+    return JSON.parse(kv.value) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Split `id`'s records as `state` holds them. */
+function recordsOf(state: ReadonlyMap<string, { value: string }>, P: string, id: string): SplitRecords {
+  return { split: parsed(state.get(`${P}split.${id}`)), lease: parsed(state.get(`${P}lease.${id}`)), progress: parsed(state.get(`${P}progress.${id}`)) };
+}
 
 export class Auditor {
   private readonly recorder: HistoryRecorder;
@@ -155,12 +186,13 @@ export class Auditor {
     if (maxInFlight !== undefined) this.procLanes.set(proc, maxInFlight);
   }
 
-  unit(u: LedgerUnit): void {
-    this.ledger.unit({ instance: u.proc, id: u.split, unit: u.unit, epoch: u.epoch, t: u.at });
+  /** A processed unit, in the one ledger's shape (test/support/units-ledger.ts; instance: the process incarnation, t: virtual ms). */
+  unit(u: UnitEntry): void {
+    this.ledger.unit(u);
   }
 
   exit(e: HandlerExit): void {
-    this.ledger.lane({ instance: e.proc, ev: 'exit', id: e.split, epoch: e.epoch, how: e.how, progress: e.progress, t: e.at });
+    this.ledger.lane({ ...e, ev: 'exit' });
   }
 
   async close(): Promise<void> {
@@ -197,12 +229,6 @@ export class Auditor {
     const committed = (id: string): number => {
       const kv = state.get(`${P}progress.${id}`);
       return at(id, kv ? (JSON.parse(kv.value) as ProgressRec).progress : undefined);
-    };
-
-    /** Whether the tenancy of `epoch` committed progress (progress.{id} names it), as `state` holds it. */
-    const endedCommitted = (id: string, epoch: number): boolean => {
-      const kv = state.get(`${P}progress.${id}`);
-      return kv !== undefined && (JSON.parse(kv.value) as ProgressRec).epoch === epoch;
     };
 
     // Assignment records, as the store holds them: the 'assigned-once' property (assigned-once.ts).
@@ -247,7 +273,9 @@ export class Auditor {
       const guarded = (what: string) => {
         if (!writer || writer !== leaderProc) fail('fenced-leader', `${what} written by ${writer ?? 'nobody'} while the leader key is held by ${leaderProc ?? 'nobody'}`);
       };
-      const touched = new Set<string>();
+      // The splits whose keys this revision wrote (their ownership step is checked once it is applied), and those an operator retried.
+      const stepped = new Set<string>();
+      const retried = new Set<string>();
 
       for (const c of group) {
         const rest = c.key.slice(P.length);
@@ -331,7 +359,7 @@ export class Auditor {
             }
             break;
           case 'lease':
-            touched.add(id);
+            stepped.add(id);
             if (c.type === 'put') {
               leasePutAt.set(id, rev);
               const rec = JSON.parse(c.value!) as LeaseRec;
@@ -344,9 +372,10 @@ export class Auditor {
             }
             break;
           case 'progress': {
+            stepped.add(id);
             if (c.type === 'delete') {
+              // A keys job's never goes (ownership-transitions.ts); a packed job's fold-back is the leader's.
               if (packed.layout === 'packed') guarded(`fold-back of progress.${id}`);
-              else fail('monotone', `progress.${id} deleted`);
               break;
             }
             const next = JSON.parse(c.value!) as ProgressRec;
@@ -357,26 +386,19 @@ export class Auditor {
               : divisions.residuals.get(id)?.to ?? sizes.get(id);
             for (const m of divisions.progressProblems(id, prevRaw, next, group, endBefore)) fail('division', m, { prev: prevRaw, next });
             if (((next as { divisions?: number }).divisions ?? 0) > ((prevRaw as { divisions?: number } | undefined)?.divisions ?? 0)) stats.divisions++;
-            // Progress and its epoch never going back: progressNeverRegresses, below.
-            // Only the owner of the split's current tenancy commits, at its epoch, under its live lease key.
+            // Progress and its epoch never going back: progressNeverRegresses, below. Only the owner of the split's
+            // current tenancy commits, at its epoch, under its live lease key, never a claim: ownership-transitions.ts,
+            // after this loop. Here: that the writer is the incarnation that claimed the epoch and holds the key.
             const splitBefore = state.get(`${P}split.${id}`);
             const sr = splitBefore && (JSON.parse(splitBefore.value) as SplitRec);
-            if (!sr || sr.status !== 'runnable' || sr.owner === '') {
-              fail('monotone', `progress.${id} written while split.${id} is ${sr ? `${sr.status} with ${sr.owner || 'no owner'}` : 'missing'}`, { next });
-              break;
-            }
-            if (group.some((x) => x.key === `${P}split.${id}` && x.type === 'put' && (JSON.parse(x.value!) as SplitRec).epoch !== sr.epoch)) {
-              fail('monotone', `claim of split.${id} wrote progress`, { next });
-            }
+            if (!sr || sr.status !== 'runnable' || sr.owner === '') break;
             const t = tenancy(id, sr.epoch);
-            if (next.epoch !== sr.epoch) fail('one-owner-per-epoch', `progress.${id} names epoch ${next.epoch}, split.${id} is at ${sr.epoch}`, { next });
             if (!t || t.proc !== writer) {
               fail('one-owner-per-epoch', `progress.${id} written at epoch ${sr.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { next });
             }
             const lease = state.get(`${P}lease.${id}`);
-            const lr = lease && (JSON.parse(lease.value) as LeaseRec);
-            if (!lr || lr.owner !== sr.owner || lr.epoch !== sr.epoch || !lease!.lease || this.leaseProc.get(lease!.lease) !== writer) {
-              fail('one-owner-per-epoch', `progress.${id} written by ${writer} without its live lease key (${lr ? `${lr.owner}@${lr.epoch}` : 'none'})`, { next });
+            if (lease && (!lease.lease || this.leaseProc.get(lease.lease) !== writer)) {
+              fail('one-owner-per-epoch', `progress.${id} written by ${writer}, but its lease key hangs off ${lease.lease ? `a lease of ${this.leaseProc.get(lease.lease)}` : 'no etcd lease'}`, { next });
             }
             // No loss: the committed step is covered by this tenancy's processing (checked after the replay).
             commits.push({ id, t, writer, from, to: at(id, next.progress), rev, context: { writer: w, prev: prevRaw, next } });
@@ -386,18 +408,16 @@ export class Auditor {
             break;
           }
           case 'split': {
-            touched.add(id);
+            stepped.add(id);
             if (c.type === 'delete') {
-              // Only a packed job's fold-back deletes a split record (packed-invariants.ts checks it is one).
+              // Only a packed job's fold-back deletes a split record (packed-invariants.ts checks it is one; a keys
+              // job's deletion is ownership-transitions.ts's).
               if (packed.layout === 'packed') guarded(`fold-back of split.${id}`);
-              else fail('monotone', `split.${id} deleted`);
               break;
             }
             const next = JSON.parse(c.value!) as SplitRec;
-            if ('progress' in next) fail('layout', `split.${id} carries progress (it belongs in progress.${id})`, { next });
             if (!before) {
               if (!divisions.isDivision(id, group)) guarded(`seeding split.${id}`);
-              if (next.epoch !== 0 || next.owner !== '' || next.status !== 'runnable') fail('monotone', `split.${id} created non-initial`, { next });
               // Created again after a deletion from outside named it (lives.ts): a new life, from its progress record if one is left.
               const reborn = tenancies.has(id) && lives.created(id, rev, packed.rerun.get(id));
               if (reborn) lives.forget(id, committed(id));
@@ -407,25 +427,20 @@ export class Auditor {
             }
             const prev = JSON.parse(before.value) as SplitRec;
             if (prev.status === 'quarantined' && writer === undefined) {
-              // An operator's retry: runnable again, attempts reset, same epoch, nobody owning it.
+              // An operator's retry: runnable again, attempts reset, same epoch, nobody owning it (and none of the fleet's steps).
+              retried.add(id);
               if (next.status !== 'runnable' || next.attempts !== 0 || next.epoch !== prev.epoch || next.owner !== '') {
                 fail('monotone', `split.${id} rewritten by an operator other than as a retry`, { prev, next });
               }
               break;
             }
-            if (prev.status !== 'runnable') fail('monotone', `split.${id} rewritten after it became ${prev.status}`, { prev, next });
             if (next.epoch === prev.epoch + 1) {
               // A claim: installs a tenancy.
               stats.claims++;
               if (next.owner === '' || next.status !== 'runnable') fail('one-owner-per-epoch', `split.${id} epoch bumped without an owner`, { next });
               if (instanceOf(writer) !== next.owner) fail('one-owner-per-epoch', `split.${id} claimed for ${next.owner} by ${writer}`);
-              // A claim over another owner's live lease key: noSplitHeldTwice, below.
-              const lk = group.find((x) => x.key === `${P}lease.${id}`);
-              if (!lk || lk.type !== 'put') fail('one-owner-per-epoch', `claim of split.${id} at epoch ${next.epoch} wrote no lease key`);
-              else {
-                const lr = JSON.parse(lk.value!) as LeaseRec;
-                if (lr.owner !== next.owner || lr.epoch !== next.epoch) fail('one-owner-per-epoch', `claim of split.${id}: lease key says ${lr.owner}@${lr.epoch}, record ${next.owner}@${next.epoch}`);
-              }
+              // A claim over another owner's live lease key: noSplitHeldTwice, below; without its own lease key,
+              // or charging the wrong attempts: ownership-transitions.ts, after this loop.
               const ts = tenancies.get(id) ?? [];
               const last = ts[ts.length - 1];
               const takeover = prev.owner !== '';
@@ -433,13 +448,6 @@ export class Auditor {
               const notBefore = (prev as SplitRec & { notBefore?: number }).notBefore;
               if (notBefore !== undefined && c.at < notBefore) {
                 fail('backoff', `split.${id} claimed at t=${c.at}, before its notBefore ${notBefore}`, { prev, next });
-              }
-              // substrate.md: a takeover consumes one attempt only when the tenancy it ends committed nothing.
-              const charged = takeover && !endedCommitted(id, prev.epoch) ? 1 : 0;
-              // Over a record the hostile writer left (an owner it named, say), the claimer judged that record:
-              // its charge is not this replay's to check against the fleet's last one.
-              if (next.attempts - prev.attempts !== charged && !foreignNow.has(c.key)) {
-                fail('attempts', `claim of split.${id} at epoch ${next.epoch} moved attempts ${prev.attempts} → ${next.attempts}; a ${takeover ? `takeover of a tenancy that committed ${charged ? 'nothing' : 'progress'}` : 'claim after a release'} consumes ${charged}`, { prev, next });
               }
               if (takeover) {
                 stats.takeovers++;
@@ -451,11 +459,8 @@ export class Auditor {
               if (prev.owner !== '' && next.status === 'quarantined' && next.attempts === prev.attempts + 1
               && (tenancy(id, prev.epoch)?.proc !== writer || !state.has(`${P}lease.${id}`))) {
                 // (Its own expired tenancy too: an incarnation whose leases expired takes its split over like anyone.)
-                // A claim that would reach max_attempts parks the split instead (an expired takeover),
-                // and only when the tenancy it ends committed nothing.
-                if (endedCommitted(id, prev.epoch)) fail('attempts', `split.${id} quarantined on a takeover of epoch ${prev.epoch}, which committed progress`, { prev, next });
-                const lease = state.get(`${P}lease.${id}`);
-                if (lease && (JSON.parse(lease.value) as LeaseRec).owner !== instanceOf(writer)) fail('one-owner-per-epoch', `split.${id} quarantined by ${writer} over a live lease key`);
+                // A claim that would reach max_attempts parks the split instead (an expired takeover): its attempts
+                // and the lease key it finds are ownership-transitions.ts's.
                 const last = tenancies.get(id)?.at(-1);
                 if (last && !last.end) last.end = 'quarantined';
               } else if (prev.owner !== '') {
@@ -463,15 +468,12 @@ export class Auditor {
                 if (!t || t.proc !== writer) {
                   fail('one-owner-per-epoch', `split.${id} written at epoch ${prev.epoch} by ${writer}, but that epoch was claimed by ${t?.proc}`, { prev, next });
                 }
-                // An owner change without a claim: splitFence, below.
-                // Ownership changes only: a write at the same epoch that keeps the owner is a commit
-                // that belongs in progress.{id}.
-                if (next.owner !== '' && next.status === 'runnable') fail('layout', `split.${id} rewritten with no change of ownership`, { prev, next });
-                // Fenced like a commit: the owner's lease key is live (the same transaction deletes it).
+                // An owner change without a claim: splitFence, below. A write that keeps the owner, or one not
+                // fenced by the owner's live lease key (deleted in the same transaction): ownership-transitions.ts.
+                // Here: that key hangs off the writer's etcd lease.
                 const lease = state.get(`${P}lease.${id}`);
-                const lr = lease && (JSON.parse(lease.value) as LeaseRec);
-                if (!lr || lr.owner !== prev.owner || lr.epoch !== prev.epoch || !lease!.lease || this.leaseProc.get(lease!.lease) !== writer) {
-                  fail('one-owner-per-epoch', `split.${id} released/ended by ${writer} without its live lease key (${lr ? `${lr.owner}@${lr.epoch}` : 'none'})`, { prev, next });
+                if (lease && (!lease.lease || this.leaseProc.get(lease.lease) !== writer)) {
+                  fail('one-owner-per-epoch', `split.${id} released/ended by ${writer}, but its lease key hangs off ${lease.lease ? `a lease of ${this.leaseProc.get(lease.lease)}` : 'no etcd lease'}`, { prev, next });
                 }
                 // The simulated source completes with its final progress: both land in one transaction.
                 if (next.status === 'completed' && !group.some((x) => x.key === `${P}progress.${id}` && x.type === 'put')) {
@@ -483,9 +485,8 @@ export class Auditor {
                   else if (next.owner === '' && next.attempts === prev.attempts) t.end = 'released';
                   else if (next.owner === '') t.end = 'failed';
                 }
-              } else if (next.status !== 'quarantined') {
-                fail('one-owner-per-epoch', `split.${id} written with no owner and no claim`, { prev, next });
               }
+              // A write of an ownerless split other than a claim: ownership-transitions.ts.
             }
             // An epoch moving other than by +1 or 0: splitFence, below.
             break;
@@ -495,9 +496,23 @@ export class Auditor {
         }
       }
 
+      const before = new Map([...stepped].map((id) => [id, recordsOf(state, P, id)]));
       for (const c of group) {
         if (c.type === 'put') state.set(c.key, c.lease !== undefined ? { value: c.value!, lease: c.lease } : { value: c.value! });
         else state.delete(c.key);
+      }
+      // Each split's ownership step (test/support/ownership-transitions.ts), an operator's retry but for the retry's own check above.
+      for (const id of stepped) {
+        if (retried.has(id)) continue;
+        const { problems } = ownershipStep(stepOf(id, group, before.get(id)!, recordsOf(state, P, id), packed.layout === 'packed'));
+        for (const p of problems) {
+          // Over a record the hostile writer left (an owner it named, say), the claimer judged that record:
+          // its charge is not this replay's to check against the fleet's last one.
+          if (ATTEMPT_RULES.has(p.rule) && foreignNow.has(`${P}split.${id}`)) continue;
+          // The lease key of a record the writer deleted: its holder drops it once the split is created again (decision 0071).
+          if (p.rule === 'lease-record-disagree' && (leasePutAt.get(id) ?? Infinity) < (splitDeletedAt.get(id) ?? -Infinity)) continue;
+          fail(PROPERTY[p.rule] ?? 'one-owner-per-epoch', p.detail);
+        }
       }
       // Lane budget: whoever put a lease key here holds no more than its lanes, prefetch or not.
       const budget = writer !== undefined ? this.procLanes.get(writer) : undefined;
@@ -507,19 +522,6 @@ export class Auditor {
         if (held.length > budget) fail('lane-budget', `${writer} holds ${held.length} splits (live lease keys on its leases: ${held.join(', ')}), over its maxInFlight of ${budget}`);
       }
 
-      // Coherence at this revision: a live lease key agrees with its split record.
-      for (const id of touched) {
-        const lease = state.get(`${P}lease.${id}`);
-        if (!lease) continue;
-        const lr = JSON.parse(lease.value) as LeaseRec;
-        const split = state.get(`${P}split.${id}`);
-        const sr = split && (JSON.parse(split.value) as SplitRec);
-        // The lease key of a record the writer deleted: its holder drops it once the split is created again (decision 0071).
-        const leftover = (leasePutAt.get(id) ?? Infinity) < (splitDeletedAt.get(id) ?? -Infinity);
-        if ((!sr || sr.status !== 'runnable' || sr.owner !== lr.owner || sr.epoch !== lr.epoch) && !leftover) {
-          fail('one-owner-per-epoch', `lease.${id} names ${lr.owner}@${lr.epoch} but split.${id} is ${sr ? `${sr.status} ${sr.owner || '(no owner)'}@${sr.epoch}` : 'missing'}`);
-        }
-      }
       assigned.after(group, state, this.externals.size > 0, (message) => fail('assigned-once', message));
       for (const c of group) foreignNow.delete(c.key);
     };
@@ -554,24 +556,21 @@ export class Auditor {
     for (const u of this.ledger.units) {
       const ts = tenancies.get(u.id);
       const t = tenancyAt(ts, u.epoch, u.instance, u.t);
-      if (!t) {
-        const claimers = (ts ?? []).filter((x) => x.epoch === u.epoch).map((x) => x.proc);
-        v.push({ property: 'one-owner-per-epoch', message: `${u.instance} processed ${u.id}#${u.unit} at epoch ${u.epoch}, claimed by ${claimers.join(', ') || 'nobody'}` });
-      }
+      // The units ledger's rule (test/support/units-ledger.ts): the claimers of that epoch, none of them this incarnation.
+      const owned = t ? undefined : unitClaimProblem(u, (ts ?? []).filter((x) => x.epoch === u.epoch && x.proc !== undefined).map((x) => x.proc!));
+      if (owned) v.push({ property: 'one-owner-per-epoch', message: owned.detail });
       const life = t?.life ?? (ts ?? []).filter((x) => x.epoch === u.epoch && x.at <= u.t).at(-1)?.life ?? 0;
       const k = tenancyKey(u.id, life, u.epoch);
       let m = processed.get(k);
       if (!m) processed.set(k, (m = new Map()));
       m.set(u.unit, [...(m.get(u.unit) ?? []), u.instance]);
     }
-    // No loss: each committed step a → b is covered by units a+1..b its tenancy processed.
+    // No loss: each committed step a → b is covered by units a+1..b its tenancy processed (units-ledger.ts).
     for (const c of commits) {
       const done = c.t && c.t.proc === c.writer ? processed.get(tenancyKey(c.id, c.t.life, c.t.epoch)) : undefined;
-      for (let u = c.from + 1; u <= c.to; u++) {
-        if (!done?.get(u)?.includes(c.writer ?? '')) {
-          v.push({ property: 'no-loss', message: `progress.${c.id} committed unit ${u} at epoch ${c.t?.epoch ?? '?'} that its tenancy never processed`, revision: c.rev, context: c.context });
-          break;
-        }
+      const lost = missingUnits((u) => done?.get(u)?.includes(c.writer ?? '') ?? false, c.from + 1, c.to);
+      if (lost.length > 0) {
+        v.push({ property: 'no-loss', message: `progress.${c.id} committed unit ${lost[0]} at epoch ${c.t?.epoch ?? '?'} that its tenancy never processed`, revision: c.rev, context: c.context });
       }
     }
 

@@ -72,7 +72,7 @@ export function simHandler(proc: { id: string; clock: Clock }, auditor: Auditor,
         }
       });
     }
-    const exit = (how: string) => auditor.exit({ split: split.id, epoch: split.epoch, proc: proc.id, how, progress: done, at: proc.clock.now() });
+    const exit = (how: string) => auditor.exit({ instance: proc.id, id: split.id, epoch: split.epoch, how, progress: done, t: proc.clock.now() });
     try {
       while (done < units) {
         if (split.signal.aborted) return exit('aborted');
@@ -93,7 +93,7 @@ export function simHandler(proc: { id: string; clock: Clock }, auditor: Auditor,
         await sleep(proc.clock, o.unitMs, split.signal);
         if (split.signal.aborted) return exit('aborted');
         done++;
-        auditor.unit({ split: split.id, unit: done, proc: proc.id, epoch: split.epoch, at: proc.clock.now() });
+        auditor.unit({ instance: proc.id, id: split.id, unit: done, epoch: split.epoch, t: proc.clock.now() });
         if (done - committed >= o.commitEvery && done < units) {
           await split.commit(done);
           committed = done;

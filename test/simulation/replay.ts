@@ -17,6 +17,7 @@ import type { LaneEvent } from '../../src/testing/ledger.js';
 import type { HistoryEvent } from '../support/history.js';
 import type { FoldedSplit } from '../support/packed-invariants.js';
 import type { AuditStats, ProgressRec, SplitRec, Tenancy, Violation } from './auditor.js';
+import { duplicates, overReplayBound } from '../support/units-ledger.js';
 import { tenancyKey } from './lives.js';
 
 const prog = (p: unknown): number => (typeof p === 'number' ? p : 0);
@@ -72,13 +73,13 @@ export function replayViolations(
         }
       }
     }
-    let dups = 0;
     const counts = new Map<number, number>();
     for (const t of ts) for (const [u, procs] of processed.get(tenancyKey(id, t.life, t.epoch)) ?? []) counts.set(u, (counts.get(u) ?? 0) + procs.length);
-    for (const n of counts.values()) dups += n - 1;
+    // The units ledger's bound (test/support/units-ledger.ts), with the units the store forgot allowed besides.
+    const dups = duplicates(counts.values());
     stats.duplicates += dups;
     const lost = forgotten.get(id) ?? 0;
-    if (dups > commitEvery * causes + lost) {
+    if (overReplayBound(dups, commitEvery, causes, lost)) {
       v.push({ property: 'bounded-replay', message: `split.${id}: ${dups} duplicate processings exceed ${commitEvery} × ${causes} (takeovers + non-cooperative releases + foreign writes)${lost > 0 ? ` + ${lost} committed units the store forgot` : ''}` });
     }
     const size = sizes.get(id);
