@@ -7,13 +7,19 @@
  * never finished), and a split whose lease key was put by hand was never
  * claimed again. MemoryStore on a VirtualClock; the contract suite holds
  * etcd to the same lease reporting (src/store/contract.ts).
+ *
+ * And a running split's own lease key written again without a lease, then
+ * deleted (the hostile writer's write and repair): the lane is fenced, and
+ * the split must be claimed again by its now idle owner (defect 38: the
+ * worker freed the lane without deciding again, and nothing else woke it).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { defaultFingerprint } from '../../src/config.js';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger, type Logger } from '../../src/coordinator/log.js';
-import { assignKey, jobPrefix, leaseKey, workerKey } from '../../src/protocol/keys.js';
+import type { SplitHandle } from '../../src/coordinator/types.js';
+import { assignKey, jobPrefix, leaseKey, splitKey, workerKey } from '../../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { settle, stepUntil } from '../support/virtual-time.js';
@@ -73,5 +79,46 @@ describe('ephemeral keys with no etcd lease', () => {
     // The claim wrote over it: the key, if still there, is on a lease now, or gone with the completion.
     const after = await store.get(leaseKey(prefix, 's-2'));
     expect(after).toBeUndefined();
+  });
+
+  it('a running split whose lease key loses its lease and is then deleted is claimed again by its idle owner, and completes', async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryStore({ clock });
+    const job = 'own-lease-lost';
+    const prefix = jobPrefix('splitfleet', job);
+    const handles: SplitHandle[] = [];
+    let committed = false;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const c = await settle(clock, startCoordinator({
+      store, clock, job, instance: 'w0', logger: silentLogger, maxInFlight: 2, layout: 'keys',
+      // No backstop within the test: its read of a key found absent wakes the worker whenever the
+      // store moved since (views/follow.ts), which hid the stall; the fix must not need it.
+      leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 3_600_000, drainDeadlineMs: 1000,
+      planner: () => ({ splits: [{ id: 's-0', weight: 1 }], final: true }),
+      handler: async (h) => {
+        handles.push(h);
+        if (h.epoch > 1) return h.complete(3);
+        await h.commit(1);
+        committed = true;
+        await gate;
+        await h.commit(2).catch(() => undefined); // fenced: the lease key is no longer ours
+      },
+    }));
+    running.push(c);
+    let verdict: string | undefined;
+    void c.done.then((v) => (verdict = v));
+    expect(await stepUntil(clock, () => committed, 5 * LEASE)).toBe(true);
+    // The same value put again with no lease (not live: decision 0059), then removed.
+    const held = (await store.get(leaseKey(prefix, 's-0')))!;
+    expect(held.lease).toBeDefined();
+    const leaseless = await store.compareAndSwap(held.key, held.modRevision, held.value);
+    expect(leaseless.won).toBe(true);
+    expect((await store.deleteIf(held.key, leaseless.revision)).won).toBe(true);
+    open();
+    expect(await stepUntil(clock, () => verdict !== undefined, 20 * LEASE, 100)).toBe(true);
+    expect(verdict).toBe('complete');
+    expect(handles.map((h) => h.epoch)).toEqual([1, 2]);
+    expect(JSON.parse((await store.get(splitKey(prefix, 's-0')))!.value)).toMatchObject({ status: 'completed', epoch: 2 });
   });
 });

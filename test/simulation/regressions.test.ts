@@ -296,6 +296,13 @@ const LOST_REPLY: Schedule = {
 };
 
 const packedFound: Record<string, Schedule> = {
+  // settle-orphans.ts (defect 38; a fresh-seed hostile hunt, seed 1432504644, its 2,739th schedule): w0 took s-01
+  // over from crashed w1; the hostile writer wrote its lease key again with no etcd lease, and its repair deleted
+  // it. w0's lane was fenced at its next commit and followed as an orphan; once a read showed nothing of ours
+  // there, the settler forgot it, freeing the lane after that pass had decided its claims with the lane spent,
+  // and scheduled nothing: with the store quiet from then on, no event and no backstop read woke w0, which never
+  // claimed s-01 again, and the job never finished. Forgetting an orphan now reconciles again.
+  'a split whose orphan is forgotten is claimed again by its quiet owner': {"seed":2089155025,"fleet":4,"splits":12,"maxUnits":5,"commitEvery":3,"unitMs":789,"leaseSeconds":2,"rebalanceDelayMs":0,"drainDeadlineMs":1681,"reconcileIntervalMs":1306,"lanes":[5,1,3],"prefetch":[0],"drains":["cooperate","slow","cooperate","ignore"],"steps":[{"gapMs":1134,"fault":{"kind":"hostile","record":"queue","mutation":"garbage","target":0}},{"gapMs":287,"fault":{"kind":"crash","target":1}},{"gapMs":10,"fault":{"kind":"hostile","record":"split","mutation":"dead-instance","target":0}},{"gapMs":609,"fault":{"kind":"operator","action":"resumeInstance","target":0}},{"gapMs":1292,"fault":{"kind":"hostile","record":"lease","mutation":"leaseless","target":0}}],"restartAtEnd":true,"layout":"packed","waves":1,"waveMs":200,"replanIntervalMs":2733,"buckets":1},
   // packed-queue.ts (defect 37; a fresh-seed hostile hunt, seed 601762922): folded.2.0 deleted just after the
   // verdict; w1, its events late, was elected in the finished job, listed the page with no folded record and,
   // before it stopped, promoted its folded splits again: runnable records nobody would run, in a job whose

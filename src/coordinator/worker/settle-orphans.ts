@@ -16,6 +16,9 @@
  *   request delayed in flight can land after that read (protocol/orphans.ts).
  * - An attempt that failed on one observation is retried only once the view
  *   moves, or after a short wait at the latest (a quiet job would stall).
+ * - A split forgotten frees its lane after this pass's claims were decided
+ *   with it spent: reconciliation runs again (a quiet worker would never
+ *   claim it: defect 38).
  * - With no assignment record at all nothing is released: no record means hold.
  * - Our lease key left over from a record deleted and created again is
  *   dropped, assignment record or not: it is no tenancy, and it blocks every
@@ -118,6 +121,9 @@ export class OrphanSettler {
           if (this.confirmed.has(id)) {
             this.confirmed.delete(id);
             this.settled(id);
+            // Its lane is free again, but this pass's claims were decided with it spent: decide
+            // again, or a quiet worker (nothing else to wake it) never claims it (defect 38).
+            this.ctx.schedule();
           } else {
             this.confirm(id);
           }
