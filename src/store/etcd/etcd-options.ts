@@ -143,9 +143,26 @@ export function neverSent(e: Error): boolean {
 const HOST_SKIPPED = 'host skipped';
 
 /**
+ * Whether `e` says that a call got no answer in time: its deadline passed
+ * (gRPC DEADLINE_EXCEEDED, code 4: a unary call's, or a keep-alive stream's)
+ * or the member gave up waiting for its cluster (etcd's "request timed out":
+ * no quorum). Such a call was sent: a transaction may have applied.
+ */
+export function timedOut(e: Error): boolean {
+  return (e as { code?: unknown }).code === 4 || /DEADLINE_EXCEEDED|Deadline exceeded|etcdserver: request timed out/.test(e.message);
+}
+
+/**
+ * How a call to a host failed at the connection level: it never left this
+ * client (`neverSent`), it got no answer before its deadline, or anything
+ * else (a reset, an election's "leader changed").
+ */
+export type HostFailure = 'refused' | 'timed-out' | 'failed';
+
+/**
  * How the members of one client's endpoint list have been answering, shared
  * by their host policies: a call goes to a host in the best standing there is
- * (answering; else failing calls; else refusing connections), never to a
+ * (answering; else failing or silent; else refusing connections), never to a
  * worse one while a better one exists, and never nowhere (when every host is
  * in the same standing, each is tried).
  *
@@ -153,17 +170,21 @@ const HOST_SKIPPED = 'host skipped';
  * HOST_COOLDOWN_MS, doubling while it keeps refusing, up to
  * HOST_COOLDOWN_MAX_MS: a member that died (SIGKILL, a rolling upgrade)
  * stops costing calls within one call, and one that comes back is tried
- * again within 8 s. Three other connection-level failures in a row (a
- * deadline, a reset, an election's "leader changed") set it aside for
- * HOST_COOLDOWN_MS, behind any host that answers but ahead of one that
- * refuses connections. One answered call restores a host.
+ * again within 8 s. A host that let a call run out its deadline is set aside
+ * at once too, behind any host that answers but ahead of one that refuses
+ * connections, for a cooldown that doubles the same way while its calls keep
+ * timing out: a member cut off from its peers accepts connections and
+ * answers nothing (no quorum), and every call sent there costs a whole
+ * deadline (decision 0086). Three other connection-level failures in a row (a
+ * reset, an election's "leader changed") set it aside for HOST_COOLDOWN_MS
+ * in that middle standing. One answered call restores a host.
  */
 export class HostHealth {
-  private readonly hosts = new Map<string, { standing: 0 | 1 | 2; until: number; failures: number; refusals: number }>();
+  private readonly hosts = new Map<string, { standing: 0 | 1 | 2; until: number; failures: number; refusals: number; timeouts: number }>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** 0 answering, 1 set aside after failed calls, 2 set aside after refused connections. */
+  /** 0 answering, 1 set aside after failed or timed-out calls, 2 set aside after refused connections. */
   standing(host: string): number {
     const h = this.hosts.get(host);
     return h === undefined || h.until <= this.now() ? 0 : h.standing;
@@ -179,22 +200,26 @@ export class HostHealth {
 
   /** Registers a host (so that `skip` knows it stands well before it was ever called). */
   add(host: string): void {
-    if (!this.hosts.has(host)) this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0 });
+    if (!this.hosts.has(host)) this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0, timeouts: 0 });
   }
 
   succeeded(host: string): void {
-    this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0 });
+    this.hosts.set(host, { standing: 0, until: 0, failures: 0, refusals: 0, timeouts: 0 });
   }
 
-  /** A call to `host` failed at the connection level; `refused`: it never left this client (`neverSent`). */
-  failed(host: string, refused: boolean): void {
+  /** A call to `host` failed at the connection level, as `how` says. */
+  failed(host: string, how: HostFailure): void {
     this.add(host);
     const h = this.hosts.get(host)!;
-    if (refused) {
-      const cooldown = Math.min(HOST_COOLDOWN_MAX_MS, HOST_COOLDOWN_MS * 2 ** Math.min(h.refusals, 16));
-      this.hosts.set(host, { standing: 2, until: this.now() + cooldown, failures: 0, refusals: h.refusals + 1 });
-    } else if (++h.failures >= 3 && h.standing !== 2) {
-      this.hosts.set(host, { standing: 1, until: this.now() + HOST_COOLDOWN_MS, failures: 0, refusals: h.refusals });
+    const cooldown = (n: number) => Math.min(HOST_COOLDOWN_MAX_MS, HOST_COOLDOWN_MS * 2 ** Math.min(n, 16));
+    if (how === 'refused') {
+      this.hosts.set(host, { standing: 2, until: this.now() + cooldown(h.refusals), failures: 0, refusals: h.refusals + 1, timeouts: h.timeouts });
+    } else if (h.standing === 2 && h.until > this.now()) {
+      // Refusing connections still: a failure of a call sent to it anyway does not lift it.
+    } else if (how === 'timed-out') {
+      this.hosts.set(host, { standing: 1, until: this.now() + cooldown(h.timeouts), failures: 0, refusals: h.refusals, timeouts: h.timeouts + 1 });
+    } else if (++h.failures >= 3) {
+      this.hosts.set(host, { standing: 1, until: this.now() + HOST_COOLDOWN_MS, failures: 0, refusals: h.refusals, timeouts: h.timeouts });
     }
   }
 }
@@ -207,7 +232,8 @@ export class HostHealth {
  * member blacks them all out. So: one endpoint, no breaker (skipping the only
  * host never helps); several, the hosts share a `HostHealth` and a call
  * passes a host by when another stands better (etcd3 then tries the next
- * host), so calls go to members that answer (decision 0034). A stream's
+ * host), so calls go to members that answer (decisions 0034 and 0086; a
+ * call that ran out its deadline sets its host aside at once). A stream's
  * opening is not an answer (its failure comes later, through etcd3's
  * `markFailed`, which runs this policy with a function that throws).
  */
@@ -224,7 +250,7 @@ export function hostPolicy(endpoints: number, isRecoverable: (e: Error) => boole
           if (isPromiseLike(result)) health.succeeded(host);
           return value;
         } catch (e) {
-          if (e instanceof Error && (neverSent(e) || isRecoverable(e))) health.failed(host, neverSent(e));
+          if (e instanceof Error && (neverSent(e) || isRecoverable(e))) health.failed(host, neverSent(e) ? 'refused' : timedOut(e) ? 'timed-out' : 'failed');
           throw e;
         }
       },

@@ -13,12 +13,14 @@
  * transaction whose first attempt applied would report a race we actually won
  * (callers retry on `retryable` errors instead), except that a call another
  * member can take is sent there (`call`: one that never left, an idempotent
- * one after UNAVAILABLE; decision 0034); every unary call has a
- * deadline of `opTimeoutMs`; a watch resumes after any break from the last
+ * one after UNAVAILABLE, a keep-alive after its deadline; decisions 0034 and
+ * 0086); every unary call has a deadline of `opTimeoutMs`, a keep-alive one
+ * of its own (`keepAliveOnce`); a watch resumes after any break from the last
  * revision it delivered + 1, so nothing is lost or delivered twice.
  */
 
 import {
+  castGrpcError,
   ClientClosedError,
   CompareResult,
   CompareTarget,
@@ -102,6 +104,8 @@ export class EtcdStore extends BaseStore {
   /** How many times a call is sent again on another member (endpoints − 1; see `call`). */
   private readonly failovers: number;
   private readonly watchClosers = new Set<() => Promise<void>>();
+  /** The TTL in seconds of each lease granted or kept alive here (the newest few): it bounds a keep-alive's time. */
+  private readonly leaseTtls = new Map<string, number>();
   private closed = false;
 
   /** Connects lazily: the first call opens the connection. */
@@ -137,7 +141,7 @@ export class EtcdStore extends BaseStore {
 
   /** Reads one key; undefined when missing. */
   async get(key: string): Promise<KeyValue | undefined> {
-    const res = await this.call(`get '${key}'`, () => this.client.kv.range({ key: Buffer.from(key) }), undefined, IDEMPOTENT);
+    const res = await this.call(`get '${key}'`, () => this.client.kv.range({ key: Buffer.from(key) }), undefined, 'idempotent');
     const kv = res.kvs[0];
     return kv && fromKv(kv);
   }
@@ -149,7 +153,7 @@ export class EtcdStore extends BaseStore {
     const req: IRangeRequest = { key: listStartOf(prefix, options), range_end: rangeEndOf(prefix, options) };
     if (limit !== undefined) req.limit = limit;
     if (revision !== undefined) req.revision = revision;
-    const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision, IDEMPOTENT);
+    const res = await this.call(`list '${prefix}'`, () => this.client.kv.range(req), revision, 'idempotent');
     // A past read's header carries the current revision, not the one read at.
     return { kvs: res.kvs.map(fromKv), more: res.more, revision: revision ?? Number(res.header.revision) };
   }
@@ -176,38 +180,65 @@ export class EtcdStore extends BaseStore {
   /** Grants a lease (etcd may round a short TTL up to its minimum); no automatic keep-alive. */
   async grantLease(ttlSeconds: number): Promise<string> {
     checkTtl(ttlSeconds);
-    return this.call('grant lease', () => this.client.lease(ttlSeconds, { autoKeepAlive: false }).grant());
+    const id = await this.call('grant lease', () => this.client.lease(ttlSeconds, { autoKeepAlive: false }).grant());
+    this.rememberTtl(id, ttlSeconds);
+    return id;
   }
 
-  /** One keep-alive round trip on etcd's stream; throws LEASE_LOST when etcd answers TTL 0. */
+  /**
+   * One keep-alive round trip on etcd's stream; throws LEASE_LOST when etcd
+   * answers TTL 0. It takes at most a third of the lease's TTL (the interval
+   * at which etcd's own clients, and a session, renew) or `opTimeoutMs`,
+   * whichever is shorter. With several endpoints one attempt gets half of
+   * that, and an attempt that gets no answer in time is sent again to another
+   * member, which the host policy now prefers: a keep-alive is idempotent,
+   * and a member cut off from its peers accepts the stream and answers
+   * nothing (decision 0086).
+   */
   async keepAliveOnce(id: string): Promise<{ ttl: number }> {
-    const ttl = await this.call(`keep lease ${id} alive`, async () => {
-      const stream = await this.client.leaseClient.leaseKeepAlive();
-      return new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          stream.cancel();
-          reject(new SplitfleetError('TIMEOUT', `keep-alive of lease ${id} got no answer within ${this.opTimeoutMs} ms`, { retryable: true }));
-        }, this.opTimeoutMs);
-        stream.on('data', (res) => {
-          clearTimeout(timer);
-          stream.end();
-          resolve(Number(res.TTL));
-        });
-        stream.on('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-        stream.write({ ID: id });
-      });
-    }, undefined, IDEMPOTENT);
-    if (!(ttl > 0)) throw new SplitfleetError('LEASE_LOST', `lease ${id} no longer exists on etcd (expired or revoked)`);
+    const ttlSeconds = this.leaseTtls.get(id);
+    const budgetMs = ttlSeconds === undefined ? this.opTimeoutMs : Math.min(this.opTimeoutMs, (ttlSeconds * 1000) / 3);
+    const until = Date.now() + budgetMs;
+    const shareMs = this.failovers > 0 ? budgetMs / 2 : budgetMs;
+    const ttl = await this.call(`keep lease ${id} alive`, () => {
+      if (Date.now() >= until) {
+        throw new SplitfleetError('TIMEOUT', `keep-alive of lease ${id} got no answer within ${Math.round(budgetMs)} ms`, { retryable: true });
+      }
+      return this.keepAliveAttempt(id, Math.min(until, Date.now() + shareMs));
+    }, undefined, 'renewal');
+    if (!(ttl > 0)) {
+      this.leaseTtls.delete(id);
+      throw new SplitfleetError('LEASE_LOST', `lease ${id} no longer exists on etcd (expired or revoked)`);
+    }
+    this.rememberTtl(id, ttl);
     return { ttl };
+  }
+
+  /** One keep-alive on a stream of one member, which gRPC ends at `deadline` (its DEADLINE_EXCEEDED reaches the host policy through etcd3's `markFailed`). */
+  private async keepAliveAttempt(id: string, deadline: number): Promise<number> {
+    const stream = await this.client.leaseClient.leaseKeepAlive({ deadline });
+    return new Promise<number>((resolve, reject) => {
+      stream.on('data', (res) => {
+        stream.end();
+        resolve(Number(res.TTL));
+      });
+      stream.on('error', (err: Error) => reject(castGrpcError(err)));
+      stream.write({ ID: id });
+    });
+  }
+
+  private rememberTtl(id: string, ttlSeconds: number): void {
+    this.leaseTtls.delete(id);
+    this.leaseTtls.set(id, ttlSeconds);
+    // A process holds one session's lease at a time; the oldest beyond a few were abandoned.
+    if (this.leaseTtls.size > 16) this.leaseTtls.delete(this.leaseTtls.keys().next().value!);
   }
 
   /** Revokes a lease and its keys; a missing lease is not an error. */
   async revokeLease(id: string): Promise<void> {
+    this.leaseTtls.delete(id);
     try {
-      await this.call(`revoke lease ${id}`, () => this.client.leaseClient.leaseRevoke({ ID: id }), undefined, IDEMPOTENT);
+      await this.call(`revoke lease ${id}`, () => this.client.leaseClient.leaseRevoke({ ID: id }), undefined, 'idempotent');
     } catch (e) {
       if (!(e instanceof SplitfleetError && e.code === 'LEASE_LOST')) throw e;
     }
@@ -291,22 +322,25 @@ export class EtcdStore extends BaseStore {
    * Runs one etcd call, converting any failure in `toStoreError`. With several
    * endpoints a call that failed on one member is sent again, on another
    * (the failed one now stands behind it in the host policy's `HostHealth`),
-   * at most once per other member: any call that never left this client
-   * (`neverSent`: nothing of it reached etcd, so a transaction cannot have
-   * applied), and an `idempotent` one (a read, a renewal, a revoke) after any
-   * UNAVAILABLE (a dropped connection, an election's "leader changed"). A
-   * deadline is not retried: its time is up. This is how a fleet rides out
-   * the loss of one etcd member without failing the calls that were routed
-   * to it (decision 0034).
+   * at most once per other member, as `resend` allows: any call that never
+   * left this client (`neverSent`: nothing of it reached etcd, so a
+   * transaction cannot have applied); an `idempotent` one (a read, a revoke)
+   * after any UNAVAILABLE too (a dropped connection, an election's "leader
+   * changed"); and a `renewal` (a keep-alive) after those or its deadline,
+   * within the keep-alive's own time (`keepAliveOnce`). Any other deadline is
+   * not retried: its time is up, and a transaction that ran out of it may
+   * have applied (its outcome stays unknown; it is never sent twice). This
+   * is how a fleet rides out the loss of one etcd member, or its isolation,
+   * without failing the calls that were routed to it (decisions 0034, 0086).
    */
-  private async call<T>(what: string, fn: () => Promise<T>, revision?: number, idempotent = false): Promise<T> {
+  private async call<T>(what: string, fn: () => Promise<T>, revision?: number, resend: Resend = 'unsent'): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw closedError();
       try {
         return await fn();
       } catch (e) {
         const again = attempt < this.failovers && !this.closed && e instanceof Error
-          && (neverSent(e) || (idempotent && isUnavailable(e)));
+          && (neverSent(e) || (resend !== 'unsent' && isUnavailable(e)) || (resend === 'renewal' && e instanceof GRPCDeadlineExceededError));
         if (!again) throw toStoreError(e, what, revision);
       }
     }
@@ -354,8 +388,14 @@ function failureClass(e: Error): EtcdFailureClass {
   return 'other';
 }
 
-/** `call`'s flag: the request can be sent twice without harm. */
-const IDEMPOTENT = true;
+/**
+ * Which failures `call` sends a request again after, on another member:
+ * `unsent` only those that prove it never left (any request, a transaction
+ * included); `idempotent` (it can be sent twice without harm) also
+ * UNAVAILABLE; `renewal` (a keep-alive, under its own deadlines) also a
+ * deadline.
+ */
+type Resend = 'unsent' | 'idempotent' | 'renewal';
 
 function fromKv(kv: IKeyValue): KeyValue {
   const out: KeyValue = {
