@@ -1009,3 +1009,67 @@ describe('a lane\'s state is changed by the lane only', () => {
     ]);
   });
 });
+
+/**
+ * The leader's per-split state has one owner (issue 51, docs/architecture.md "the leader view"):
+ * `SplitColumns` changes a split's halves only through named events (`specSeen`, `recordSeen`,
+ * `recordForgotten`, `problemsChanged`, …), each changing only what was seen. Its `place` is
+ * private, so the compiler already refuses a call from another file; this keeps it private and
+ * the rule visible: no file of the leader's room but split-columns.ts calls `.place(`.
+ */
+export const COLUMNS_FILE = 'coordinator/leader/split-columns.ts';
+
+/** In `text` (file `file`): a call of `.place(` outside `columnsFile`, and in it, a `place` of `SplitColumns` that is not private. */
+export function placeCallsIn(file: string, text: string, columnsFile = COLUMNS_FILE): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const problems: string[] = [];
+  const lineOf = (n: ts.Node) => source.getLineAndCharacterOfPosition(n.getStart(source)).line + 1;
+  const named = (e: ts.Expression) =>
+    (ts.isPropertyAccessExpression(e) && e.name.text === 'place') || (ts.isElementAccessExpression(e) && ts.isStringLiteralLike(e.argumentExpression) && e.argumentExpression.text === 'place');
+  const visit = (node: ts.Node): void => {
+    if (file !== columnsFile && ts.isCallExpression(node) && named(node.expression)) {
+      problems.push(`${file}:${lineOf(node)}: calls .place(: say what was seen with a SplitColumns event (specSeen, recordSeen, …)`);
+    }
+    if (file === columnsFile && ts.isClassDeclaration(node) && node.name?.text === 'SplitColumns') {
+      for (const m of node.members) {
+        const isPrivate = (ts.canHaveModifiers(m) ? ts.getModifiers(m) ?? [] : []).some((k) => k.kind === ts.SyntaxKind.PrivateKeyword);
+        if (ts.isMethodDeclaration(m) && m.name.getText(source) === 'place' && !isPrivate) problems.push(`${file}:${lineOf(m)}: SplitColumns.place is not private: callers name what they saw instead`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return problems;
+}
+
+/** Every `placeCallsIn` problem of the files under `dir` of the tree at `root`. */
+export function checkPlaceCalls(root: string, dir = 'coordinator/leader'): string[] {
+  const problems: string[] = [];
+  const walk = (path: string): void => {
+    for (const name of readdirSync(path).sort()) {
+      const child = join(path, name);
+      if (statSync(child).isDirectory()) walk(child);
+      else if (name.endsWith('.ts')) problems.push(...placeCallsIn(toKey(root, child), readFileSync(child, 'utf8')));
+    }
+  };
+  walk(join(root, dir));
+  return problems;
+}
+
+describe('the leader\'s per-split state has one owner', () => {
+  it(`no file of coordinator/leader/ but ${COLUMNS_FILE} calls .place(, and SplitColumns.place is private`, () => {
+    expect(existsSync(join(srcRoot, COLUMNS_FILE))).toBe(true);
+    expect(checkPlaceCalls(srcRoot)).toEqual([]);
+  });
+
+  it('reports a call of .place( by name or by string, and a public place in the columns\' file, and nothing else', () => {
+    const caller = ['this.columns.place(id, 1, undefined);', "columns['place'](id, 1, 'runnable');", 'columns.specSeen(id, 1); // .place( in a comment', "const s = 'x.place(y)';"].join('\n');
+    expect(placeCallsIn('coordinator/leader/a.ts', caller)).toEqual([
+      'coordinator/leader/a.ts:1: calls .place(: say what was seen with a SplitColumns event (specSeen, recordSeen, …)',
+      'coordinator/leader/a.ts:2: calls .place(: say what was seen with a SplitColumns event (specSeen, recordSeen, …)',
+    ]);
+    const open = 'export class SplitColumns {\n  place(id: string): void {}\n  specSeen(id: string): void { this.place(id); }\n}';
+    expect(placeCallsIn(COLUMNS_FILE, open)).toEqual([`${COLUMNS_FILE}:2: SplitColumns.place is not private: callers name what they saw instead`]);
+    expect(placeCallsIn(COLUMNS_FILE, open.replace('  place(', '  private place('))).toEqual([]);
+  });
+});

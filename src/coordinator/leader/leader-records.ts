@@ -229,7 +229,7 @@ export class LeaderRecords {
         // With no etcd lease it holds nothing: the split is claimable, and the claim writes over it.
         const rec = this.live('lease', key, kv) ? this.readable('lease', key, value, parsed.id) : undefined;
         this.setLease(parsed.id, rec ? meta(rec, kv) : undefined);
-        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
+        this.columns.problemsChanged(parsed.id);
         return 'lease';
       }
       case 'queue':
@@ -248,11 +248,11 @@ export class LeaderRecords {
         if (own?.kind === 'spec') {
           // Our own seeding write (its transaction's revision): what decoding it would give.
           this.columns.clearProblem(parsed.id, 'spec');
-          this.columns.place(parsed.id, own.weight, this.columns.statusOf(parsed.id));
+          this.columns.specSeen(parsed.id, own.weight);
           return 'spec';
         }
         const spec = this.readable('spec', key, value, parsed.id);
-        this.columns.place(parsed.id, spec?.weight, this.columns.statusOf(parsed.id));
+        this.columns.specSeen(parsed.id, spec?.weight);
         if (residual && spec) this.residuals.add(parsed.id);
         return 'spec';
       }
@@ -269,7 +269,7 @@ export class LeaderRecords {
       this.columns.clearProblem(id, 'split');
       this.setOwner(id, '');
       this.notBefore.delete(id);
-      this.columns.place(id, this.columns.weightOf(id), 'runnable');
+      this.columns.recordSeen(id, 'runnable');
       return 'split';
     }
     const rec = this.readable('split', key, value, id);
@@ -285,7 +285,7 @@ export class LeaderRecords {
       this.notBefore.delete(id);
       this.backoffSeen.delete(id);
     }
-    this.columns.place(id, this.columns.weightOf(id), rec?.status);
+    this.columns.recordSeen(id, rec?.status);
     return 'split';
   }
 
@@ -332,7 +332,7 @@ export class LeaderRecords {
         if (revision <= this.floor) return undefined;
         this.columns.clearProblem(parsed.id, 'lease');
         this.setLease(parsed.id, undefined);
-        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), this.columns.statusOf(parsed.id));
+        this.columns.problemsChanged(parsed.id);
         return 'lease';
       case 'spec': {
         if (this.columns.packed && !isResidualId(parsed.id)) return undefined;
@@ -343,7 +343,7 @@ export class LeaderRecords {
         if (status === 'runnable') this.specMissing(parsed.id);
         else {
           this.columns.clearProblem(parsed.id, 'spec');
-          this.columns.place(parsed.id, undefined, status);
+          this.columns.specSeen(parsed.id, undefined);
         }
         return 'spec';
       }
@@ -352,11 +352,9 @@ export class LeaderRecords {
         this.setOwner(parsed.id, '');
         this.notBefore.delete(parsed.id);
         this.backoffSeen.delete(parsed.id);
-        const packed = this.columns.packed;
         // A packed split without a record of its own is what its page says: folded back, or queued.
-        const location = packed ? this.columns.locationOf(parsed.id) : undefined;
-        packed?.keyed.delete(parsed.id);
-        this.columns.place(parsed.id, this.columns.weightOf(parsed.id), location !== undefined ? this.columns.packedDefault(location) : undefined);
+        this.columns.packed?.keyed.delete(parsed.id);
+        this.columns.recordForgotten(parsed.id);
         return 'split';
       }
     }
@@ -384,7 +382,7 @@ export class LeaderRecords {
     const problem = `${key} is missing (deleted by hand, or by a restore): the split cannot run without its spec; put it back (the planner's weight and descriptor)`;
     this.columns.setProblem(id, 'spec', problem);
     this.onUnreadable(key, new SplitfleetError('INVALID_RECORD', problem));
-    this.columns.place(id, undefined, this.columns.statusOf(id));
+    this.columns.specSeen(id, undefined);
   }
 
   /** Whether a presence or lease key lives on an etcd lease; one that does not is reported (as unreadable) and ignored. */

@@ -203,7 +203,7 @@ export class LeaderView {
     for (const id of ids) {
       if (columns.packed?.keyed.has(id)) continue;
       columns.setProblem(id, 'queue', problem);
-      columns.place(id, this.weightOf(id), columns.statusOf(id));
+      columns.problemsChanged(id);
     }
     this.notify({ kinds: new Set(['queue']), all: false });
   }
@@ -217,7 +217,7 @@ export class LeaderView {
     const columns = this.records.columns;
     if (location === undefined || columns.packed?.keyed.has(id)) return false;
     const before = columns.statusOf(id);
-    columns.place(id, this.weightOf(id), columns.packedDefault(location));
+    columns.pageStatusSeen(id, location);
     return columns.statusOf(id) !== before;
   }
 
@@ -338,9 +338,9 @@ export class LeaderView {
    * residual would count twice (its own weight, and again in its parent's).
    */
   setPartWeight(id: string, weight: number): void {
-    const status = this.records.columns.statusOf(id);
-    if (status === undefined || this.records.columns.weightOf(id) === undefined || this.records.columns.weightOf(id) === weight) return;
-    this.records.columns.place(id, weight, status);
+    const columns = this.records.columns;
+    if (columns.statusOf(id) === undefined || columns.weightOf(id) === undefined || columns.weightOf(id) === weight) return;
+    columns.partWeightSeen(id, weight);
   }
 
   /** Residuals of divided splits whose spec this view has seen (decision 0063). */

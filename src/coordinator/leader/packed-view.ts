@@ -67,7 +67,7 @@ export class PackedView {
       // Parked because this page could not be read while promoting it (LeaderView.pageDamaged): back.
       if (this.columns.parked.get(id)?.has('queue')) {
         this.columns.clearProblem(id, 'queue');
-        this.columns.place(id, weights[i]!, this.columns.statusOf(id) ?? this.columns.packedDefault(location));
+        this.columns.pageReread(id, weights[i]!, location);
         continue;
       }
       this.columns.placePacked(id, weights[i]!, location);
@@ -114,7 +114,7 @@ export class PackedView {
     for (const id of ids) {
       const location = this.columns.locationOf(id);
       if (packed.keyed.has(id) || location === undefined) continue;
-      this.columns.place(id, this.columns.weightOf(id), this.columns.packedDefault(location));
+      this.columns.pageStatusSeen(id, location);
     }
   }
 

@@ -13,6 +13,9 @@
  *   readable record still counts in the status counts.
  * - A new row gets the record owner and lease owner the view knows
  *   (the sparse maps it is given), so the engine sees them at once.
+ * - A split's halves change only through the named events below (`specSeen`,
+ *   `recordSeen`, …), each changing the half it names: the one `place` that
+ *   moves them is private (the architecture test keeps callers off it).
  *
  * No I/O and no decisions: the LeaderView feeds it from listings and watches.
  */
@@ -85,7 +88,7 @@ export class SplitColumns {
    * A packed split's status when it has no record of its own: completed when
    * its page's folded bit is set, else queued (runnable).
    */
-  packedDefault(location: number): SplitStatus {
+  private packedDefault(location: number): SplitStatus {
     return this.packed!.isFolded(location) ? 'completed' : 'runnable';
   }
 
@@ -165,13 +168,51 @@ export class SplitColumns {
     this.problems.get(id)?.delete(kind);
   }
 
+  // What the leader saw of a split, one event each: each changes the half it names and keeps the other as known.
+
+  /** Split `id`'s spec was read with `weight`, or is gone or unreadable (undefined). */
+  specSeen(id: string, weight: number | undefined): void {
+    this.place(id, weight, this.statusOf(id));
+  }
+
+  /** A divided split's part weight (decision 0063) stands for its spec's weight in the decisions and totals. */
+  partWeightSeen(id: string, weight: number): void {
+    this.specSeen(id, weight);
+  }
+
+  /** Split `id`'s record (`split.{id}`) was read with `status`, or is unreadable (undefined). */
+  recordSeen(id: string, status: SplitStatus | undefined): void {
+    this.place(id, this.weightOf(id), status);
+  }
+
+  /** Split `id`'s record was deleted: a packed split is what its page says again (folded or queued), a keys split has no status. */
+  recordForgotten(id: string): void {
+    const location = this.locationOf(id);
+    this.recordSeen(id, location !== undefined ? this.packedDefault(location) : undefined);
+  }
+
+  /** A packed split with no record of its own takes the status its page's folded bit at `location` gives. */
+  pageStatusSeen(id: string, location: number): void {
+    this.recordSeen(id, this.packedDefault(location));
+  }
+
+  /** A packed split's page, unreadable while promoting it, was read again: its weight, and its record's status or else the page's. */
+  pageReread(id: string, weight: number, location: number): void {
+    this.place(id, weight, this.statusOf(id) ?? this.packedDefault(location));
+  }
+
+  /** Split `id`'s problems changed (a record of it became readable or not, its page could not be read): placed again, halves as known. */
+  problemsChanged(id: string): void {
+    this.place(id, this.weightOf(id), this.statusOf(id));
+  }
+
   /**
    * Puts a split where its halves say: a pool row when its spec (`weight`)
    * and its record (`status`) are both known and none of its records is a
    * problem; else the halves wait. Status counts follow every readable
-   * record, row or not.
+   * record, row or not. Private: callers name what they saw (the events above).
    */
-  place(id: string, weight: number | undefined, status: SplitStatus | undefined): void {
+  private place(id: string, weight: number | undefined, status: SplitStatus | undefined): void {
     this.packed?.noteStatus(id, status);
     const p = this.problems.get(id);
     if (p && p.size === 0) this.problems.delete(id);

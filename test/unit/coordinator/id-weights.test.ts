@@ -47,11 +47,11 @@ describe('IdWeights', () => {
   it('SplitColumns.reserveListing leaves the answers alone and bounds what a record can make it reserve', () => {
     const c = new SplitColumns('seed', new Map(), new Map());
     c.reserveListing(Number.MAX_SAFE_INTEGER); // a hostile `planned`: bounded, no RangeError
-    c.place('a', 5, undefined);
-    c.place('b', 3, undefined);
+    c.specSeen('a', 5);
+    c.specSeen('b', 3);
     expect(c.specCount).toBe(2);
     expect(c.unrecorded(10)).toEqual(['a', 'b']);
-    c.place('a', 5, 'runnable');
+    c.recordSeen('a', 'runnable');
     expect(c.unrecorded(10)).toEqual(['b']);
     expect(c.weightOf('b')).toBe(3);
   });
