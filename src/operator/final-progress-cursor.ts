@@ -5,7 +5,7 @@
  * - `split`: the splits with a record of their own, in key order (every split
  *   of a `keys` job; a packed job's departed, quarantined or not yet folded
  *   ones), after the key `after` (under the job prefix: `split.{id}`);
- * - `result`: a packed job's fold-back results (decision 0069), in key order,
+ * - `result`: a packed job's fold-back results (decision 0069), in fold order,
  *   from the first record, or from `at`'s record (`result.{generation}.{seq}`)
  *   after `skip` of its entries.
  *

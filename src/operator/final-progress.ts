@@ -9,8 +9,10 @@
  * 1. the splits with a record of their own, in key order: each split record
  *    and its `progress.{id}` (every split of a `keys` job; a packed job's
  *    quarantined, departed or not yet folded splits);
- * 2. a packed job only: the `result.*` records its fold-backs wrote, in key
- *    order, each entry a folded (completed) split's final progress.
+ * 2. a packed job only: the `result.*` records its fold-backs wrote, in fold
+ *    order (generation, then seq, numerically: fold-order.ts; their unpadded
+ *    keys do not sort so), each entry a folded (completed) split's final
+ *    progress with its `fold`.
  *
  * Invariants:
  * - Read-only; bounded: one page holds at most `limit` items, and reads at
@@ -21,25 +23,29 @@
  *   Pages are read at different revisions, so while a packed job still folds,
  *   a split folded between two pages can be read twice (never missed, if it
  *   was completed when pass 1 passed it); after the verdict nothing moves.
+ * - A split folded twice (its folded record lost, it ran again) has an entry
+ *   in each fold's record. Within a page only the latest fold of an id is
+ *   kept; across pages the earlier can still appear, the later (higher
+ *   `fold`) wins. Dropping those needs memory across pages or an index from
+ *   a split to its result: a protocol change, not made (simulation.md, Open).
  * - A record that cannot be decoded is reported in `unreadable` (its key and
  *   why), never skipped silently and never fatal to the read.
  * - Splits a packed job has never promoted (queued in their page) have no
  *   progress and are not listed; a finished job has none.
  */
 import { SplitfleetError } from '../errors.js';
-import { kindPrefix, parseKey, progressKey, resultKey } from '../protocol/keys.js';
+import { kindPrefix, parseKey, progressKey } from '../protocol/keys.js';
 import { decodeRecord, type Json, type SplitStatus } from '../protocol/records.js';
 import { inJobScope } from '../protocol/scope.js';
 import { isCompactedError, type KeyValue, type Store } from '../store/store.js';
 import { decodeCursor, encodeCursor, type FinalProgressCursor, type ResultPosition } from './final-progress-cursor.js';
+import { resultsInFoldOrder } from './fold-order.js';
 import { findJob, type FoundJob } from './job.js';
 
 /** The most items one page may ask for. */
 export const MAX_FINAL_PROGRESS_LIMIT = 10_000;
 /** Items a page holds when `limit` is not given. */
 const DEFAULT_LIMIT = 1000;
-/** Result records listed per read: each can be near a store request's size. */
-const RESULT_RECORDS_PER_READ = 8;
 /** Progress keys listed per read (small records). */
 const PROGRESS_PER_READ = 500;
 
@@ -64,6 +70,15 @@ export interface FinalProgress {
   progress: Json;
   /** Where a divided split's primary part ends (decision 0063), when it was divided. */
   end?: Json;
+  /**
+   * The fold-back this entry comes from (a packed job's `result.{generation}.{seq}` record): absent
+   * for a split read from its own keys. A split whose folded record was lost runs and is folded
+   * again, so one id can have several entries: the one with the highest fold (generation, then
+   * seq) is its final progress. A page keeps only the latest of an id's folds it holds; one of an
+   * earlier page can still appear there again, so a caller that needs one entry per id keeps, per
+   * id, the entry with the highest fold.
+   */
+  fold?: { generation: number; seq: number };
 }
 
 /** One page of a job's final progress. */
@@ -112,6 +127,7 @@ export async function readFinalProgress(options: ReadFinalProgressOptions): Prom
   }
   if (!packed) return out;
   const next = await resultPass(options.store, job, at, limit, out);
+  out.items = dropEarlierFolds(out.items);
   return next === undefined ? out : { ...out, next: encodeCursor({ pass: 'result', at: next }) };
 }
 
@@ -193,42 +209,46 @@ async function progressOf(store: Store, prefix: string, ids: readonly string[], 
 }
 
 /**
- * Pass 2 (packed jobs): the fold-backs' result records from `from` on (its entries after `skip`),
- * until `out` holds `limit` items. Returns where the next page starts, or undefined once the pass is over.
+ * Pass 2 (packed jobs): the fold-backs' result records in fold order (fold-order.ts) from `from` on
+ * (its entries after `skip`), until `out` holds `limit` items. Returns where the next page starts,
+ * or undefined once the pass is over.
  */
 async function resultPass(store: Store, job: FoundJob, from: ResultPosition | undefined, limit: number, out: FinalProgressPage): Promise<ResultPosition | undefined> {
   const { prefix, fp } = job;
-  const start = kindPrefix(prefix, 'result');
-  const end = `${start.slice(0, -1)}/`;
   // The record the cursor names is read again, from its `skip`-th entry.
-  let rangeStart = from === undefined ? start : resultKey(prefix, from.generation, from.seq);
-  let skip = from?.skip ?? 0;
-  let startAfter: string | undefined;
-  for (;;) {
-    const page = await store.list(prefix, { rangeStart, rangeEnd: end, limit: RESULT_RECORDS_PER_READ, ...(startAfter !== undefined ? { startAfter } : {}) });
-    for (const kv of page.kvs) {
-      const parsed = parseKey(prefix, kv.key);
-      if (parsed.kind !== 'result' || !inJobScope(prefix, kv.key)) continue;
-      // Skip applies only to the record the cursor names (it may be gone: then nothing is skipped).
-      const skipHere = from !== undefined && parsed.generation === from.generation && parsed.seq === from.seq ? skip : 0;
-      skip = 0;
-      let entries;
-      try {
-        entries = decodeRecord('result', kv.key, kv.value, fp).splits;
-      } catch (e) {
-        if (skipHere === 0) out.unreadable.push({ key: kv.key, problem: problemOf(e) });
-        if (room(out, limit) <= 0) return { generation: parsed.generation, seq: parsed.seq, skip: Number.MAX_SAFE_INTEGER };
-        continue;
-      }
-      for (let i = skipHere; i < entries.length; i++) {
-        if (room(out, limit) <= 0) return { generation: parsed.generation, seq: parsed.seq, skip: i };
-        const e = entries[i]!;
-        out.items.push(e.end === undefined ? { id: e.id, status: 'completed', progress: e.progress } : { id: e.id, status: 'completed', progress: e.progress, end: e.end });
-      }
-      if (room(out, limit) <= 0) return { generation: parsed.generation, seq: parsed.seq, skip: entries.length };
+  for await (const { fold, kv } of resultsInFoldOrder(store, prefix, from)) {
+    // Skip applies only to the record the cursor names (it may be gone: then nothing is skipped).
+    const skipHere = from !== undefined && fold.generation === from.generation && fold.seq === from.seq ? from.skip : 0;
+    const at = (skip: number): ResultPosition => ({ generation: fold.generation, seq: fold.seq, skip });
+    let entries;
+    try {
+      entries = decodeRecord('result', kv.key, kv.value, fp).splits;
+    } catch (e) {
+      if (skipHere === 0) out.unreadable.push({ key: kv.key, problem: problemOf(e) });
+      if (room(out, limit) <= 0) return at(Number.MAX_SAFE_INTEGER);
+      continue;
     }
-    if (page.kvs.length === 0 || !page.more) return undefined;
-    startAfter = page.kvs[page.kvs.length - 1]!.key;
-    rangeStart = start;
+    for (let i = skipHere; i < entries.length; i++) {
+      if (room(out, limit) <= 0) return at(i);
+      const e = entries[i]!;
+      const item: FinalProgress = { id: e.id, status: 'completed', progress: e.progress, fold: { generation: fold.generation, seq: fold.seq } };
+      if (e.end !== undefined) item.end = e.end;
+      out.items.push(item);
+    }
+    if (room(out, limit) <= 0) return at(entries.length);
   }
+  return undefined;
+}
+
+/**
+ * `items` without every folded entry of `items` whose id has a later fold in them (the later in
+ * fold order is the split's final progress: a split whose folded record was lost ran and was folded
+ * again). Bounded by the page: an entry of an earlier page is not seen.
+ */
+function dropEarlierFolds(items: FinalProgress[]): FinalProgress[] {
+  // Folded entries come in fold order, so an id's last one is its latest.
+  const last = new Map<string, number>();
+  items.forEach((item, i) => { if (item.fold !== undefined) last.set(item.id, i); });
+  if (last.size === items.filter((item) => item.fold !== undefined).length) return items;
+  return items.filter((item, i) => item.fold === undefined || last.get(item.id) === i);
 }

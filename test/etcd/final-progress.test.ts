@@ -67,7 +67,7 @@ describe('readFinalProgress on etcd', () => {
       } while (after !== undefined && pages < 1000);
       expect(pages).toBeGreaterThanOrEqual(Math.ceil(n / 37));
       expect(items.map((i) => i.id).sort()).toEqual(ids);
-      for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: { rows: Number(i.id.slice(5)) + 1, id: i.id } });
+      for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: { rows: Number(i.id.slice(5)) + 1, id: i.id }, ...(i.fold !== undefined ? { fold: i.fold } : {}) });
     } finally {
       await reader.close();
     }

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger, type Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
-import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
+import { jobPrefix, kindPrefix, parseKey } from '../../src/protocol/keys.js';
+import { encodeRecord, type ResultEntry } from '../../src/protocol/records.js';
 import { readFinalProgress, type FinalProgress } from '../../src/operator/final-progress.js';
 import { MAX_RECORD_BYTES } from '../../src/protocol/record-bounds.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -58,6 +59,9 @@ async function readAll(store: MemoryStore, job: string, limit: number): Promise<
   }
 }
 
+/** Fold order: generation, then seq, numerically. */
+const foldOrder = (a: { generation: number; seq: number }, b: { generation: number; seq: number }) => a.generation - b.generation || a.seq - b.seq;
+
 /** The job's keys, counted by kind. */
 async function kinds(store: MemoryStore, job: string): Promise<Map<string, number>> {
   const prefix = jobPrefix('splitfleet', job);
@@ -90,7 +94,11 @@ describe('readFinalProgress', () => {
       const { items, pages } = await readAll(store, 'p', limit);
       expect(pages).toBeGreaterThanOrEqual(Math.ceil(300 / limit));
       expect(items.map((i) => i.id).sort()).toEqual(ids(300));
-      for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: finalOf(i.id) });
+      for (const i of items) expect(i).toEqual({ id: i.id, status: 'completed', progress: finalOf(i.id), ...(i.fold !== undefined ? { fold: i.fold } : {}) });
+      // Folded entries come in fold order, each with its fold.
+      const folds = items.flatMap((i) => (i.fold === undefined ? [] : [i.fold]));
+      expect(folds.length).toBeGreaterThan(0);
+      for (let k = 1; k < folds.length; k++) expect(foldOrder(folds[k - 1]!, folds[k]!)).toBeLessThanOrEqual(0);
     }
     // Read-only: nothing changed.
     expect(await kinds(store, 'p')).toEqual(before);
@@ -128,5 +136,28 @@ describe('readFinalProgress', () => {
     await expect(readFinalProgress({ store, job: 'broken', after: Buffer.from('["x"]').toString('base64url') })).rejects.toThrow(/after: is not a cursor this reader wrote/);
     await expect(readFinalProgress({ store, job: 'broken', limit: 0 })).rejects.toThrow(/limit: must be an integer 1 ≤ limit ≤ 10000/);
     await expect(readFinalProgress({ store, job: 'nothing-here' })).rejects.toThrow(/no job "nothing-here"/);
+  });
+
+  it('reads result records in fold order, not key order, each entry with its fold; a page keeps an id\'s latest fold (issue 49)', async () => {
+    const store = new MemoryStore();
+    await runJob(store, 'refold', 'packed', 10);
+    const prefix = jobPrefix('splitfleet', 'refold');
+    const kept = (await store.list(prefix, { rangeStart: kindPrefix(prefix, 'result'), rangeEnd: `${prefix}result/` })).kvs;
+    const fp = (JSON.parse((await store.get(`${prefix}plan`))!.value) as { fp: string }).fp;
+    for (const kv of kept) await store.delete(kv.key);
+    // s-0000 folded in term 2, its folded record lost, run again and folded in term 10: unpadded,
+    // `result.10.0` sorts before `result.2.0`, and `result.2.10` before `result.2.2`.
+    const put = (generation: number, seq: number, splits: ResultEntry[]) => store.put(`${prefix}result.${generation}.${seq}`, encodeRecord('result', { v: 1, fp, generation, seq, splits }));
+    await put(10, 0, [{ id: 's-0000', progress: 'new' }, { id: 's-0004', progress: 4 }]);
+    await put(2, 0, [{ id: 's-0000', progress: 'old' }, { id: 's-0001', progress: 1 }]);
+    await put(2, 10, [{ id: 's-0002', progress: 2 }]);
+    await put(2, 2, [{ id: 's-0003', progress: 3 }]);
+    const folded = (items: FinalProgress[]) => items.flatMap((i) => (i.fold === undefined ? [] : [`${i.id}@${i.fold.generation}.${i.fold.seq}=${JSON.stringify(i.progress)}`]));
+    // One page: in fold order, and s-0000's earlier entry dropped for its later one.
+    expect(folded((await readAll(store, 'refold', 10_000)).items)).toEqual(['s-0001@2.0=1', 's-0003@2.2=3', 's-0002@2.10=2', 's-0000@10.0="new"', 's-0004@10.0=4']);
+    // A page at a time: across pages both entries come, in fold order; the later (higher fold) wins.
+    for (const limit of [1, 2, 3]) {
+      expect(folded((await readAll(store, 'refold', limit)).items)).toEqual(['s-0000@2.0="old"', 's-0001@2.0=1', 's-0003@2.2=3', 's-0002@2.10=2', 's-0000@10.0="new"', 's-0004@10.0=4']);
+    }
   });
 });
