@@ -16,39 +16,10 @@
  * schedules; CHAOS_SEED=<n> replays one seed; figures are printed and written
  * to bench-results/chaos.json.
  */
-import { afterAll, beforeAll, describe, test } from 'vitest';
-import { startEtcd, type EtcdHandle } from '../support/etcd.js';
-import { fleetProcessScript, killAllFleetMembers } from '../support/fleet.js';
-import { assertRun, writeResults } from './report.js';
-import { runScenario } from './run-scenario.js';
-import { SCENARIOS, SOAK, type ScenarioResult } from './scenarios.js';
+import { chaosSuite } from './suite.js';
+import { SCENARIOS } from './scenarios.js';
 
-const BASE_SEED = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : 20261130;
-const RUNS = process.env.CHAOS_SEED ? 1 : SOAK ? 3 : 1;
-const results: ScenarioResult[] = [];
-let shared: EtcdHandle;
-
-beforeAll(async () => {
-  if (!process.env.CHAOS_FLEET_SCRIPT) fleetProcessScript(); // loud failure when dist/ is missing
-  shared = await startEtcd();
-});
-
-afterAll(async () => {
-  await killAllFleetMembers();
-  await shared?.stop();
-  writeResults(results, 'chaos.json');
-});
-
-describe.sequential('chaos', () => {
-  for (const scenario of SCENARIOS) {
-    for (let k = 0; k < RUNS; k++) {
-      const seed = process.env.CHAOS_SEED ? BASE_SEED : BASE_SEED + k * 7919 + SCENARIOS.indexOf(scenario);
-      test(`${scenario.name} (seed ${seed})`, async () => {
-        console.log(`chaos ${scenario.name}: seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos -t ${scenario.name})`);
-        const r = await runScenario(scenario, seed, shared);
-        results.push(r);
-        assertRun(r, scenario);
-      }, SOAK ? 900_000 : 180_000);
-    }
-  }
+chaosSuite({
+  title: 'chaos', scenarios: SCENARIOS, baseSeed: 20261130, resultsFile: 'chaos.json', timeoutMs: 180_000,
+  replay: (seed, name) => `CHAOS_SEED=${seed} npx vitest run test/chaos -t ${name}`,
 });
