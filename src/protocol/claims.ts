@@ -66,13 +66,21 @@ export type ClaimClass = Claimable | { kind: 'unclaimable'; reason: UnclaimableR
  * @param maxAttempts the delivery-attempt cap (config.maxAttempts).
  * @param now the worker's clock (epoch ms), against the record's `notBefore`; omitted, no
  *   backoff is in force (only tests of the other rules omit it: every shell passes it).
+ * @param leaseEpoch the epoch the live `lease.{id}` key names, if known. Our own key naming an
+ *   epoch above the record's is a leftover of a tenancy the record no longer knows (the record
+ *   was deleted and created again, decision 0071): it blocks the claim like another's lease
+ *   until it expires, since a reclaim over it would start a second tenancy of that same epoch
+ *   and charge an attempt for a delivery that never failed (defect 39).
  */
 export function classifyClaim(
-  record: SplitRecord | undefined, leaseOwner: string | undefined, me: string, maxAttempts: number, now?: number,
+  record: SplitRecord | undefined, leaseOwner: string | undefined, me: string, maxAttempts: number, now?: number, leaseEpoch?: number,
 ): ClaimClass {
   if (record?.status === 'completed') return { kind: 'unclaimable', reason: 'completed' };
   if (record?.status === 'quarantined') return { kind: 'unclaimable', reason: 'quarantined' };
   if (leaseOwner !== undefined && leaseOwner !== '' && leaseOwner !== me) {
+    return { kind: 'unclaimable', reason: 'leased' };
+  }
+  if (leaseOwner === me && leaseEpoch !== undefined && leaseEpoch > (record?.epoch ?? 0)) {
     return { kind: 'unclaimable', reason: 'leased' };
   }
   if (now !== undefined && isWaiting(record, now)) return { kind: 'unclaimable', reason: 'waiting' };
@@ -114,6 +122,8 @@ export interface ObservedSplit {
   readonly record: SplitRecord | undefined;
   /** The instance named by the live `lease.{id}` key; undefined when the key is absent. */
   readonly leaseOwner: string | undefined;
+  /** The epoch that key names (see classifyClaim's `leaseEpoch`). */
+  readonly leaseEpoch?: number;
   /** Whether `spec.{id}` has been observed: without it the split cannot be started. */
   readonly specObserved: boolean;
   /** The spec's weight, when observed: a worker claims its named splits heaviest first. */
@@ -176,7 +186,7 @@ export function claimCandidates(input: ClaimCandidatesInput): ClaimCandidate[] {
     if (lanes.has(id)) continue;
     const seen = input.splits.get(id);
     if (seen === undefined || !seen.specObserved) continue;
-    const c = classifyClaim(seen.record, seen.leaseOwner, input.me, input.maxAttempts, input.now);
+    const c = classifyClaim(seen.record, seen.leaseOwner, input.me, input.maxAttempts, input.now, seen.leaseEpoch);
     if (c.kind === 'unclaimable') continue;
     const candidate = { id, claim: c.kind, consumesAttempt: c.consumesAttempt, quarantine: c.quarantine,
       attempts: seen.record?.attempts ?? 0 };

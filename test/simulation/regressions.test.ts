@@ -25,6 +25,12 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // claims.ts (defect 39; a fresh-seed hostile hunt, seed 350055039, its 14th schedule): w1 crashed holding s-5,
+  // whose record the hostile writer then deleted; the leader seeded it again (epoch 0) while w1's lease key
+  // (epoch 1) still lived. w1, restarted under the same instance id, took that key for its own earlier run's and
+  // reclaimed over it: a second tenancy of epoch 1 while the first's key was live, and an attempt charged for a
+  // delivery that never failed. Our own key naming an epoch above the record's now waits out its lease.
+  'a restarted owner does not reclaim over its old lease key once the record was created again': {"seed":556544590,"fleet":3,"splits":9,"maxUnits":3,"commitEvery":2,"unitMs":168,"leaseSeconds":2,"rebalanceDelayMs":0,"drainDeadlineMs":1240,"reconcileIntervalMs":1529,"lanes":[1],"prefetch":[3,2],"drains":["cooperate","slow"],"steps":[{"gapMs":0,"fault":{"kind":"crash","target":43}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"delete","target":5}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":0,"fault":{"kind":"hostile","record":"split","mutation":"garbage","target":0}},{"gapMs":404,"fault":{"kind":"hostile","record":"progress","mutation":"leaseless","target":55,"repairAfterMs":2}}],"restartAtEnd":true},
   // orphans.ts, settle-orphans.ts (decision 0071; the hostile writer's deletion of a split's own records, issue
   // 49): split.s-01 deleted while w0 held it; the leader seeded it again (epoch 0), w0's lane was fenced and its
   // lease key, live on w0's session, was followed as an orphan whose record "did not name it yet": it waited for

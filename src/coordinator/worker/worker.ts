@@ -260,6 +260,7 @@ export class Worker {
       // A failed split's backoff as this process must honour it: bounded by when it saw the record (decision 0060).
       record: seen.record && withDue(seen.record.rec, seen.record.seenAt),
       leaseOwner: seen.lease?.rec.owner,
+      ...(seen.lease ? { leaseEpoch: seen.lease.rec.epoch } : {}),
       specObserved: seen.spec !== undefined && seen.record !== undefined,
       ...(seen.spec ? { weight: seen.spec.weight } : {}),
     };

@@ -65,6 +65,16 @@ describe('classifyClaim', () => {
       .toEqual({ kind: 'unclaimable', reason: 'quarantined' });
   });
 
+  it('our own lease key naming an epoch above the record\'s is a leftover: it blocks like another\'s lease (defect 39)', () => {
+    // The record was deleted and created again (epoch 0) under our earlier run's live key (epoch 1).
+    expect(classifyClaim(rec(), me, me, 4, undefined, 1)).toEqual({ kind: 'unclaimable', reason: 'leased' });
+    expect(classifyClaim(undefined, me, me, 4, undefined, 1)).toEqual({ kind: 'unclaimable', reason: 'leased' });
+    // A key naming the record's own tenancy is ours to reclaim, as before.
+    expect(classifyClaim(rec({ epoch: 3, owner: me }), me, me, 4, undefined, 3)).toMatchObject({ kind: 'reclaim', consumesAttempt: true });
+    const splits = new Map([['a', { record: rec(), leaseOwner: me, leaseEpoch: 1, specObserved: true }]]);
+    expect(claimCandidates({ me, assigned: ['a'], splits, held: [], maxInFlight: 1, maxAttempts: 4 })).toEqual([]);
+  });
+
   it('quarantines at the attempt that reaches maxAttempts, and only on attempt-consuming claims', () => {
     expect(classifyClaim(rec({ epoch: 3, owner: 'x', attempts: 2 }), undefined, me, 4))
       .toMatchObject({ kind: 'expired', quarantine: false });
