@@ -6,7 +6,9 @@
  *   heaviest first by spec weight;
  * - a completion carries the claim of the lane's next named split in its own transaction
  *   (splitfleet_claims_in_completions_total), and `prefetch: 0` is the model without prefetch:
- *   never more than maxInFlight named, no claim rides.
+ *   never more than maxInFlight named, no claim rides;
+ * - short splits cost no per-split watch (decision 0090): read once, claimed, completed and let
+ *   go before their watches would open.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
@@ -14,13 +16,19 @@ import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { assignKey, jobPrefix, workerKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { Txn, TxnResult } from '../../src/store/store.js';
+import type { Txn, TxnResult, WatchOptions } from '../../src/store/store.js';
 import { counterValue } from '../support/in-process.js';
 
 /** A MemoryStore that remembers every transaction that landed and the longest assignment record it saw. */
 class Watching extends MemoryStore {
   readonly landed: Txn[] = [];
   maxNamed = 0;
+  /** Watches opened on one split's record or lease key. */
+  splitWatches = 0;
+  override watch(prefix: string, options: WatchOptions) {
+    if (/\/(split|lease)\./.test(prefix)) this.splitWatches++;
+    return super.watch(prefix, options);
+  }
   override async txn(t: Txn): Promise<TxnResult> {
     const res = await super.txn(t);
     if (res.won) {
@@ -83,6 +91,9 @@ describe('prefetch', () => {
     expect(r.ridden).toBeGreaterThan(0);
     const joined = r.store.landed.filter((t) => t.success.some((o) => o.op === 'delete' && o.key.includes('/lease.')) && t.success.some((o) => o.op === 'put' && o.key.includes('/lease.')));
     expect(joined.length).toBe(r.ridden);
+    // Splits of a few milliseconds are let go before their watches open: two per split before
+    // decision 0090 (48 here), and only a split kept waiting past QUIET_MS by a slow machine costs one now.
+    expect(r.store.splitWatches).toBeLessThan(24);
   });
 
   it('prefetch 0: never more named than lanes, no presence field, no claim rides', async () => {

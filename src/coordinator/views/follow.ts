@@ -12,6 +12,9 @@
  * - A watch that stops for good (a compacted resume point, a broken stream) is
  *   replaced by a fresh read and watch, retried with jittered backoff (RETRY)
  *   while the store is unreachable; a non-retryable failure goes to `onFatal`.
+ * - A watch may be started late (`followLater`): it resumes from the revision
+ *   after the read, so every change since is still delivered, only later; a
+ *   follower closed before then never opens one (decision 0090).
  *
  * I/O: one watch, and the reads of `reload`. No decisions are made here.
  */
@@ -39,6 +42,8 @@ export class KeyFollower {
   private cancelRetry: (() => void) | undefined;
   private failures = 0;
   private random: (() => number) | undefined;
+  /** A watch deferred by `followLater`: where it resumes, and its timer. */
+  private deferred: { fromRevision: number; cancel: () => void } | undefined;
 
   constructor(
     private readonly store: Store,
@@ -74,8 +79,42 @@ export class KeyFollower {
     }
   }
 
+  /** Whether a watch is open or deferred: changes of the key reach `onUpdate` without another read. */
+  get following(): boolean {
+    return this.handle !== undefined || this.deferred !== undefined;
+  }
+
+  /**
+   * Follows the key from `fromRevision`, but opens the watch only after `delayMs`: a key let go
+   * sooner costs no watch at all (decision 0090). Nothing is missed meanwhile: the watch
+   * resumes at `fromRevision` and replays what changed since.
+   */
+  followLater(fromRevision: number, delayMs: number): void {
+    if (this.closed || this.handle || this.deferred) return;
+    const cancel = this.clock.setTimer(delayMs, () => {
+      this.deferred = undefined;
+      this.follow(fromRevision);
+    });
+    this.deferred = { fromRevision, cancel };
+  }
+
+  /** A watch is deferred (`followLater`) and not open yet: what the key holds now may be unseen. */
+  get quiet(): boolean {
+    return this.deferred !== undefined;
+  }
+
+  /** Opens a deferred watch now (someone waits on this key's next change). */
+  followNow(): void {
+    const d = this.deferred;
+    if (d) this.follow(d.fromRevision);
+  }
+
   /** Follows the key from `fromRevision` (one past the read that `offer` was given). */
   follow(fromRevision: number): void {
+    if (this.deferred) {
+      this.deferred.cancel();
+      this.deferred = undefined;
+    }
     if (this.closed || this.handle) return;
     const handle = this.store.watch(this.key, {
       ...exactKey(this.key),
@@ -132,6 +171,8 @@ export class KeyFollower {
   async close(): Promise<void> {
     this.closed = true;
     this.cancelRetry?.();
+    this.deferred?.cancel();
+    this.deferred = undefined;
     const h = this.handle;
     this.handle = undefined;
     await h?.close();

@@ -21,6 +21,13 @@
  *   then the worker treats it as unobserved and claims nothing for it.
  * - `refresh()` re-reads every followed key in a few transactions (the
  *   backstop): a missed event costs latency, never correctness.
+ * - A split that reads free to claim (runnable, no owner, no lease key) is
+ *   watched only once it has been followed for QUIET_MS (decision 0090): the
+ *   claim and completion of a short split are this instance's own writes
+ *   (`ownClaimWrite`, `ownTerminalWrite`), and the fence, not the watch,
+ *   keeps it safe. Its watches resume from the read, so a split followed
+ *   longer misses nothing; one whose next change someone waits on (a lost
+ *   claim, a write of unknown outcome) is watched at once (`followNow`).
  *
  * I/O: reads and per-key watches. No decisions are made here.
  */
@@ -32,7 +39,7 @@ import {
   decodeRecord, type AssignRecord, type DivideRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind, type RecordTypes,
   type SpecRecord, type SplitRecord, type WorkerRecord,
 } from '../../protocol/records.js';
-import { op, type KeyValue, type Store } from '../../store/store.js';
+import { op, type KeyValue, type Op, type Store } from '../../store/store.js';
 import { ChangeBatcher } from './batch.js';
 import { KeyFollower, type KeyUpdate } from './follow.js';
 import type { Seen } from './seen.js';
@@ -56,6 +63,19 @@ export interface WorkerViewChange {
 
 /** Keys read per transaction by `refresh` and `concern` (three per split: split, lease, spec). */
 const READ_CHUNK = 96;
+
+/**
+ * How long a split that read free to claim goes unwatched (decision 0090): a short split is
+ * claimed, run, completed and let go within it, and never costs a watch and its cancel. Its
+ * watch then resumes from the read, so a longer one misses nothing.
+ */
+export const QUIET_MS = 1000;
+
+/** Free to claim as read: a runnable record with no owner, no lease key, a spec, and nothing unreadable. */
+function readsFree(obs: ObservedSplitKeys): boolean {
+  const rec = obs.record?.rec;
+  return rec !== undefined && rec.status === 'runnable' && rec.owner === '' && obs.lease === undefined && obs.spec !== undefined && obs.problems.size === 0;
+}
 
 interface Followed {
   obs: ObservedSplitKeys;
@@ -96,6 +116,10 @@ export class WorkerView {
   );
   private failed = false;
   private closed = false;
+  /** Splits whose next change someone waits on: their watches open at once (`concern`'s `urgent`). */
+  private urgent: ReadonlySet<string> = new Set();
+  /** Splits brought up to date by `followNow`: read again, then watched at once. */
+  private readonly woken = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -172,8 +196,10 @@ export class WorkerView {
    * watched from that read; ones no longer wanted are let go. Cheap when
    * nothing changed.
    */
-  async concern(ids: ReadonlySet<string>): Promise<void> {
+  async concern(ids: ReadonlySet<string>, urgent: ReadonlySet<string> = new Set()): Promise<void> {
     if (this.failed || this.closed) return;
+    this.urgent = urgent;
+    for (const id of urgent) this.followNow(id);
     const added: string[] = [];
     for (const id of ids) {
       const known = this.splits.get(id);
@@ -206,6 +232,7 @@ export class WorkerView {
     for (const [id, f] of this.splits) {
       if (ids.has(id)) continue;
       this.splits.delete(id);
+      this.woken.delete(id);
       dropped.push(f);
     }
     // Let go in the background: a cancellation waits for etcd's answer on the watch stream,
@@ -237,8 +264,16 @@ export class WorkerView {
         f.lease.offer(res.reads[3 * j + 1], res.revision);
         this.offerSpec(id, f, res.reads[3 * j + 2], res.revision);
         f.obs.loaded = true;
-        f.split.follow(res.revision + 1);
-        f.lease.follow(res.revision + 1);
+        // A split that reads free to claim is followed only if it outlives QUIET_MS (decision 0090):
+        // its claim and its completion are our own writes, and a short split is let go before then.
+        const woken = this.woken.delete(id);
+        if (woken || this.urgent.has(id) || !readsFree(f.obs)) {
+          f.split.follow(res.revision + 1);
+          f.lease.follow(res.revision + 1);
+        } else {
+          f.split.followLater(res.revision + 1, QUIET_MS);
+          f.lease.followLater(res.revision + 1, QUIET_MS);
+        }
         this.notify('split', id);
       });
     }
@@ -274,6 +309,40 @@ export class WorkerView {
       f.split.offer({ key: splitKey(this.prefix, id), value: splitValue, modRevision: revision, createRevision: revision }, revision);
     }
     f.lease.offer(undefined, revision);
+  }
+
+  /**
+   * This instance's claim of a followed split landed at `revision`: its puts (the split record
+   * and the lease key) applied as a read at that revision would be. A split followed quietly
+   * (decision 0090) would otherwise show the record as the claim found it for as long as the
+   * quiet lasts; one followed by watches drops their echo of it as not newer.
+   */
+  ownClaimWrite(id: string, ops: readonly Op[], revision: number): void {
+    const f = this.splits.get(id);
+    if (!f?.obs.loaded || this.failed || this.closed) return;
+    this.saw(revision);
+    for (const o of ops) {
+      if (o.op !== 'put') continue;
+      const follower = o.key === f.split.key ? f.split : o.key === f.lease.key ? f.lease : undefined;
+      const kv: KeyValue = { key: o.key, value: o.value, modRevision: revision, createRevision: revision };
+      if (o.lease !== undefined) kv.lease = o.lease;
+      follower?.offer(kv, revision);
+    }
+  }
+
+  /**
+   * Brings a quietly followed split up to date now: a claim of it lost, or the outcome of our
+   * write to it is unknown, and what counts next is someone else's write, which only a watch or
+   * a read shows. It is read again (unobserved until the read lands, so nothing is decided on
+   * what the quiet may have hidden) and then watched from that read. A split already watched
+   * is left as it is.
+   */
+  followNow(id: string): void {
+    const f = this.splits.get(id);
+    if (!f || !(f.split.quiet || f.lease.quiet) || this.failed || this.closed) return;
+    f.obs.loaded = false;
+    this.woken.add(id);
+    if (!f.loading) void this.load([id]).catch(() => undefined); // a failed read: the next concern or refresh reads it
   }
 
   /** Re-reads the split and lease keys of `ids` now (a question the watches may answer late). */

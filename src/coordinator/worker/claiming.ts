@@ -203,6 +203,8 @@ export class Claimer {
           }
         } else if (outcome.kind === 'unknown') {
           this.ctx.uncertain(claim.id, claim);
+        } else {
+          this.ctx.view.followNow(claim.id);
         }
         this.ctx.schedule();
       },
@@ -347,6 +349,8 @@ export class Claimer {
         if (alone) {
           metrics.claims.inc({ kind: batch[0]!.kind, outcome: 'lost' });
           this.lostClaims.set(batch[0]!.id, batch[0]!.basis);
+          // What beat it is someone else's write: a split followed quietly must see it now (decision 0090).
+          this.ctx.view.followNow(batch[0]!.id);
         }
         return 'lost';
       }

@@ -199,7 +199,10 @@ export class Worker {
     const { claiming } = this.claimer;
     const { uncertain, releasing, adopting } = this.settler;
     const concerned = new Set<string>([...(assignment ?? []), ...this.lanes.keys(), ...claiming, ...uncertain, ...releasing, ...adopting]);
-    void this.view.concern(concerned).catch((e) => this.log.warn({ err: (e as Error).message }, 'following assigned splits failed; the backstop retries'));
+    // Splits whose outcome we wait on are watched at once; the others that read free may stay
+    // quiet until they outlive QUIET_MS (decision 0090).
+    const urgent = new Set<string>([...uncertain, ...releasing, ...adopting]);
+    void this.view.concern(concerned, urgent).catch((e) => this.log.warn({ err: (e as Error).message }, 'following assigned splits failed; the backstop retries'));
     const ids = new Set<string>([...(assignment ?? []), ...this.lanes.keys()]);
     const splits = new Map<string, ObservedSplit>();
     for (const id of ids) {
@@ -352,6 +355,7 @@ export class Worker {
     const read = progressKv ? decodeRecord('progress', progressKv.key, progressKv.value, fingerprintHash(this.config.fingerprint)) : undefined;
     const run = !this.stopped && this.session.alive;
     this.emit('split-claimed', { id: p.id, epoch: p.next.epoch, attempts: p.next.attempts, kind: p.kind });
+    this.view.ownClaimWrite(p.id, p.txn.success, revision);
     const lane = this.openLane(p.id, p.spec, p.next, revision, read, progressKv?.modRevision ?? 0, run);
     // We won a claim while stopping: give it straight back.
     if (!run) background('lane release', () => lane.finishNormally('stopping'), this.unexpected);

@@ -82,7 +82,11 @@ describe('Claimer', () => {
       return real(t);
     });
     await c.claimAll([create('a'), create('b')]);
-    expect(txn).toHaveBeenCalledTimes(3); // the batch, then a alone, then b alone
+    // The batch, then a alone, then b alone; then b, which read free and was followed quietly, is read
+    // again at once (decision 0090): what beat the claim is another's write.
+    const sent = txn.mock.calls.map(([t]) => (t.compares.length > 0 ? 'claim' : 'read'));
+    expect(sent).toEqual(['claim', 'claim', 'claim', 'read']);
+    expect(txn.mock.calls[3]![0].success.map((o) => o.key)).toContain(splitKey(w.prefix, 'b'));
     expect(won.map((x) => x.id)).toEqual(['a']);
     expect((await stored(w, 'a')).record.owner).toBe('w0');
     expect((await stored(w, 'b')).record.owner).toBe('w1');
