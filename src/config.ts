@@ -1,6 +1,7 @@
 /**
  * The knobs of substrate.md, their defaults, and the one function that turns
- * a user's partial options into a validated `Config`.
+ * a user's partial options into a validated `Config`; the checks of each rule,
+ * and their wording, are config-validation.ts's.
  *
  * Invariants of a resolved Config (each refused with the rule spelled out):
  * - every duration is a safe integer in milliseconds, never negative, and at
@@ -17,7 +18,11 @@
  * Pure: no I/O, no clock. Every failure is SplitfleetError('INVALID_CONFIG').
  */
 
+import { checkOptions, describeValue, MAX_RETRY_FACTOR, MAX_TIMER_MS } from './config-validation.js';
 import { SplitfleetError } from './errors.js';
+
+// The rules' limits, which protocol/ bounds its records and retry waits by.
+export { MAX_RETRY_FACTOR, MAX_TIMER_MS };
 
 /** What a user passes. Durations are milliseconds. */
 export interface ConfigOptions {
@@ -119,9 +124,6 @@ export interface RetryBackoff {
 /** The default retryBackoff: 1 s doubling to 5 min, full jitter. */
 export const RETRY_BACKOFF_DEFAULTS: Readonly<Required<RetryBackoff>> = Object.freeze({ initialMs: 1000, maxMs: 300_000, factor: 2, jitter: 1 });
 
-/** The largest retryBackoff.factor: past it the ceiling reaches maxMs within a step or two anyway. */
-export const MAX_RETRY_FACTOR = 100;
-
 /** A validated configuration: every option present, but heartbeatTimeoutMs (absent when off), buckets and divideMinWeight (absent when not given). */
 export type Config = Readonly<Required<Omit<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets' | 'divideMinWeight'>> & Pick<ConfigOptions, 'heartbeatTimeoutMs' | 'buckets' | 'divideMinWeight'> & { retryBackoff: Readonly<Required<RetryBackoff>> }>;
 
@@ -141,22 +143,13 @@ export const CONFIG_DEFAULTS = Object.freeze({
   layout: 'packed' as 'keys' | 'packed',
 });
 
-/** Longest duration a Node timer honours (2^31 − 1 ms, about 24.8 days). */
-export const MAX_TIMER_MS = 2_147_483_647;
-
+/** Every option's name: any other is refused (with the nearest of these), so a typo never means "default". */
 const KNOWN_OPTIONS: readonly (keyof ConfigOptions)[] = [
   'job', 'instance', 'root', 'fingerprint',
   'leaseDurationMs', 'opTimeoutMs', 'maxInFlight', 'prefetch', 'maxAttempts',
   'rebalanceDelayMs', 'drainDeadlineMs', 'replanIntervalMs', 'reconcileIntervalMs', 'startTimeoutMs',
   'heartbeatTimeoutMs', 'retryBackoff', 'layout', 'buckets', 'divideMinWeight', 'autoCommitMs',
 ];
-
-const NAME = /^[A-Za-z0-9._-]{1,128}$/;
-const ROOT = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
-const MAX_ROOT_LENGTH = 256;
-const MAX_FINGERPRINT_LENGTH = 1024;
-// \p{Cc}: C0 controls, DEL and C1 controls.
-const CONTROL = /\p{Cc}/u;
 
 /**
  * The fingerprint used when none is given: the job's place in the store.
@@ -167,39 +160,6 @@ export function defaultFingerprint(root: string, job: string): string {
   return `splitfleet-v1:${root}/${job}`;
 }
 
-/** A refused value as a config error quotes it: a string in quotes, a primitive as itself, anything else by its type. */
-function describeValue(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) {
-    return String(v);
-  }
-  return typeof v;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const up = row[j]!;
-      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = up;
-    }
-  }
-  return row[b.length]!;
-}
-
-function suggestion(name: string): string {
-  let best: string | undefined;
-  let bestD = Infinity;
-  for (const known of KNOWN_OPTIONS) {
-    const d = editDistance(name.toLowerCase(), known.toLowerCase());
-    if (d < bestD) { bestD = d; best = known; }
-  }
-  return best !== undefined && bestD <= 3 ? ` (did you mean ${best}?)` : '';
-}
-
 /**
  * Validates `options`, fills in defaults, and returns a frozen Config.
  * An option given as `undefined` counts as absent.
@@ -208,26 +168,13 @@ function suggestion(name: string): string {
  *   as `option: must … (got …)`.
  */
 export function resolveConfig(options: ConfigOptions): Config {
-  // Each step below adds to one list of problems, in option order, so that a refusal names every
-  // broken option at once, not only the first.
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new SplitfleetError('INVALID_CONFIG', `options: must be an object (got ${describeValue(options)})`);
   }
-  const given = options as unknown as Record<string, unknown>;
-  const problems: string[] = [];
-
-  checkKnownOptions(given, problems);
-  const job = resolveName(given, 'job', problems);
-  const instance = resolveName(given, 'instance', problems);
-  const root = resolveRoot(given.root, problems);
-  const fingerprint = resolveFingerprint(given.fingerprint, problems);
-  const t = resolveTimings(given, problems);
-  const retryBackoff = resolveRetryBackoff(given.retryBackoff, problems);
-  const layout = given.layout ?? CONFIG_DEFAULTS.layout;
-  if (layout !== 'keys' && layout !== 'packed') problems.push(`layout: must be 'keys' or 'packed' (got ${describeValue(layout)})`);
-  const buckets = resolveBuckets(given.buckets, layout, problems);
-  checkCombinations(t, problems);
-
+  const { problems, job, instance, root, fingerprint, timings: t, retryBackoff, layout, buckets } = checkOptions(
+    options as unknown as Record<string, unknown>,
+    { names: KNOWN_OPTIONS, defaults: CONFIG_DEFAULTS, retryBackoff: RETRY_BACKOFF_DEFAULTS },
+  );
   if (problems.length > 0) {
     throw new SplitfleetError('INVALID_CONFIG', problems.length === 1
       ? problems[0]!
@@ -257,203 +204,4 @@ export function resolveConfig(options: ConfigOptions): Config {
     ...(buckets === undefined ? {} : { buckets }),
     ...(t.divideMinWeight === undefined ? {} : { divideMinWeight: t.divideMinWeight }),
   });
-}
-
-/** protocol/keys.ts MAX_BUCKETS (config sits below protocol/, so the number is repeated; config.test.ts holds them equal). */
-const MAX_BUCKETS = 65536;
-
-/** `buckets`: absent, or a power of two 1 to MAX_BUCKETS for a packed job. */
-function resolveBuckets(v: unknown, layout: unknown, problems: string[]): number | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_BUCKETS || (v & (v - 1)) !== 0) {
-    problems.push(`buckets: must be a power of two from 1 to ${MAX_BUCKETS} (got ${describeValue(v)})`);
-    return undefined;
-  }
-  if (layout !== 'packed') { problems.push(`buckets: applies to layout 'packed' only (layout is ${describeValue(layout)})`); return undefined; }
-  return v;
-}
-
-/** An option name that is not one, with the nearest known name. */
-function checkKnownOptions(given: Record<string, unknown>, problems: string[]): void {
-  for (const name of Object.keys(given)) {
-    if (!(KNOWN_OPTIONS as readonly string[]).includes(name)) {
-      problems.push(`${name}: unknown option${suggestion(name)}; known options are ${KNOWN_OPTIONS.join(', ')}`);
-    }
-  }
-}
-
-/** `job` or `instance`: required, a NAME; undefined (and a recorded problem) when broken. */
-function resolveName(given: Record<string, unknown>, key: 'job' | 'instance', problems: string[]): string | undefined {
-  const v = given[key];
-  if (v === undefined) { problems.push(`${key}: is required`); return undefined; }
-  if (typeof v !== 'string' || !NAME.test(v)) {
-    problems.push(`${key}: must be 1 to 128 characters of [A-Za-z0-9._-] (got ${describeValue(v)})`);
-    return undefined;
-  }
-  return v;
-}
-
-/** `root`, or its default when absent or broken (the problem recorded). */
-function resolveRoot(v: unknown, problems: string[]): string {
-  if (v === undefined) return CONFIG_DEFAULTS.root;
-  if (typeof v !== 'string' || v.length > MAX_ROOT_LENGTH || !ROOT.test(v)) {
-    problems.push(`root: must be '/'-separated segments of [A-Za-z0-9._-], at most ${MAX_ROOT_LENGTH} characters, `
-      + `with no leading or trailing '/' (got ${describeValue(v)})`);
-    return CONFIG_DEFAULTS.root;
-  }
-  return v;
-}
-
-/** `fingerprint` as given; undefined when absent (the default is derived later) or broken (the problem recorded). */
-function resolveFingerprint(v: unknown, problems: string[]): string | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_FINGERPRINT_LENGTH || CONTROL.test(v)) {
-    problems.push(`fingerprint: must be a non-empty string of at most ${MAX_FINGERPRINT_LENGTH} characters `
-      + `with no control characters (got ${describeValue(v)})`);
-    return undefined;
-  }
-  return v;
-}
-
-/** The numeric options, each undefined when broken (its problem recorded); heartbeatTimeoutMs also when absent. */
-interface Timings {
-  leaseDurationMs: number | undefined;
-  opTimeoutMs: number | undefined;
-  maxInFlight: number | undefined;
-  prefetch: number | undefined;
-  maxAttempts: number | undefined;
-  rebalanceDelayMs: number | undefined;
-  drainDeadlineMs: number | undefined;
-  replanIntervalMs: number | undefined;
-  reconcileIntervalMs: number | undefined;
-  startTimeoutMs: number | undefined;
-  autoCommitMs: number | undefined;
-  heartbeatTimeoutMs: number | undefined;
-  divideMinWeight: number | undefined;
-}
-
-const TIMER_RULE = 'Node fires longer timers at once';
-
-/** The numeric options with their defaults, each checked against its own range. */
-function resolveTimings(given: Record<string, unknown>, problems: string[]): Timings {
-  /** An integer option in [min, max]; undefined (and a recorded problem) when broken. */
-  const int = (key: keyof typeof CONFIG_DEFAULTS, min: number, max: number, rule?: string): number | undefined => {
-    const v = given[key] === undefined ? CONFIG_DEFAULTS[key] : given[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-      problems.push(`${key}: must be an integer ≥ ${min} (got ${describeValue(v)})`);
-      return undefined;
-    }
-    if (v > max) {
-      problems.push(`${key}: must be at most ${max}${rule === undefined ? '' : `, because ${rule}`} (got ${v})`);
-      return undefined;
-    }
-    return v;
-  };
-  let leaseDurationMs = int('leaseDurationMs', 1000, MAX_TIMER_MS, TIMER_RULE);
-  if (leaseDurationMs !== undefined && leaseDurationMs % 1000 !== 0) {
-    problems.push(`leaseDurationMs: must be a whole number of seconds, because etcd lease TTLs are seconds (got ${leaseDurationMs})`);
-    leaseDurationMs = undefined;
-  }
-  const opTimeoutMs = int('opTimeoutMs', 1, MAX_TIMER_MS, TIMER_RULE);
-  const maxInFlight = int('maxInFlight', 1, Number.MAX_SAFE_INTEGER);
-  const prefetch = resolvePrefetch(given.prefetch, maxInFlight, problems);
-  const maxAttempts = int('maxAttempts', 1, Number.MAX_SAFE_INTEGER);
-  const rebalanceDelayMs = int('rebalanceDelayMs', 0, MAX_TIMER_MS, TIMER_RULE);
-  const drainDeadlineMs = int('drainDeadlineMs', 0, MAX_TIMER_MS, TIMER_RULE);
-  // Zero would spin the replan and backstop loops without pause.
-  const replanIntervalMs = int('replanIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
-  const reconcileIntervalMs = int('reconcileIntervalMs', 1, MAX_TIMER_MS, TIMER_RULE);
-  const startTimeoutMs = int('startTimeoutMs', 0, MAX_TIMER_MS, TIMER_RULE);
-  // Zero would commit on every turn of the loop.
-  const autoCommitMs = int('autoCommitMs', 1, MAX_TIMER_MS, TIMER_RULE);
-  let heartbeatTimeoutMs: number | undefined;
-  if (given.heartbeatTimeoutMs !== undefined) {
-    const v = given.heartbeatTimeoutMs;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
-      problems.push(`heartbeatTimeoutMs: must be an integer ≥ 1 (ms), or left out for no timeout (got ${describeValue(v)})`);
-    } else if (v > MAX_TIMER_MS) {
-      problems.push(`heartbeatTimeoutMs: must be at most ${MAX_TIMER_MS}, because ${TIMER_RULE} (got ${v})`);
-    } else heartbeatTimeoutMs = v;
-  }
-  let divideMinWeight: number | undefined;
-  if (given.divideMinWeight !== undefined) {
-    const v = given.divideMinWeight;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
-      problems.push(`divideMinWeight: must be an integer ≥ 1 (a weight), or left out for the job's mean split weight (got ${describeValue(v)})`);
-    } else divideMinWeight = v;
-  }
-  return {
-    leaseDurationMs, opTimeoutMs, maxInFlight, prefetch, maxAttempts, rebalanceDelayMs, drainDeadlineMs,
-    replanIntervalMs, reconcileIntervalMs, startTimeoutMs, autoCommitMs, heartbeatTimeoutMs, divideMinWeight,
-  };
-}
-
-/**
- * `prefetch`: an integer ≥ 0, default `maxInFlight` (one named split waiting per lane). With
- * `maxInFlight` it makes the assignment budget, which must stay a safe integer.
- */
-function resolvePrefetch(v: unknown, maxInFlight: number | undefined, problems: string[]): number | undefined {
-  if (v === undefined) return maxInFlight;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-    problems.push(`prefetch: must be an integer ≥ 0 (got ${describeValue(v)})`);
-    return undefined;
-  }
-  if (maxInFlight !== undefined && v > Number.MAX_SAFE_INTEGER - maxInFlight) {
-    problems.push(`prefetch: must be at most ${Number.MAX_SAFE_INTEGER - maxInFlight}, because maxInFlight + prefetch (the assignment budget) must be a safe integer (got ${v})`);
-    return undefined;
-  }
-  return v;
-}
-
-/** Combinations, checked only between options that are individually valid. */
-function checkCombinations(t: Timings, problems: string[]): void {
-  const { leaseDurationMs, opTimeoutMs, drainDeadlineMs, heartbeatTimeoutMs } = t;
-  if (opTimeoutMs !== undefined && leaseDurationMs !== undefined && opTimeoutMs >= leaseDurationMs) {
-    problems.push(`opTimeoutMs: must be below leaseDurationMs (${leaseDurationMs}), or one slow round trip `
-      + `outlasts the lease it is renewing (got ${opTimeoutMs})`);
-  }
-  if (drainDeadlineMs !== undefined && opTimeoutMs !== undefined && drainDeadlineMs < opTimeoutMs) {
-    problems.push(`drainDeadlineMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a deadline below one store round trip `
-      + `would force every revocation before its final commit could land (got ${drainDeadlineMs})`);
-  }
-  if (heartbeatTimeoutMs !== undefined && opTimeoutMs !== undefined && heartbeatTimeoutMs < opTimeoutMs) {
-    problems.push(`heartbeatTimeoutMs: must be ≥ opTimeoutMs (${opTimeoutMs}): a handler waiting on one store round trip `
-      + `(its own commit, its source) is not hung (got ${heartbeatTimeoutMs})`);
-  }
-}
-
-/** `retryBackoff` with its defaults filled in (frozen); undefined, with the problems recorded, when broken. */
-function resolveRetryBackoff(v: unknown, problems: string[]): Readonly<Required<RetryBackoff>> | undefined {
-  if (v === undefined) return RETRY_BACKOFF_DEFAULTS;
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    problems.push(`retryBackoff: must be an object { initialMs, maxMs, factor?, jitter? } (got ${describeValue(v)})`);
-    return undefined;
-  }
-  const o = v as Record<string, unknown>;
-  const before = problems.length;
-  for (const k of Object.keys(o)) {
-    if (!['initialMs', 'maxMs', 'factor', 'jitter'].includes(k)) problems.push(`retryBackoff.${k}: unknown field; known fields are initialMs, maxMs, factor, jitter`);
-  }
-  const ms = (k: 'initialMs' | 'maxMs'): number | undefined => {
-    const x = o[k];
-    if (x === undefined) { problems.push(`retryBackoff.${k}: is required (ms)`); return undefined; }
-    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) { problems.push(`retryBackoff.${k}: must be an integer ≥ 0 (ms) (got ${describeValue(x)})`); return undefined; }
-    if (x > MAX_TIMER_MS) { problems.push(`retryBackoff.${k}: must be at most ${MAX_TIMER_MS}, because Node fires longer timers at once (got ${x})`); return undefined; }
-    return x;
-  };
-  const initialMs = ms('initialMs');
-  const maxMs = ms('maxMs');
-  if (initialMs !== undefined && maxMs !== undefined && maxMs < initialMs) {
-    problems.push(`retryBackoff.maxMs: must be ≥ initialMs (${initialMs}), or the first wait would already pass the cap (got ${maxMs})`);
-  }
-  const factor = o.factor === undefined ? RETRY_BACKOFF_DEFAULTS.factor : o.factor;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > MAX_RETRY_FACTOR) {
-    problems.push(`retryBackoff.factor: must be a number from 1 to ${MAX_RETRY_FACTOR}: below 1 the waits would shrink (got ${describeValue(factor)})`);
-  }
-  const jitter = o.jitter === undefined ? RETRY_BACKOFF_DEFAULTS.jitter : o.jitter;
-  if (typeof jitter !== 'number' || !Number.isFinite(jitter) || jitter < 0 || jitter > 1) {
-    problems.push(`retryBackoff.jitter: must be a number from 0 (no jitter) to 1 (full jitter) (got ${describeValue(jitter)})`);
-  }
-  if (problems.length > before) return undefined;
-  return Object.freeze({ initialMs: initialMs!, maxMs: maxMs!, factor: factor as number, jitter: jitter as number });
 }

@@ -4,13 +4,13 @@
  * autoCommitMs (far fewer writes than advances), completes at its latest advance, and a drain
  * releases at the latest advance, so the next owner resumes exactly there.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
-import { silentLogger } from '../../src/coordinator/log.js';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_DEFAULTS } from '../../src/config.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, progressKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { Txn, TxnResult } from '../../src/store/store.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 
 class Counting extends MemoryStore {
   progressWrites = 0;
@@ -21,17 +21,14 @@ class Counting extends MemoryStore {
   }
 }
 
-const open: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close().catch(() => undefined);
-});
+const coordinators = useMemoryFleet();
 
-const knobs = { logger: silentLogger, layout: 'keys' as const, leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 2000, autoCommitMs: 40 };
+const knobs = { layout: 'keys' as const, drainDeadlineMs: 2000, reconcileIntervalMs: CONFIG_DEFAULTS.reconcileIntervalMs, autoCommitMs: 40 };
 
 describe('advance and automatic commits', () => {
   it('commits the latest advance on a timer, not every advance, and completes at it', async () => {
     const store = new Counting();
-    const c = await startCoordinator({
+    const c = await coordinators.start({
       store, job: 'auto', instance: 'w0', ...knobs,
       planner: () => ({ final: true, splits: [{ id: 's', weight: 1 }] }),
       handler: async (split: SplitHandle) => {
@@ -42,7 +39,6 @@ describe('advance and automatic commits', () => {
         await split.complete(); // at the latest advance
       },
     });
-    open.push(c);
     await expect(c.done).resolves.toBe('complete');
     const p = JSON.parse((await store.get(progressKey(jobPrefix('splitfleet', 'auto'), 's')))!.value) as { progress: number; done?: number };
     expect(p.progress).toBe(100);
@@ -69,13 +65,11 @@ describe('advance and automatic commits', () => {
       await split.complete();
     };
     const planner = () => ({ final: true, splits: [{ id: 's', weight: 1 }] });
-    const first = await startCoordinator({ store, job: 'drain', instance: 'w0', ...knobs, planner, handler: handler('w0') });
-    open.push(first);
+    const first = await coordinators.start({ store, job: 'drain', instance: 'w0', ...knobs, planner, handler: handler('w0') });
     await new Promise((r) => setTimeout(r, 100));
     await first.stop(); // drains its lane
     expect(reachedOnDrain).toBeGreaterThan(0);
-    const second = await startCoordinator({ store, job: 'drain', instance: 'w1', ...knobs, planner, handler: handler('w1') });
-    open.push(second);
+    const second = await coordinators.start({ store, job: 'drain', instance: 'w1', ...knobs, planner, handler: handler('w1') });
     await expect(second.done).resolves.toBe('complete');
     expect(resumedAt).toBe(reachedOnDrain);
   });

@@ -6,23 +6,19 @@
  * `splitfleet retry --all-quarantined` clears the verdict and a fleet
  * started again completes it. MemoryStore, real time.
  */
-import { afterEach, describe, expect, test } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
-import { silentLogger } from '../../src/coordinator/log.js';
+import { describe, expect, test } from 'vitest';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { retrySplits } from '../../src/operator/retry.js';
 import { jobPrefix, specKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { firstSplitGate } from '../support/first-split-gate.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { waitUntil } from '../support/wait.js';
 
-const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
+/** FAST, with a backstop every half second. */
+const fast = { reconcileIntervalMs: 500 };
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 describe('a keys job\'s spec deleted by hand', () => {
   test('parks its split visibly; the rest runs; put back and retried, the job completes', async () => {
@@ -37,14 +33,10 @@ describe('a keys job\'s spec deleted by hand', () => {
       completed.add(split.id);
       await split.complete(null);
     };
-    const start = async (instance: string) => {
-      const c = await startCoordinator({
-        store, job, instance, maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
-        planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler, logger: silentLogger,
-      });
-      running.push(c);
-      return c;
-    };
+    const start = (instance: string) => coordinators.start({
+      store, job, instance, maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
+      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler,
+    });
     const c = await start('w-0');
     await waitUntil('the first split to run', () => gate.first !== undefined);
     const victim = ids.find((id) => id !== gate.first)!;
@@ -69,12 +61,11 @@ describe('a keys job\'s spec deleted by hand', () => {
     const prefix = jobPrefix('splitfleet', job);
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const c = await startCoordinator({
+    const c = await coordinators.start({
       store, job, instance: 'w-0', maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
       planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }),
-      handler: async (split) => { await gate; await split.complete(null); }, logger: silentLogger,
+      handler: async (split) => { await gate; await split.complete(null); },
     });
-    running.push(c);
     await waitUntil('a to be held', () => c.held.includes('a'));
     await store.delete(specKey(prefix, 'b'));
     const health = await waitUntil('degraded', () => (c.health().state === 'degraded' ? c.health() : undefined));
@@ -87,9 +78,9 @@ describe('a keys job\'s spec deleted by hand', () => {
     const store = new MemoryStore();
     const job = 'deleted-spec-listing';
     const prefix = jobPrefix('splitfleet', job);
-    const start = (instance: string, handler: (split: SplitHandle) => Promise<void>) => startCoordinator({
+    const start = (instance: string, handler: (split: SplitHandle) => Promise<void>) => coordinators.start({
       store, job, instance, maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
-      planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }), handler, logger: silentLogger,
+      planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }), handler,
     });
     // A first fleet seeds the job and goes away with both splits still to run.
     const first = await start('w-0', (split) => new Promise<void>((resolve) => split.drainSignal.addEventListener('abort', () => resolve())));
@@ -97,13 +88,12 @@ describe('a keys job\'s spec deleted by hand', () => {
     await first.close();
     await store.delete(specKey(prefix, 'b'));
     const reasons: string[] = [];
-    const c = await startCoordinator({
+    const c = await coordinators.start({
       store, job, instance: 'w-1', maxInFlight: 1, prefetch: 0, layout: 'keys', ...fast,
       planner: () => ({ final: true, splits: [{ id: 'a', weight: 2 }, { id: 'b', weight: 1 }] }),
-      handler: async (split) => { await split.complete(null); }, logger: silentLogger,
+      handler: async (split) => { await split.complete(null); },
       on: { health: ({ reason }) => { reasons.push(reason); } },
     });
-    running.push(c);
     // 'a' runs, 'b' is parked from the listing on: the job ends stalled, and the leader said why meanwhile.
     expect(await c.done).toBe('stalled');
     expect(reasons.some((r) => /^part of the job cannot move: 1 split parked \("b": .*spec\.b is missing/.test(r)), reasons.join('\n')).toBe(true);

@@ -5,18 +5,15 @@
  * divisions only while lanes would idle, residuals are ordinary splits (claimed, completed)
  * with ids derived from their parent's, and the verdict covers them.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
-import { silentLogger } from '../../src/coordinator/log.js';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_DEFAULTS } from '../../src/config.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { divisibleRange } from '../../src/divisible-range.js';
 import { isResidualId } from '../../src/protocol/residual-ids.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 
-const open: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close().catch(() => undefined);
-});
+const coordinators = useMemoryFleet();
 
 /** A fleet of `members` × `lanes` on one store, working `splits`; every unit's count and every event. */
 async function fleet(layout: 'keys' | 'packed', splits: { id: string; from: number; to: number }[], members: number, lanes: number, divisible = true, lateMs = 0) {
@@ -45,14 +42,13 @@ async function fleet(layout: 'keys' | 'packed', splits: { id: string; from: numb
   };
   const done: Promise<string>[] = [];
   for (let m = 0; m < members; m++) {
-    const c = await startCoordinator({
-      store, job: `divide-${layout}`, instance: `w${m}`, maxInFlight: lanes, layout, logger: silentLogger,
-      leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, drainDeadlineMs: 1000,
+    const c = await coordinators.start({
+      store, job: `divide-${layout}`, instance: `w${m}`, maxInFlight: lanes, layout,
+      leaseDurationMs: 3000, opTimeoutMs: 1000, reconcileIntervalMs: CONFIG_DEFAULTS.reconcileIntervalMs,
       planner: () => ({ final: true, splits: splits.map((s) => ({ id: s.id, weight: s.to - s.from, descriptor: { from: s.from, to: s.to } })) }),
       handler,
       on: { 'split-divided': (e) => { divided.push({ id: e.id, residual: e.residual, seq: e.seq }); } },
     });
-    open.push(c);
     done.push(c.done);
   }
   const verdicts = await Promise.all(done);

@@ -6,12 +6,11 @@
  * `retryInMs` overrides the policy; the split-failed event and the metrics
  * say which kind of failure it was and count every quarantine.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import type { RetryBackoff } from '../../src/config.js';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { CoordinatorEventMap } from '../../src/coordinator/events.js';
-import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { PermanentFailure } from '../../src/errors.js';
 import { jobPrefix, splitKey } from '../../src/protocol/keys.js';
@@ -20,16 +19,13 @@ import { renderReport } from '../../src/inspect/render.js';
 import { jobReport, readJobRecords } from '../../src/inspect/report.js';
 import { listJobKeys } from '../../src/operator/scope.js';
 import { counterValue } from '../support/in-process.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { settle, stepUntil as stepTime } from '../support/virtual-time.js';
 
 
 const stepUntil = (clock: VirtualClock, check: () => boolean, ms = 120_000): Promise<boolean> => stepTime(clock, check, ms, 50);
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 type Failed = CoordinatorEventMap['split-failed'];
 
@@ -41,9 +37,9 @@ async function start(
 ): Promise<Started> {
   const failed: Failed[] = [];
   const calls: number[] = [];
-  const c = await settle(clock, startCoordinator({
-    store, clock, job, instance: 'w0', logger: silentLogger, maxInFlight: 2,
-    leaseDurationMs: 3000, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000, drainDeadlineMs: 1000,
+  const c = await settle(clock, coordinators.start({
+    store, clock, job, instance: 'w0', maxInFlight: 2,
+    leaseDurationMs: 3000, opTimeoutMs: 1000, reconcileIntervalMs: 1000,
     ...extra,
     planner: () => ({ splits: [{ id: 's-0', weight: 1 }], final: true }),
     handler: async (h) => {
@@ -52,7 +48,6 @@ async function start(
     },
     on: { 'split-failed': (e) => { failed.push(e); } },
   }));
-  running.push(c);
   return { c, failed, calls };
 }
 

@@ -6,8 +6,8 @@
  * is too large for a fold-back keeps its keys and is read from them; a result record broken by
  * hand is reported, not skipped.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { describe, expect, it } from 'vitest';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger, type Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, kindPrefix, parseKey } from '../../src/protocol/keys.js';
@@ -15,13 +15,10 @@ import { encodeRecord, type ResultEntry } from '../../src/protocol/records.js';
 import { readFinalProgress, type FinalProgress } from '../../src/operator/final-progress.js';
 import { MAX_RECORD_BYTES } from '../../src/protocol/record-bounds.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 
-const open: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close().catch(() => undefined);
-});
+const coordinators = useMemoryFleet();
 
-const knobs = { logger: silentLogger, leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 1000 };
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s-${String(i).padStart(4, '0')}`);
 /** What split `id` ends with: a value of its own, so a mixed-up entry shows. */
 const finalOf = (id: string) => ({ rows: Number(id.slice(2)) * 3, id });
@@ -34,8 +31,7 @@ async function runJob(store: MemoryStore, job: string, layout: 'keys' | 'packed'
   });
   const fleet: Coordinator[] = [];
   for (let i = 0; i < 3; i++) {
-    const c = await startCoordinator({ store, job, instance: `w-${i}`, maxInFlight: 4, planner, handler: run, layout, ...knobs, logger });
-    open.push(c);
+    const c = await coordinators.start({ store, job, instance: `w-${i}`, maxInFlight: 4, planner, handler: run, layout, reconcileIntervalMs: 1000, logger });
     fleet.push(c);
   }
   expect(await Promise.all(fleet.map((c) => c.done))).toEqual(['complete', 'complete', 'complete']);

@@ -11,9 +11,10 @@
  *   `pause`/`resume` overwrite it, saying they did.
  * MemoryStore on a VirtualClock, time driven step by step.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { CONFIG_DEFAULTS } from '../../src/config.js';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger, type Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { isSplitfleetError, type SplitfleetError } from '../../src/errors.js';
@@ -22,17 +23,14 @@ import { controlKey, jobPrefix, planKey, splitKey } from '../../src/protocol/key
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { readJobRecords } from '../../src/inspect/report.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { runUntil, settle, stepUntil as stepTime } from '../support/virtual-time.js';
 
 const LEASE = 3000;
 
 const stepUntil = (clock: VirtualClock, check: () => boolean, ms = 10 * LEASE): Promise<boolean> => stepTime(clock, check, ms, 100);
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 interface Fleet { clock: VirtualClock; store: MemoryStore; fleet: Coordinator[]; fatals: Map<string, SplitfleetError>; logged: string[] }
 
@@ -44,16 +42,15 @@ async function startFleet(job: string, instances: string[], handler: (h: SplitHa
   const logger: Logger = { ...silentLogger, error: (obj) => logged.push(String((obj as { err?: unknown }).err ?? '')) };
   const fleet: Coordinator[] = [];
   for (const instance of instances) {
-    const c = await settle(clock, startCoordinator({
+    const c = await settle(clock, coordinators.start({
       store, clock, job, instance, logger, maxInFlight: 2,
-      leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000, drainDeadlineMs: 1000,
+      leaseDurationMs: LEASE, opTimeoutMs: 1000, reconcileIntervalMs: 1000,
       planner: () => ({ splits: Array.from({ length: splits }, (_, k) => ({ id: `s-${k}`, weight: 1 })), final: true }),
       handler,
       on: { fatal: ({ error }) => { fatals.set(instance, error); } },
     }));
     c.done.catch(() => undefined); // asserted through the fatal event and health
     fleet.push(c);
-    running.push(c);
   }
   return { clock, store, fleet, fatals, logged };
 }
@@ -137,13 +134,12 @@ describe('a plan record beyond the decode bounds', () => {
     let fatal: SplitfleetError | undefined;
     let c: Coordinator | undefined;
     try {
-      c = await settle(clock, startCoordinator({
-        store, clock, job: 'hostile-plan-late', instance: 'w1', logger: silentLogger,
-        leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000,
+      c = await settle(clock, coordinators.start({
+        store, clock, job: 'hostile-plan-late', instance: 'w1',
+        leaseDurationMs: LEASE, opTimeoutMs: 1000, reconcileIntervalMs: 1000, drainDeadlineMs: CONFIG_DEFAULTS.drainDeadlineMs,
         planner: () => ({ splits: [], final: true }), handler: untilDrained,
         on: { fatal: ({ error }) => { fatal = error; } },
       }));
-      running.push(c);
       c.done.catch(() => undefined);
       expect(await stepUntil(clock, () => c!.health().state === 'stopped')).toBe(true);
     } catch (e) {

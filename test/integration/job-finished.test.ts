@@ -4,26 +4,22 @@
  * has run; a leader lost while running it is replaced by one that runs it again with the same
  * key (at least once); a hook that throws is run again; the plan records that it ran.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import { describe, expect, it } from 'vitest';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { JobFinished } from '../../src/coordinator/leader/finished-hook.js';
-import { silentLogger } from '../../src/coordinator/log.js';
 import { jobPrefix, planKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 
-const open: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close().catch(() => undefined);
-});
+const coordinators = useMemoryFleet();
 
-const knobs = { logger: silentLogger, layout: 'keys' as const, leaseDurationMs: 1000, opTimeoutMs: 300, rebalanceDelayMs: 0, drainDeadlineMs: 500, reconcileIntervalMs: 500 };
+const knobs = { layout: 'keys' as const, leaseDurationMs: 1000, opTimeoutMs: 300, drainDeadlineMs: 500, reconcileIntervalMs: 500 };
 const planner = () => ({ final: true, splits: Array.from({ length: 6 }, (_, i) => ({ id: `s${i}`, weight: 1 })) });
 
 async function fleet(store: MemoryStore, job: string, n: number, hook: (who: string) => (f: JobFinished) => unknown): Promise<Coordinator[]> {
   const cs: Coordinator[] = [];
   for (let i = 0; i < n; i++) {
-    const c = await startCoordinator({ store, job, instance: `w${i}`, ...knobs, planner, handler: async (s) => { await s.complete(1); }, onJobFinished: hook(`w${i}`) });
-    open.push(c);
+    const c = await coordinators.start({ store, job, instance: `w${i}`, ...knobs, planner, handler: async (s) => { await s.complete(1); }, onJobFinished: hook(`w${i}`) });
     cs.push(c);
   }
   return cs;
@@ -82,8 +78,7 @@ describe('onJobFinished', () => {
 
   it('without a hook, the verdict is what it always was: no hook state on the plan', async () => {
     const store = new MemoryStore();
-    const c = await startCoordinator({ store, job: 'plain', instance: 'w0', ...knobs, planner, handler: async (s) => { await s.complete(1); } });
-    open.push(c);
+    const c = await coordinators.start({ store, job: 'plain', instance: 'w0', ...knobs, planner, handler: async (s) => { await s.complete(1); } });
     await expect(c.done).resolves.toBe('complete');
     expect((await planOf(store, 'plain')).hook).toBeUndefined();
   });

@@ -13,35 +13,31 @@
  * the split must be claimed again by its now idle owner (defect 38: the
  * worker freed the lane without deciding again, and nothing else woke it).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { defaultFingerprint } from '../../src/config.js';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
+import type { Coordinator } from '../../src/coordinator/coordinator.js';
 import { silentLogger, type Logger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { assignKey, jobPrefix, leaseKey, splitKey, workerKey } from '../../src/protocol/keys.js';
 import { decodeRecord, encodeRecord, fingerprintHash, SCHEMA_VERSION } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { settle, stepUntil } from '../support/virtual-time.js';
 
 const LEASE = 3000;
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 async function start(store: MemoryStore, clock: VirtualClock, job: string, instance: string, warnings: string[]): Promise<Coordinator> {
   const note = (obj: unknown, msg?: string) => warnings.push(`${msg ?? ''} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`);
   const logger: Logger = { ...silentLogger, warn: note, error: note };
-  const c = await settle(clock, startCoordinator({
+  const c = await settle(clock, coordinators.start({
     store, clock, job, instance, logger, maxInFlight: 1, layout: 'keys',
-    leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 1000, drainDeadlineMs: 1000,
+    leaseDurationMs: LEASE, opTimeoutMs: 1000, reconcileIntervalMs: 1000,
     planner: () => ({ splits: Array.from({ length: 4 }, (_, k) => ({ id: `s-${k}`, weight: 1 })), final: true }),
     handler: async (h) => { await h.complete(1); },
   }));
-  running.push(c);
   return c;
 }
 
@@ -90,11 +86,11 @@ describe('ephemeral keys with no etcd lease', () => {
     let committed = false;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const c = await settle(clock, startCoordinator({
-      store, clock, job, instance: 'w0', logger: silentLogger, maxInFlight: 2, layout: 'keys',
+    const c = await settle(clock, coordinators.start({
+      store, clock, job, instance: 'w0', maxInFlight: 2, layout: 'keys',
       // No backstop within the test: its read of a key found absent wakes the worker whenever the
       // store moved since (views/follow.ts), which hid the stall; the fix must not need it.
-      leaseDurationMs: LEASE, opTimeoutMs: 1000, rebalanceDelayMs: 0, reconcileIntervalMs: 3_600_000, drainDeadlineMs: 1000,
+      leaseDurationMs: LEASE, opTimeoutMs: 1000, reconcileIntervalMs: 3_600_000,
       planner: () => ({ splits: [{ id: 's-0', weight: 1 }], final: true }),
       handler: async (h) => {
         handles.push(h);
@@ -105,7 +101,6 @@ describe('ephemeral keys with no etcd lease', () => {
         await h.commit(2).catch(() => undefined); // fenced: the lease key is no longer ours
       },
     }));
-    running.push(c);
     let verdict: string | undefined;
     void c.done.then((v) => (verdict = v));
     expect(await stepUntil(clock, () => committed, 5 * LEASE)).toBe(true);

@@ -7,25 +7,21 @@
  * runs to its end, and once the page is put back the backstop reads it and
  * its splits run too. MemoryStore, real time.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { defaultFingerprint } from '../../src/config.js';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
-import { silentLogger } from '../../src/coordinator/log.js';
 import type { SplitHandle } from '../../src/coordinator/types.js';
 import { jobPrefix, parseKey } from '../../src/protocol/keys.js';
 import { FoldedBits } from '../../src/protocol/packed.js';
 import { decodeRecord, fingerprintHash } from '../../src/protocol/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { firstSplitGate } from '../support/first-split-gate.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { waitUntil } from '../support/wait.js';
 
-const fast = { leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500 };
+/** FAST, with a backstop every half second (the test waits three of them). */
+const fast = { reconcileIntervalMs: 500 };
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 describe('a packed job\'s queue page deleted after the listing', () => {
   test('costs its own splits: the rest completes, and the page put back brings them back', async () => {
@@ -41,11 +37,10 @@ describe('a packed job\'s queue page deleted after the listing', () => {
       completed.add(split.id);
       await split.complete(null);
     };
-    const c = await startCoordinator({
+    const c = await coordinators.start({
       store, job, instance: 'w-0', maxInFlight: 1, prefetch: 0, layout: 'packed', buckets: 4, ...fast,
-      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler, logger: silentLogger,
+      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler,
     });
-    running.push(c);
     await waitUntil('the first split to run', () => gate.first !== undefined);
     // The page of another bucket, deleted by hand (as a bad restore or an `etcdctl del` would).
     const pages = (await store.list(`${prefix}queue.`)).kvs.map((kv) => ({ kv, ids: decodeRecord('queue', kv.key, kv.value, fp).ids }));
@@ -89,11 +84,10 @@ describe('a packed job\'s folded record deleted', () => {
       if (runs.size > 10) await gate; // the rest waits while a folded record goes
       await split.complete(null);
     };
-    const c = await startCoordinator({
+    const c = await coordinators.start({
       store, job, instance: 'w-0', maxInFlight: 1, prefetch: 0, layout: 'packed', ...fast,
-      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler, logger: silentLogger,
+      planner: () => ({ final: true, splits: ids.map((id) => ({ id, weight: 1 })) }), handler,
     });
-    running.push(c);
     const foldedCount = async () => {
       const kvs = (await store.list(`${prefix}folded.`)).kvs;
       return kvs.reduce((n, kv) => n + FoldedBits.decode(decodeRecord('folded', kv.key, kv.value, fp).bits).count, 0);

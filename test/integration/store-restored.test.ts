@@ -8,20 +8,15 @@
  * Here a store whose answers drop by 10,000 revisions stands in for the
  * restore (MemoryStore cannot go back); `RevisionFloor` is unit-tested below.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
-import { silentLogger } from '../../src/coordinator/log.js';
+import { describe, expect, it } from 'vitest';
 import { isSplitfleetError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RevisionFloor } from '../../src/store/revision-floor.js';
 import type { Store } from '../../src/store/store.js';
+import { useMemoryFleet } from '../support/memory-fleet.js';
 import { waitUntil } from '../support/wait.js';
 
-let running: Coordinator[] = [];
-afterEach(async () => {
-  for (const c of running) await c.close().catch(() => undefined);
-  running = [];
-});
+const coordinators = useMemoryFleet();
 
 /** `inner`, whose write answers report `back` fewer revisions once `rewound` is set. */
 function rewindable(inner: MemoryStore): { store: Store; rewind: () => void } {
@@ -53,13 +48,11 @@ describe('a store whose revisions go back (restored from an older snapshot)', ()
     const { store, rewind } = rewindable(inner);
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const c = await startCoordinator({
-      store, job: 'restored', instance: 'w-0', maxInFlight: 1, logger: silentLogger, layout: 'keys',
-      leaseDurationMs: 2000, opTimeoutMs: 500, rebalanceDelayMs: 0, drainDeadlineMs: 1000, reconcileIntervalMs: 500,
+    const c = await coordinators.start({
+      store, job: 'restored', instance: 'w-0', maxInFlight: 1, layout: 'keys', reconcileIntervalMs: 500,
       planner: () => ({ final: true, splits: [{ id: 'a', weight: 1 }, { id: 'b', weight: 1 }] }),
       handler: async (split) => { await held; await split.commit(1).catch(() => undefined); },
     });
-    running.push(c);
     await waitUntil('a split to be held', () => c.held.length > 0);
     rewind();
     release();

@@ -1,7 +1,7 @@
 /**
  * Fleet members in this process on a real etcd: a coordinator on its own
  * EtcdStore running the synthetic job, its units and lane events fed to the
- * ledger; the knobs the failure tests share; and a counter reader for the
+ * ledger; the knobs the failure tests share (memory-fleet.ts's); and a counter reader for the
  * coordinators' prom-client metrics.
  */
 import { startCoordinator, type Coordinator } from '../../src/coordinator/coordinator.js';
@@ -51,14 +51,8 @@ export async function startInProcess(o: InProcessOptions, ledger: Ledger): Promi
   };
 }
 
-/** The knobs these tests use unless a test says otherwise. */
-export const FAST = Object.freeze({
-  leaseDurationMs: 2000,
-  opTimeoutMs: 500,
-  rebalanceDelayMs: 0,
-  drainDeadlineMs: 1000,
-  reconcileIntervalMs: 2000,
-});
+/** The knobs these tests use unless a test says otherwise: the same as a MemoryStore fleet's. */
+export { FAST } from './memory-fleet.js';
 
 /** Sums a prom-client counter's values whose labels match. */
 export async function counterValue(metric: { get(): Promise<{ values: { value: number; labels: Record<string, unknown> }[] }> | { values: { value: number; labels: Record<string, unknown> }[] } }, labels: Record<string, string> = {}): Promise<number> {
