@@ -140,6 +140,8 @@ export class Auditor {
   private readonly procLanes = new Map<string, number>();
   private readonly procInstance = new Map<string, string>();
   private readonly externals = new Set<number>();
+  /** Per split, an operator's retries of it: each may replay what the tenancy that ended in quarantine left uncommitted. */
+  private readonly retries = new Map<string, number>();
 
   /** `clock`: the simulation's virtual clock (receive times; the run reads no wall clock). */
   constructor(store: MemoryStore, readonly prefix: string, clock: Clock) {
@@ -304,6 +306,8 @@ export class Auditor {
             const prevPlan = before ? JSON.parse(before.value) as { verdict?: string } : undefined;
             const nextPlan = c.value !== undefined ? JSON.parse(c.value) as { verdict?: string } : undefined;
             if (writer === undefined && prevPlan?.verdict === 'stalled' && nextPlan && nextPlan.verdict === undefined) break;
+            // A retry puts any other plan back as it was read, to fence a verdict decided before it (decision 0058).
+            if (writer === undefined && before !== undefined && c.value === before.value && group.some((g) => g.key.startsWith(`${P}split.`))) break;
             guarded('plan');
             break;
           }
@@ -429,6 +433,7 @@ export class Auditor {
             if (prev.status === 'quarantined' && writer === undefined) {
               // An operator's retry: runnable again, attempts reset, same epoch, nobody owning it (and none of the fleet's steps).
               retried.add(id);
+              this.retries.set(id, (this.retries.get(id) ?? 0) + 1);
               if (next.status !== 'runnable' || next.attempts !== 0 || next.epoch !== prev.epoch || next.owner !== '') {
                 fail('monotone', `split.${id} rewritten by an operator other than as a retry`, { prev, next });
               }
@@ -586,9 +591,13 @@ export class Auditor {
     return { violations: v, stats };
   }
 
-  /** Per split id, the hostile writer's revisions on its keys. */
+  /**
+   * Per split id, the revisions written to its keys from outside the fleet: the hostile writer's, and an
+   * operator's retries (a quarantine ends a tenancy without a takeover, so what it left uncommitted is
+   * replayed once the split is retried).
+   */
   private foreignWrites(): Map<string, number> {
-    const n = new Map<string, number>();
+    const n = new Map<string, number>(this.retries);
     for (const e of this.recorder.events) {
       if (this.externals.has(e.rev) && e.id !== undefined) n.set(e.id, (n.get(e.id) ?? 0) + 1);
     }

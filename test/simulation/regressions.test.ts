@@ -25,6 +25,11 @@ const base: Pick<Schedule, 'seed' | 'commitEvery' | 'drainDeadlineMs' | 'reconci
 };
 
 const found: Record<string, Schedule> = {
+  // auditor.ts and replay.ts (a fresh-seed run of the random fleet schedules, seed 200224943; the auditor's, not
+  // the fleet's): a one-unit split quarantined after its tenancies died uncommitted, then retried by the operator
+  // after the stall, ran once more than the takeovers allowed. A quarantine ends a tenancy without a takeover, so
+  // an operator's retry now counts as a cause of replay, like a foreign write.
+  'an operator\'s retry of a quarantined split may replay what its last tenancy left uncommitted': {"seed":0,"fleet":2,"splits":5,"maxUnits":1,"commitEvery":1,"unitMs":654,"leaseSeconds":3,"rebalanceDelayMs":539,"drainDeadlineMs":200,"reconcileIntervalMs":300,"lanes":[1],"prefetch":[0],"drains":["slow"],"steps":[{"gapMs":115,"fault":{"kind":"expire","target":9}},{"gapMs":631,"fault":{"kind":"pause","target":33,"tenths":10}},{"gapMs":813,"fault":{"kind":"leaderKill"}},{"gapMs":669,"fault":{"kind":"pause","target":61,"tenths":2}},{"gapMs":58,"fault":{"kind":"skew","target":21,"latencyMs":923,"durationMs":4367}},{"gapMs":1164,"fault":{"kind":"pause","target":4,"tenths":24}},{"gapMs":916,"fault":{"kind":"expire","target":19}},{"gapMs":686,"fault":{"kind":"pause","target":11,"tenths":11}},{"gapMs":1365,"fault":{"kind":"restart","target":42}},{"gapMs":1065,"fault":{"kind":"join"}}],"restartAtEnd":true},
   // claims.ts (defect 39; a fresh-seed hostile hunt, seed 350055039, its 14th schedule): w1 crashed holding s-5,
   // whose record the hostile writer then deleted; the leader seeded it again (epoch 0) while w1's lease key
   // (epoch 1) still lived. w1, restarted under the same instance id, took that key for its own earlier run's and
@@ -302,6 +307,10 @@ const LOST_REPLY: Schedule = {
 };
 
 const packedFound: Record<string, Schedule> = {
+  // auditor.ts (a fresh-seed run of the random packed schedules, seed -1222501147; the auditor's, not the fleet's):
+  // an operator's retry of a quarantined split in a running job puts the plan back as it read it, to fence a
+  // verdict decided before it (decision 0058); the auditor took that for a plan written without the leader key.
+  'an operator\'s retry puts the plan back unchanged': {"seed":0,"fleet":3,"splits":7,"maxUnits":5,"commitEvery":1,"unitMs":253,"leaseSeconds":1,"rebalanceDelayMs":0,"drainDeadlineMs":200,"reconcileIntervalMs":300,"lanes":[1],"prefetch":[0],"drains":["cooperate"],"steps":[{"gapMs":706,"fault":{"kind":"leaderKill"}},{"gapMs":772,"fault":{"kind":"join"}},{"gapMs":188,"fault":{"kind":"pause","target":29,"tenths":10}},{"gapMs":0,"fault":{"kind":"leaderKill"}},{"gapMs":999,"fault":{"kind":"expire","target":0}},{"gapMs":0,"fault":{"kind":"leaderKill"}},{"gapMs":1000,"fault":{"kind":"operator","action":"retry","target":0}}],"restartAtEnd":false,"layout":"packed","waves":4,"waveMs":200,"replanIntervalMs":300,"buckets":1},
   // settle-orphans.ts (defect 38; a fresh-seed hostile hunt, seed 1432504644, its 2,739th schedule): w0 took s-01
   // over from crashed w1; the hostile writer wrote its lease key again with no etcd lease, and its repair deleted
   // it. w0's lane was fenced at its next commit and followed as an orphan; once a read showed nothing of ours
