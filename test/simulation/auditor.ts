@@ -248,6 +248,8 @@ export class Auditor {
           // the put that restores it, and a presence or lease key written again with no etcd lease (not
           // live, decision 0059). A rewrite of any other record stays out (checked against the fleet's last value).
           const ephemeral = c.key.startsWith(`${P}lease.`) || c.key.startsWith(`${P}worker.`);
+          // A lease key the writer put is as much a leftover of the record it later deletes as the fleet's.
+          if (c.type === 'put' && c.key.startsWith(`${P}lease.`) && c.id !== undefined) leasePutAt.set(c.id, rev);
           if (c.type === 'delete') {
             if (c.key.startsWith(`${P}split.`) && c.id !== undefined) splitDeletedAt.set(c.id, rev);
             // The store forgets what a deleted progress record held: those units may run again (lives.ts).
