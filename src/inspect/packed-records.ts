@@ -16,13 +16,14 @@
  *
  * Pure: no I/O, no clock.
  */
-import { FoldedBits } from '../protocol/packed.js';
-import type { Json, PlanRecord, QueueRecord, SplitRecord } from '../protocol/records.js';
+import { FoldedBits, foldedRecordApplies } from '../protocol/packed.js';
+import type { FoldedRecord, Json, PlanRecord, QueueRecord, SplitRecord } from '../protocol/records.js';
 
-/** A page's folded bits: which of its slots are folded back as completed. */
+/** A page's folded record as read: its bits and the generation of the page they are for (decision 0091; absent in older builds' records). */
 export interface FoldedSlots {
-  /** Whether the page's split at `slot` is folded back. */
+  /** Whether the record's bit of `slot` is set (it marks the page's split there only if `pageGeneration` is the page's). */
   has(slot: number): boolean;
+  pageGeneration: number | undefined;
 }
 
 /** A packed job's pages, folded bits and slots, by page name `{bucket}.{page}`. */
@@ -72,10 +73,13 @@ export function dropPage(q: QueueRecords, name: string): void {
   for (const id of rec.ids) if (q.slots.get(id)?.page === name) q.slots.delete(id);
 }
 
-/** A page's folded record read (base64 bits), or gone/unreadable (undefined): no bit is known set. */
-export function setFolded(q: QueueRecords, name: string, bits: string | undefined): void {
-  if (bits === undefined) q.folded.delete(name);
-  else q.folded.set(name, FoldedBits.decode(bits));
+/** A page's folded record read, or gone/unreadable (undefined): no bit is known set. */
+export function setFolded(q: QueueRecords, name: string, rec: Pick<FoldedRecord, 'bits' | 'pageGeneration'> | undefined): void {
+  if (rec === undefined) q.folded.delete(name);
+  else {
+    const bits = FoldedBits.decode(rec.bits);
+    q.folded.set(name, { has: (slot) => bits.has(slot), pageGeneration: rec.pageGeneration });
+  }
 }
 
 /** Split `id` as its page holds it, or undefined when no page known names it. */
@@ -85,8 +89,13 @@ export function pagedSplit(q: QueueRecords, id: string): PagedSplit | undefined 
   const rec = q.pages.get(at.page)!;
   return {
     id, bucket: rec.bucket, page: rec.page, slot: at.slot, weight: rec.weights[at.slot]!, descriptor: rec.descriptors[at.slot] ?? null,
-    folded: q.folded.get(at.page)?.has(at.slot) ?? false,
+    folded: isFoldedAt(q.folded.get(at.page), rec.generation, at.slot),
   };
+}
+
+/** Whether `folded` marks slot `slot` of the page of generation `generation` (a record of an earlier page under its number marks none). */
+function isFoldedAt(folded: FoldedSlots | undefined, generation: number, slot: number): boolean {
+  return folded !== undefined && foldedRecordApplies(folded.pageGeneration, generation) && folded.has(slot);
 }
 
 /**

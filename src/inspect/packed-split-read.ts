@@ -18,7 +18,7 @@
  */
 import { SplitfleetError } from '../errors.js';
 import { bucketPrefix, foldedKey, leaseKey, progressKey, specKey, splitKey } from '../protocol/keys.js';
-import { bucketOf, FoldedBits } from '../protocol/packed.js';
+import { bucketOf, foldedBitsOf } from '../protocol/packed.js';
 import { decodeRecord, type QueueRecord } from '../protocol/records.js';
 import { inJobScope } from '../protocol/scope.js';
 import type { KeyValue, Store } from '../store/store.js';
@@ -89,7 +89,7 @@ export async function findPagedSplit(
     const folded = await getAt(store, prefix, foldedKey(prefix, rec.bucket, rec.page), revision);
     let isFolded = false;
     try {
-      isFolded = folded !== undefined && FoldedBits.decode(decodeRecord('folded', folded.key, folded.value, plan.fp).bits).has(slot);
+      isFolded = folded !== undefined && foldedBitsOf(decodeRecord('folded', folded.key, folded.value, plan.fp), rec.generation).has(slot);
     } catch (e) {
       problems.push(problemLine(folded!.key, e));
     }

@@ -120,7 +120,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'lease': records.leases.set(id, decode('lease')); break;
       case 'assign': records.assigns.set(id, decode('assign')); break;
       case 'queue': putPage(records.queue, decode('queue')); break;
-      case 'folded': setFolded(records.queue, page, decode('folded').bits); break;
+      case 'folded': setFolded(records.queue, page, decode('folded')); break;
     }
     return undefined;
   } catch (e) {

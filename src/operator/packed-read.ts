@@ -18,8 +18,8 @@
  * I/O: paged listings (scope.ts).
  */
 import { bucketPrefix, foldedKey, parseKey } from '../protocol/keys.js';
-import { bucketOf, FoldedBits } from '../protocol/packed.js';
-import type { PlanRecord } from '../protocol/records.js';
+import { bucketOf, foldedBitsOf } from '../protocol/packed.js';
+import type { FoldedRecord, PlanRecord } from '../protocol/records.js';
 import { decodeRecord } from '../protocol/records.js';
 import type { Store } from '../store/store.js';
 import { recordField } from './job.js';
@@ -46,12 +46,12 @@ function problemOf(key: string, e: unknown): string {
 export async function countPackedSplits(store: Store, prefix: string, fp: string): Promise<PackedCounts> {
   const out: PackedCounts = { runnable: 0, completed: 0, quarantined: 0, total: 0, problems: [] };
   const at: { revision?: number } = {};
-  const folded = new Map<string, FoldedBits>();
+  const folded = new Map<string, FoldedRecord>();
   for await (const page of jobKeyPages(store, prefix, ['folded'], at)) {
     for (const kv of page) {
       try {
         const rec = decodeRecord('folded', kv.key, kv.value, fp);
-        folded.set(`${rec.bucket}.${rec.page}`, FoldedBits.decode(rec.bits));
+        folded.set(`${rec.bucket}.${rec.page}`, rec);
       } catch (e) {
         out.problems.push(problemOf(kv.key, e)); // its page's splits count as queued: no bit is known set
       }
@@ -73,7 +73,8 @@ export async function countPackedSplits(store: Store, prefix: string, fp: string
     for (const kv of page) {
       try {
         const rec = decodeRecord('queue', kv.key, kv.value, fp);
-        const bits = folded.get(`${rec.bucket}.${rec.page}`);
+        const f = folded.get(`${rec.bucket}.${rec.page}`);
+        const bits = f && foldedBitsOf(f, rec.generation); // a record of an earlier page under this number sets none
         rec.ids.forEach((id, slot) => {
           if (keyed.has(id)) {
             count(keyed.get(id));
@@ -116,7 +117,7 @@ export async function pagedState(store: Store, prefix: string, plan: PlanRecord,
       if (slot < 0) continue;
       const folded = await store.get(foldedKey(prefix, rec.bucket, rec.page));
       try {
-        if (folded && FoldedBits.decode(decodeRecord('folded', folded.key, folded.value, plan.fp).bits).has(slot)) return 'folded';
+        if (folded && foldedBitsOf(decodeRecord('folded', folded.key, folded.value, plan.fp), rec.generation).has(slot)) return 'folded';
       } catch {
         // unreadable: no bit is known set
       }

@@ -82,9 +82,10 @@ export function promoteTxn(prefix: string, fp: string, leadership: Compare, page
   return { compares, success };
 }
 
-/** A page's folded record after a fold-back: the bits as read with the new ones set. */
+/** A page's folded record after a fold-back: the bits as read with the new ones set, for the page of `pageGeneration` (decision 0091). */
 export interface FoldedWrite extends FoldedPage {
   readonly bits: FoldedBits;
+  readonly pageGeneration: number;
 }
 
 /** One completed split to fold back: its record's revision as read, and its progress record's when results are kept (0: none). */
@@ -134,7 +135,7 @@ export function foldTxn(prefix: string, fp: string, leadership: Compare, pages: 
   for (const p of pages) {
     const key = foldedKey(prefix, p.bucket, p.page);
     compares.push(cmp.modRevision(key, p.modRevision));
-    success.push(op.put(key, encodeRecord('folded', { v: SCHEMA_VERSION, fp, bucket: p.bucket, page: p.page, bits: p.bits.encode() })));
+    success.push(op.put(key, encodeRecord('folded', { v: SCHEMA_VERSION, fp, bucket: p.bucket, page: p.page, bits: p.bits.encode(), pageGeneration: p.pageGeneration })));
   }
   for (const s of splits) {
     // No live lease key: one put by hand without a lease is no holder (protocol/ephemeral.ts).

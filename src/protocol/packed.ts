@@ -10,6 +10,9 @@
  * - A page holds at most PAGE_SPLITS splits and encodes under the byte limit
  *   it is cut for; splits keep their order within a bucket.
  * - A folded bit, once set, is never cleared by anything this build writes.
+ * - A folded record's bits apply only to the page of the generation it names
+ *   (`foldedBitsOf`, decision 0091): a page number given again after its page
+ *   and folded record were lost starts with no bits, whatever record is put back.
  *
  * Pure: no I/O, no clock.
  */
@@ -17,7 +20,7 @@ import { SplitfleetError } from '../errors.js';
 import { hashInto, seedState } from '../hash.js';
 import { MAX_BUCKETS, utf8ByteLength } from './keys.js';
 import { PAGE_SPLITS } from './record-schemas.js';
-import type { Json } from './record-types.js';
+import type { FoldedRecord, Json } from './record-types.js';
 
 export { PAGE_SPLITS };
 
@@ -156,4 +159,18 @@ export class FoldedBits {
     while (end > 0 && this.bytes[end - 1] === 0) end--;
     return Buffer.from(this.bytes.subarray(0, end)).toString('base64');
   }
+}
+
+/**
+ * Whether a folded record naming `recordGeneration` sets bits on a page seeded in `pageGeneration`
+ * (decision 0091): when it names that generation, or none (an older build's record); a record of an
+ * earlier page under the same number, put back after the number was given again, sets none.
+ */
+export function foldedRecordApplies(recordGeneration: number | undefined, pageGeneration: number): boolean {
+  return recordGeneration === undefined || recordGeneration === pageGeneration;
+}
+
+/** The bits folded record `rec` sets on the page of generation `pageGeneration` now under its key (`foldedRecordApplies`). */
+export function foldedBitsOf(rec: Pick<FoldedRecord, 'bits' | 'pageGeneration'>, pageGeneration: number): FoldedBits {
+  return foldedRecordApplies(rec.pageGeneration, pageGeneration) ? FoldedBits.decode(rec.bits) : FoldedBits.empty();
 }

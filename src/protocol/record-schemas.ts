@@ -218,7 +218,7 @@ export const SCHEMAS = {
     error: (iss) => pageArraysProblem(iss.input as { ids: unknown; weights: unknown; descriptors: unknown }) ?? 'a broken page',
   })),
   folded: z.looseObject({
-    ...stamp, bucket: int(0), page: int(0),
+    ...stamp, bucket: int(0), page: int(0), pageGeneration: int(0).optional(),
     bits: str().check(z.refine((s: string) => BASE64.test(s) && s.length <= Math.ceil(FOLDED_BYTES / 3) * 4, {
       error: `must be base64 of at most ${FOLDED_BYTES} bytes`,
     })),

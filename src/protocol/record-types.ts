@@ -131,8 +131,12 @@ export interface StoredHistoryEntry { rev: number; at: number; kind: string; [fi
 export interface QueueRecord extends Stamp {
   bucket: number; page: number; generation: number; ids: string[]; weights: number[]; descriptors: Json[];
 }
-/** `folded.{bucket}.{page}`: the splits of that page folded back as completed, a bitset (base64, bit i of byte i>>3 = slot i). */
-export interface FoldedRecord extends Stamp { bucket: number; page: number; bits: string }
+/**
+ * `folded.{bucket}.{page}`: the splits of that page folded back as completed, a bitset (base64, bit i of byte i>>3 = slot i).
+ * `pageGeneration` is the `generation` of the page the bits are for (decision 0091): a record of another
+ * generation marks nothing on the page now under that number. Absent in older builds' records (they apply).
+ */
+export interface FoldedRecord extends Stamp { bucket: number; page: number; bits: string; pageGeneration?: number }
 /** One split's final committed progress as a fold-back kept it: its progress record's `progress` (null when it committed none) and `end` when divided. */
 export interface ResultEntry { id: string; progress: Json; end?: Json }
 /**

@@ -217,7 +217,7 @@ describe('chaos auditor checks', () => {
   describe('a packed job', () => {
     const plan = { v: 2, fp: FP, generation: 1, final: true, planned: 2, layout: 'packed', buckets: 1 };
     const page = { v: 1, fp: FP, bucket: 0, page: 0, generation: 1, ids: ['s', 't'], weights: [20, 10], descriptors: [{ units: 20 }, { units: 10 }] };
-    const bits = (byte: number) => ({ v: 1, fp: FP, bucket: 0, page: 0, bits: Buffer.from([byte]).toString('base64') });
+    const bits = (byte: number) => ({ v: 1, fp: FP, bucket: 0, page: 0, bits: Buffer.from([byte]).toString('base64'), pageGeneration: 1 });
     const spec = (units: number) => ({ v: 1, fp: FP, id: 's', weight: 20, descriptor: { units }, generation: 1 });
     const assign = (splits: string[]) => ({ v: 1, fp: FP, instance: 'a', generation: 1, splits });
 

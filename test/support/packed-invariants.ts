@@ -20,7 +20,10 @@
  *   record held, null when it had none ('fold-results-*'); no other
  *   revision writes one;
  * - a folded bit is never cleared, a folded record never deleted
- *   ('folded-bit-cleared');
+ *   ('folded-bit-cleared'); a folded record names its page's generation
+ *   ('folded-generation'), and one of another generation (put back from
+ *   outside after its page's number was given again) marks none of the
+ *   page's slots (decision 0091);
  * - `split`, `spec` and `progress` keys are deleted only by a fold-back of
  *   their split ('deleted-without-fold');
  * - a split is completed at most once over promotion, fold-back and
@@ -138,10 +141,11 @@ export class PackedChecker implements InvariantChecker {
    * Queue pages by `bucket.page`. `gone`: deleted from outside the fleet at that revision, and not put back (its
    * splits still resolve); `deleted`: deleted from outside at some time (a leader may have listed the job then).
    */
-  private readonly pages = new Map<string, { ids: string[]; rev: number; gone?: number; deleted?: number }>();
+  private readonly pages = new Map<string, { ids: string[]; rev: number; generation: unknown; gone?: number; deleted?: number }>();
   /** Splits a page deleted from outside held, seeded into another page since: the other places that hold them. */
   private readonly also = new Map<string, PagedSplit[]>();
-  private readonly folded = new Map<string, { bits: Uint8Array; rev: number }>();
+  /** Folded records by page name, with the page generation each names (decision 0091; undefined in older records). */
+  private readonly folded = new Map<string, { bits: Uint8Array; rev: number; pageGeneration: unknown }>();
   /** Bits of folded records deleted from outside the fleet, by page: what the store forgot. */
   private readonly forgotten = new Map<string, Uint8Array>();
   private readonly splits = new Map<string, Rec>();
@@ -232,20 +236,31 @@ export class PackedChecker implements InvariantChecker {
   /** A folded record deleted (the store forgot its completions: they may run again) or put back where none is. */
   private externalFolded(e: HistoryEvent, rev: number): void {
     const name = pageName(e);
-    const had = this.folded.get(name);
+    const had = this.bitsAt(name);
     if (e.type === 'delete') {
       if (!had) return;
       this.folded.delete(name);
-      this.forgotten.set(name, had.bits);
-      for (const slot of setIn(had.bits, new Uint8Array(0))) {
+      this.forgotten.set(name, had);
+      for (const slot of setIn(had, new Uint8Array(0))) {
         const id = this.pages.get(name)?.ids[slot];
         if (id !== undefined) this.allowRerun(id, rev);
       }
     } else if (!had) {
-      const bits = bitsOf(e.rec);
-      this.folded.set(name, { bits, rev });
-      for (const slot of setIn(bits, new Uint8Array(0))) this.rememberFolded(name, slot);
+      this.folded.set(name, { bits: bitsOf(e.rec), rev, pageGeneration: e.rec?.pageGeneration });
+      // Put back after its page's number was given again (decision 0091): it marks none of the new page's slots.
+      for (const slot of setIn(this.bitsAt(name)!, new Uint8Array(0))) this.rememberFolded(name, slot);
     }
+  }
+
+  /**
+   * The bits page `name`'s folded record sets on the page now under that name: its own if it names
+   * that page's generation (or none: an older build's), else none (decision 0091). Undefined: no record.
+   */
+  private bitsAt(name: string): Uint8Array | undefined {
+    const f = this.folded.get(name);
+    if (!f) return undefined;
+    const page = this.pages.get(name);
+    return f.pageGeneration === undefined || page === undefined || f.pageGeneration === page.generation ? f.bits : new Uint8Array(0);
   }
 
   /** Split `id` may be promoted again and completed once more, from `rev` on. */
@@ -294,7 +309,7 @@ export class PackedChecker implements InvariantChecker {
   /** Whether split `id`'s bit is set in any page that holds it (`every`: in every one, so no promotion can read it unset). */
   private isFolded(id: string, every = false): boolean {
     const places = this.placesOf(id);
-    const set = (at: PagedSplit) => bit(this.folded.get(at.page)?.bits, at.slot);
+    const set = (at: PagedSplit) => bit(this.bitsAt(at.page), at.slot);
     return places.length > 0 && (every ? places.every(set) : places.some(set));
   }
 
@@ -314,7 +329,9 @@ export class PackedChecker implements InvariantChecker {
     const name = pageName(e);
     const had = this.pages.get(name);
     // A page deleted from outside may be written again, but not while its folded record would mark the new one's slots.
-    if (had && (had.gone === undefined || this.folded.has(name))) {
+    // A folded record of another generation marks none of the new page's slots (decision 0091).
+    const folded = this.folded.get(name);
+    if (had && (had.gone === undefined || (folded !== undefined && (folded.pageGeneration === undefined || folded.pageGeneration === e.rec?.generation)))) {
       return this.problem('page-rewritten', '', [had.rev, rev], `queue.${name} written again${had.gone !== undefined ? ' (deleted by hand) while its folded record remains' : ''}`);
     }
     const r = e.rec;
@@ -328,7 +345,7 @@ export class PackedChecker implements InvariantChecker {
     // Pages deleted from outside (this one among them when its number is reused): a leader may have listed the job
     // without them and seeded their splits here, even if one was put back before this write landed.
     const deletedBefore = (page: string) => (page === name ? had?.deleted !== undefined : this.pages.get(page)?.deleted !== undefined);
-    this.pages.set(name, { ids: ids.map(String), rev, ...(had?.deleted !== undefined ? { deleted: had.deleted } : {}) });
+    this.pages.set(name, { ids: ids.map(String), rev, generation: r?.generation, ...(had?.deleted !== undefined ? { deleted: had.deleted } : {}) });
     ids.forEach((raw, slot) => {
       const id = String(raw);
       const other = this.planned.get(id);
@@ -352,10 +369,14 @@ export class PackedChecker implements InvariantChecker {
     const name = pageName(e);
     const before = this.folded.get(name);
     const next = bitsOf(e.rec);
-    const was = before?.bits ?? new Uint8Array(0);
+    // What the record it replaces set on this page: none if it was another generation's (decision 0091).
+    const was = this.bitsAt(name) ?? new Uint8Array(0);
     const page = this.pages.get(name);
+    if (page && e.rec?.pageGeneration !== page.generation) {
+      this.problem('folded-generation', '', [rev], `folded.${name} names page generation ${String(e.rec?.pageGeneration)}; queue.${name} is of generation ${String(page.generation)}`);
+    }
     for (const slot of setIn(was, next)) this.problem('folded-bit-cleared', page?.ids[slot] ?? '', [before!.rev, rev], `folded.${name} cleared the bit of slot ${slot}`);
-    this.folded.set(name, { bits: next, rev });
+    this.folded.set(name, { bits: next, rev, pageGeneration: e.rec?.pageGeneration });
     const out: string[] = [];
     const forgotten = before ? undefined : this.forgotten.get(name);
     for (const slot of setIn(next, was)) {

@@ -180,8 +180,8 @@ export class LeaderView {
   }
 
   /** A queue page the leader's own seeding wrote (pages are not watched): its splits become rows. */
-  ownPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
-    this.records.pages.applyPage(bucket, page, ids, weights);
+  ownPage(bucket: number, page: number, generation: number, ids: readonly string[], weights: readonly number[]): void {
+    this.records.pages.applyPage(bucket, page, generation, ids, weights);
     this.notify({ kinds: new Set(['queue']), all: false });
   }
 

@@ -96,7 +96,7 @@ export class FoldBack {
       const folded = packed.foldedOf(pageIndex);
       packed.forgotten.delete(pageIndex);
       if (folded.modRevision !== 0) continue; // put back meanwhile: the view has its bits
-      const write = { bucket, page, modRevision: 0, bits: folded.bits };
+      const write = { bucket, page, modRevision: 0, bits: folded.bits, pageGeneration: folded.pageGeneration };
       const res = await this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), [write], []));
       if (!res.won) continue; // put back by another hand, or leadership gone: the watch says which
       this.ctx.log.warn({ page: foldedKey(this.ctx.prefix, bucket, page), completions: folded.bits.count }, 'a folded record was deleted; wrote back the completions this leader had seen');
@@ -134,7 +134,7 @@ export class FoldBack {
       const writes: (FoldedWrite & { ids: string[] })[] = [...byPage].map(([pageIndex, p]) => {
         const { bucket, page } = packed.describe(PackedPages.location(pageIndex, 0));
         const folded = packed.foldedOf(pageIndex);
-        return { bucket, page, pageIndex, modRevision: folded.modRevision, bits: folded.bits.with(p.slots), ids: p.ids };
+        return { bucket, page, pageIndex, modRevision: folded.modRevision, bits: folded.bits.with(p.slots), pageGeneration: folded.pageGeneration, ids: p.ids };
       });
       const sent = this.ctx.store.txn(foldTxn(this.ctx.prefix, this.ctx.fp, this.ctx.guard(), writes, splits, { generation, seq, entries }));
       this.foldTxn = sent;

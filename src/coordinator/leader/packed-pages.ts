@@ -13,11 +13,14 @@
  *   and not seen deleted, with that record's revision: sparse (the promoted
  *   splits not yet folded back).
  * - A folded page's revision only grows.
+ * - A page's bits come only from folded records naming its generation, or
+ *   none (decision 0091); a record of another generation counts for its
+ *   revision (promotions compare it) and sets no bit.
  *
  * No I/O: LeaderRecords feeds it; the packed queue (packed-queue.ts) reads it.
  */
 import { grown } from '../../assignment/front-door.js';
-import { FoldedBits } from '../../protocol/packed.js';
+import { FoldedBits, foldedRecordApplies } from '../../protocol/packed.js';
 
 const SLOT_BITS = 10;
 const SLOT_MASK = (1 << SLOT_BITS) - 1;
@@ -33,11 +36,13 @@ export interface SplitLocation {
 export class PackedPages {
   private readonly buckets: number[] = [];
   private readonly pageNumbers: number[] = [];
+  /** Each page's `generation` (the term that seeded it): what a folded record must name to set its bits. */
+  private readonly generations: number[] = [];
   private readonly indexOf = new Map<string, number>();
   private readonly folded: (FoldedBits | undefined)[] = [];
   private readonly foldedRevision: number[] = [];
   /** Folded records seen before their page (the listing sorts `folded` before `queue`). */
-  private readonly early = new Map<string, { bits: FoldedBits; modRevision: number }>();
+  private readonly early = new Map<string, { bits: FoldedBits; modRevision: number; pageGeneration: number | undefined }>();
   /** The next page number of each bucket (one past the highest page known). */
   private readonly nextPages = new Map<number, number>();
   /**
@@ -65,18 +70,19 @@ export class PackedPages {
     return this.buckets.length;
   }
 
-  /** The page's index in this view, registering it (a page listed, or one seeding wrote). */
-  addPage(bucket: number, page: number): number {
+  /** The page's index in this view, registering it (a page listed, or one seeding wrote), seeded in `generation`. */
+  addPage(bucket: number, page: number, generation: number): number {
     const name = `${bucket}.${page}`;
     let i = this.indexOf.get(name);
     if (i !== undefined) return i;
     i = this.buckets.length;
     this.buckets.push(bucket);
     this.pageNumbers.push(page);
+    this.generations.push(generation);
     this.indexOf.set(name, i);
     const early = this.early.get(name);
     this.early.delete(name);
-    this.folded.push(early?.bits);
+    this.folded.push(early && foldedRecordApplies(early.pageGeneration, generation) ? early.bits : undefined);
     this.foldedRevision.push(early?.modRevision ?? 0);
     if (page >= (this.nextPages.get(bucket) ?? 0)) this.nextPages.set(bucket, page + 1);
     return i;
@@ -92,19 +98,20 @@ export class PackedPages {
   }
 
   /**
-   * A folded record of page (bucket, page) at `modRevision`; ignored unless newer than the one
+   * A folded record of page (bucket, page) at `modRevision`, for the page of `pageGeneration`
+   * (undefined: an older build's record, for whichever page); ignored unless newer than the one
    * held. Returns the page's index when it is known and changed.
    */
-  setFolded(bucket: number, page: number, bits: FoldedBits, modRevision: number): number | undefined {
+  setFolded(bucket: number, page: number, bits: FoldedBits, modRevision: number, pageGeneration: number | undefined): number | undefined {
     const i = this.indexOf.get(`${bucket}.${page}`);
     if (i === undefined) {
       const name = `${bucket}.${page}`;
-      if ((this.early.get(name)?.modRevision ?? 0) < modRevision) this.early.set(name, { bits, modRevision });
+      if ((this.early.get(name)?.modRevision ?? 0) < modRevision) this.early.set(name, { bits, modRevision, pageGeneration });
       this.takePageNumber(bucket, page);
       return undefined;
     }
     if (this.foldedRevision[i]! >= modRevision) return undefined;
-    this.folded[i] = bits;
+    this.folded[i] = foldedRecordApplies(pageGeneration, this.generations[i]!) ? bits : undefined;
     this.foldedRevision[i] = modRevision;
     return i;
   }
@@ -140,9 +147,12 @@ export class PackedPages {
     return this.folded[location >>> SLOT_BITS]?.has(location & SLOT_MASK) ?? false;
   }
 
-  /** Page `pageIndex`'s folded bits (empty when it has no folded record) and that record's revision (0: absent). */
-  foldedOf(pageIndex: number): { bits: FoldedBits; modRevision: number } {
-    return { bits: this.folded[pageIndex] ?? FoldedBits.empty(), modRevision: this.foldedRevision[pageIndex] ?? 0 };
+  /**
+   * Page `pageIndex`'s folded bits (empty when it has no folded record of its generation), that
+   * record's revision (0: absent) and the page's generation (what a folded record written for it names).
+   */
+  foldedOf(pageIndex: number): { bits: FoldedBits; modRevision: number; pageGeneration: number } {
+    return { bits: this.folded[pageIndex] ?? FoldedBits.empty(), modRevision: this.foldedRevision[pageIndex] ?? 0, pageGeneration: this.generations[pageIndex]! };
   }
 
   static location(pageIndex: number, slot: number): number {
@@ -213,7 +223,7 @@ export class PackedPages {
   clear(): void {
     this.forgotten.clear();
     this.foldable.clear();
-    this.buckets.length = this.pageNumbers.length = this.folded.length = this.foldedRevision.length = 0;
+    this.buckets.length = this.pageNumbers.length = this.generations.length = this.folded.length = this.foldedRevision.length = 0;
     this.indexOf.clear();
     this.early.clear();
     this.nextPages.clear();
@@ -223,3 +233,4 @@ export class PackedPages {
     this.keyed.clear();
   }
 }
+

@@ -20,7 +20,7 @@
  */
 import { SplitfleetError } from '../../errors.js';
 import { foldedKey, queueKey } from '../../protocol/keys.js';
-import { FoldedBits } from '../../protocol/packed.js';
+import { FoldedBits, foldedBitsOf } from '../../protocol/packed.js';
 import { PROMOTE_OPS_PER_SPLIT, promoteTxn, type PromotedSplit } from '../../protocol/packed-txns.js';
 import { decodeRecord, readable, type QueueRecord } from '../../protocol/records.js';
 import type { Json } from '../../protocol/record-types.js';
@@ -207,10 +207,12 @@ export class PackedQueue {
       const page = await this.ctx.store.get(pageKey);
       // Either record unreadable (a foreign write; the view has reported it): its page's splits stay unpromoted
       // (their compare holds the revision the view read) until it is readable again.
-      const read = readable(() => ({
-        bits: FoldedBits.decode(decodeRecord('folded', key, kv.value, this.ctx.fp).bits),
-        ids: page ? decodeRecord('queue', pageKey, page.value, this.ctx.fp).ids : [],
-      }));
+      const read = readable(() => {
+        const folded = decodeRecord('folded', key, kv.value, this.ctx.fp);
+        const rec = page ? decodeRecord('queue', pageKey, page.value, this.ctx.fp) : undefined;
+        // A record of an earlier page under this number marks none of this page's (decision 0091).
+        return { bits: rec ? foldedBitsOf(folded, rec.generation) : FoldedBits.decode(folded.bits), ids: rec?.ids ?? [] };
+      });
       if (read === undefined) continue;
       const { bits, ids } = read;
       this.ctx.log.warn({ page: `${p.bucket}.${p.page}` }, 'a folded record was newer than the leader view\'s; read it again');

@@ -53,14 +53,14 @@ export class PackedView {
       return false;
     }
     this.unreadable.delete(key);
-    this.applyPage(rec.bucket, rec.page, rec.ids, rec.weights);
+    this.applyPage(rec.bucket, rec.page, rec.generation, rec.ids, rec.weights);
     return true;
   }
 
-  /** A queue page's splits as rows (a page listed, or one seeding just wrote). */
-  applyPage(bucket: number, page: number, ids: readonly string[], weights: readonly number[]): void {
+  /** A queue page's splits as rows (a page listed, or one seeding just wrote), seeded in `generation`. */
+  applyPage(bucket: number, page: number, generation: number, ids: readonly string[], weights: readonly number[]): void {
     const packed = this.columns.packed!;
-    const index = packed.addPage(bucket, page);
+    const index = packed.addPage(bucket, page, generation);
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       const location = PackedPages.location(index, i);
@@ -92,7 +92,7 @@ export class PackedView {
       this.onUnreadable(key, storeFailure(e));
       return false;
     }
-    return packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision) !== undefined;
+    return packed.setFolded(rec.bucket, rec.page, FoldedBits.decode(rec.bits), modRevision, rec.pageGeneration) !== undefined;
   }
 
   /** The plan record was just read: the folded records held for it, applied (packed) or returned as a count of unknown keys. */
@@ -110,7 +110,7 @@ export class PackedView {
    */
   applyFolded(bucket: number, page: number, bits: FoldedBits, revision: number, ids: readonly string[]): void {
     const packed = this.columns.packed!;
-    packed.setFolded(bucket, page, bits, revision);
+    packed.setFolded(bucket, page, bits, revision, undefined); // written for the page in view
     for (const id of ids) {
       const location = this.columns.locationOf(id);
       if (packed.keyed.has(id) || location === undefined) continue;

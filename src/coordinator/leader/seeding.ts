@@ -265,7 +265,7 @@ export class Seeder {
       for (const [n, [start, end]] of cutPages(members, maxBytes).entries()) {
         const page: QueuePage = { bucket: b, page: first + n, splits: members.slice(start, end) };
         const put = queuePagePut(prefix, fp, generation, page, maxBytes);
-        await pipeline.add(this.seedPage(guard, job, page, put).then(() => { known += page.splits.length; }));
+        await pipeline.add(this.seedPage(guard, job, generation, page, put).then(() => { known += page.splits.length; }));
         // A turn every few pages (~3 ms each at 10M): with room in the pipeline this loop ran on as
         // microtasks, 64 pages (~200 ms) in one task; a turn per page slowed a 1M seeding by half.
         if (++sent % PAGES_PER_TURN === 0) await nextTurn();
@@ -276,10 +276,10 @@ export class Seeder {
   }
 
   /** One queue page, created where absent; applied to the view once it landed. */
-  private async seedPage(guard: Compare, job: LeaderView, page: QueuePage, put: Op): Promise<void> {
+  private async seedPage(guard: Compare, job: LeaderView, generation: number, page: QueuePage, put: Op): Promise<void> {
     const res = await this.ctx.store.txn(seedTxn(guard, [put]));
     if (res.won) {
-      job.ownPage(page.bucket, page.page, page.splits.map((s) => s.id), page.splits.map((s) => s.weight));
+      job.ownPage(page.bucket, page.page, generation, page.splits.map((s) => s.id), page.splits.map((s) => s.weight));
       return;
     }
     if (!this.ctx.leading()) return;

@@ -11,8 +11,8 @@ import { FoldedBits } from '../../../src/protocol/packed.js';
 describe('PackedPages locations by row', () => {
   it('reads back every location set, location 0 included, and none elsewhere', () => {
     const p = new PackedPages();
-    const first = p.addPage(0, 0);
-    const second = p.addPage(3, 1);
+    const first = p.addPage(0, 0, 1);
+    const second = p.addPage(3, 1, 1);
     const at0 = PackedPages.location(first, 0);
     const at1023 = PackedPages.location(second, 1023);
     expect(at0).toBe(0);
@@ -26,7 +26,7 @@ describe('PackedPages locations by row', () => {
 
   it('reserving rows makes room without placing anything; rows past it grow on demand', () => {
     const p = new PackedPages();
-    p.addPage(0, 0);
+    p.addPage(0, 0, 1);
     p.setRow(2, PackedPages.location(0, 7));
     p.reserve(1_000_000);
     expect(p.locationAt(2)).toBe(PackedPages.location(0, 7));
@@ -39,7 +39,7 @@ describe('PackedPages locations by row', () => {
 
   it('a parked row has no location, and its split keeps it until unparked; clear forgets every row', () => {
     const p = new PackedPages();
-    p.addPage(0, 0);
+    p.addPage(0, 0, 1);
     p.setRow(0, 0);
     p.setRow(1, PackedPages.location(0, 1));
     p.park('a', 0, 42);
@@ -58,9 +58,9 @@ describe('PackedPages page numbers', () => {
   // marked that new page's slots done: splits lost (found by the hostile simulation's page deletion).
   it('never gives a new page the number of a page whose folded record exists without it', () => {
     const p = new PackedPages();
-    p.addPage(1, 0);
+    p.addPage(1, 0, 1);
     expect(p.nextPage(1)).toBe(1);
-    p.setFolded(1, 1, FoldedBits.empty().with([0]), 7); // page 1.1 is gone; its folded record is not
+    p.setFolded(1, 1, FoldedBits.empty().with([0]), 7, 1); // page 1.1 is gone; its folded record is not
     expect(p.nextPage(1)).toBe(2);
     expect(p.nextPage(0)).toBe(0);
   });

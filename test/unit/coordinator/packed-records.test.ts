@@ -39,6 +39,22 @@ describe('a packed job in the leader view', () => {
     expect(r.columns.packed!.keyed.size).toBe(0);
   });
 
+  it('a folded record naming another page generation sets no bit: a page number given again starts unfolded (decision 0091)', () => {
+    const of = (slots: number[], pageGeneration: number) => encodeRecord('folded', { v: 1, fp, bucket: 0, page: 0, bits: FoldedBits.empty().with(slots).encode(), pageGeneration });
+    for (const order of ['folded first', 'page first'] as const) {
+      const r = records();
+      if (order === 'folded first') r.put(foldedKey(prefix, 0, 0), of([0, 1], 0), 3, undefined);
+      r.put(queueKey(prefix, 0, 0), page(), 4, undefined); // generation 1
+      if (order === 'page first') r.put(foldedKey(prefix, 0, 0), of([0, 1], 0), 5, undefined);
+      expect(statuses(r), order).toEqual(['runnable', 'runnable', 'runnable', 'runnable']);
+      // Promotions compare the record as it stands, and a fold-back writes this page's generation over it.
+      const held = r.columns.packed!.foldedOf(0);
+      expect([held.modRevision > 0, held.bits.count, held.pageGeneration], order).toEqual([true, 0, 1]);
+      r.put(foldedKey(prefix, 0, 0), of([2], 1), 6, undefined);
+      expect([0, 1, 2, 3].map((slot) => r.columns.packed!.isFolded(slot)), order).toEqual([false, false, true, false]);
+    }
+  });
+
   it('a record of its own wins while it exists; deleted by hand, the split is queued again', () => {
     const r = records();
     r.put(queueKey(prefix, 0, 0), page(), 4, undefined);

@@ -44,7 +44,7 @@ describe('cutFoldBatch', () => {
     const limit = 1.5 * 1024 * 1024;
     const { take } = cutFoldBatch(P, list, limit);
     const batch = list.slice(0, take);
-    const pages = batch.map((_, i) => ({ bucket: i, page: 0, modRevision: 5, bits: FoldedBits.empty().with([0, 1, 2, 100, 1000]) }));
+    const pages = batch.map((_, i) => ({ bucket: i, page: 0, modRevision: 5, bits: FoldedBits.empty().with([0, 1, 2, 100, 1000]), pageGeneration: 2 ** 40 }));
     const txn = foldTxn(P, FP, guard, pages, batch.map((e) => ({ id: e.id, splitRevision: 4, progressRevision: 3 })), { generation: 2, seq: 9, entries: batch });
     const bytes = OVERHEAD_PER_REQUEST + [...txn.compares, ...txn.success].reduce((n, x) => n + itemBytes(x), 0);
     expect(bytes).toBeLessThanOrEqual(limit);
@@ -54,7 +54,7 @@ describe('cutFoldBatch', () => {
 });
 
 describe('foldTxn with results', () => {
-  const pages = [{ bucket: 3, page: 1, modRevision: 7, bits: FoldedBits.empty().with([0, 4]) }];
+  const pages = [{ bucket: 3, page: 1, modRevision: 7, bits: FoldedBits.empty().with([0, 4]), pageGeneration: 1 }];
   const splits = [{ id: 'a', splitRevision: 10, progressRevision: 9 }, { id: 'b', splitRevision: 11, progressRevision: 0 }];
   const entries = [{ id: 'a', progress: { n: 1 } }, { id: 'b', progress: null }];
 

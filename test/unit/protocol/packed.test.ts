@@ -131,7 +131,7 @@ describe('transactions', () => {
   });
   it('a fold-back compares the record, the lease and the page; sets the bits and deletes the keys in one revision', () => {
     const bits = FoldedBits.empty().with([4]);
-    const txn = foldTxn(prefix, fp, guard, [{ bucket: 1, page: 0, modRevision: 9, bits }], [{ id: 'a', splitRevision: 12 }]);
+    const txn = foldTxn(prefix, fp, guard, [{ bucket: 1, page: 0, modRevision: 9, bits, pageGeneration: 3 }], [{ id: 'a', splitRevision: 12 }]);
     expect(txn.compares).toEqual([guard, cmp.modRevision(foldedKey(prefix, 1, 0), 9), cmp.modRevision(`${prefix}split.a`, 12), cmp.noLease(`${prefix}lease.a`)]);
     expect(txn.success.map((o) => `${o.op} ${o.key}`)).toEqual([
       `put ${foldedKey(prefix, 1, 0)}`, `delete ${prefix}split.a`, `delete ${prefix}spec.a`, `delete ${prefix}progress.a`,

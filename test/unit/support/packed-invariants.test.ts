@@ -25,7 +25,7 @@ const page = (ids: string[], bucket = 0, n = 0) => ({
 const folded = (...slots: number[]) => {
   const bytes = new Uint8Array(2);
   for (const s of slots) bytes[s >> 3]! |= 1 << (s & 7);
-  return { v: 1, fp: FP, bucket: 0, page: 0, bits: Buffer.from(bytes).toString('base64') };
+  return { v: 1, fp: FP, bucket: 0, page: 0, bits: Buffer.from(bytes).toString('base64'), pageGeneration: 1 };
 };
 const spec = (id: string, descriptor: unknown = { units: 1, id }) => ({ v: 1, fp: FP, id, weight: 10, descriptor, generation: 1 });
 const split = (id: string, epoch: number, owner: string, status = 'runnable') => ({ v: 1, fp: FP, id, epoch, status, owner, attempts: 0 });
@@ -38,9 +38,9 @@ const kept = (ids: string[], progress: unknown = 1): [HandKind, string, Record<s
   return ['result', `1.${seq}`, { v: 1, fp: FP, generation: 1, seq, splits: ids.map((id) => ({ id, progress })) }];
 };
 
-/** Promotes, assigns, claims and completes split `id` (slot in page 0.0). */
-function run(h: History, id: string): void {
-  h.write(['spec', id, spec(id)], ['split', id, split(id, 0, '')]);
+/** Promotes, assigns, claims and completes split `id` (slot in page 0.0, of `generation`). */
+function run(h: History, id: string, generation = 1): void {
+  h.write(['spec', id, { ...spec(id), generation }], ['split', id, split(id, 0, '')]);
   h.write(['assign', 'w', assign('w', [id])]);
   h.write(['split', id, split(id, 1, 'w')], ['lease', id, lease(id, 'w', 1)]);
   h.write(['split', id, split(id, 1, '', 'completed')], ['progress', id, { v: 1, fp: FP, id, epoch: 1, progress: 1 }], ['lease', id, 'delete']);
@@ -285,6 +285,31 @@ describe('the packed queue checker', () => {
       run(renewed, 'a');
       run(renewed, 'b');
       expect(withExternal(renewed, new Set([lost]))).toEqual([]);
+    });
+
+    it('a folded record put back after its page\'s number was given again marks none of the new page\'s slots (decision 0091)', () => {
+      // Page 0.0 of generation 1 held [a, b], a folded (slot 0); the page and its folded record are lost, a
+      // leader of generation 2 seeds [c, a] under the same number (c of a later wave), and the old folded record is put back.
+      const h = clean();
+      const lost = [h.write(['folded', '0.0', 'delete']), h.write(['queue', '0.0', 'delete'])];
+      h.write(['plan', '', plan({ planned: 3 })]);
+      h.write(['queue', '0.0', { ...page(['c', 'a']), generation: 2 }]);
+      const back = h.write(['folded', '0.0', folded(0)]);
+      const externals = new Set([...lost, back]);
+      // c, in slot 0, never ran: the old bit must not pass for its completion (nor for a's, in slot 1).
+      expect(withExternal(h, externals)).toEqual(['split-lost', 'split-lost']);
+      run(h, 'c', 2);
+      run(h, 'a', 2);
+      h.write(['assign', 'w', assign('w', [])]);
+      // Its fold-back replaces the old record: no bit of this page's cleared, none of another generation written.
+      h.write(['folded', '0.0', { ...folded(0), pageGeneration: 2 }], ['split', 'c', 'delete'], ['spec', 'c', 'delete'], ['progress', 'c', 'delete'], kept(['c']));
+      expect(withExternal(h, externals)).toEqual([]);
+      // The fleet writing a folded record of another generation is caught, and its bits count for nothing.
+      const stale = clean();
+      stale.write(['assign', 'w', assign('w', [])]);
+      stale.write(['folded', '0.0', folded(0, 1)], ['split', 'b', 'delete'], ['spec', 'b', 'delete'], ['progress', 'b', 'delete'], kept(['b']));
+      stale.write(['folded', '0.0', { ...folded(0, 1), pageGeneration: 7 }]);
+      expect(withExternal(stale, new Set())).toEqual(['folded-generation', 'split-lost', 'split-lost']);
     });
 
     it('a record put back where none is, is the store\'s again', () => {
