@@ -159,6 +159,16 @@ export function reseedWrite(prefix: string, fp: string, id: string): Op {
   return op.put(splitKey(prefix, id), encodeRecord('split', initialSplitRecord(id, fp)));
 }
 
+/**
+ * Split records seeded again (`reseedWrite`): leadership ∧ the plan record at the revision the
+ * leader read (a verdict written since, its own among them, makes it lose: a finished job runs
+ * nothing more) ∧ every written key absent → the puts.
+ */
+export function reseedTxn(prefix: string, leadership: Compare, planRevision: number, puts: readonly Op[]): Txn {
+  const txn = seedTxn(leadership, puts);
+  return { compares: [cmp.modRevision(planKey(prefix), planRevision), ...txn.compares], success: txn.success };
+}
+
 /** Seeding puts, created only where absent: leadership ∧ every written key absent → the puts. */
 export function seedTxn(leadership: Compare, puts: readonly Op[]): Txn {
   return { compares: [leadership, ...puts.map((o) => cmp.absent(o.key))], success: puts };

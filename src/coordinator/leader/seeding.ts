@@ -20,7 +20,7 @@ import type { Config } from '../../config.js';
 import { reservedIdProblem } from '../../protocol/residual-ids.js';
 import { SplitfleetError } from '../../errors.js';
 import { idProblem, isValidId, planKey } from '../../protocol/keys.js';
-import { bucketsTxn, planUpdateTxn, reseedWrite, seedTxn, seedWrites, type PlanWrite } from '../../protocol/leader-txns.js';
+import { bucketsTxn, planUpdateTxn, reseedTxn, reseedWrite, seedTxn, seedWrites, type PlanWrite } from '../../protocol/leader-txns.js';
 import { bucketing, bucketsFor, cutPages } from '../../protocol/packed.js';
 import { queuePagePut, type QueuePage } from '../../protocol/packed-txns.js';
 import { decodeRecord, fingerprintHash, type Json, type PlanRecord } from '../../protocol/records.js';
@@ -361,6 +361,9 @@ export class Seeder {
    */
   reseed(job: LeaderView): void {
     if (this.reseeding) return;
+    const plan = job.plan;
+    // A verdict, even one the view has not applied yet, ends the job: the plan's revision is compared.
+    if (plan === undefined || plan.rec.verdict !== undefined) return;
     const ids = job.unrecorded(RESEED_BATCH);
     if (ids.length === 0) return;
     this.reseeding = true;
@@ -369,7 +372,7 @@ export class Seeder {
     // One at a time when the batch loses: a record created meanwhile (our own seeding) is no loss.
     // Through Promise.resolve().then: a store that throws at once must not leave `reseeding` set for good.
     void Promise.resolve()
-      .then(() => this.ctx.store.txn(seedTxn(this.ctx.guard(), writes)))
+      .then(() => this.ctx.store.txn(reseedTxn(this.ctx.prefix, this.ctx.guard(), plan.modRevision, writes)))
       .then((res) => {
         if (res.won) this.ctx.log.warn({ splits: ids.slice(0, 10), count: ids.length }, 'split records were missing (deleted?); seeded them again');
       })
