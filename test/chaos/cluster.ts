@@ -38,10 +38,12 @@ export interface ClusterOptions {
    * its host-side peer address (so the member can reach them) and for clients on loopback.
    */
   isolation?: PeerIsolation;
+  /** Members start with `--pre-vote` (etcd 3.4's opt-in, 3.5's default; docs/operations.md recommends it). */
+  preVote?: boolean;
 }
 
 export class EtcdCluster {
-  private constructor(readonly members: ClusterMember[], private readonly initialCluster: string, private readonly token: string) {}
+  private constructor(readonly members: ClusterMember[], private readonly initialCluster: string, private readonly token: string, private readonly preVote: boolean) {}
 
   /**
    * Starts `size` members (default 3) and waits for every one of them to serve reads. A port
@@ -75,7 +77,7 @@ export class EtcdCluster {
       });
     }
     const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
-    const cluster = new EtcdCluster(members, initial, `chaos-${process.pid}-${Date.now()}`);
+    const cluster = new EtcdCluster(members, initial, `chaos-${process.pid}-${Date.now()}`, options.preVote === true);
     try {
       for (let i = 0; i < size; i++) cluster.launch(i);
       await Promise.all(members.map((_, i) => cluster.ready(i)));
@@ -192,6 +194,7 @@ export class EtcdCluster {
       '--initial-cluster-token', this.token,
       '--logger', 'zap',
       '--log-level', 'error',
+      ...(this.preVote ? ['--pre-vote'] : []),
     ];
     const proc = spawnEtcd(args, m.isolation?.wrap ?? []);
     m.child = proc.child;

@@ -36,7 +36,7 @@ export async function runScenario(s: Scenario, seed: number, shared: EtcdHandle)
   try {
     if (s.topology === 'private') etcd = await startEtcd();
     if (s.isolate) isolation = PeerIsolation.create();
-    if (s.topology === 'cluster') cluster = await EtcdCluster.start(3, isolation ? { isolation } : {});
+    if (s.topology === 'cluster') cluster = await EtcdCluster.start(3, { ...(isolation ? { isolation } : {}), ...(s.preVote ? { preVote: true } : {}) });
     // The auditor and the operator talk to members that are never cut off, so they never go blind.
     const direct = cluster ? cluster.stableEndpoints : [(etcd ?? shared).endpoint];
     if (s.topology === 'proxied') {

@@ -50,6 +50,8 @@ export interface Scenario {
   faultFree?: boolean;
   /** Topology 'cluster' only: the last member runs in a network namespace (faults.ts) that `ctx.isolation` cuts. */
   isolate?: boolean;
+  /** Topology 'cluster' only: its members start with `--pre-vote` (docs/operations.md's recommendation for etcd 3.4). */
+  preVote?: boolean;
   /** Figures of the whole run for the results line (e.g. sessions lost), once the job is complete. */
   summary?: (ctx: ScenarioContext) => string;
   /** Checks on the whole run (its recorded history, its fault log) once the job is complete; a message when it fails. */
