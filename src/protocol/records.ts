@@ -111,7 +111,7 @@ function keyTail(key: string): { kind: string; id: string | null | undefined } {
 // ---- encoding --------------------------------------------------------------
 
 /** Field order of each record: the canonical encoding writes exactly these, in this order. */
-const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
+export const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   plan: ['v', 'fp', 'generation', 'final', 'planned', 'cursor', 'verdict', 'layout', 'buckets', 'hook', 'hookKey'],
   leader: ['v', 'fp', 'instance', 'generation'],
   control: ['v', 'fp', 'paused', 'evacuated'],
@@ -126,7 +126,7 @@ const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[] } = {
   summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
     'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes', 'residuals', 'history'],
   queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],
-  folded: ['v', 'fp', 'bucket', 'page', 'bits'],
+  folded: ['v', 'fp', 'bucket', 'page', 'bits', 'pageGeneration'],
   result: ['v', 'fp', 'generation', 'seq', 'splits'],
 };
 
