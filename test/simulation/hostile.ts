@@ -50,7 +50,7 @@
  *   (decision 0072).
  * The repair puts a deleted record back only if it is still absent, and not
  * a page every split of which a leader seeded into other pages since (two
- * pages would hold them; one that alone still holds some is put back), nor a split's record once the split has none left (a
+ * pages would hold them; one that alone still holds some is put back), nor, in a packed job, a split's record once the split has none left (a
  * fold-back took them: it would name a split folded).
  *
  * Pure of the fleet: it needs the store, the prefix, a revision callback and
@@ -352,7 +352,8 @@ export class HostileWriter {
   /**
    * Why a deleted record still absent is not put back, if it is not: a queue page all of whose splits a
    * leader seeded again in other pages (two pages would hold them), or a split's own record once its split has
-   * no record left (a packed job folded it back meanwhile: a record put back would name a split folded).
+   * no record left in a packed job (folded back meanwhile: a record put back would name a split folded). A keys
+   * job folds nothing: its records are put back (a hunt found a split left with neither, its job waiting for good).
    */
   private async moot(w: Written): Promise<string | undefined> {
     const P = this.prefix;
@@ -368,6 +369,9 @@ export class HostileWriter {
       return `its splits were seeded again in ${other!.key.slice(P.length)}`;
     }
     if (k.kind !== 'split' && k.kind !== 'spec' && k.kind !== 'progress') return undefined;
+    // Only a packed job folds splits back; a keys job's split with neither record is the writer's to put back.
+    const plan = await this.store.get(`${P}plan`);
+    if (plan === undefined || parseObject(plan.value)?.layout !== 'packed') return undefined;
     const sibling = k.kind === 'split' ? 'spec' : 'split';
     return (await this.store.get(`${P}${sibling}.${w.key.slice(P.length + k.kind.length + 1)}`)) ? undefined : `${sibling}.${k.id} is gone too (folded back)`;
   }
