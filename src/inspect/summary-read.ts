@@ -64,6 +64,8 @@ export interface SummaryReport {
   progress: { completed: number; planned: number; completedWeight: number; totalWeight: number; fraction: number; verdict: 'complete' | 'stalled' | null };
   paused: boolean;
   evacuated: { instance: string; inForce: boolean }[];
+  /** Why part of the job cannot move while the rest does, as the leader said it (null: all of it can). */
+  stuck: string | null;
   problems: string[];
 }
 
@@ -201,6 +203,7 @@ export function fromSummary(kvs: readonly KeyValue[], where: Where): { report: S
       },
       paused: s.control?.paused ?? false,
       evacuated: (s.control?.evacuated ?? []).map((e) => ({ instance: e.instance, inForce: s.workers.get(e.instance)?.nonce === e.nonce })),
+      stuck: sum.stuck ?? null,
       problems: s.problems,
     },
   };

@@ -37,6 +37,8 @@ export function renderSummaryReport(raw: SummaryReport, options: { color?: boole
   // Residuals (decision 0063) are splits like the others, counted in the states above.
   if (s.residuals > 0) out.push(`divided    ${s.residuals} residual${s.residuals === 1 ? '' : 's'} of running splits divided while lanes would idle (inspect --split ID shows parent and residuals)`);
   if (s.parked > 0) out.push(c('red', `parked     ${s.parked} split${s.parked === 1 ? '' : 's'} with a record this build cannot read (inspect --splits names them)`));
+  // The leader's own words (health's `degraded` reason): which splits, and why (issue 49, partial stalls).
+  if (report.stuck) out.push(c('red', `stuck      ${report.stuck}`));
   out.push(`in flight  ${s.revoking === 0 ? 'no revocations' : c('yellow', `${s.revoking} revocation${s.revoking === 1 ? '' : 's'} (held, no longer assigned)`)}`);
 
   out.push('');

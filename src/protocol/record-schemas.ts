@@ -98,6 +98,9 @@ const stamp = {
 
 /** The most splits one queue page holds (decision 0037). */
 export const PAGE_SPLITS = 1024;
+/** Characters of a summary's `stuck` reason, at most (the leader cuts a longer one). */
+export const MAX_STUCK_CHARS = 600;
+
 /** Bytes of a page's folded bitset, at most. */
 const FOLDED_BYTES = PAGE_SPLITS / 8;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -207,6 +210,7 @@ export const SCHEMAS = {
     held: int(0), heldWeight: total(), revoking: int(0),
     completed: int(0), completedWeight: total(), quarantined: int(0), quarantinedWeight: total(), parked: int(0),
     members: int(0), lanes: int(0), residuals: int(1).optional(),
+    stuck: str().check(z.refine((s: string) => s.length <= MAX_STUCK_CHARS, { error: `must be at most ${MAX_STUCK_CHARS} characters` })).optional(),
     // Loose per entry: a newer build's kinds and fields pass, and job-history.ts keeps the ones it knows.
     history: z.array(z.looseObject({ rev: int(0), at: int(0), kind: str() }, {
       error: (iss) => `must be an object { rev, at, kind, … } (got ${describeStoredValue(iss.input)})`,

@@ -116,6 +116,8 @@ export interface SummaryRecord extends Stamp {
   members: number; lanes: number;
   /** Residuals of divided splits the leader knows (decision 0063), counted in the states above; absent when none. */
   residuals?: number;
+  /** Why part of the job cannot move while the rest does (the leader's health reason, issue 49); absent when all of it can. */
+  stuck?: string;
   /** The last notable events the leader saw, oldest first (job-history.ts, decision 0070); absent when none, and in older builds' summaries. */
   history?: StoredHistoryEntry[];
 }

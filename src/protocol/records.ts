@@ -124,7 +124,7 @@ export const FIELD_ORDER: { [K in RecordKind]: readonly (keyof RecordTypes[K])[]
   assign: ['v', 'fp', 'instance', 'generation', 'splits'],
   divide: ['v', 'fp', 'instance', 'generation', 'asks'],
   summary: ['v', 'fp', 'generation', 'writtenAt', 'planned', 'final', 'seeded', 'queued', 'queuedWeight', 'backoff', 'backoffWeight',
-    'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes', 'residuals', 'history'],
+    'held', 'heldWeight', 'revoking', 'completed', 'completedWeight', 'quarantined', 'quarantinedWeight', 'parked', 'members', 'lanes', 'residuals', 'stuck', 'history'],
   queue: ['v', 'fp', 'bucket', 'page', 'generation', 'ids', 'weights', 'descriptors'],
   folded: ['v', 'fp', 'bucket', 'page', 'bits', 'pageGeneration'],
   result: ['v', 'fp', 'generation', 'seq', 'splits'],

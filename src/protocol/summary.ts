@@ -23,6 +23,7 @@ import { SplitfleetError } from '../errors.js';
 import { op, type Compare, type Txn } from '../store/store.js';
 import { trimHistory, type HistoryEntry } from './job-history.js';
 import { summaryKey, utf8ByteLength } from './keys.js';
+import { MAX_STUCK_CHARS } from './record-schemas.js';
 import { decodeRecord, encodeRecord, SCHEMA_VERSION, type LeaderRecord, type PlanRecord, type SummaryRecord } from './records.js';
 
 /** The largest summary, in UTF-8 bytes, written or trusted: far above its fixed fields, far below a store request. */
@@ -64,6 +65,8 @@ export interface SummaryFigures {
   readonly residuals?: number;
   /** The recent notable events, oldest first (job-history.ts); trimmed to its bounds here. */
   readonly history?: readonly HistoryEntry[];
+  /** Why part of the job cannot move (the leader's `stuckReason`); cut to MAX_STUCK_CHARS here. */
+  readonly stuck?: string | undefined;
 }
 
 const whole = (n: number) => Math.max(0, Math.round(n));
@@ -91,6 +94,7 @@ export function summaryRecord(f: SummaryFigures): SummaryRecord {
     quarantined: whole(f.quarantined.splits), quarantinedWeight: weight(f.quarantined.weight),
     parked: whole(f.parked), members, lanes,
     ...(whole(f.residuals ?? 0) > 0 ? { residuals: whole(f.residuals ?? 0) } : {}),
+    ...(f.stuck ? { stuck: f.stuck.length > MAX_STUCK_CHARS ? `${f.stuck.slice(0, MAX_STUCK_CHARS - 1)}…` : f.stuck } : {}),
     ...(history.length > 0 ? { history } : {}),
   };
   return history.length > 0 ? summaryWithinBound(record) : record;

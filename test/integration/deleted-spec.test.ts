@@ -8,6 +8,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { SplitHandle } from '../../src/coordinator/types.js';
+import { readJobReport } from '../../src/inspect/summary-read.js';
+import { renderSummaryReport } from '../../src/inspect/summary-render.js';
 import { retrySplits } from '../../src/operator/retry.js';
 import { jobPrefix, specKey } from '../../src/protocol/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -71,6 +73,13 @@ describe('a keys job\'s spec deleted by hand', () => {
     const health = await waitUntil('degraded', () => (c.health().state === 'degraded' ? c.health() : undefined));
     expect(health.reason).toMatch(/^part of the job cannot move: 1 split parked \("b": .*spec\.b is missing \(deleted by hand/);
     expect((await c.metrics.parked.get()).values[0]!.value).toBe(1);
+    // The summary carries the same words, so `inspect` says which split and why without reading every record.
+    const inspected = await waitUntil('the summary to name it', async () => {
+      const r = await readJobReport({ store, job, summaryAbove: 0 });
+      return r.source === 'summary' && r.report.stuck !== null ? r.report : undefined;
+    });
+    expect(inspected.stuck).toBe(health.reason);
+    expect(renderSummaryReport(inspected)).toContain(`stuck      ${health.reason}`);
     open();
   }, 30_000);
 

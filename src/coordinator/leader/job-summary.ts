@@ -57,6 +57,8 @@ export interface SummaryWriterContext {
   /** The term's generation and leadership guard (publish-loop.ts's PublishingTerm). */
   publishing: () => { readonly generation: number; readonly guard: Compare } | undefined;
   job: () => LeaderView | undefined;
+  /** Why part of the job cannot move, as the leader last said it (stuck-parts.ts); undefined when all of it can. */
+  stuck?: () => string | undefined;
   unexpected: OnUnexpected;
   /** Default SUMMARY_INTERVAL_MS. */
   intervalMs?: number;
@@ -122,7 +124,7 @@ export class SummaryWriter {
     // A view still being listed (revision 0) would count half the job.
     if (!this.dirty || !term || !publishing || !job || job.revision === 0) return;
     this.dirty = false;
-    const record = summaryRecord(summaryFigures(job, publishing.generation, wallTime(ctx.clock)));
+    const record = summaryRecord({ ...summaryFigures(job, publishing.generation, wallTime(ctx.clock)), stuck: ctx.stuck?.() });
     if (sameSummary(record, this.written)) return;
     this.writing = true;
     this.lastTry = ctx.clock.now();

@@ -139,12 +139,18 @@ export class Leader {
     this.metrics = ctx.metrics;
     this.log = ctx.log;
     this.unexpected = ctx.unexpected ?? ((where, e) => this.log.error({ where, err: e }, `unexpected error in ${where}`));
-    this.stuckParts = new StuckParts({ clock: ctx.clock, reconcileIntervalMs: ctx.config.reconcileIntervalMs, log: ctx.log, ...(ctx.onStuck ? { onStuck: ctx.onStuck } : {}) });
+    // The reason goes to health (onStuck) and into the job summary, which a change of it pokes.
+    const onStuck = (reason: string | undefined): void => {
+      ctx.onStuck?.(reason);
+      this.publisher.summary.poke();
+    };
+    this.stuckParts = new StuckParts({ clock: ctx.clock, reconcileIntervalMs: ctx.config.reconcileIntervalMs, log: ctx.log, onStuck });
     this.publisher = new PublishLoop({
       store: ctx.store, config: ctx.config, clock: ctx.clock, assigner: ctx.assigner, decide: ctx.decide, ...(ctx.ready ? { ready: ctx.ready } : {}), metrics: ctx.metrics, log: ctx.log, stats: this.stats,
       term: () => this.term,
       publishing: () => (this.term ? { generation: this.term.generation, fence: this.term.fence, guard: this.guard } : undefined),
       job: () => this.job,
+      stuck: () => this.stuckParts.reason,
       seeding: () => this.seeding,
       promote: (job, ids, rider) => this.packedQueue.promote(job, ids, rider),
       unexpected: (where, e) => this.unexpected(where, e),

@@ -82,6 +82,8 @@ export interface PublishLoopContext {
   /** What a step of the current term publishes with. */
   publishing: () => PublishingTerm | undefined;
   job: () => LeaderView | undefined;
+  /** Why part of the job cannot move (the job summary carries it). */
+  stuck?: () => string | undefined;
   seeding: () => boolean;
   /** An error that escaped a publishing step (background.ts). */
   unexpected: OnUnexpected;

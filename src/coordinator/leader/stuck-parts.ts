@@ -31,6 +31,11 @@ export class StuckParts {
 
   constructor(private readonly ctx: StuckPartsContext) {}
 
+  /** The reason last reported (undefined: all of the job can move), for the job summary. */
+  get reason(): string | undefined {
+    return this.reported;
+  }
+
   /** The leader's view changed: parked splits and unreadable pages, with the last unclaimed look. */
   viewChanged(job: LeaderView): void {
     this.report(stuckReason(job.parked, job.unreadablePages, this.unclaimedReason, this.unaccounted));

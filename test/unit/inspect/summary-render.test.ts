@@ -56,3 +56,9 @@ test('a finished job whose fleet has stopped has no leader, and the report says 
   expect(text).toMatch(/^leader     none: the job has finished and its fleet has stopped$/m);
   expect(renderSummaryReport(report())).toMatch(/^leader     w0, generation 3$/m);
 });
+
+test('a part of the job that cannot move is named in the leader\'s words (issue 49, partial stalls); nothing when all of it can', () => {
+  const reason = 'part of the job cannot move: 1 split parked ("s-7": spec.s-7 was deleted: put it back)';
+  expect(renderSummaryReport(report({ stuck: reason }))).toMatch(/^stuck {6}part of the job cannot move: 1 split parked \("s-7"/m);
+  expect(renderSummaryReport(report({ stuck: null }))).not.toMatch(/^stuck/m);
+});

@@ -1,4 +1,5 @@
 /** The job summary (protocol/summary.ts, decision 0040): the record built from the leader's figures, its bounds, its write, and when a reader trusts it. */
+import { MAX_STUCK_CHARS } from '../../../src/protocol/record-schemas.js';
 import { describe, expect, it } from 'vitest';
 import { summaryFigures, type SummaryView } from '../../../src/coordinator/leader/job-summary.js';
 import { isSplitfleetError } from '../../../src/errors.js';
@@ -62,6 +63,17 @@ describe('summaryRecord', () => {
     expect(r.queuedWeight).toBe(0);
     expect(r.parked).toBe(0);
     expect(() => encodeRecord('summary', r)).not.toThrow();
+  });
+
+  it('carries why part of the job cannot move, cut to its bound, and nothing when all of it can', () => {
+    expect(summaryRecord(figures()).stuck).toBeUndefined();
+    expect(summaryRecord(figures({ stuck: 'part of the job cannot move: 1 split parked' })).stuck).toBe('part of the job cannot move: 1 split parked');
+    const long = summaryRecord(figures({ stuck: 'x'.repeat(5000) }));
+    expect(long.stuck).toHaveLength(MAX_STUCK_CHARS);
+    expect(long.stuck!.endsWith('…')).toBe(true);
+    expect(() => encodeRecord('summary', long)).not.toThrow();
+    expect(() => encodeRecord('summary', { ...long, stuck: 'x'.repeat(MAX_STUCK_CHARS + 1) })).toThrow(/stuck: must be at most 600 characters/);
+    expect(sameSummary(summaryRecord(figures()), summaryRecord(figures({ stuck: 'a reason' })))).toBe(false);
   });
 
   it('sameSummary ignores when it was written, and nothing else', () => {
