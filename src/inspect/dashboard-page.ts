@@ -244,6 +244,8 @@ function renderLists(r) {
     ? [el('tr', {}, el('td', { colspan: 4, class: 'empty', text: 'none in flight' }))]
     : v.map((x) => el('tr', { 'data-split': x.id }, el('td', { class: 'id', text: x.id }), el('td', { text: x.holder }),
       el('td', { text: x.assignedTo ?? '(nobody)' }), el('td', { class: 'num', text: weight(x.weight) })))));
+  $('stuck').hidden = !r.stuck;
+  $('stuck-reason').textContent = r.stuck || '';
   const problems = r.problems || [];
   $('problems').hidden = problems.length === 0;
   $('problems-list').replaceChildren(...problems.map((p) => el('li', { class: 'mono', text: p })));
@@ -427,6 +429,10 @@ export function dashboardHtml(home: string, actions: boolean): string {
     <h2>Find a split</h2>
     <form id="split-form"><input id="split-id" name="split" placeholder="split id" autocomplete="off"> <button type="submit">find</button></form>
     <div id="split-result"></div>
+  </section>
+  <section class="wide" id="stuck" hidden>
+    <h2>Part of the job cannot move</h2>
+    <p class="mono" id="stuck-reason"></p>
   </section>
   <section class="wide" id="problems" hidden>
     <h2>Records this build cannot read</h2>

@@ -103,7 +103,7 @@ export function summaryDashboardReport(s: SummaryReport): DashboardReport {
     revocations: [], revocationsTotal: sp.revoking,
     quarantined: [], quarantinedTotal: sp.quarantined,
     retrying: [], retryingTotal: sp.backoff,
-    paused: s.paused, evacuated: s.evacuated,
+    paused: s.paused, evacuated: s.evacuated, stuck: s.stuck,
     problems: s.problems, problemsTotal: s.problems.length,
   };
 }

@@ -182,6 +182,10 @@ function attentionLines(report: JobReport, c: Paint): string[] {
     }
     if (report.quarantined.length > 20) out.push(`  +${report.quarantined.length - 20} more`);
   }
+  if (report.stuck) {
+    out.push('');
+    out.push(c('red', `stuck      ${report.stuck}`));
+  }
   if (report.problems.length > 0) {
     out.push('');
     out.push(c('red', `problems (${report.problems.length} records this build cannot read)`));

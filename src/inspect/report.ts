@@ -19,6 +19,7 @@
  */
 import { jobVerdict } from '../protocol/completion.js';
 import { parseKey } from '../protocol/keys.js';
+import { decodeSummary } from '../protocol/summary.js';
 import {
   decodeRecord, SCHEMA_VERSION, type AssignRecord, type ControlRecord, type LeaderRecord, type LeaseRecord, type PlanRecord, type RecordKind,
   type ProgressRecord, type SpecRecord, type SplitRecord, type WorkerRecord,
@@ -42,6 +43,8 @@ export interface JobRecords {
   assigns: Map<string, AssignRecord>;
   /** A packed job's queue pages and folded bits (decision 0037); empty for the `keys` layout. */
   queue: QueueRecords;
+  /** Of the leader's summary (decision 0040), what the full report takes from it: its term, and why part of the job cannot move. */
+  summary?: { generation: number; stuck: string | undefined } | undefined;
 }
 
 /** An empty set of records. */
@@ -101,6 +104,7 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'assign': records.assigns.delete(id); break;
       case 'queue': dropPage(records.queue, page); break;
       case 'folded': setFolded(records.queue, page, undefined); break;
+      case 'summary': records.summary = undefined; break;
     }
   };
   if (value === undefined) {
@@ -121,6 +125,11 @@ export function applyRecord(records: JobRecords, prefix: string, fp: string, key
       case 'assign': records.assigns.set(id, decode('assign')); break;
       case 'queue': putPage(records.queue, decode('queue')); break;
       case 'folded': setFolded(records.queue, page, decode('folded')); break;
+      case 'summary': {
+        const sum = decodeSummary(key, value, fp);
+        records.summary = { generation: sum.generation, stuck: sum.stuck };
+        break;
+      }
     }
     return undefined;
   } catch (e) {
@@ -226,6 +235,11 @@ export interface JobReport {
    * (another run) or left: the entry is kept until the next operator action but no longer holds it.
    */
   evacuated: { instance: string; inForce: boolean }[];
+  /**
+   * Why part of the job cannot move while the rest does, in the leader's words (its health reason,
+   * from its summary of the current term; issue 49); null when all of it can, or no such summary.
+   */
+  stuck: string | null;
   /** Records that could not be decoded, one line each, naming the key. */
   problems: string[];
   /**
@@ -381,6 +395,8 @@ export function jobReport(records: JobRecords, info: ReportInfo): JobReport {
     retrying,
     paused: records.control?.paused ?? false,
     evacuated: (records.control?.evacuated ?? []).map((e) => ({ instance: e.instance, inForce: records.workers.get(e.instance)?.nonce === e.nonce })),
+    // The leader's own words, only from a summary of the term the leader key names (an older one may be stale).
+    stuck: records.summary !== undefined && records.summary.generation === records.leader?.generation ? records.summary.stuck ?? null : null,
     problems,
   };
 }

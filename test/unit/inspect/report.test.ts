@@ -10,6 +10,7 @@ import { bar, formatWeight, idList, renderReport } from '../../../src/inspect/re
 import { detectFingerprintHash, jobReport, readJobRecords, type JobReport } from '../../../src/inspect/report.js';
 import { assignKey, jobPrefix, leaderKey, leaseKey, planKey, progressKey, specKey, splitKey, workerKey } from '../../../src/protocol/keys.js';
 import { encodeRecord, fingerprintHash, SCHEMA_VERSION, type SplitRecord } from '../../../src/protocol/records.js';
+import { summaryRecord } from '../../../src/protocol/summary.js';
 import type { KeyValue } from '../../../src/store/store.js';
 
 const ROOT = 'splitfleet';
@@ -181,6 +182,28 @@ describe('jobReport', () => {
     expect(r.leader).toBeNull();
     expect(r.plan).toBeNull();
     expect(r.members).toEqual([]);
+  });
+});
+
+describe('the leader\'s stuck reason (issue 49, partial stalls)', () => {
+  const summary = (generation: number, stuck?: string) => kv(`${P}summary`, encodeRecord('summary', summaryRecord({
+    fp: FP, generation, writtenAt: 1, plan: undefined, seeded: 7, queued: { splits: 0, weight: 0 }, backoff: { splits: 0, weight: 0 },
+    running: { splits: 0, weight: 0 }, draining: { splits: 0, weight: 0 }, completed: { splits: 0, weight: 0 }, quarantined: { splits: 0, weight: 0 },
+    parked: 1, lanes: [2], ...(stuck !== undefined ? { stuck } : {}),
+  })));
+  const reason = 'part of the job cannot move: 1 split parked ("s6": spec.s6 is missing (deleted by hand?))';
+
+  test('comes from a summary of the leader\'s current term, and is printed', () => {
+    const r = report([...job(), summary(2, reason)]);
+    expect(r.stuck).toBe(reason);
+    expect(renderReport(r)).toContain(`stuck      ${reason}`);
+  });
+
+  test('none from a summary of an earlier term, or one that names no reason', () => {
+    expect(report([...job(), summary(1, reason)]).stuck).toBeNull();
+    expect(report([...job(), summary(2)]).stuck).toBeNull();
+    expect(report(job()).stuck).toBeNull();
+    expect(renderReport(report(job()))).not.toMatch(/^stuck/m);
   });
 });
 
