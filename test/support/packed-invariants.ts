@@ -273,6 +273,9 @@ export class PackedChecker implements InvariantChecker {
   private rememberFolded(name: string, slot: number): void {
     const id = this.pages.get(name)?.ids[slot];
     if (id === undefined || this.splits.has(id) || !this.rerun.has(id)) return;
+    // Seeded since into another page (this one deleted from outside), where its bit is not set: a leader that
+    // knows only that page promotes it again from there, whatever this page's folded record says.
+    if (this.planned.get(id)?.page !== name) return;
     this.rerun.delete(id);
     this.completions.set(id, 1);
   }
