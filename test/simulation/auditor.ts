@@ -562,7 +562,7 @@ export class Auditor {
     const processed = new Map<string, Map<number, string[]>>();
     for (const u of this.ledger.units) {
       const ts = tenancies.get(u.id);
-      const t = tenancyAt(ts, u.epoch, u.instance, u.t);
+      const t = tenancyAt(ts, u.epoch, u.instance, u.t, u.unit);
       // The units ledger's rule (test/support/units-ledger.ts): the claimers of that epoch, none of them this incarnation.
       const owned = t ? undefined : unitClaimProblem(u, (ts ?? []).filter((x) => x.epoch === u.epoch && x.proc !== undefined).map((x) => x.proc!));
       if (owned) v.push({ property: 'one-owner-per-epoch', message: owned.detail });

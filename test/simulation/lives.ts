@@ -98,10 +98,13 @@ export class Lives {
 
 /**
  * The tenancy of split `id` at `epoch` that process `proc` was in at time `t`: of those it claimed at that
- * epoch (one per life), the last claimed at or before `t`; the only one when there is one.
+ * epoch (one per life), the last claimed at or before `t`; the only one when there is one. With `unit`
+ * (a unit processed at `t`), the last of those that could process it (past its resume point): a life
+ * claimed in the same virtual millisecond as the previous life's last unit did not process that unit.
  */
-export function tenancyAt(tenancies: readonly Tenancy[] | undefined, epoch: number, proc: string, t: number): Tenancy | undefined {
+export function tenancyAt(tenancies: readonly Tenancy[] | undefined, epoch: number, proc: string, t: number, unit?: number): Tenancy | undefined {
   const mine = (tenancies ?? []).filter((x) => x.epoch === epoch && x.proc === proc);
   if (mine.length <= 1) return mine[0];
-  return mine.filter((x) => x.at <= t).at(-1) ?? mine[0];
+  const before = mine.filter((x) => x.at <= t);
+  return (unit !== undefined ? before.filter((x) => unit > x.resume).at(-1) : undefined) ?? before.at(-1) ?? mine[0];
 }
